@@ -12,3 +12,4 @@
 
 pub mod app_info;
 pub mod error;
+pub mod js_json;

@@ -1,0 +1,210 @@
+//! JSON text exactly as JavaScript writes it.
+//!
+//! Two outputs are pinned to JavaScript byte for byte:
+//! - [`stringify`]: `JSON.stringify(value)`: key order as received, no whitespace. Used for a
+//!   phone line's `manifestHash` (`phone-line.md`, "Discovery and pairing";
+//!   `phoneline-pairings.json`).
+//! - [`canonical`]: ifp/1 canonical JSON: the same, but object keys sorted by UTF-16 code unit at
+//!   every depth (`ifp1-notes.md`, "params_hash").
+//!
+//! Strings are written raw (UTF-8, not `\u`-escaped) except `"`, `\`, and control characters
+//! below U+0020 (`\b \f \n \r \t` by name, the rest as `\u00xx` in lowercase hex), as
+//! `JSON.stringify` does. Numbers follow JavaScript's `Number.prototype.toString`: integers
+//! beyond 2^53 and all fractions go through `f64` (so `1.0` is `1`, `1e21` is `1e+21`,
+//! `0.000001` is `0.000001` and `1e-7` is `1e-7`).
+//!
+//! Objects must keep the order they were read in: this crate enables serde_json's
+//! `preserve_order` feature, so a [`serde_json::Value`] parsed from text keeps its key order.
+
+use serde_json::{Map, Number, Value};
+use sha2::{Digest, Sha256};
+
+/// `JSON.stringify(value)` with no indentation: keys in the order the map holds them.
+pub fn stringify(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, false);
+    out
+}
+
+/// ifp/1 canonical JSON: like [`stringify`] but with object keys sorted by UTF-16 code unit at
+/// every depth.
+pub fn canonical(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, true);
+    out
+}
+
+/// Lowercase hex SHA-256 of `text`'s UTF-8 bytes (64 characters).
+pub fn sha256_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+fn write_value(out: &mut String, value: &Value, sorted: bool) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item, sorted);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => write_object(out, map, sorted),
+    }
+}
+
+fn write_object(out: &mut String, map: &Map<String, Value>, sorted: bool) {
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    if sorted {
+        entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+    }
+    out.push('{');
+    for (i, (key, item)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(out, key);
+        out.push(':');
+        write_value(out, item, sorted);
+    }
+    out.push('}');
+}
+
+/// Writes `s` as a JSON string literal the way `JSON.stringify` does.
+pub fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+const MAX_SAFE: u64 = 1 << 53;
+
+fn write_number(out: &mut String, n: &Number) {
+    if let Some(u) = n.as_u64() {
+        if u <= MAX_SAFE {
+            out.push_str(&u.to_string());
+            return;
+        }
+    } else if let Some(i) = n.as_i64() {
+        if i.unsigned_abs() <= MAX_SAFE {
+            out.push_str(&i.to_string());
+            return;
+        }
+    }
+    match n.as_f64() {
+        Some(f) => out.push_str(&js_number(f)),
+        None => out.push_str("null"),
+    }
+}
+
+/// Formats `f` as JavaScript's `Number.prototype.toString()` does (ECMA-262 Number::toString):
+/// shortest round-trip digits; plain notation for decimal exponents from -6 to 20, exponent
+/// notation (`1e+21`, `1.5e-7`) outside. NaN and infinities are `null`, as in `JSON.stringify`.
+pub fn js_number(f: f64) -> String {
+    if !f.is_finite() {
+        return "null".to_string();
+    }
+    if f == 0.0 {
+        return "0".to_string();
+    }
+    let sign = if f < 0.0 { "-" } else { "" };
+    // Rust's `{:e}` gives the shortest round-trip digits: "d.ddde-7" or "de21".
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exp) = match sci.split_once('e') {
+        Some(parts) => parts,
+        None => return format!("{f}"),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let k = digits.len() as i32; // number of significant digits
+    let n = exp + 1; // value = 0.digits * 10^n
+    let body = if k <= n && n <= 21 {
+        format!("{digits}{}", "0".repeat((n - k) as usize))
+    } else if 0 < n && n <= 21 {
+        format!("{}.{}", &digits[..n as usize], &digits[n as usize..])
+    } else if -6 < n && n <= 0 {
+        format!("0.{}{digits}", "0".repeat((-n) as usize))
+    } else {
+        let e = n - 1;
+        let e_sign = if e < 0 { '-' } else { '+' };
+        if k == 1 {
+            format!("{digits}e{e_sign}{}", e.abs())
+        } else {
+            format!("{}.{}e{e_sign}{}", &digits[..1], &digits[1..], e.abs())
+        }
+    };
+    format!("{sign}{body}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Value {
+        serde_json::from_str(text).unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn numbers_follow_javascript() {
+        let cases = [
+            (1.0, "1"),
+            (-0.0, "0"),
+            (0.5, "0.5"),
+            (123.456, "123.456"),
+            (1e21, "1e+21"),
+            (1e20, "100000000000000000000"),
+            (1.5e-7, "1.5e-7"),
+            (0.000001, "0.000001"),
+            (1e-7, "1e-7"),
+            (-2.5e300, "-2.5e+300"),
+            (0.1 + 0.2, "0.30000000000000004"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(js_number(f), want, "for {f:?}");
+        }
+    }
+
+    #[test]
+    fn big_integers_lose_precision_as_in_javascript() {
+        let v = parse("[12345678901234567890, 9007199254740993, -9007199254740992]");
+        assert_eq!(
+            stringify(&v),
+            "[12345678901234567000,9007199254740992,-9007199254740992]"
+        );
+    }
+
+    #[test]
+    fn stringify_keeps_order_and_canonical_sorts_by_utf16() {
+        // By UTF-16 code unit the emoji (high surrogate 0xD83D) sorts before U+FF21; by code
+        // point U+FF21 would come first.
+        let v = parse(r#"{"b":1,"a":{"z":[1.0,"é"],"y":null},"\uff21":1,"😀":2}"#);
+        assert_eq!(stringify(&v), r#"{"b":1,"a":{"z":[1,"é"],"y":null},"Ａ":1,"😀":2}"#);
+        assert_eq!(canonical(&v), r#"{"a":{"y":null,"z":[1,"é"]},"b":1,"😀":2,"Ａ":1}"#);
+    }
+
+    #[test]
+    fn strings_escape_like_json_stringify() {
+        let v = Value::String("q\"b\\\u{08}\u{0c}\n\r\t\u{01}\u{1f}\u{7f}/é".to_string());
+        assert_eq!(stringify(&v), "\"q\\\"b\\\\\\b\\f\\n\\r\\t\\u0001\\u001f\u{7f}/é\"");
+    }
+}
