@@ -6,10 +6,15 @@
 //! ## Layout
 //! - [`error`]: the one error shape that crosses the IPC boundary (`{ kind, message }`).
 //! - [`app_info`]: the app's name, version and the protocol ranges it speaks.
+//! - [`js_json`]: JSON text exactly as JavaScript writes it (manifest hashes, params_hash).
+//! - [`settings`]: the person's settings, kept across restarts.
+//! - [`fsutil`]: atomic file writes.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
 //! `../shared/specs`).
 
 pub mod app_info;
 pub mod error;
+pub mod fsutil;
 pub mod js_json;
+pub mod settings;

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Regenerates the app icons from icons/icon.svg: the PNG sizes Tauri expects, a tray icon, and
+# icon.ico for Windows. Needs rsvg-convert (librsvg2-bin) and ImageMagick's convert.
+set -euo pipefail
+cd "$(dirname "$0")/../icons"
+render() { rsvg-convert -w "$1" -h "$1" icon.svg -o "$2"; }
+render 32 32x32.png
+render 128 128x128.png
+render 256 128x128@2x.png
+render 512 icon.png
+render 64 tray.png
+for s in 16 24 32 48 64 256; do render "$s" "ico-$s.png"; done
+convert ico-16.png ico-24.png ico-32.png ico-48.png ico-64.png ico-256.png icon.ico
+rm -f ico-*.png
+# Tauri requires RGBA PNGs.
+for f in 32x32.png 128x128.png 128x128@2x.png icon.png tray.png; do
+  convert "$f" -define png:color-type=6 "$f"
+done
+echo "icons written to $(pwd)"

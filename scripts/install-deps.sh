@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what Switchboard needs to build, run and test, skipping what is already there:
+# Debian/Ubuntu packages (WebKitGTK, Xvfb, D-Bus, a keyring, screenshot tools), the Rust
+# toolchain check, and the front end's npm packages (from ui/package-lock.json).
+# Usage: bash scripts/install-deps.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential pkg-config file libssl-dev
+  libwebkit2gtk-4.1-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev
+  libayatana-appindicator3-dev librsvg2-dev librsvg2-bin libxdo-dev
+  xvfb xauth webkit2gtk-driver dbus dbus-x11 fonts-dejavu-core
+  gnome-keyring libsecret-1-dev libnotify-bin imagemagick xdotool
+)
+
+missing=()
+if command -v dpkg-query >/dev/null 2>&1; then
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "==> installing system packages: ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+else
+  echo "==> not a Debian/Ubuntu system: install the prerequisites listed in README.md yourself"
+fi
+
+command -v cargo >/dev/null 2>&1 || { echo "cargo not found: install Rust from rustup.rs" >&2; exit 1; }
+command -v npm >/dev/null 2>&1 || { echo "npm not found: install Node.js 20 or newer" >&2; exit 1; }
+
+# Front-end packages: reinstall when the lock file changed since the last install.
+stamp=ui/node_modules/.switchboard-lock
+if [ ! -f "$stamp" ] || ! cmp -s ui/package-lock.json "$stamp"; then
+  echo "==> installing front-end packages (npm ci)"
+  (cd ui && npm ci --no-audit --no-fund --loglevel=error)
+  cp ui/package-lock.json "$stamp"
+fi

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds Switchboard and opens it on its built-in demo phone.
+# Usage: bash scripts/start.sh [extra app arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+echo "==> building the front end"
+(cd ui && npm run build --silent)
+echo "==> building and starting Switchboard (first build takes a few minutes)"
+if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ] && [ "$(uname)" = "Linux" ]; then
+  echo "    no display found: running inside a virtual X server (xvfb-run)"
+  exec xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- cargo run -p switchboard-desktop -- --demo "$@"
+fi
+exec cargo run -p switchboard-desktop -- --demo "$@"

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs every check and test: formatting, lints, the front end's type check and unit tests, the
+# Rust test suite (with the mock-runtime IPC tests and the real-window smoke test under Xvfb),
+# and the TypeScript-bindings drift check. Installs what is missing first.
+# Usage: bash scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+step() { echo; echo "==> $* ($(( $(date +%s) - start ))s)"; }
+
+step "installing what is missing"
+bash scripts/install-deps.sh
+
+step "front end: type check"
+(cd ui && npm run check --silent)
+step "front end: unit tests"
+(cd ui && npm test --silent)
+step "front end: build"
+(cd ui && npm run build --silent)
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+step "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test (unit, integration, mock runtime, real window under Xvfb)"
+cargo test --workspace --locked
+
+step "TypeScript bindings match the Rust types"
+if [ -n "$(git status --porcelain -- ui/src/bindings)" ]; then
+  git status --porcelain -- ui/src/bindings
+  echo "ui/src/bindings drifted from the Rust types: run cargo test and commit ui/src/bindings" >&2
+  exit 1
+fi
+
+step "all checks passed"

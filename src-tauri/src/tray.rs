@@ -1,0 +1,58 @@
+//! The tray icon: a menu (Show Switchboard, Quit) and a tooltip carrying the link's status.
+
+use tauri::menu::{Menu, MenuItem};
+use tauri::tray::{MouseButton, MouseButtonState, TrayIconBuilder, TrayIconEvent};
+use tauri::{AppHandle, Runtime};
+
+/// The tray icon's id.
+pub const TRAY_ID: &str = "switchboard";
+
+/// The tooltip for `connected` phones ("Switchboard: no phone connected", "... 2 phones
+/// connected").
+pub fn tooltip(connected: usize) -> String {
+    match connected {
+        0 => "Switchboard: no phone connected".to_string(),
+        1 => "Switchboard: 1 phone connected".to_string(),
+        n => format!("Switchboard: {n} phones connected"),
+    }
+}
+
+/// Creates the tray icon with its menu.
+///
+/// # Errors
+/// When the platform has no tray (the app then quits when its window closes).
+pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+    let show = MenuItem::with_id(app, "show", "Show Switchboard", true, None::<&str>)?;
+    let quit = MenuItem::with_id(app, "quit", "Quit Switchboard", true, None::<&str>)?;
+    let menu = Menu::with_items(app, &[&show, &quit])?;
+    let icon = tauri::image::Image::from_bytes(include_bytes!("../../icons/tray.png"))?;
+    TrayIconBuilder::with_id(TRAY_ID)
+        .icon(icon)
+        .tooltip(tooltip(0))
+        .menu(&menu)
+        .show_menu_on_left_click(false)
+        .on_menu_event(|app, event| match event.id.as_ref() {
+            "show" => crate::show_main_window(app),
+            "quit" => app.exit(0),
+            _ => {}
+        })
+        .on_tray_icon_event(|tray, event| {
+            if let TrayIconEvent::Click {
+                button: MouseButton::Left,
+                button_state: MouseButtonState::Up,
+                ..
+            } = event
+            {
+                crate::show_main_window(tray.app_handle());
+            }
+        })
+        .build(app)?;
+    Ok(())
+}
+
+/// Updates the tray tooltip to show how many phones are connected.
+pub fn set_connected<R: Runtime>(app: &AppHandle<R>, connected: usize) {
+    if let Some(tray) = app.tray_by_id(TRAY_ID) {
+        let _ = tray.set_tooltip(Some(tooltip(connected)));
+    }
+}

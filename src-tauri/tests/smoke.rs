@@ -1,0 +1,135 @@
+//! Smoke test: the real built app in a real window under Xvfb. Waits for the window, saves a
+//! screenshot to `target/smoke/main-window.png` and fails if the window never appears or the
+//! page is blank. Needs Xvfb, dbus-run-session, xdotool and ImageMagick (`scripts/install-deps.sh`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn need(tool: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "{tool} is missing: run `bash scripts/install-deps.sh` (the smoke test needs Xvfb, dbus, xdotool and ImageMagick)"
+    );
+}
+
+/// Starts Xvfb on a free display and returns it with its number.
+fn start_xvfb() -> (Kill, String) {
+    let mut child = Command::new("Xvfb")
+        .args([
+            "-displayfd",
+            "1",
+            "-screen",
+            "0",
+            "1280x800x24",
+            "-nolisten",
+            "tcp",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("Xvfb starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let display = format!(":{}", line.trim());
+    assert!(display.len() > 1, "Xvfb gave no display number");
+    (Kill(child), display)
+}
+
+fn project_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[test]
+fn real_window_shows_sidebar_and_phones_view() {
+    for t in ["Xvfb", "dbus-run-session", "xdotool", "import", "convert"] {
+        need(t);
+    }
+    let (_xvfb, display) = start_xvfb();
+    let home = tempfile::tempdir().unwrap();
+    let app = Command::new("dbus-run-session")
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_switchboard-desktop"))
+        .env("DISPLAY", &display)
+        .env("SWITCHBOARD_HOME", home.path())
+        .env("HOME", home.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the app starts");
+    let _app = Kill(app);
+
+    // Wait (bounded) for a window titled Switchboard.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut window_id = None;
+    while Instant::now() < deadline {
+        let out = Command::new("xdotool")
+            .args(["search", "--onlyvisible", "--name", "^Switchboard$"])
+            .env("DISPLAY", &display)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        if let Some(id) = text.lines().next().filter(|l| !l.trim().is_empty()) {
+            window_id = Some(id.trim().to_string());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let window_id = window_id.expect("the Switchboard window appeared within 60 s");
+
+    // Give the page time to render, then screenshot until it is not blank (bounded).
+    let shots = project_root().join("target").join("smoke");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join("main-window.png");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut colours = 0usize;
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1000));
+        let ok = Command::new("import")
+            .args(["-window", "root"])
+            .arg(&shot)
+            .env("DISPLAY", &display)
+            .status()
+            .unwrap()
+            .success();
+        if !ok {
+            continue;
+        }
+        let out = Command::new("convert")
+            .arg(&shot)
+            .args(["-format", "%k", "info:"])
+            .output()
+            .unwrap();
+        colours = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        if colours > 200 {
+            break;
+        }
+    }
+    assert!(
+        colours > 200,
+        "the window {window_id} looks blank ({colours} colours) in {}",
+        shot.display()
+    );
+    eprintln!("smoke screenshot: {} ({colours} colours)", shot.display());
+}

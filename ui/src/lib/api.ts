@@ -1,0 +1,39 @@
+// The one module that talks to the Tauri host. Nothing else imports `@tauri-apps/*`.
+// Every call returns typed data or throws an `IpcError` ({ kind, message }).
+import { invoke as tauriInvoke } from "@tauri-apps/api/core";
+import type { AppInfo } from "../bindings/AppInfo";
+import type { IpcError } from "../bindings/IpcError";
+import type { Settings } from "../bindings/Settings";
+import type { Diagnostics } from "../bindings/Diagnostics";
+
+/** True when running inside the Switchboard window (false in a plain browser or unit tests). */
+export function inTauri(): boolean {
+  return typeof window !== "undefined" && "__TAURI_INTERNALS__" in window;
+}
+
+/** Normalises anything thrown by the host into `{ kind, message }`. */
+export function toIpcError(e: unknown): IpcError {
+  if (e && typeof e === "object" && "kind" in e && "message" in e) {
+    const o = e as { kind: unknown; message: unknown };
+    return { kind: String(o.kind), message: String(o.message) };
+  }
+  return { kind: "internal", message: e instanceof Error ? e.message : String(e) };
+}
+
+async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
+  if (!inTauri()) {
+    throw { kind: "no_host", message: "Switchboard's desktop host is not running; open the app window." } as IpcError;
+  }
+  try {
+    return await tauriInvoke<T>(cmd, args);
+  } catch (e) {
+    throw toIpcError(e);
+  }
+}
+
+export const api = {
+  appInfo: () => call<AppInfo>("app_info"),
+  getSettings: () => call<Settings>("get_settings"),
+  saveSettings: (settings: Settings) => call<Settings>("save_settings", { settings }),
+  diagnostics: () => call<Diagnostics>("diagnostics"),
+};
