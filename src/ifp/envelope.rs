@@ -296,6 +296,38 @@ impl Timestamp {
         })
     }
 
+    /// The timestamp of an instant, written with milliseconds (`2026-07-21T00:00:00.000Z`), as
+    /// Switchboard stamps the messages it sends.
+    ///
+    /// Returns `None` when `nanos >= 1_000_000_000` or the year falls outside 0000-9999.
+    /// Sub-millisecond precision is dropped from the text and from the value.
+    pub fn from_unix(unix_seconds: i64, nanos: u32) -> Option<Self> {
+        if nanos >= 1_000_000_000 {
+            return None;
+        }
+        let days = unix_seconds.div_euclid(86_400);
+        let secs = unix_seconds.rem_euclid(86_400);
+        let (year, month, day) = civil_from_days(days);
+        if !(0..=9999).contains(&year) {
+            return None;
+        }
+        let millis = nanos / 1_000_000;
+        let text = format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+            secs / 3_600,
+            (secs % 3_600) / 60,
+            secs % 60
+        );
+        Timestamp::parse(&text).ok()
+    }
+
+    /// [`Timestamp::from_unix`] of a [`std::time::SystemTime`] (e.g. `SystemTime::now()`); `None`
+    /// outside the years 1970-9999.
+    pub fn from_system_time(t: std::time::SystemTime) -> Option<Self> {
+        let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+        Timestamp::from_unix(i64::try_from(d.as_secs()).ok()?, d.subsec_nanos())
+    }
+
     /// The text as received (e.g. `2026-07-21T00:00:00Z`).
     pub fn as_str(&self) -> &str {
         &self.text
@@ -335,6 +367,21 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
+}
+
+/// Proleptic Gregorian (year, month, day) of a day count since 1970-01-01 (Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
 }
 
 impl PartialEq for Timestamp {
@@ -430,5 +477,27 @@ mod tests {
             assert!(Timestamp::parse(bad).is_err(), "{bad} should be refused");
         }
         assert!(Timestamp::parse("2024-02-29T23:59:59.123456789123Z").is_ok());
+    }
+
+    #[test]
+    fn from_unix_round_trips_through_parse() {
+        for secs in [
+            0i64,
+            951_868_800,
+            1_784_595_990,
+            253_402_300_799,
+            68_169_600,
+        ] {
+            let t = Timestamp::from_unix(secs, 250_000_000).unwrap();
+            assert_eq!(t.unix_seconds(), secs, "{t}");
+            assert_eq!(t.nanos(), 250_000_000);
+            assert!(t.as_str().ends_with(".250Z"));
+        }
+        assert_eq!(
+            Timestamp::from_unix(1_784_595_990, 0).unwrap().as_str(),
+            "2026-07-21T01:06:30.000Z"
+        );
+        assert!(Timestamp::from_unix(253_402_300_800, 0).is_none());
+        assert!(Timestamp::from_unix(0, 1_000_000_000).is_none());
     }
 }

@@ -10,6 +10,9 @@
 //! - [`error_class`]: the 14 [`ErrorClass`]es.
 //! - [`validate`](mod@validate): [`validate()`] / [`validate_frame()`] -> `Result<Envelope,
 //!   Rejection>`.
+//! - [`payload`]: typed payloads and [`payload::IncomingMessage`] (receive-only).
+//! - [`outgoing`]: [`outgoing::OutgoingMessage`] -> [`outgoing::OutgoingFrame`], the only way to
+//!   build bytes to send.
 //!
 //! ## The central promise: the desktop never approves, rejects or cancels an action
 //! Confirmation is local to the surface (the phone): the person confirms there. Switchboard only
@@ -21,8 +24,12 @@
 
 pub mod envelope;
 pub mod error_class;
+pub mod outgoing;
+pub mod payload;
 pub mod validate;
 
 pub use envelope::{Envelope, Timestamp, MAX_FRAME_BYTES};
 pub use error_class::ErrorClass;
+pub use outgoing::{OutgoingFrame, OutgoingHeader, OutgoingMessage};
+pub use payload::IncomingMessage;
 pub use validate::{validate, validate_frame, Rejection};
