@@ -11,6 +11,10 @@
 //! - [`validate`](mod@validate): [`validate()`] / [`validate_frame()`] -> `Result<Envelope,
 //!   Rejection>`.
 //! - [`payload`]: typed payloads and [`payload::IncomingMessage`] (receive-only).
+//! - [`params_hash`](mod@params_hash): canonical JSON and `params_hash` of action params.
+//! - [`receiver`]: the [`Receiver`] state machine (dedup, generation fence, ordering, action
+//!   lifecycle) giving an [`receiver::Outcome`] per message.
+//! - [`conformance`]: runs corpus-format sequence files against a fresh [`Receiver`].
 //! - [`outgoing`]: [`outgoing::OutgoingMessage`] -> [`outgoing::OutgoingFrame`], the only way to
 //!   build bytes to send.
 //!
@@ -22,14 +26,19 @@
 //! - the only way to produce a frame to send is the outgoing message type, whose variants cannot
 //!   express `action.approve`, `action.reject` or `action.cancel` (or any `action.*`).
 
+pub mod conformance;
 pub mod envelope;
 pub mod error_class;
 pub mod outgoing;
+pub mod params_hash;
 pub mod payload;
+pub mod receiver;
 pub mod validate;
 
 pub use envelope::{Envelope, Timestamp, MAX_FRAME_BYTES};
 pub use error_class::ErrorClass;
 pub use outgoing::{OutgoingFrame, OutgoingHeader, OutgoingMessage};
+pub use params_hash::{canonical_params, params_hash, params_hash_matches};
 pub use payload::IncomingMessage;
+pub use receiver::{ActionState, Outcome, Receiver, Verdict};
 pub use validate::{validate, validate_frame, Rejection};
