@@ -213,3 +213,46 @@ fn equal_seq_with_new_dedup_is_accepted_and_higher_generation_does_not_move_home
     assert_eq!(out.error_class, Some(ErrorClass::StaleGeneration));
     assert_eq!(out.current_generation, Some(5));
 }
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn corpus_steps() -> Vec<Value> {
+        let doc = load("sequences.json");
+        doc["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["steps"].as_array().unwrap().clone())
+            .map(|st| st["give"].clone())
+            .collect()
+    }
+
+    proptest! {
+        /// Any interleaving of corpus messages (with shuffled generations and seqs) leaves the
+        /// receiver consistent: no panic, every rejection has a class, states only for actions.
+        #[test]
+        fn receiver_never_panics_on_interleaved_corpus_messages(
+            picks in prop::collection::vec((0usize..25, 0u64..6, 0u64..8), 1..40)
+        ) {
+            let steps = corpus_steps();
+            let mut rx = Receiver::with_limits(3, ReceiverLimits { max_sessions: 3, max_dedup_keys: 2, max_actions: 2 });
+            for (i, generation, seq) in picks {
+                let mut m = steps[i % steps.len()].clone();
+                if m.get("generation").is_some() {
+                    m["generation"] = json!(generation);
+                }
+                if m["payload"].get("seq").is_some() {
+                    m["payload"]["seq"] = json!(seq);
+                }
+                let out = rx.receive_value_at_ts(&m);
+                prop_assert_eq!(out.error_class.is_some(), out.verdict == Verdict::Rejected);
+                if out.action_state.is_some() {
+                    prop_assert!(m["type"].as_str().unwrap().starts_with("action."));
+                }
+                prop_assert!(rx.session_count() <= 3 && rx.action_count() <= 2);
+            }
+        }
+    }
+}

@@ -1,4 +1,4 @@
-//! The ifp/1 envelope: the typed view of one message that passed [`crate::ifp::validate`].
+//! The ifp/1 envelope: the typed view of one message that passed [`crate::ifp::validate()`].
 //!
 //! Why: every ifp/1 message is one JSON object with a closed set of top-level fields
 //! (`ifp, id, ts, type, entity, session, device, generation, parent, correlation, provenance,
@@ -50,7 +50,7 @@ pub const ENTITY_OPTIONAL_TYPES: [&str; 4] =
 /// One validated ifp/1 message (`ifp1-notes.md`, "Envelope").
 ///
 /// Missing and `null` optional fields are both `None` (the notes: "Missing and `null` are the
-/// same"). Build one with [`crate::ifp::validate`] or [`crate::ifp::validate_frame`].
+/// same"). Build one with [`crate::ifp::validate()`] or [`crate::ifp::validate_frame`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Envelope {
     /// Message id, `^[a-z]+_[A-Za-z0-9]{6,64}$` (e.g. `msg_ping000001`).

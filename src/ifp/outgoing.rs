@@ -11,7 +11,7 @@
 //!   reach the wire through it.
 //! - The incoming action payloads ([`crate::ifp::payload::ActionApprove`], ...) do not implement
 //!   `Serialize`, so they cannot be re-encoded and sent back.
-//! - [`OutgoingMessage::to_frame`] runs every frame through [`crate::ifp::validate`] and refuses
+//! - [`OutgoingMessage::to_frame`] runs every frame through [`crate::ifp::validate()`] and refuses
 //!   any `action.*` type as a last line of defence.
 //!
 //! There is no approve variant to build:
@@ -310,7 +310,7 @@ impl OutgoingMessage {
     }
 
     /// Encodes the message with `header` into a frame, after checking the result with
-    /// [`crate::ifp::validate`] (so Switchboard never sends what it would itself refuse).
+    /// [`crate::ifp::validate()`] (so Switchboard never sends what it would itself refuse).
     ///
     /// Field order on the wire: `ifp, id, ts, type, entity, session, device, generation, parent,
     /// correlation, payload, ext` (absent optional fields omitted).

@@ -125,7 +125,7 @@ pub struct ActionPropose {
     pub tool: String,
     /// The tool's parameters.
     pub params: Map<String, Value>,
-    /// `sha256:` + hex of the canonical JSON of `params` (see [`crate::ifp::params_hash`]).
+    /// `sha256:` + hex of the canonical JSON of `params` (see [`crate::ifp::params_hash()`]).
     pub params_hash: String,
     /// How risky the action is.
     pub risk: Risk,
@@ -278,7 +278,7 @@ impl IncomingMessage {
     /// Types the payload of a validated envelope.
     ///
     /// Errors: `invalid_envelope` naming the payload if it does not fit its type; cannot happen
-    /// for an envelope produced by [`crate::ifp::validate`], whose rules are stricter.
+    /// for an envelope produced by [`crate::ifp::validate()`], whose rules are stricter.
     pub fn from_envelope(env: &Envelope) -> Result<Self, Rejection> {
         fn typed<T: serde::de::DeserializeOwned>(env: &Envelope) -> Result<T, Rejection> {
             serde_json::from_value(Value::Object(env.payload.clone())).map_err(|e| {
