@@ -9,6 +9,7 @@
 //! - [`js_json`]: JSON text exactly as JavaScript writes it (manifest hashes, params_hash).
 //! - [`settings`]: the person's settings, kept across restarts.
 //! - [`fsutil`]: atomic file writes.
+//! - [`ifp`]: the ifp/1 wire protocol: validator, typed messages, receiver, params_hash.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
 //! `../shared/specs`).
@@ -16,5 +17,6 @@
 pub mod app_info;
 pub mod error;
 pub mod fsutil;
+pub mod ifp;
 pub mod js_json;
 pub mod settings;

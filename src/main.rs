@@ -19,12 +19,15 @@ struct Cli {
 enum Command {
     /// Print the app's name, version and protocol ranges.
     Info(cli::info::Args),
+    /// ifp/1 tools: validate messages, replay conformance sequences, compute params_hash.
+    Ifp(cli::ifp::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info(args) => cli::info::run(args),
+        Command::Ifp(args) => cli::ifp::run(args),
     };
     match result {
         Ok(code) => code,
