@@ -6,10 +6,14 @@
 //! ## Layout
 //! - [`error`]: the one error shape that crosses the IPC boundary (`{ kind, message }`).
 //! - [`app_info`]: the app's name, version and the protocol ranges it speaks.
+//! - [`host_error`]: classifies host and phone-line error texts (permission forms and others).
+//! - [`bridge`]: bridge-status banners derived from failed calls, and the store keeping them current.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
 //! `../shared/specs`).
 
 pub mod app_info;
+pub mod bridge;
 pub mod error;
+pub mod host_error;
 pub mod js_json;
