@@ -19,12 +19,15 @@ struct Cli {
 enum Command {
     /// Print the app's name, version and protocol ranges.
     Info(cli::info::Args),
+    /// Classify a host or phone-line error text and show its bridge banner.
+    ExplainError(cli::explain_error::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info(args) => cli::info::run(args),
+        Command::ExplainError(args) => cli::explain_error::run(args),
     };
     match result {
         Ok(code) => code,
