@@ -313,8 +313,9 @@ impl Banner {
 /// What a failed call amounts to for the bridge status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Derived {
-    /// An actionable permission failure: show this banner.
-    Banner(Banner),
+    /// An actionable permission failure: show this banner (boxed: it is much larger than the
+    /// other variants).
+    Banner(Box<Banner>),
     /// A permission failure none of whose permissions the missing extension can be granted:
     /// no banner, only a diagnostic (the call still failed).
     NothingGrantable {
@@ -380,7 +381,7 @@ pub fn derive_banner(
         None => p.endpoint.clone(),
     };
     let list = grantable.join(", ");
-    Derived::Banner(Banner {
+    Derived::Banner(Box::new(Banner {
         id: path.key(),
         path: path.clone(),
         form: p.form,
@@ -400,7 +401,7 @@ pub fn derive_banner(
         first_seen_ms: at_ms,
         last_seen_ms: at_ms,
         count: 1,
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -417,7 +418,7 @@ mod tests {
 
     fn banner(d: Derived) -> Banner {
         match d {
-            Derived::Banner(b) => b,
+            Derived::Banner(b) => *b,
             other => panic!("expected a banner, got {other:?}"),
         }
     }

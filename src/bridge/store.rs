@@ -156,7 +156,7 @@ impl BridgeStatusStore {
                         cur.count = cur.count.saturating_add(1);
                         cur.first_seen_ms = cur.first_seen_ms.min(at_ms);
                         cur.last_seen_ms = cur.last_seen_ms.max(at_ms);
-                        cur.raw_text = new.raw_text;
+                        cur.raw_text.clone_from(&new.raw_text);
                         return FailureRecorded::BannerRepeated;
                     }
                 }
@@ -164,7 +164,7 @@ impl BridgeStatusStore {
                 if self.banners.len() >= MAX_BANNERS {
                     self.evict_stalest_banner(at_ms);
                 }
-                self.banners.push(new);
+                self.banners.push(*new);
                 FailureRecorded::BannerRaised
             }
             Derived::NothingGrantable { not_grantable, .. } => {
