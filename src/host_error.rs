@@ -14,8 +14,10 @@
 //! read-outs are in `shared/corpus/lumiverse/host-errors.json`.
 //!
 //! The parser is written by hand (no regex) and works in time and memory linear in the text:
-//! every scan that can fail stops at the end of the current wrapping layer (the next `": "`) or
-//! at the next quote, so hostile texts with many layers do not make it quadratic, and every
+//! layer starts are found in one pass; at a layer start a failing match stops at a fixed-length
+//! phrase, at the next quote, or at the layer's own end (the next `": "`), and a quoted scan is
+//! only tried where the endpoint phrase is followed by its own quote, so hostile texts with many
+//! layers or unclosed quotes do not make it quadratic, and every
 //! string in the result is a copy of a distinct part of the input (the result holds at most
 //! about three times the input's bytes). It never panics: all slicing is at positions found by
 //! `str` searches on ASCII bytes, so they are always char boundaries.
