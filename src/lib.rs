@@ -10,13 +10,17 @@
 //! - [`settings`]: the person's settings, kept across restarts.
 //! - [`fsutil`]: atomic file writes.
 //! - [`ifp`]: the ifp/1 wire protocol: validator, typed messages, receiver, params_hash.
+//! - [`host_error`]: classifies host and phone-line error texts (permission forms and others).
+//! - [`bridge`]: bridge-status banners derived from failed calls, and the store keeping them current.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
 //! `../shared/specs`).
 
 pub mod app_info;
+pub mod bridge;
 pub mod error;
 pub mod fsutil;
 pub mod ifp;
+pub mod host_error;
 pub mod js_json;
 pub mod settings;

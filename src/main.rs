@@ -21,6 +21,8 @@ enum Command {
     Info(cli::info::Args),
     /// ifp/1 tools: validate messages, replay conformance sequences, compute params_hash.
     Ifp(cli::ifp::Args),
+    /// Classify a host or phone-line error text and show its bridge banner.
+    ExplainError(cli::explain_error::Args),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +30,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info(args) => cli::info::run(args),
         Command::Ifp(args) => cli::ifp::run(args),
+        Command::ExplainError(args) => cli::explain_error::run(args),
     };
     match result {
         Ok(code) => code,

@@ -2,6 +2,7 @@
 //! code, or an error message that `main` prints to stderr with exit code 2.
 
 pub mod ifp;
+pub mod explain_error;
 pub mod info;
 
 /// What a subcommand returns: its exit code, or a message for stderr (exit code 2).

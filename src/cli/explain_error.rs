@@ -1,0 +1,202 @@
+//! `switchboard explain-error [TEXT] [--manifests DIR] [--caller ID] [--endpoint E] [--json]`:
+//! classifies a host or phone-line error text and, for a permission failure, prints the bridge
+//! banner (spec `phone-line.md`, "Failure modes and the bridge banner").
+//!
+//! Without `--manifests` no manifest is known, so every missing permission is treated as
+//! grantable and the output notes it is unchecked; this is how the spec's example prints the
+//! spec's banner words with no files at hand. With `--manifests DIR`, every `*.json` file there
+//! that is an extension (`spindle.json`) manifest is loaded; other JSON is skipped with a note
+//! on stderr (or in the JSON output).
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde_json::json;
+use switchboard::bridge::{derive_banner, CallPath, Derived, ExtensionDirectory};
+use switchboard::host_error::{self, HostError, HostErrorKind, PermissionForm};
+
+use super::CliResult;
+
+/// Longest text read from standard input, in bytes (1 MiB).
+const MAX_STDIN_BYTES: u64 = 1024 * 1024;
+
+/// Arguments of `switchboard explain-error`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The error text; read from standard input when absent (trailing line break dropped).
+    text: Option<String>,
+    /// A folder of extension manifests (`spindle.json` files, any name ending `.json`); the
+    /// banner then offers only permissions the missing extension declares.
+    #[arg(long, value_name = "DIR")]
+    manifests: Option<PathBuf>,
+    /// The extension id that made the failed call (default: the requester the text names).
+    #[arg(long, value_name = "ID")]
+    caller: Option<String>,
+    /// The endpoint that was called (default: the endpoint the text names).
+    #[arg(long, value_name = "ENDPOINT")]
+    endpoint: Option<String>,
+    /// Print one JSON object: `{classification, banner, no_banner, manifests}`.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `switchboard explain-error`.
+pub fn run(args: Args) -> CliResult {
+    let text = match args.text {
+        Some(t) => t,
+        None => read_stdin()?,
+    };
+    let dir = match &args.manifests {
+        Some(path) => ExtensionDirectory::load_dir(path).map_err(|e| e.to_string())?,
+        None => ExtensionDirectory::new(),
+    };
+    let error = host_error::parse(&text);
+    let path = call_path(&error, args.caller, args.endpoint);
+    let at_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0);
+    let derived = derive_banner(&path, &error, &dir, at_ms);
+
+    if args.json {
+        let (banner, no_banner) = match &derived {
+            Derived::Banner(b) => (serde_json::to_value(b).map_err(|e| e.to_string())?, None),
+            Derived::NothingGrantable {
+                missing_extension,
+                not_grantable,
+            } => (
+                serde_json::Value::Null,
+                Some(json!({
+                    "reason": "nothing_grantable",
+                    "missing_extension": missing_extension,
+                    "not_grantable": not_grantable,
+                })),
+            ),
+            Derived::NotPermission => (
+                serde_json::Value::Null,
+                Some(json!({ "reason": "not_permission" })),
+            ),
+        };
+        let manifests = args.manifests.as_ref().map(|_| {
+            json!({
+                "loaded": dir.manifests().map(|m| m.identifier.clone()).collect::<Vec<_>>(),
+                "skipped": dir.skipped(),
+            })
+        });
+        let out = json!({
+            "classification": error,
+            "banner": banner,
+            "no_banner": no_banner,
+            "manifests": manifests,
+        });
+        let s = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
+        println!("{s}");
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    for s in dir.skipped() {
+        eprintln!("switchboard: skipped {}: {}", s.file, s.reason);
+    }
+    print_classification(&error);
+    match derived {
+        Derived::Banner(b) => {
+            println!("banner: {}", b.message);
+            println!("fix: {}", b.fix);
+            if !b.not_grantable.is_empty() {
+                println!(
+                    "not grantable (not declared in {}'s manifest): {}",
+                    b.missing_name,
+                    b.not_grantable.join(", ")
+                );
+            }
+            if !b.manifest_checked {
+                println!(
+                    "note: permissions not checked against {}'s manifest (pass --manifests DIR)",
+                    b.missing_name
+                );
+            }
+        }
+        Derived::NothingGrantable {
+            missing_extension,
+            not_grantable,
+        } => println!(
+            "no banner: {} declares none of {}, so none can be granted (the call still failed)",
+            dir.display_name(&missing_extension),
+            not_grantable.join(", ")
+        ),
+        Derived::NotPermission => println!("no banner: not a permission failure"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the error text from standard input, at most [`MAX_STDIN_BYTES`].
+fn read_stdin() -> Result<String, String> {
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .take(MAX_STDIN_BYTES + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("could not read standard input: {e}"))?;
+    if buf.len() as u64 > MAX_STDIN_BYTES {
+        return Err(format!(
+            "standard input is longer than {MAX_STDIN_BYTES} bytes; pass a single error text"
+        ));
+    }
+    let text = String::from_utf8_lossy(&buf);
+    Ok(text.trim_end_matches(['\n', '\r']).to_string())
+}
+
+/// The call the text came from: the given caller and endpoint, else the requester and endpoint
+/// the text names.
+fn call_path(error: &HostError, caller: Option<String>, endpoint: Option<String>) -> CallPath {
+    let p = error.permission();
+    let caller = caller.unwrap_or_else(|| match p {
+        Some(p) if p.form != PermissionForm::Owner => p.missing_extension.clone(),
+        _ => String::new(),
+    });
+    let endpoint = endpoint.unwrap_or_else(|| p.map(|p| p.endpoint.clone()).unwrap_or_default());
+    CallPath::new(caller, endpoint)
+}
+
+fn print_classification(e: &HostError) {
+    match &e.kind {
+        HostErrorKind::Permission(p) => {
+            let form = match p.form {
+                PermissionForm::Inherit => "inherit",
+                PermissionForm::Requester => "requester",
+                PermissionForm::Owner => "owner",
+            };
+            println!("kind: permission ({form} form)");
+            println!("endpoint: {}", p.endpoint);
+            println!("missing extension: {}", p.missing_extension);
+            println!("owner: {}", p.owner);
+            println!("permissions: {}", p.permissions.join(", "));
+        }
+        HostErrorKind::NotRegistered { endpoint }
+        | HostErrorKind::EndpointTimedOut { endpoint }
+        | HostErrorKind::InvalidEndpoint { endpoint } => {
+            println!("kind: {}", e.kind_name());
+            println!("endpoint: {endpoint}");
+        }
+        HostErrorKind::DialTimedOut {
+            extension,
+            timeout_ms,
+        } => {
+            println!("kind: {}", e.kind_name());
+            println!("extension: {extension}");
+            println!("timeout: {timeout_ms} ms");
+        }
+        HostErrorKind::UnknownOp { op } => {
+            println!("kind: {}", e.kind_name());
+            println!("op: {op}");
+        }
+        HostErrorKind::UnknownSurface { surface } => {
+            println!("kind: {}", e.kind_name());
+            println!("surface: {surface}");
+        }
+        _ => println!("kind: {}", e.kind_name()),
+    }
+    for w in &e.wrapped_by {
+        println!("wrapped by: {w}");
+    }
+}
