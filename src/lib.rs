@@ -6,6 +6,7 @@
 //! ## Layout
 //! - [`error`]: the one error shape that crosses the IPC boundary (`{ kind, message }`).
 //! - [`app_info`]: the app's name, version and the protocol ranges it speaks.
+//! - [`phone_line`]: phone lines: protocol, manifests, registry, pairing records.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
 //! `../shared/specs`).
@@ -13,3 +14,4 @@
 pub mod app_info;
 pub mod error;
 pub mod js_json;
+pub mod phone_line;
