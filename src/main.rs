@@ -19,12 +19,18 @@ struct Cli {
 enum Command {
     /// Print the app's name, version and protocol ranges.
     Info(cli::info::Args),
+    /// Check a phone line's describe manifest, or test a path against its excludeFromSearch.
+    Manifest(cli::manifest::Args),
+    /// Show the phone lines of a phoneline-pairings.json.
+    Pairings(cli::pairings::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info(args) => cli::info::run(args),
+        Command::Manifest(args) => cli::manifest::run(args),
+        Command::Pairings(args) => cli::pairings::run(args),
     };
     match result {
         Ok(code) => code,
