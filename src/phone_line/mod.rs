@@ -3,16 +3,16 @@
 //! `excludeFromSearch` matching, manifest checking and the settings UI's summary.
 //!
 //! Entry points:
-//! - [`protocol`]: [`protocol::PhoneLineRequest`], [`protocol::PhoneLineResponse`],
+//! - [`protocol`] — [`protocol::PhoneLineRequest`], [`protocol::PhoneLineResponse`],
 //!   [`protocol::PhoneLineOp::outcome`] (what an unsupported op amounts to).
-//! - [`manifest`]: [`manifest::SurfaceManifest`], [`manifest::manifest_hash`].
-//! - [`check`]: [`check::check_manifest_text`] lists a describe manifest's problems.
-//! - [`exclusions`]: [`exclusions::matching_prefix`].
-//! - [`registry`]: [`registry::PhoneLineRegistry`] (known lines; settings file load/save).
-//! - [`pairing`]: [`pairing::decide`] (the pairing rule and line states).
-//! - [`pairings`]: [`pairings::PairingsFile`] (`phoneline-pairings.json`: parse, save with
+//! - [`manifest`] — [`manifest::SurfaceManifest`], [`manifest::manifest_hash`].
+//! - [`check`] — [`check::check_manifest_text`] lists a describe manifest's problems.
+//! - [`exclusions`] — [`exclusions::matching_prefix`].
+//! - [`registry`] — [`registry::PhoneLineRegistry`] (known lines; settings file load/save).
+//! - [`pairing`] — [`pairing::decide`] (the pairing rule and line states).
+//! - [`pairings`] — [`pairings::PairingsFile`] (`phoneline-pairings.json`: parse, save with
 //!   backup, revoke).
-//! - [`summary`]: [`summary::summarize`] → [`summary::PhoneLineSummary`] for the UI.
+//! - [`summary`] — [`summary::summarize`] → [`summary::PhoneLineSummary`] for the UI.
 
 mod atomic;
 pub mod check;
