@@ -71,3 +71,27 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod props {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `prefix + rest` matches exactly when `rest` is empty or starts a new segment.
+        #[test]
+        fn matches_iff_rest_starts_a_segment(prefix in "[a-z_]{1,8}(\\.[a-z_]{1,8}){0,3}", rest in "[a-z_.\\[\\]0-9]{0,6}") {
+            let path = format!("{prefix}{rest}");
+            let want = rest.is_empty() || rest.starts_with('.') || rest.starts_with('[');
+            prop_assert_eq!(prefix_matches(&prefix, &path), want);
+        }
+
+        /// A path that does not start with the prefix never matches.
+        #[test]
+        fn other_paths_never_match(prefix in "[a-z]{1,6}\\.[a-z]{1,6}", path in "[a-z.\\[\\]]{0,14}") {
+            prop_assume!(!path.starts_with(&prefix));
+            prop_assert!(!prefix_matches(&prefix, &path));
+        }
+    }
+}

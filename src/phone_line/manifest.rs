@@ -24,6 +24,13 @@ pub enum ManifestError {
     Shape(String),
 }
 
+impl From<ManifestError> for crate::error::IpcError {
+    /// Always `invalid_input`: the manifest came from a phone line or a file.
+    fn from(e: ManifestError) -> Self {
+        Self::invalid_input(e.to_string())
+    }
+}
+
 /// The `extension` block: `{ id, name, version }`. All three are self-declared: LumiAgent
 /// replaces `id` with the host-attested channel namespace, and `name` / `version` are shown but
 /// never trusted for identity.

@@ -34,6 +34,13 @@ pub enum ProtocolError {
     },
 }
 
+impl From<ProtocolError> for crate::error::IpcError {
+    /// Always `invalid_input`: the request or response came from a peer.
+    fn from(e: ProtocolError) -> Self {
+        Self::invalid_input(e.to_string())
+    }
+}
+
 /// The eight ops of the phone-line protocol ("Operations").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]

@@ -44,6 +44,17 @@ pub enum RegistryError {
     },
 }
 
+impl From<RegistryError> for crate::error::IpcError {
+    /// `io` for read and write failures, `invalid_input` for everything else.
+    fn from(e: RegistryError) -> Self {
+        let kind = match &e {
+            RegistryError::Io { .. } => "io",
+            _ => "invalid_input",
+        };
+        Self::new(kind, e.to_string())
+    }
+}
+
 /// One known phone line: `{ identifier, name }` as in LumiAgent's registry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]
