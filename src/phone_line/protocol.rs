@@ -321,6 +321,38 @@ impl PhoneLineRequest {
         }
     }
 
+    /// Checks the request against the line's manifest ("Request and response shapes"): a
+    /// data or mutation op must name a surface the manifest has, and `list_items` /
+    /// `grep_items` carry `characterId` exactly when that surface is `per_character`-scoped.
+    /// Returns the problem in words, or `None` when the request fits.
+    pub fn surface_problem(&self, manifest: &SurfaceManifest) -> Option<String> {
+        let (surface_id, character_id) = match &self.body {
+            RequestBody::ListItems(r) => (&r.surface_id, Some(&r.character_id)),
+            RequestBody::GrepItems(r) => (&r.surface_id, Some(&r.character_id)),
+            RequestBody::ReadItem(r) => (&r.surface_id, None),
+            RequestBody::WriteField(r) => (&r.surface_id, None),
+            _ => return None,
+        };
+        let Some(surface) = manifest.surface(surface_id) else {
+            return Some(format!(
+                "{}: the manifest has no surface {surface_id:?}",
+                self.op()
+            ));
+        };
+        let per_character = surface.scope == super::manifest::SurfaceScope::PerCharacter;
+        match character_id {
+            Some(None) if per_character => Some(format!(
+                "{}: surface {surface_id:?} is per_character-scoped, so characterId is required",
+                self.op()
+            )),
+            Some(Some(_)) if !per_character => Some(format!(
+                "{}: surface {surface_id:?} is global, so characterId must be absent",
+                self.op()
+            )),
+            _ => None,
+        }
+    }
+
     /// Reads a request envelope. Errors: not an object, unknown `op`
     /// ([`ProtocolError::UnknownOp`]), a missing or mistyped field, or a non-string `callId`
     /// ([`ProtocolError::BadRequest`]).
@@ -638,6 +670,43 @@ mod tests {
             assert_eq!(op.as_str().parse::<PhoneLineOp>().unwrap(), op);
             assert_eq!(serde_json::to_value(op).unwrap(), json!(op.as_str()));
         }
+    }
+
+    #[test]
+    fn character_id_follows_the_surface_scope() {
+        let m = SurfaceManifest::from_value(json!({
+            "extension": {"id": "x", "name": "X"},
+            "surfaces": [
+                {"id": "per", "label": "P", "scope": "per_character"},
+                {"id": "glob", "label": "G", "scope": {"kind": "global"}}
+            ]
+        }))
+        .unwrap();
+        let req = |v: Value| PhoneLineRequest::from_value(v).unwrap();
+        let ok =
+            req(json!({"op": "list_items", "userId": "u", "surfaceId": "per", "characterId": "c"}));
+        assert_eq!(ok.surface_problem(&m), None);
+        let missing =
+            req(json!({"op": "grep_items", "userId": "u", "surfaceId": "per", "pattern": "x"}));
+        assert!(missing
+            .surface_problem(&m)
+            .unwrap()
+            .contains("characterId is required"));
+        let extra = req(
+            json!({"op": "list_items", "userId": "u", "surfaceId": "glob", "characterId": "c"}),
+        );
+        assert!(extra
+            .surface_problem(&m)
+            .unwrap()
+            .contains("must be absent"));
+        let nosuch =
+            req(json!({"op": "read_item", "userId": "u", "surfaceId": "nope", "itemId": "i"}));
+        assert!(nosuch
+            .surface_problem(&m)
+            .unwrap()
+            .contains("no surface \"nope\""));
+        let describe = req(json!({"op": "describe"}));
+        assert_eq!(describe.surface_problem(&m), None);
     }
 
     #[test]
