@@ -1,7 +1,8 @@
 //! JSON text exactly as JavaScript writes it.
 //!
 //! Two outputs are pinned to JavaScript byte for byte:
-//! - [`stringify`]: `JSON.stringify(value)`: key order as received, no whitespace. Used for a
+//! - [`stringify`]: `JSON.stringify(value)`: key order as received (array-index keys such as
+//!   `"2"` first, as JavaScript enumerates them; see [`js_key_order`]), no whitespace. Used for a
 //!   phone line's `manifestHash` (`phone-line.md`, "Discovery and pairing";
 //!   `phoneline-pairings.json`).
 //! - [`canonical`]: ifp/1 canonical JSON: the same, but object keys sorted by UTF-16 code unit at
@@ -60,10 +61,13 @@ fn write_value(out: &mut String, value: &Value, sorted: bool) {
 }
 
 fn write_object(out: &mut String, map: &Map<String, Value>, sorted: bool) {
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    if sorted {
+    let entries: Vec<(&String, &Value)> = if sorted {
+        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
         entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
-    }
+        entries
+    } else {
+        js_key_order(map)
+    };
     out.push('{');
     for (i, (key, item)) in entries.into_iter().enumerate() {
         if i > 0 {
@@ -74,6 +78,45 @@ fn write_object(out: &mut String, map: &Map<String, Value>, sorted: bool) {
         write_value(out, item, sorted);
     }
     out.push('}');
+}
+
+/// The entries of `map` in the order JavaScript enumerates an object's own keys
+/// (ECMA-262 OrdinaryOwnPropertyKeys): first the keys that are array indices (`"0"`, `"7"`,
+/// `"4294967294"`: canonical decimal integers below 2^32 - 1) in ascending numeric order, then
+/// every other key in the order it was inserted (read). `JSON.parse` followed by
+/// `JSON.stringify` therefore moves `{"b":1,"2":1}` to `{"2":1,"b":1}`.
+pub fn js_key_order(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut indices: Vec<(u32, &String, &Value)> = Vec::new();
+    let mut names: Vec<(&String, &Value)> = Vec::new();
+    for (key, value) in map {
+        match array_index(key) {
+            Some(i) => indices.push((i, key, value)),
+            None => names.push((key, value)),
+        }
+    }
+    indices.sort_by_key(|(i, _, _)| *i);
+    indices
+        .into_iter()
+        .map(|(_, k, v)| (k, v))
+        .chain(names)
+        .collect()
+}
+
+/// `Some(n)` when `key` is an ECMAScript array index: `ToString(ToUint32(key)) == key` and the
+/// value is below 2^32 - 1.
+fn array_index(key: &str) -> Option<u32> {
+    if key.is_empty() || key.len() > 10 || !key.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if key.len() > 1 && key.starts_with('0') {
+        return None;
+    }
+    let n: u64 = key.parse().ok()?;
+    if n < u64::from(u32::MAX) {
+        u32::try_from(n).ok()
+    } else {
+        None
+    }
 }
 
 /// Writes `s` as a JSON string literal the way `JSON.stringify` does.
@@ -205,6 +248,18 @@ mod tests {
         assert_eq!(
             canonical(&v),
             r#"{"a":{"y":null,"z":[1,"é"]},"b":1,"😀":2,"Ａ":1}"#
+        );
+    }
+
+    #[test]
+    fn stringify_puts_array_index_keys_first_as_javascript_does() {
+        // node: JSON.stringify(JSON.parse(text)) gives exactly this.
+        let v = parse(
+            r#"{"b":1,"2":1,"1":1,"4294967295":1,"4294967294":1,"01":1,"a":{"x":1,"x":2,"y":3}}"#,
+        );
+        assert_eq!(
+            stringify(&v),
+            r#"{"1":1,"2":1,"4294967294":1,"b":1,"4294967295":1,"01":1,"a":{"x":2,"y":3}}"#
         );
     }
 

@@ -12,6 +12,7 @@
 //! - [`ifp`]: the ifp/1 wire protocol: validator, typed messages, receiver, params_hash.
 //! - [`host_error`]: classifies host and phone-line error texts (permission forms and others).
 //! - [`bridge`]: bridge-status banners derived from failed calls, and the store keeping them current.
+//! - [`phone_line`]: phone lines: protocol, manifests, registry, pairing records.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
 //! `../shared/specs`).
@@ -24,3 +25,4 @@ pub mod ifp;
 pub mod host_error;
 pub mod js_json;
 pub mod settings;
+pub mod phone_line;

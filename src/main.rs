@@ -23,6 +23,10 @@ enum Command {
     Ifp(cli::ifp::Args),
     /// Classify a host or phone-line error text and show its bridge banner.
     ExplainError(cli::explain_error::Args),
+    /// Check a phone line's describe manifest, or test a path against its excludeFromSearch.
+    Manifest(cli::manifest::Args),
+    /// Show the phone lines of a phoneline-pairings.json.
+    Pairings(cli::pairings::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +35,8 @@ fn main() -> ExitCode {
         Command::Info(args) => cli::info::run(args),
         Command::Ifp(args) => cli::ifp::run(args),
         Command::ExplainError(args) => cli::explain_error::run(args),
+        Command::Manifest(args) => cli::manifest::run(args),
+        Command::Pairings(args) => cli::pairings::run(args),
     };
     match result {
         Ok(code) => code,
