@@ -6,6 +6,8 @@
 //! ## Layout
 //! - [`error`]: the one error shape that crosses the IPC boundary (`{ kind, message }`).
 //! - [`app_info`]: the app's name, version and the protocol ranges it speaks.
+//! - [`runtime`]: OpenPhone runtime-protocol manifests, the ifp/1 tool catalogue and autonomy.
+//! - [`phone_action`]: the `phone_action` tool's card, call checks and answer texts.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
 //! `../shared/specs`).
@@ -13,3 +15,5 @@
 pub mod app_info;
 pub mod error;
 pub mod js_json;
+pub mod phone_action;
+pub mod runtime;
