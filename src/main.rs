@@ -19,12 +19,15 @@ struct Cli {
 enum Command {
     /// Print the app's name, version and protocol ranges.
     Info(cli::info::Args),
+    /// Check OpenPhone runtime manifests; show what a phone asks you to confirm per autonomy.
+    Runtime(cli::runtime::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info(args) => cli::info::run(args),
+        Command::Runtime(args) => cli::runtime::run(args),
     };
     match result {
         Ok(code) => code,

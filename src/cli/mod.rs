@@ -2,6 +2,7 @@
 //! code, or an error message that `main` prints to stderr with exit code 2.
 
 pub mod info;
+pub mod runtime;
 
 /// What a subcommand returns: its exit code, or a message for stderr (exit code 2).
 pub type CliResult = Result<std::process::ExitCode, String>;
