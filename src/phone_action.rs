@@ -22,6 +22,8 @@
 //! `message_max_chars`), the table chooses them and says so beside each.
 //!
 //! Further readings, where the spec is silent:
+//! - `action` is compared after trimming (`" alarm "` is `alarm`); the comparison is exact
+//!   otherwise (`Alarm` is unknown).
 //! - Strings are trimmed before they are checked, at every depth (a list's strings, a place's
 //!   `query`), and the card carries them trimmed ("strings trimmed").
 //! - `seconds` accepts a JSON number with no fraction (`60.0` is `60`, as JavaScript has it).
