@@ -353,8 +353,26 @@ fn missing_commands_manifest_is_an_error_naming_it() {
     )
     .unwrap();
     let e = load_dir(dir.path()).unwrap_err();
-    assert!(matches!(e, RuntimeError::MissingFile { .. }));
-    assert!(e.to_string().contains(COMMANDS_FILE));
+    assert!(matches!(e, RuntimeError::Invalid { .. }));
+    let p = e.problems();
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].file, COMMANDS_FILE);
+    assert!(p[0].message.contains("not found"), "{p:?}");
+    // A broken events manifest beside the missing commands one is reported too.
+    let mut ev = read(&dir.path().join(EVENTS_FILE));
+    ev["version"] = 2.into();
+    std::fs::write(dir.path().join(EVENTS_FILE), ev.to_string()).unwrap();
+    let p = load_dir(dir.path()).unwrap_err().problems();
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert_eq!(p[1].file, EVENTS_FILE);
+    // An events file that is not JSON is one problem naming it, beside the missing commands.
+    std::fs::write(dir.path().join(EVENTS_FILE), "{\"version\": 1,").unwrap();
+    let p = load_dir(dir.path()).unwrap_err().problems();
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert!(
+        p[1].file.ends_with(EVENTS_FILE) && p[1].message.contains("not valid JSON"),
+        "{p:?}"
+    );
 }
 
 #[test]

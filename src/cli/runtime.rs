@@ -197,6 +197,10 @@ fn check_dir(dir: &Path, json: bool) -> CliResult {
                 from.display()
             ));
         }
+        Err(e @ RuntimeError::Invalid { .. }) => problems.extend(e.problems()),
+        Err(e @ (RuntimeError::Io { .. } | RuntimeError::Json { .. })) => {
+            problems.extend(e.problems())
+        }
         Ok(_) | Err(_) => warnings.push(format!(
             "no openphone-tools.ifp1.json found beside {}: commands were mapped to ifp/1 tool names by rule, not checked against the tool list",
             dir.display()

@@ -734,7 +734,8 @@ fn parse_capabilities(
 ///
 /// A missing capabilities manifest is a warning in the report (the public corpus does not carry
 /// it), never a failure of the other two. Problems in the commands, events and capabilities
-/// manifests are all collected and returned together in [`RuntimeError::Invalid`]. When the
+/// manifests, and a missing commands or events manifest, are all collected and returned together
+/// in [`RuntimeError::Invalid`] (an unreadable or non-JSON file is one problem there). When the
 /// capabilities manifest is present, a command whose `capability` it does not declare is a
 /// warning.
 pub fn load_dir(dir: &Path) -> Result<RuntimeProtocol, RuntimeError> {
@@ -743,11 +744,15 @@ pub fn load_dir(dir: &Path) -> Result<RuntimeProtocol, RuntimeError> {
     let mut load = |file: &str, what: &str| -> Result<Option<Manifest>, RuntimeError> {
         let path = dir.join(file);
         if !path.is_file() {
-            return Err(RuntimeError::MissingFile {
-                dir: dir.display().to_string(),
+            problems.push(Problem {
                 file: file.to_string(),
-                what: what.to_string(),
+                path: String::new(),
+                message: format!(
+                    "not found in {} (the {what} manifest is required)",
+                    dir.display()
+                ),
             });
+            return Ok(None);
         }
         match load_manifest_file(&path) {
             Ok(m) if kind_name(m.kind()) == what => Ok(Some(m)),
@@ -762,11 +767,11 @@ pub fn load_dir(dir: &Path) -> Result<RuntimeProtocol, RuntimeError> {
                 });
                 Ok(None)
             }
-            Err(RuntimeError::Invalid { problems: p }) => {
-                problems.extend(p);
+            // Unreadable, not JSON, or rule problems: all reported together.
+            Err(e) => {
+                problems.extend(e.problems());
                 Ok(None)
             }
-            Err(e) => Err(e),
         }
     };
     let commands = load(COMMANDS_FILE, "commands")?;

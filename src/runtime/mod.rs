@@ -178,16 +178,6 @@ pub enum RuntimeError {
         /// All problems found, in document order.
         problems: Vec<Problem>,
     },
-    /// A required manifest is not in the directory.
-    #[error("{dir}: no {file} here (the {what} manifest is required)")]
-    MissingFile {
-        /// The directory searched.
-        dir: String,
-        /// The file name expected.
-        file: String,
-        /// `commands` or `events`.
-        what: String,
-    },
     /// Neither a tool list nor a commands manifest was found to build the tool catalogue from.
     #[error("{dir}: no openphone-tools.ifp1.json (here or in ifp1/ or ../ifp1/) and no openphone-commands.json (here or in openphone/)")]
     NoToolCatalogue {
@@ -216,7 +206,7 @@ impl RuntimeError {
                     .trim_start_matches(": ")
                     .to_string(),
             }],
-            Self::MissingFile { dir, .. } | Self::NoToolCatalogue { dir } => vec![Problem {
+            Self::NoToolCatalogue { dir } => vec![Problem {
                 file: dir.clone(),
                 path: String::new(),
                 message: self
@@ -238,9 +228,7 @@ impl From<RuntimeError> for crate::error::IpcError {
     fn from(e: RuntimeError) -> Self {
         match e {
             RuntimeError::Io { .. } => Self::io(e.to_string()),
-            RuntimeError::MissingFile { .. } | RuntimeError::NoToolCatalogue { .. } => {
-                Self::new("not_found", e.to_string())
-            }
+            RuntimeError::NoToolCatalogue { .. } => Self::new("not_found", e.to_string()),
             _ => Self::invalid_input(e.to_string()),
         }
     }
