@@ -13,6 +13,8 @@
 //! - [`host_error`]: classifies host and phone-line error texts (permission forms and others).
 //! - [`bridge`]: bridge-status banners derived from failed calls, and the store keeping them current.
 //! - [`phone_line`]: phone lines: protocol, manifests, registry, pairing records.
+//! - [`runtime`]: OpenPhone runtime-protocol manifests, the ifp/1 tool catalogue and autonomy.
+//! - [`phone_action`]: the `phone_action` tool's card, call checks and answer texts.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
 //! `../shared/specs`).
@@ -26,3 +28,5 @@ pub mod host_error;
 pub mod js_json;
 pub mod settings;
 pub mod phone_line;
+pub mod phone_action;
+pub mod runtime;

@@ -27,6 +27,8 @@ enum Command {
     Manifest(cli::manifest::Args),
     /// Show the phone lines of a phoneline-pairings.json.
     Pairings(cli::pairings::Args),
+    /// Check OpenPhone runtime manifests; show what a phone asks you to confirm per autonomy.
+    Runtime(cli::runtime::Args),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
         Command::ExplainError(args) => cli::explain_error::run(args),
         Command::Manifest(args) => cli::manifest::run(args),
         Command::Pairings(args) => cli::pairings::run(args),
+        Command::Runtime(args) => cli::runtime::run(args),
     };
     match result {
         Ok(code) => code,

@@ -6,6 +6,7 @@ pub mod explain_error;
 pub mod info;
 pub mod manifest;
 pub mod pairings;
+pub mod runtime;
 
 /// What a subcommand returns: its exit code, or a message for stderr (exit code 2).
 pub type CliResult = Result<std::process::ExitCode, String>;

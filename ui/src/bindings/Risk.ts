@@ -2,5 +2,7 @@
 
 /**
  * `action.propose` `risk`.
+ * A tool's or command's risk, as both the commands manifest (`risk`) and the ifp/1 tool list
+ * (`risk`, which maps onto `action.propose` `payload.risk`) give it: `low`, `medium`, `high`.
  */
 export type Risk = "low" | "medium" | "high";
