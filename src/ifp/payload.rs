@@ -103,8 +103,9 @@ pub struct EventCommon {
     pub dedup: String,
 }
 
-/// `action.propose` `risk`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+/// `action.propose` `risk`, also the risk of a tool in OpenPhone's commands manifest and ifp/1
+/// tool list (`high` = the old `confirmation: always`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum Risk {
@@ -114,6 +115,27 @@ pub enum Risk {
     Medium,
     /// High risk (the old `confirmation: always`).
     High,
+}
+
+impl Risk {
+    /// Parses `low`, `medium` or `high`; anything else is `None`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "low" => Some(Self::Low),
+            "medium" => Some(Self::Medium),
+            "high" => Some(Self::High),
+            _ => None,
+        }
+    }
+
+    /// The wire name (`low`, `medium`, `high`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
+    }
 }
 
 /// `action.propose` payload (runtime to surface). Receive-only.

@@ -165,7 +165,7 @@ pub struct EventsManifest {
 /// One capability of the capabilities manifest (its shape is not in the public corpus: an entry
 /// is a non-empty string or an object with a non-empty `name` and optional `description`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-#[ts(export)]
+#[ts(export, rename = "RuntimeCapability")]
 pub struct Capability {
     /// Capability name (`calls.place`).
     pub name: String,

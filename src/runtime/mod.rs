@@ -40,40 +40,9 @@ pub use manifest::{
 };
 pub use tools::{Tool, ToolCatalogue, ToolLookup};
 
-/// A tool's or command's risk, as both the commands manifest (`risk`) and the ifp/1 tool list
-/// (`risk`, which maps onto `action.propose` `payload.risk`) give it: `low`, `medium`, `high`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-#[ts(export)]
-pub enum Risk {
-    /// `low`.
-    Low,
-    /// `medium`.
-    Medium,
-    /// `high`: the old `confirmation: always`; asks even under `trusted_actions`.
-    High,
-}
-
-impl Risk {
-    /// Parses `low`, `medium` or `high`; anything else is `None`.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "low" => Some(Self::Low),
-            "medium" => Some(Self::Medium),
-            "high" => Some(Self::High),
-            _ => None,
-        }
-    }
-
-    /// The wire name (`low`, `medium`, `high`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Low => "low",
-            Self::Medium => "medium",
-            Self::High => "high",
-        }
-    }
-}
+/// A tool's or command's risk: the same `low | medium | high` as ifp/1 `action.propose`
+/// `risk` (one type for both, re-exported here).
+pub use crate::ifp::payload::Risk;
 
 impl fmt::Display for Risk {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

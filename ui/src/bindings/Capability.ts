@@ -12,9 +12,3 @@ type: string,
  * Free-form properties; omitted when `None`.
  */
 properties?: Record<string, unknown> | null, };
- * One capability of the capabilities manifest (its shape is not in the public corpus: an entry
- * is a non-empty string or an object with a non-empty `name` and optional `description`).
- * Capability name (`calls.place`).
-name: string, 
- * Optional description.
-description: string | null, };
