@@ -6,10 +6,12 @@
 //! ## Layout
 //! - [`error`]: the one error shape that crosses the IPC boundary (`{ kind, message }`).
 //! - [`app_info`]: the app's name, version and the protocol ranges it speaks.
+//! - [`dials`]: the live dial log (phone-line calls): ring, SQLite, queries, subscriptions.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
 //! `../shared/specs`).
 
 pub mod app_info;
+pub mod dials;
 pub mod error;
 pub mod js_json;
