@@ -144,7 +144,8 @@ pub fn parse_jsonl<R: BufRead>(input: R, path: &Path) -> Result<Vec<Dial>, Impor
                 let field = e.path().to_string();
                 let message = e.into_inner().to_string();
                 // Missing fields are reported at the object itself: name them.
-                let field = if field == "." {
+                // Syntax errors before any key have path `?`: the line as a whole.
+                let field = if field == "." || field == "?" {
                     missing_field(&message).unwrap_or_default()
                 } else {
                     field
