@@ -19,12 +19,15 @@ struct Cli {
 enum Command {
     /// Print the app's name, version and protocol ranges.
     Info(cli::info::Args),
+    /// Read a dial export (JSON Lines): list matching dials or per-op stats.
+    Dials(cli::dials::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info(args) => cli::info::run(args),
+        Command::Dials(args) => cli::dials::run(args),
     };
     match result {
         Ok(code) => code,
