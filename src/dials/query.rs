@@ -159,28 +159,47 @@ impl Needle {
 
 /// Whether `hay` contains `needle` (lowercase ASCII), ignoring ASCII case. Non-ASCII bytes of
 /// `hay` never match an ASCII needle byte, so this is exact for ASCII needles.
+///
+/// Candidates are found with `memchr` on the needle byte least likely in JSON text (see
+/// [`byte_commonness`]), in both cases for letters, then the whole window is compared.
 fn contains_ascii_ci(hay: &[u8], needle: &[u8]) -> bool {
-    let Some((&first, rest)) = needle.split_first() else {
+    if needle.is_empty() {
         return true;
-    };
+    }
     if hay.len() < needle.len() {
         return false;
     }
+    let (k, anchor) = needle
+        .iter()
+        .copied()
+        .enumerate()
+        .min_by_key(|&(i, b)| (byte_commonness(b), std::cmp::Reverse(i)))
+        .unwrap_or((0, 0));
     let last_start = hay.len() - needle.len();
-    let upper = first.to_ascii_uppercase();
-    let mut i = 0;
-    while i <= last_start {
-        let b = hay.get(i).copied().unwrap_or(0);
-        if (b == first || b == upper)
-            && hay
-                .get(i + 1..i + needle.len())
-                .is_some_and(|w| w.eq_ignore_ascii_case(rest))
-        {
-            return true;
-        }
-        i += 1;
+    let Some(search) = hay.get(k..=last_start + k) else {
+        return false;
+    };
+    let at = |start: usize| {
+        hay.get(start..start + needle.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(needle))
+    };
+    let (lo, up) = (anchor.to_ascii_lowercase(), anchor.to_ascii_uppercase());
+    if lo == up {
+        memchr::memchr_iter(lo, search).any(at)
+    } else {
+        memchr::memchr2_iter(lo, up, search).any(at)
     }
-    false
+}
+
+/// A rough rank of how common a byte is in compact JSON text (higher is more common).
+fn byte_commonness(b: u8) -> u8 {
+    match b {
+        b'"' | b':' | b',' | b' ' | b'{' | b'}' => 5,
+        b'e' | b't' | b'a' | b'o' | b'i' | b'n' | b's' | b'r' | b'l' | b'd' => 4,
+        b'a'..=b'z' => 3,
+        b'0'..=b'9' => 2,
+        _ => 1,
+    }
 }
 
 /// One page of a query: `{ dials, total }`.
@@ -346,5 +365,28 @@ mod tests {
         assert!(!contains_ascii_ci(b"hell", b"hello"));
         assert!(contains_ascii_ci(b"caf\xc3\xa9 Bar", b"bar"));
         assert!(contains_ascii_ci(b"", b""));
+        assert!(contains_ascii_ci(
+            b"\"itemId\":\"ITEM_004242\"",
+            b"item_004242"
+        ));
+        assert!(!contains_ascii_ci(
+            b"\"itemId\":\"ITEM_004243\"",
+            b"item_004242"
+        ));
+        assert!(contains_ascii_ci(b"x_y", b"x_y"));
+        assert!(!contains_ascii_ci(b"x_", b"x_y"));
+        assert!(contains_ascii_ci(b"ab", b"b"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ascii_search_agrees_with_lowercase_contains(
+            hay in "[aAbB_1\" :é]{0,40}",
+            needle in "[aAbB_1\" :]{1,5}",
+        ) {
+            let expected = hay.to_ascii_lowercase().contains(&needle.to_ascii_lowercase());
+            let got = contains_ascii_ci(hay.as_bytes(), needle.to_ascii_lowercase().as_bytes());
+            proptest::prop_assert_eq!(got, expected);
+        }
     }
 }
