@@ -15,12 +15,14 @@
 //! - [`phone_line`]: phone lines: protocol, manifests, registry, pairing records.
 //! - [`runtime`]: OpenPhone runtime-protocol manifests, the ifp/1 tool catalogue and autonomy.
 //! - [`phone_action`]: the `phone_action` tool's card, call checks and answer texts.
+//! - [`dials`]: the live dial log (phone-line calls): ring, SQLite, queries, subscriptions.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
 //! `../shared/specs`).
 
 pub mod app_info;
 pub mod bridge;
+pub mod dials;
 pub mod error;
 pub mod fsutil;
 pub mod host_error;

@@ -29,6 +29,8 @@ enum Command {
     Pairings(cli::pairings::Args),
     /// Check OpenPhone runtime manifests; show what a phone asks you to confirm per autonomy.
     Runtime(cli::runtime::Args),
+    /// Read a dial export (JSON Lines): list matching dials or per-op stats.
+    Dials(cli::dials::Args),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
         Command::Manifest(args) => cli::manifest::run(args),
         Command::Pairings(args) => cli::pairings::run(args),
         Command::Runtime(args) => cli::runtime::run(args),
+        Command::Dials(args) => cli::dials::run(args),
     };
     match result {
         Ok(code) => code,

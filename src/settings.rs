@@ -198,9 +198,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("settings.json");
         assert_eq!(Settings::load(&p).unwrap(), Settings::default());
-        let mut s = Settings::default();
-        s.close_to_tray = false;
-        s.theme = Theme::Dark;
+        let s = Settings {
+            close_to_tray: false,
+            theme: Theme::Dark,
+            ..Settings::default()
+        };
         s.save(&p).unwrap();
         assert_eq!(Settings::load(&p).unwrap(), s);
         std::fs::write(&p, r#"{"theme":"light"}"#).unwrap();

@@ -131,5 +131,33 @@ fn real_window_shows_sidebar_and_phones_view() {
         "the window {window_id} looks blank ({colours} colours) in {}",
         shot.display()
     );
+    // The sidebar (light theme under Xvfb: #eef1f8) fills the left edge, and the active
+    // Phones entry is drawn in the accent colour (#2b5ce6) near its top.
+    let pixel = |x: u32, y: u32| {
+        let out = Command::new("convert")
+            .arg(&shot)
+            .args(["-format", &format!("%[hex:p{{{x},{y}}}]"), "info:"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_uppercase()
+    };
+    let sidebar = pixel(100, 700);
+    assert!(
+        sidebar.starts_with("EEF1F8"),
+        "no sidebar at the left edge (pixel is #{sidebar}) in {}",
+        shot.display()
+    );
+    let top_left = Command::new("convert")
+        .arg(&shot)
+        .args(["-crop", "220x160+0+0", "+repage", "-unique-colors", "txt:"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&top_left.stdout)
+            .to_uppercase()
+            .contains("#2B5CE6"),
+        "the Phones entry is not shown as the active view in {}",
+        shot.display()
+    );
     eprintln!("smoke screenshot: {} ({colours} colours)", shot.display());
 }

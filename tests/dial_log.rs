@@ -1,0 +1,680 @@
+//! Behaviour of the dial log (`src/dials/`): retention by ifp/1 label, pruning, dedup on replay,
+//! export/import, filters and stats, ring eviction, and subscriptions.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::field_reassign_with_default
+)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use switchboard::dials::{
+    ClearScope, Dial, DialFilter, DialLog, DialLogConfig, DialLogHandle, DialOutcome, ImportError,
+    ImportedLog, IngestVerdict, JsonText, OpStats, Retention, SubscribeOptions,
+};
+
+const T0: i64 = 1_760_000_000_000;
+const DAY: i64 = 24 * 60 * 60 * 1000;
+
+#[allow(clippy::too_many_arguments)]
+fn dial(
+    id: &str,
+    op: &str,
+    duration_ms: u64,
+    outcome: DialOutcome,
+    retention: Retention,
+    start_ms: i64,
+    request: serde_json::Value,
+    response: Option<serde_json::Value>,
+    error: Option<&str>,
+) -> Dial {
+    let mut d = Dial {
+        id: id.into(),
+        phone: "dev_alpha1".into(),
+        call_id: format!("call-{id}").into(),
+        caller: "lumiagent".into(),
+        callee: "lumirealm".into(),
+        endpoint: "lumirealm.phoneline".into(),
+        op: op.into(),
+        request: JsonText::from_value(&request),
+        start_ms,
+        duration_ms,
+        outcome,
+        response: response.as_ref().map(JsonText::from_value),
+        error: error.map(Into::into),
+        retention,
+        slow: false,
+    };
+    d.normalise();
+    d
+}
+
+fn simple(id: &str, retention: Retention, start_ms: i64) -> Dial {
+    dial(
+        id,
+        "describe",
+        50,
+        DialOutcome::Ok,
+        retention,
+        start_ms,
+        json!({"op": "describe"}),
+        Some(json!({"extension": {"id": "lumirealm"}})),
+        None,
+    )
+}
+
+/// The known set of the filter and stats tests (hand-checked below).
+fn known_set() -> Vec<Dial> {
+    use DialOutcome::*;
+    let s = Retention::Standard;
+    let mut v = vec![
+        dial("d1", "describe", 120, Ok, s, T0 + 1000, json!({"op": "describe"}),
+            Some(json!({"extension": {"id": "lumirealm", "name": "LumiRealm"}})), None),
+        dial("d2", "read_item", 80, Ok, s, T0 + 2000,
+            json!({"op": "read_item", "userId": "u1", "surfaceId": "module_envelope", "itemId": "Mod-7"}),
+            Some(json!({"value": "Hello Lumi"})), None),
+        dial("d3", "read_item", 1500, Ok, s, T0 + 3000,
+            json!({"op": "read_item", "userId": "u1", "surfaceId": "module_envelope", "itemId": "m2"}),
+            Some(json!({"value": null})), None),
+        dial("d4", "write_field", 300, ToolError, s, T0 + 4000,
+            json!({"op": "write_field", "userId": "u1", "surfaceId": "module_envelope", "itemId": "m2", "field": "name", "value": "x"}),
+            Some(json!({"ok": false, "error": "field is read-only"})), Some("field is read-only")),
+        dial("d5", "write_field", 15000, TimedOut, s, T0 + 5000,
+            json!({"op": "write_field", "userId": "u1", "surfaceId": "module_envelope", "itemId": "m3", "field": "name", "value": "y"}),
+            None, Some("timed out after 15 s")),
+        dial("d6", "grep_items", 900, Error, s, T0 + 6000,
+            json!({"op": "grep_items", "userId": "u1", "surfaceId": "module_envelope", "pattern": "lua"}),
+            None, Some("Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\" to inherit owner \"lumirealm\" permissions: push_notification")),
+        dial("d7", "read_item", 40, Ok, s, T0 + 7000,
+            json!({"op": "read_item", "userId": "u1", "surfaceId": "notes", "itemId": "Café"}),
+            Some(json!({"value": 1})), None),
+        dial("d8", "read_item", 1001, Ok, s, T0 + 8000,
+            json!({"op": "read_item", "userId": "u1", "surfaceId": "module_envelope", "itemId": "m9"}),
+            Some(json!({"value": [1, 2]})), None),
+    ];
+    v[2].phone = "dev_beta22".into();
+    v[6].callee = "otherext".into();
+    v[6].endpoint = "otherext.phoneline".into();
+    v[7].caller = "probe_ext".into();
+    v
+}
+
+fn mem_config() -> DialLogConfig {
+    DialLogConfig {
+        prune_interval: None,
+        ..DialLogConfig::default()
+    }
+}
+
+fn disk_config(dir: &Path) -> DialLogConfig {
+    DialLogConfig {
+        data_dir: Some(dir.to_owned()),
+        prune_interval: None,
+        ..DialLogConfig::default()
+    }
+}
+
+fn db_ids(dir: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(dir.join(switchboard::dials::store::DB_FILE)).unwrap();
+    let mut stmt = conn.prepare("SELECT id FROM dials ORDER BY id").unwrap();
+    let ids = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    ids
+}
+
+async fn ids_of(log: &DialLogHandle, filter: DialFilter) -> Vec<String> {
+    let page = log.query(filter).await.unwrap();
+    page.dials.iter().map(|d| d.id.to_string()).collect()
+}
+
+#[tokio::test]
+async fn retention_labels_decide_what_reaches_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = DialLog::spawn(disk_config(dir.path())).unwrap();
+    for (id, r) in [
+        ("t1", Retention::Transient),
+        ("s1", Retention::Standard),
+        ("e1", Retention::Extended),
+        ("p1", Retention::Permanent),
+    ] {
+        assert_eq!(
+            log.ingest(simple(id, r, T0)).await.unwrap(),
+            IngestVerdict::Held
+        );
+    }
+    log.flush().await.unwrap();
+    // All four are held in memory...
+    assert_eq!(log.query(DialFilter::default()).await.unwrap().total, 4);
+    // ...but the transient one never reached the file.
+    assert_eq!(db_ids(dir.path()), vec!["e1", "p1", "s1"]);
+    log.shutdown().await.unwrap();
+    assert_eq!(db_ids(dir.path()), vec!["e1", "p1", "s1"]);
+    // After a restart only the stored ones come back.
+    let log = DialLog::spawn(disk_config(dir.path())).unwrap();
+    let mut back = ids_of(&log, DialFilter::default()).await;
+    back.sort();
+    assert_eq!(back, vec!["e1", "p1", "s1"]);
+    log.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn pruning_by_age_follows_the_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = DialLog::spawn(disk_config(dir.path())).unwrap();
+    for (id, r) in [
+        ("t1", Retention::Transient),
+        ("s1", Retention::Standard),
+        ("e1", Retention::Extended),
+        ("p1", Retention::Permanent),
+    ] {
+        log.ingest(simple(id, r, T0)).await.unwrap();
+    }
+    // One millisecond before seven days: nothing goes.
+    let r = log.prune(T0 + 7 * DAY - 1).await.unwrap();
+    assert_eq!((r.memory, r.stored), (0, 0));
+    assert_eq!(db_ids(dir.path()), vec!["e1", "p1", "s1"]);
+    // At seven days the standard dial goes, from memory and from the file.
+    let r = log.prune(T0 + 7 * DAY).await.unwrap();
+    assert_eq!((r.memory, r.stored), (1, 1));
+    assert_eq!(db_ids(dir.path()), vec!["e1", "p1"]);
+    // At ninety days the extended one goes; permanent and transient stay.
+    let r = log.prune(T0 + 90 * DAY).await.unwrap();
+    assert_eq!((r.memory, r.stored), (1, 1));
+    assert_eq!(db_ids(dir.path()), vec!["p1"]);
+    let r = log.prune(T0 + 10_000 * DAY).await.unwrap();
+    assert_eq!((r.memory, r.stored), (0, 0));
+    let mut held = ids_of(&log, DialFilter::default()).await;
+    held.sort();
+    assert_eq!(held, vec!["p1", "t1"]);
+    // Clearing everything removes the permanent one too.
+    assert_eq!(log.clear(ClearScope::All).await.unwrap(), 1);
+    assert!(db_ids(dir.path()).is_empty());
+    assert_eq!(log.query(DialFilter::default()).await.unwrap().total, 0);
+    log.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn replayed_dials_are_held_once_even_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = DialLog::spawn(disk_config(dir.path())).unwrap();
+    let d = simple("evt_dedup_1", Retention::Standard, T0);
+    assert_eq!(log.ingest(d.clone()).await.unwrap(), IngestVerdict::Held);
+    assert_eq!(
+        log.ingest(d.clone()).await.unwrap(),
+        IngestVerdict::Duplicate
+    );
+    // A replay with different content but the same dedup key is still a replay.
+    let mut changed = d.clone();
+    changed.duration_ms = 9999;
+    assert_eq!(log.ingest(changed).await.unwrap(), IngestVerdict::Duplicate);
+    let st = log.status().await.unwrap();
+    assert_eq!((st.held, st.ingested, st.duplicates), (1, 1, 2));
+    log.shutdown().await.unwrap();
+
+    let log = DialLog::spawn(disk_config(dir.path())).unwrap();
+    assert_eq!(
+        log.ingest(d.clone()).await.unwrap(),
+        IngestVerdict::Duplicate
+    );
+    // Also when the ring no longer holds it (memory cleared): SQLite's key catches it.
+    log.clear(ClearScope::Memory).await.unwrap();
+    assert_eq!(log.ingest(d).await.unwrap(), IngestVerdict::Duplicate);
+    assert_eq!(log.query(DialFilter::default()).await.unwrap().total, 0);
+    log.flush().await.unwrap();
+    assert_eq!(db_ids(dir.path()), vec!["evt_dedup_1"]);
+    // An empty dedup key is refused.
+    let v = log
+        .ingest(simple("", Retention::Standard, T0))
+        .await
+        .unwrap();
+    assert!(matches!(v, IngestVerdict::Rejected(_)));
+    log.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn replay_of_a_dial_evicted_before_it_was_written_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = DialLogConfig {
+        capacity: 2,
+        db_flush_interval: Duration::from_secs(3600),
+        db_batch_size: 10_000,
+        ..disk_config(dir.path())
+    };
+    let log = DialLog::spawn(cfg).unwrap();
+    for id in ["a", "b", "c", "d"] {
+        log.ingest(simple(id, Retention::Standard, T0))
+            .await
+            .unwrap();
+    }
+    // "a" left the ring and may not be written yet: still a duplicate.
+    assert_eq!(
+        log.ingest(simple("a", Retention::Standard, T0))
+            .await
+            .unwrap(),
+        IngestVerdict::Duplicate
+    );
+    log.flush().await.unwrap();
+    assert_eq!(
+        log.ingest(simple("b", Retention::Standard, T0))
+            .await
+            .unwrap(),
+        IngestVerdict::Duplicate
+    );
+    assert_eq!(db_ids(dir.path()), vec!["a", "b", "c", "d"]);
+    log.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn ring_keeps_the_newest_arrivals() {
+    let log = DialLog::spawn(DialLogConfig {
+        capacity: 3,
+        ..mem_config()
+    })
+    .unwrap();
+    for i in 0..5 {
+        log.ingest(simple(&format!("r{i}"), Retention::Transient, T0 + i))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        ids_of(&log, DialFilter::default()).await,
+        vec!["r4", "r3", "r2"]
+    );
+    let st = log.status().await.unwrap();
+    assert_eq!((st.held, st.evicted, st.capacity), (3, 2, 3));
+    // A zero capacity is refused.
+    assert!(DialLog::spawn(DialLogConfig {
+        capacity: 0,
+        ..mem_config()
+    })
+    .is_err());
+}
+
+#[tokio::test]
+async fn each_filter_on_a_known_set() {
+    let log = DialLog::spawn(mem_config()).unwrap();
+    let v = log.ingest_batch(known_set()).await.unwrap();
+    assert!(v.iter().all(|v| *v == IngestVerdict::Held));
+    let f = |g: fn(&mut DialFilter)| {
+        let mut f = DialFilter::default();
+        g(&mut f);
+        f
+    };
+    let all = ids_of(&log, DialFilter::default()).await;
+    assert_eq!(all, vec!["d8", "d7", "d6", "d5", "d4", "d3", "d2", "d1"]);
+    assert_eq!(
+        ids_of(&log, f(|f| f.phone = Some("dev_beta22".into()))).await,
+        vec!["d3"]
+    );
+    assert_eq!(
+        ids_of(&log, f(|f| f.caller = Some("probe_ext".into()))).await,
+        vec!["d8"]
+    );
+    assert_eq!(
+        ids_of(&log, f(|f| f.callee = Some("otherext".into()))).await,
+        vec!["d7"]
+    );
+    assert_eq!(
+        ids_of(&log, f(|f| f.op = Some("read_item".into()))).await,
+        vec!["d8", "d7", "d3", "d2"]
+    );
+    assert_eq!(
+        ids_of(&log, f(|f| f.outcome = Some(DialOutcome::ToolError))).await,
+        vec!["d4"]
+    );
+    assert_eq!(
+        ids_of(&log, f(|f| f.slow = Some(true))).await,
+        vec!["d8", "d5", "d3"]
+    );
+    assert_eq!(
+        ids_of(&log, f(|f| f.slow = Some(false))).await,
+        vec!["d7", "d6", "d4", "d2", "d1"]
+    );
+    assert_eq!(
+        ids_of(&log, f(|f| f.timed_out = Some(true))).await,
+        vec!["d5"]
+    );
+    assert_eq!(
+        ids_of(&log, f(|f| f.timed_out = Some(false))).await.len(),
+        7
+    );
+    // Free text: response, error, request; case-insensitive, ASCII and not.
+    assert_eq!(
+        ids_of(&log, f(|f| f.text = Some("hello lumi".into()))).await,
+        vec!["d2"]
+    );
+    assert_eq!(
+        ids_of(&log, f(|f| f.text = Some("PUSH_NOTIFICATION".into()))).await,
+        vec!["d6"]
+    );
+    assert_eq!(
+        ids_of(&log, f(|f| f.text = Some("mod-7".into()))).await,
+        vec!["d2"]
+    );
+    assert_eq!(
+        ids_of(&log, f(|f| f.text = Some("CAFÉ".into()))).await,
+        vec!["d7"]
+    );
+    assert_eq!(
+        ids_of(&log, f(|f| f.text = Some("read-only".into()))).await,
+        vec!["d4"]
+    );
+    assert!(ids_of(&log, f(|f| f.text = Some("nowhere".into())))
+        .await
+        .is_empty());
+    // Time range: from inclusive, to exclusive.
+    let mut range = DialFilter::default();
+    range.from_ms = Some(T0 + 2000);
+    range.to_ms = Some(T0 + 4000);
+    assert_eq!(ids_of(&log, range).await, vec!["d3", "d2"]);
+    // Filters combine.
+    let mut both = DialFilter::default();
+    both.op = Some("read_item".into());
+    both.slow = Some(true);
+    assert_eq!(ids_of(&log, both).await, vec!["d8", "d3"]);
+    // Paging.
+    let mut page = DialFilter::default();
+    page.limit = Some(2);
+    page.offset = Some(1);
+    let p = log.query(page).await.unwrap();
+    assert_eq!(p.total, 8);
+    let ids: Vec<_> = p.dials.iter().map(|d| d.id.to_string()).collect();
+    assert_eq!(ids, vec!["d7", "d6"]);
+    // Slow is derived from the duration, whatever the input said.
+    let mut liar = simple("liar", Retention::Transient, T0);
+    liar.slow = true;
+    log.ingest(liar).await.unwrap();
+    let mut q = DialFilter::default();
+    q.text = Some("describe".into());
+    q.slow = Some(true);
+    assert!(ids_of(&log, q).await.is_empty());
+}
+
+fn stats_for<'a>(stats: &'a [OpStats], op: &str) -> &'a OpStats {
+    stats.iter().find(|s| s.op == op).unwrap()
+}
+
+#[tokio::test]
+async fn stats_per_op_with_nearest_rank_percentiles() {
+    let log = DialLog::spawn(mem_config()).unwrap();
+    log.ingest_batch(known_set()).await.unwrap();
+    // 20 list_items dials of 10, 20, ..., 200 ms; the 3 longest failed.
+    let mut extra = Vec::new();
+    for i in 1..=20u64 {
+        let outcome = if i > 17 {
+            DialOutcome::Error
+        } else {
+            DialOutcome::Ok
+        };
+        extra.push(dial(
+            &format!("l{i}"),
+            "list_items",
+            i * 10,
+            outcome,
+            Retention::Standard,
+            T0 + 10_000 + i as i64,
+            json!({"op": "list_items", "userId": "u1", "surfaceId": "module_envelope"}),
+            None,
+            None,
+        ));
+    }
+    log.ingest_batch(extra).await.unwrap();
+    let stats = log.stats(DialFilter::default()).await.unwrap();
+    let ops: Vec<_> = stats.iter().map(|s| s.op.as_str()).collect();
+    assert_eq!(
+        ops,
+        vec![
+            "describe",
+            "grep_items",
+            "list_items",
+            "read_item",
+            "write_field"
+        ]
+    );
+
+    let r = stats_for(&stats, "read_item");
+    // Sorted durations [40, 80, 1001, 1500]: p50 = rank ceil(2) = 80, p95 = rank ceil(3.8) = 1500.
+    assert_eq!((r.count, r.ok, r.slow), (4, 4, 2));
+    assert_eq!(
+        (r.p50_ms, r.p95_ms, r.p99_ms, r.max_ms),
+        (80, 1500, 1500, 1500)
+    );
+    assert_eq!(r.error_rate, 0.0);
+
+    let w = stats_for(&stats, "write_field");
+    // [300, 15000]: p50 = rank 1 = 300.
+    assert_eq!((w.count, w.tool_errors, w.timed_out), (2, 1, 1));
+    assert_eq!((w.p50_ms, w.p95_ms, w.p99_ms), (300, 15000, 15000));
+    assert_eq!(w.error_rate, 1.0);
+
+    let l = stats_for(&stats, "list_items");
+    // 10..=200 step 10, n = 20: p50 = rank 10 = 100, p95 = rank 19 = 190, p99 = rank 20 = 200.
+    assert_eq!((l.count, l.ok, l.errors), (20, 17, 3));
+    assert_eq!((l.p50_ms, l.p95_ms, l.p99_ms), (100, 190, 200));
+    assert!((l.error_rate - 0.15).abs() < 1e-12);
+
+    let g = stats_for(&stats, "grep_items");
+    assert_eq!((g.count, g.errors, g.p50_ms), (1, 1, 900));
+
+    // Stats honour the filter (but not its limit).
+    let mut f = DialFilter::default();
+    f.slow = Some(false);
+    f.limit = Some(1);
+    let fs = log.stats(f).await.unwrap();
+    let r = stats_for(&fs, "read_item");
+    assert_eq!((r.count, r.p50_ms, r.p99_ms), (2, 40, 80));
+}
+
+#[tokio::test]
+async fn export_then_import_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = DialLog::spawn(mem_config()).unwrap();
+    log.ingest_batch(known_set()).await.unwrap();
+    let path = dir.path().join("dials.jsonl");
+    let n = log
+        .export_jsonl(DialFilter::default(), path.clone())
+        .await
+        .unwrap();
+    assert_eq!(n, 8);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 8);
+    // Each line is a dial object with the request as JSON, not as a string.
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first["id"], "d8");
+    assert_eq!(first["request"]["op"], "read_item");
+    assert_eq!(first["slow"], true);
+
+    let imported = ImportedLog::read_jsonl_file(&path).unwrap();
+    let live = log.query(DialFilter::default()).await.unwrap();
+    let imported_page = imported.query(&DialFilter::default());
+    assert_eq!(imported_page, live);
+    assert_eq!(
+        imported.stats(&DialFilter::default()),
+        log.stats(DialFilter::default()).await.unwrap()
+    );
+    let mut original = known_set();
+    original.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut back: Vec<Dial> = imported.dials().iter().map(|d| (**d).clone()).collect();
+    back.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(back, original);
+
+    // Export of a filter only writes the matches.
+    let mut f = DialFilter::default();
+    f.op = Some("write_field".into());
+    let path2 = dir.path().join("writes.jsonl");
+    assert_eq!(log.export_jsonl(f, path2.clone()).await.unwrap(), 2);
+    assert_eq!(ImportedLog::read_jsonl_file(&path2).unwrap().len(), 2);
+}
+
+#[test]
+fn import_is_all_or_nothing_and_names_lines_and_fields() {
+    let good = serde_json::to_string(&simple("ok1", Retention::Standard, T0)).unwrap();
+    let mut bad_outcome: serde_json::Value = serde_json::from_str(&good).unwrap();
+    bad_outcome["id"] = json!("ok2");
+    bad_outcome["outcome"] = json!("exploded");
+    let mut missing_op: serde_json::Value = serde_json::from_str(&good).unwrap();
+    missing_op["id"] = json!("ok3");
+    missing_op.as_object_mut().unwrap().remove("op");
+    let mut bad_duration: serde_json::Value = serde_json::from_str(&good).unwrap();
+    bad_duration["id"] = json!("ok4");
+    bad_duration["duration_ms"] = json!(-5);
+    let text = [
+        good.clone(),
+        bad_outcome.to_string(),
+        String::new(),
+        missing_op.to_string(),
+        "{not json".to_owned(),
+        good.clone(),
+        bad_duration.to_string(),
+    ]
+    .join("\n");
+    let err = ImportedLog::from_reader(text.as_bytes(), Path::new("x.jsonl")).unwrap_err();
+    let ImportError::BadLines { lines, total, .. } = &err else {
+        panic!("expected bad lines, got {err}");
+    };
+    assert_eq!(*total, 5);
+    let got: Vec<(u64, &str)> = lines.iter().map(|b| (b.line, b.field.as_str())).collect();
+    assert_eq!(
+        got,
+        vec![
+            (2, "outcome"),
+            (4, "op"),
+            (5, ""),
+            (6, "id"),
+            (7, "duration_ms")
+        ]
+    );
+    assert!(
+        lines[3].message.contains("first on line 1"),
+        "{}",
+        lines[3].message
+    );
+    assert!(err.to_string().contains("line 2 field outcome"), "{err}");
+
+    // The good lines alone import.
+    let ok = ImportedLog::from_reader(good.as_bytes(), Path::new("x.jsonl")).unwrap();
+    assert_eq!(ok.len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn subscriber_gets_snapshot_then_rate_limited_batches() {
+    let log = DialLog::spawn(mem_config()).unwrap();
+    log.ingest(simple("before", Retention::Transient, T0))
+        .await
+        .unwrap();
+    let mut f = DialFilter::default();
+    f.op = Some("describe".into());
+    let mut sub = log
+        .subscribe(
+            f,
+            SubscribeOptions {
+                interval: Some(Duration::from_millis(100)),
+                ..SubscribeOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(sub.snapshot.total, 1);
+    assert_eq!(&*sub.snapshot.dials[0].id, "before");
+
+    // The first new dial goes out at once.
+    log.ingest(simple("n1", Retention::Transient, T0 + 1))
+        .await
+        .unwrap();
+    let b = sub.batches.try_recv().unwrap();
+    let ids: Vec<_> = b.dials.iter().map(|d| d.id.to_string()).collect();
+    assert_eq!((ids, b.merged, b.skipped), (vec!["n1".to_owned()], 0, 0));
+
+    // Within the interval, dials wait and go out together; non-matching dials never do.
+    tokio::time::advance(Duration::from_millis(10)).await;
+    log.ingest(simple("n2", Retention::Transient, T0 + 2))
+        .await
+        .unwrap();
+    let mut other = simple("x", Retention::Transient, T0 + 3);
+    other.op = "read_item".into();
+    log.ingest(other).await.unwrap();
+    log.ingest(simple("n3", Retention::Transient, T0 + 4))
+        .await
+        .unwrap();
+    assert!(sub.batches.try_recv().is_err());
+    let b = sub.batches.recv().await.unwrap();
+    let ids: Vec<_> = b.dials.iter().map(|d| d.id.to_string()).collect();
+    assert_eq!(ids, vec!["n2", "n3"]);
+    assert_eq!(b.merged, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn slow_subscriber_never_blocks_ingest_and_gets_merged_counts() {
+    let log = DialLog::spawn(mem_config()).unwrap();
+    let interval = Duration::from_millis(50);
+    let mut sub = log
+        .subscribe(
+            DialFilter::default(),
+            SubscribeOptions {
+                interval: Some(interval),
+                queue: Some(1),
+                max_pending: Some(1000),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(sub.snapshot.total, 0);
+    // b0 fills the queue of one.
+    log.ingest(simple("b0", Retention::Transient, T0))
+        .await
+        .unwrap();
+    // The subscriber does not read; 3000 more dials over many intervals all get in.
+    let ingest_all = async {
+        for i in 1..=3000 {
+            log.ingest(simple(&format!("b{i}"), Retention::Transient, T0 + i))
+                .await
+                .unwrap();
+            if i % 100 == 0 {
+                tokio::time::advance(interval).await;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), ingest_all)
+        .await
+        .expect("ingest must not wait for a subscriber that does not read");
+    assert_eq!(log.status().await.unwrap().held, 3001);
+
+    let first = sub.batches.recv().await.unwrap();
+    assert_eq!(first.dials.len(), 1);
+    assert_eq!(first.merged, 0);
+    // The next batch carries what waited: at most 1000 (the pending bound), the rest skipped.
+    let next = sub.batches.recv().await.unwrap();
+    assert_eq!(next.dials.len(), 1000);
+    assert_eq!(next.skipped, 2000);
+    assert!(
+        next.merged > 0 && next.merged <= 1000,
+        "merged {}",
+        next.merged
+    );
+    assert_eq!(&*next.dials.last().unwrap().id, "b3000");
+    let ids: Vec<_> = next.dials.iter().map(|d| Arc::clone(&d.id)).collect();
+    assert_eq!(&*ids[0], "b2001");
+    // Reading again, it is back to live batches with no merge.
+    log.ingest(simple("late", Retention::Transient, T0))
+        .await
+        .unwrap();
+    let b = sub.batches.recv().await.unwrap();
+    assert_eq!((b.dials.len(), b.merged, b.skipped), (1, 0, 0));
+
+    // A subscriber that went away is dropped.
+    drop(sub);
+    log.ingest(simple("after", Retention::Transient, T0))
+        .await
+        .unwrap();
+    tokio::time::advance(interval).await;
+    log.ingest(simple("after2", Retention::Transient, T0))
+        .await
+        .unwrap();
+    assert_eq!(log.status().await.unwrap().subscribers, 0);
+}
