@@ -13,3 +13,4 @@
 pub mod app_info;
 pub mod error;
 pub mod js_json;
+pub mod link;
