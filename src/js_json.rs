@@ -198,13 +198,22 @@ mod tests {
         // By UTF-16 code unit the emoji (high surrogate 0xD83D) sorts before U+FF21; by code
         // point U+FF21 would come first.
         let v = parse(r#"{"b":1,"a":{"z":[1.0,"é"],"y":null},"\uff21":1,"😀":2}"#);
-        assert_eq!(stringify(&v), r#"{"b":1,"a":{"z":[1,"é"],"y":null},"Ａ":1,"😀":2}"#);
-        assert_eq!(canonical(&v), r#"{"a":{"y":null,"z":[1,"é"]},"b":1,"😀":2,"Ａ":1}"#);
+        assert_eq!(
+            stringify(&v),
+            r#"{"b":1,"a":{"z":[1,"é"],"y":null},"Ａ":1,"😀":2}"#
+        );
+        assert_eq!(
+            canonical(&v),
+            r#"{"a":{"y":null,"z":[1,"é"]},"b":1,"😀":2,"Ａ":1}"#
+        );
     }
 
     #[test]
     fn strings_escape_like_json_stringify() {
         let v = Value::String("q\"b\\\u{08}\u{0c}\n\r\t\u{01}\u{1f}\u{7f}/é".to_string());
-        assert_eq!(stringify(&v), "\"q\\\"b\\\\\\b\\f\\n\\r\\t\\u0001\\u001f\u{7f}/é\"");
+        assert_eq!(
+            stringify(&v),
+            "\"q\\\"b\\\\\\b\\f\\n\\r\\t\\u0001\\u001f\u{7f}/é\""
+        );
     }
 }
