@@ -156,13 +156,19 @@ impl DesktopIdentity {
 
     /// The desktop's ifp device id: `dev_` + first 16 hex of SHA-256 of the public key.
     pub fn device_id(&self) -> String {
-        format!("dev_{}", &key_fingerprint(self.signing.verifying_key().as_bytes()))
+        format!(
+            "dev_{}",
+            &key_fingerprint(self.signing.verifying_key().as_bytes())
+        )
     }
 
     /// The desktop's ifp entity id, used on every message it sends that needs one:
     /// `ent_` + first 16 hex of SHA-256 of the public key.
     pub fn entity_id(&self) -> String {
-        format!("ent_{}", &key_fingerprint(self.signing.verifying_key().as_bytes()))
+        format!(
+            "ent_{}",
+            &key_fingerprint(self.signing.verifying_key().as_bytes())
+        )
     }
 
     /// Signs `bytes` with the desktop's Ed25519 key; unpadded base64url of the 64-byte signature.

@@ -27,7 +27,11 @@ impl Advertisement {
         let daemon = ServiceDaemon::new().map_err(|e| format!("mDNS daemon: {e}"))?;
         let host = format!("{device_id}.local.");
         let proto = format!("{}-{}", protocol.0, protocol.1);
-        let props = [("id", device_id), ("proto", proto.as_str()), ("fp", fingerprint)];
+        let props = [
+            ("id", device_id),
+            ("proto", proto.as_str()),
+            ("fp", fingerprint),
+        ];
         let info = ServiceInfo::new(SERVICE_TYPE, device_id, &host, (), port, &props[..])
             .map_err(|e| format!("mDNS service record: {e}"))?
             .enable_addr_auto();

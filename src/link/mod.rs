@@ -39,4 +39,4 @@ pub use pairing::{Clock, ManualClock, PairingInvite, SystemClock};
 pub use secret_store::{KeyringStore, MemoryStore, SecretStore, SecretStoreError};
 pub use server::{bind, FrameLog, Link, LinkConfig, LinkError, LinkEvent, DEFAULT_PORT};
 pub use trust::{PairedPhone, TrustFile};
-pub use wire::{ifp::Envelope, ifp::Outgoing, rfc3339_ms, FORBIDDEN_OUTGOING};
+pub use wire::{rfc3339_ms, FORBIDDEN_OUTGOING};

@@ -217,6 +217,12 @@ pub fn hello_signed_bytes(nonce: &str, device_id: &str, cert_fp: &str) -> Vec<u8
     format!("ifp1-hello|{nonce}|{device_id}|{cert_fp}").into_bytes()
 }
 
+/// The bytes the desktop signs as the proof of its first `control.hello` on a connection:
+/// `"ifp1-hello-desktop|" + nonce + "|" + cert_fp` (UTF-8).
+pub fn desktop_intro_signed_bytes(nonce: &str, cert_fp: &str) -> Vec<u8> {
+    format!("ifp1-hello-desktop|{nonce}|{cert_fp}").into_bytes()
+}
+
 /// The bytes the desktop signs as the proof of its answering `control.hello`:
 /// `"ifp1-hello-desktop|" + nonce + "|" + phone_device_id + "|" + cert_fp` (UTF-8).
 pub fn desktop_hello_signed_bytes(nonce: &str, phone_device_id: &str, cert_fp: &str) -> Vec<u8> {
@@ -245,7 +251,10 @@ mod tests {
         let code = w.code();
         assert_eq!(code.len(), 7);
         assert_eq!(code.as_bytes()[3], b'-');
-        assert!(code.chars().filter(|c| *c != '-').all(|c| c.is_ascii_digit()));
+        assert!(code
+            .chars()
+            .filter(|c| *c != '-')
+            .all(|c| c.is_ascii_digit()));
         assert_eq!(w.check(&code, 2000), CodeCheck::Accepted);
         assert_eq!(w.check(&code.replace('-', ""), 2000), CodeCheck::Accepted);
     }

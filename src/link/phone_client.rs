@@ -2,8 +2,8 @@
 //!
 //! `docs/protocol.md`, "Link: pairing and sessions". It connects over TLS 1.3 trusting exactly
 //! the desktop certificate whose fingerprint it was given (from the pairing link), reads the
-//! desktop's `control.challenge`, pairs with a code (`pair.request` → `pair.grant` →
-//! `pair.complete` → `pair.paired`), says `control.hello`, sends messages and answers
+//! desktop's first `control.hello` (its nonce), pairs with a code (`pair.request` →
+//! `pair.grant` → `pair.complete`), says `control.hello`, sends messages and answers
 //! `control.ping` while it waits for frames.
 
 use std::net::SocketAddr;
@@ -23,7 +23,8 @@ use tokio_tungstenite::WebSocketStream;
 
 use super::identity::{key_fingerprint, CERT_NAME};
 use super::pairing::{
-    desktop_hello_signed_bytes, hello_signed_bytes, pair_signed_bytes, verification_code,
+    desktop_hello_signed_bytes, desktop_intro_signed_bytes, hello_signed_bytes, pair_signed_bytes,
+    verification_code,
 };
 use super::tls::{pinned_client_config, PinnedCertVerifier};
 use super::wire::{message_id, rfc3339_ms};
@@ -89,7 +90,10 @@ impl PhoneIdentity {
     /// A fresh key; device id `dev_` + the key's 16-hex fingerprint.
     pub fn generate(label: &str) -> Self {
         let signing = SigningKey::generate(&mut rand::rngs::OsRng);
-        let device_id = format!("dev_{}", key_fingerprint(signing.verifying_key().as_bytes()));
+        let device_id = format!(
+            "dev_{}",
+            key_fingerprint(signing.verifying_key().as_bytes())
+        );
         Self::from_key(signing, device_id, label)
     }
 
@@ -147,6 +151,8 @@ pub struct Paired {
     pub desktop_public_key: String,
     /// The 6-digit verification code to show (`123 456`).
     pub verification_code: String,
+    /// The protocol version the desktop chose in its answering hello.
+    pub version: u32,
 }
 
 /// One connection from a phone to the desktop.
@@ -162,6 +168,7 @@ pub struct PhoneClient {
     /// Every frame received, in order (parsed), including pings.
     pub received: Vec<Value>,
     desktop_public_key: Option<String>,
+    intro_proof: String,
 }
 
 impl std::fmt::Debug for PhoneClient {
@@ -194,7 +201,7 @@ fn now_ms() -> u64 {
 
 impl PhoneClient {
     /// Connects to `addr`, trusting only the certificate with fingerprint `pinned_fp`, and
-    /// reads the desktop's `control.challenge`.
+    /// reads the desktop's first `control.hello` (the connection nonce in `x-ifp-nonce`).
     ///
     /// Errors: [`PhoneError::CertificateMismatch`] when the desktop presents another
     /// certificate; [`PhoneError::Protocol`] when the first frame is not a challenge.
@@ -237,12 +244,14 @@ impl PhoneClient {
             answer_pings: true,
             received: Vec::new(),
             desktop_public_key: None,
+            intro_proof: String::new(),
         };
-        let ch = c.expect("control.challenge").await?;
+        let ch = c.expect("control.hello").await?;
         c.nonce = ch["ext"]["x-ifp-nonce"]
             .as_str()
-            .ok_or_else(|| PhoneError::Protocol("control.challenge without x-ifp-nonce".into()))?
+            .ok_or_else(|| PhoneError::Protocol("desktop hello without x-ifp-nonce".into()))?
             .to_string();
+        c.intro_proof = ch["payload"]["proof"].as_str().unwrap_or("").to_string();
         c.desktop_range = (
             ch["payload"]["protocol"]["min"].as_u64().unwrap_or(0),
             ch["payload"]["protocol"]["max"].as_u64().unwrap_or(0),
@@ -250,7 +259,7 @@ impl PhoneClient {
         Ok(c)
     }
 
-    /// This connection's nonce (from `control.challenge`).
+    /// This connection's nonce (from the desktop's first `control.hello`, `x-ifp-nonce`).
     pub fn nonce(&self) -> &str {
         &self.nonce
     }
@@ -260,13 +269,23 @@ impl PhoneClient {
         self.desktop_range
     }
 
-    /// Sets the desktop's public key (from an earlier pairing) so [`PhoneClient::hello`]
-    /// checks the desktop's hello proof.
-    pub fn set_desktop_public_key(&mut self, key: &str) {
+    /// Sets the desktop's public key (from an earlier pairing) and checks the proof of the
+    /// desktop's first hello on this connection with it.
+    ///
+    /// Errors: [`PhoneError::Protocol`] when the proof does not verify.
+    pub fn set_desktop_public_key(&mut self, key: &str) -> Result<(), PhoneError> {
+        let msg = desktop_intro_signed_bytes(&self.nonce, &self.cert_fp);
+        if !verify(key, &msg, &self.intro_proof) {
+            return Err(PhoneError::Protocol(
+                "the desktop's first hello proof does not verify with the paired key".into(),
+            ));
+        }
         self.desktop_public_key = Some(key.to_string());
+        Ok(())
     }
 
-    /// Pairs with `code`: `pair.request` → `pair.grant` → `pair.complete` → `pair.paired`.
+    /// Pairs with `code` and says hello: `pair.request` → `pair.grant` → `pair.complete` +
+    /// `control.hello` (with `range`) → the desktop's answering `control.hello`.
     ///
     /// Errors: [`PhoneError::Refused`] with the desktop's error class (`pairing_failed`,
     /// `rate_limited`, ...).
@@ -275,6 +294,7 @@ impl PhoneClient {
         me: &PhoneIdentity,
         code: &str,
         capabilities: Vec<Value>,
+        range: (u32, u32),
     ) -> Result<Paired, PhoneError> {
         let mut req = envelope(
             "pair.request",
@@ -293,11 +313,6 @@ impl PhoneClient {
             .as_str()
             .ok_or_else(|| PhoneError::Protocol("pair.grant without public_key".into()))?
             .to_string();
-        if p["cert_fp"].as_str() != Some(self.cert_fp.as_str()) {
-            return Err(PhoneError::Protocol(
-                "pair.grant names another certificate than the pinned one".into(),
-            ));
-        }
         let device_id = p["device_id"].as_str().unwrap_or(&me.device_id).to_string();
         let sig = me.sign_b64(&pair_signed_bytes(challenge, &self.cert_fp, &device_id));
         let done = envelope(
@@ -306,9 +321,10 @@ impl PhoneClient {
             json!({"device_id": device_id, "signature": sig}),
         );
         self.send_value(&done).await?;
-        self.expect("pair.paired").await?;
-        self.desktop_public_key = Some(desktop_pk.clone());
+        self.set_desktop_public_key(&desktop_pk)?;
+        let version = self.hello(me, range).await?;
         Ok(Paired {
+            version,
             verification_code: verification_code(&desktop_pk, &me.public_key_b64(), &self.cert_fp),
             device_id,
             desktop_public_key: desktop_pk,
@@ -317,7 +333,11 @@ impl PhoneClient {
 
     /// The `control.hello` this phone would send on this connection (for replay tests).
     pub fn hello_frame(&self, me: &PhoneIdentity, range: (u32, u32)) -> Value {
-        let proof = me.sign_b64(&hello_signed_bytes(&self.nonce, &me.device_id, &self.cert_fp));
+        let proof = me.sign_b64(&hello_signed_bytes(
+            &self.nonce,
+            &me.device_id,
+            &self.cert_fp,
+        ));
         let mut v = envelope(
             "control.hello",
             None,
@@ -332,7 +352,11 @@ impl PhoneClient {
     ///
     /// Errors: [`PhoneError::Refused`] (`unauthorized_device`, `unsupported_version`), or
     /// [`PhoneError::Protocol`] if the desktop's proof does not verify against its key.
-    pub async fn hello(&mut self, me: &PhoneIdentity, range: (u32, u32)) -> Result<u32, PhoneError> {
+    pub async fn hello(
+        &mut self,
+        me: &PhoneIdentity,
+        range: (u32, u32),
+    ) -> Result<u32, PhoneError> {
         let frame = self.hello_frame(me, range);
         self.send_value(&frame).await?;
         let h = self.expect("control.hello").await?;

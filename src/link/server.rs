@@ -4,7 +4,8 @@
 //! sessions". Shape (as in mini-redis): the caller binds a [`TcpListener`] (see [`bind`]) and
 //! passes it to [`Link::run`] with a shutdown future; a semaphore caps live connections. Each
 //! connection: TLS 1.3 handshake, WebSocket upgrade (1 MiB message limit), the desktop's
-//! `control.challenge` with a fresh nonce, then pairing and/or `control.hello`; after hello
+//! first `control.hello` carrying a fresh nonce (`x-ifp-nonce`), then pairing and/or the
+//! phone's `control.hello`; after hello
 //! every validated message goes to the app as a [`LinkEvent::Message`].
 
 use std::collections::{HashMap, VecDeque};
@@ -19,7 +20,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use ed25519_dalek::{Signature, VerifyingKey};
 use futures_util::{SinkExt as _, StreamExt as _};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::time::{sleep_until, timeout, Instant};
@@ -36,12 +37,12 @@ use super::diagnostics::{
 use super::identity::{key_fingerprint, DesktopIdentity};
 use super::mdns::Advertisement;
 use super::pairing::{
-    desktop_hello_signed_bytes, hello_signed_bytes, invite, pair_signed_bytes,
-    verification_code, Clock, CodeCheck, PairingInvite, PairingWindow, SystemClock,
-    PAIRING_TTL_MS,
+    desktop_hello_signed_bytes, desktop_intro_signed_bytes, hello_signed_bytes, invite,
+    pair_signed_bytes, verification_code, Clock, CodeCheck, PairingInvite, PairingWindow,
+    SystemClock, PAIRING_TTL_MS,
 };
 use super::trust::{PairedPhone, TrustError, TrustFile};
-use super::wire::{self, ifp, ControlFrame};
+use super::wire::{self, ifp, Sender};
 
 /// The link's default TCP port.
 pub const DEFAULT_PORT: u16 = 47470;
@@ -197,7 +198,7 @@ pub async fn bind(ip: IpAddr, port: u16) -> Result<TcpListener, LinkError> {
 }
 
 enum Command {
-    Send(Value),
+    Send(ifp::OutgoingFrame),
     Revoke(String),
     Close(String),
 }
@@ -262,7 +263,8 @@ impl Link {
     ) -> Result<(Self, mpsc::UnboundedReceiver<LinkEvent>), LinkError> {
         let trust_file = TrustFile::in_dir(&config.data_dir);
         let phones = trust_file.load()?;
-        let tls = super::tls::server_config(&identity).map_err(|e| LinkError::Tls(e.to_string()))?;
+        let tls =
+            super::tls::server_config(&identity).map_err(|e| LinkError::Tls(e.to_string()))?;
         let (tx, rx) = mpsc::unbounded_channel();
         let mdns = if config.mdns {
             MdnsStatus::NotStarted
@@ -317,8 +319,7 @@ impl Link {
                     lock(&self.shared.diag).mdns = MdnsStatus::Unavailable {
                         reason: reason.clone(),
                     };
-                    self.shared
-                        .fail(FailureKind::Mdns, reason, None, None);
+                    self.shared.fail(FailureKind::Mdns, reason, None, None);
                     None
                 }
             }
@@ -387,23 +388,29 @@ impl Link {
     /// The open pairing window's invite, if any (after a replacement, the new code).
     pub fn pairing_invite(&self) -> Option<PairingInvite> {
         let p = lock(&self.shared.pairing);
-        p.as_ref().map(|o| self.shared.invite_for(&o.window, o.addr))
+        p.as_ref()
+            .map(|o| self.shared.invite_for(&o.window, o.addr))
     }
 
     /// Sends an app message to the connected phone `device_id`.
     ///
-    /// Takes only the ifp outgoing type, which cannot express `action.approve`,
-    /// `action.reject` or `action.cancel`. Errors: [`LinkError::NotConnected`].
-    pub fn send(&self, device_id: &str, message: ifp::Outgoing) -> Result<(), LinkError> {
-        let value = message.into_value(
-            &self.shared.identity.entity_id(),
-            &wire::rfc3339_ms(self.shared.config.clock.now_ms()),
-        );
+    /// Takes only [`crate::ifp::OutgoingMessage`], which cannot express `action.approve`,
+    /// `action.reject` or `action.cancel`. Errors: [`LinkError::NotConnected`], or
+    /// [`LinkError::Refused`] when the ifp module will not frame the message.
+    pub fn send(&self, device_id: &str, message: ifp::OutgoingMessage) -> Result<(), LinkError> {
+        let frame = wire::frame(
+            &self.shared.sender(),
+            &message,
+            self.shared.config.clock.now_ms(),
+            None,
+            Map::new(),
+        )
+        .map_err(LinkError::Refused)?;
         let sessions = lock(&self.shared.sessions);
         let s = sessions
             .get(device_id)
             .ok_or_else(|| LinkError::NotConnected(device_id.to_string()))?;
-        s.tx.send(Command::Send(value))
+        s.tx.send(Command::Send(frame))
             .map_err(|_| LinkError::NotConnected(device_id.to_string()))
     }
 
@@ -460,7 +467,11 @@ impl Link {
     pub fn diagnostics(&self) -> LinkDiagnostics {
         let (bound, mdns, failures) = {
             let d = lock(&self.shared.diag);
-            (d.bound, d.mdns.clone(), d.failures.iter().cloned().collect())
+            (
+                d.bound,
+                d.mdns.clone(),
+                d.failures.iter().cloned().collect(),
+            )
         };
         LinkDiagnostics {
             port: bound.map(|b| b.port()),
@@ -481,8 +492,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Shared {
+    fn sender(&self) -> Sender {
+        Sender {
+            entity: self.identity.entity_id(),
+            device: self.identity.device_id(),
+        }
+    }
+
     fn invite_for(&self, window: &PairingWindow, addr: IpAddr) -> PairingInvite {
-        let port = lock(&self.diag).bound.map(|b| b.port()).unwrap_or(DEFAULT_PORT);
+        let port = lock(&self.diag)
+            .bound
+            .map(|b| b.port())
+            .unwrap_or(DEFAULT_PORT);
         invite(&addr, port, window, self.identity.cert_fingerprint())
     }
 
@@ -620,14 +641,23 @@ struct Conn {
 impl Conn {
     async fn run(&mut self, mut stop: watch::Receiver<bool>) {
         let cfg = self.shared.config.clone();
-        let challenge = ControlFrame::Challenge {
-            nonce: self.nonce.clone(),
-            desktop_device: self.shared.identity.device_id(),
-            cert_fp: self.shared.identity.cert_fingerprint().to_string(),
-            protocol: cfg.protocol,
-        };
+        let fp = self.shared.identity.cert_fingerprint().to_string();
+        let intro = ifp::OutgoingMessage::Hello(ifp::ControlHello {
+            device_id: self.shared.identity.device_id(),
+            proof: self
+                .shared
+                .identity
+                .sign_b64(&desktop_intro_signed_bytes(&self.nonce, &fp)),
+            capabilities: vec![],
+            protocol: ifp::ProtocolVersions {
+                min: cfg.protocol.0.into(),
+                max: cfg.protocol.1.into(),
+            },
+        });
+        let mut ext = Map::new();
+        ext.insert("x-ifp-nonce".into(), Value::from(self.nonce.clone()));
         let mut reason = String::from("connection closed");
-        if self.write(&challenge).await.is_err() {
+        if self.send(intro, None, ext).await.is_err() {
             return;
         }
         let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
@@ -668,19 +698,23 @@ impl Conn {
                 }
                 _ = sleep_until(ping_at) => {
                     next_ping = Instant::now() + cfg.ping_interval;
-                    if self.write(&ControlFrame::Ping { nonce: wire::random_token() }).await.is_err() {
+                    if self.send(ifp::OutgoingMessage::Ping, None, Map::new()).await.is_err() {
                         reason = "write failed".into();
                         break;
                     }
                 }
                 cmd = rx.recv(), if live => {
                     match cmd {
-                        Some(Command::Send(v)) => {
-                            if self.write_value(v).await.is_err() { reason = "write failed".into(); break; }
+                        Some(Command::Send(f)) => {
+                            if self.write_frame(f).await.is_err() { reason = "write failed".into(); break; }
                         }
                         Some(Command::Revoke(why)) => {
-                            let device_id = self.device().unwrap_or_default().to_string();
-                            let _ = self.write(&ControlFrame::Revoke { device_id, reason: why.clone() }).await;
+                            let target = self.device().map(str::to_string);
+                            let revoke = ifp::OutgoingMessage::DesktopRequest(ifp::DesktopRequest {
+                                kind: ifp::DesktopRequestKind::Unpair,
+                                target,
+                            });
+                            let _ = self.send(revoke, None, Map::new()).await;
                             reason = why;
                             self.close(CloseCode::Normal, "unpaired").await;
                             break;
@@ -707,7 +741,7 @@ impl Conn {
                             let words = format!("frame over the 1 MiB limit ({e}); connection closed");
                             let dev = self.device().map(str::to_string);
                             self.shared.fail(FailureKind::OversizeFrame, format!("{} sent a {words}", self.peer), dev.as_deref(), Some(self.peer));
-                            let _ = self.write(&ControlFrame::Error { class: "invalid_envelope", detail: words, parent: None }).await;
+                            self.refuse(ifp::ErrorClass::InvalidEnvelope, words, None).await;
                             self.close(CloseCode::Size, "frame over 1 MiB").await;
                             reason = "oversize frame".into();
                             Flow::Close
@@ -747,36 +781,39 @@ impl Conn {
         let _ = timeout(Duration::from_secs(2), self.ws.close(Some(frame))).await;
     }
 
-    async fn write(&mut self, f: &ControlFrame) -> Result<(), ()> {
-        let v = f.to_value(
-            &self.shared.identity.entity_id(),
-            self.shared.config.clock.now_ms(),
-        );
-        self.write_value(v).await
+    async fn send(
+        &mut self,
+        msg: ifp::OutgoingMessage,
+        parent: Option<String>,
+        ext: Map<String, Value>,
+    ) -> Result<(), ()> {
+        let now = self.shared.config.clock.now_ms();
+        match wire::frame(&self.shared.sender(), &msg, now, parent, ext) {
+            Ok(f) => self.write_frame(f).await,
+            Err(e) => {
+                // A bug in Switchboard, not peer input: say so and keep the connection.
+                tracing::error!("link could not frame {:?}: {e}", msg.kind());
+                Ok(())
+            }
+        }
     }
 
-    async fn write_value(&mut self, v: Value) -> Result<(), ()> {
-        let text = match wire::encode(&v) {
-            Ok(t) => t,
-            Err(e) => {
-                tracing::error!("{e}");
-                return Ok(());
-            }
-        };
+    /// The one writer: only [`ifp::OutgoingFrame`]s reach the socket.
+    async fn write_frame(&mut self, frame: ifp::OutgoingFrame) -> Result<(), ()> {
+        let text = frame.into_string();
         if let Some(log) = &self.shared.config.frame_log {
             lock(log).push(text.clone());
         }
         self.ws.send(Message::text(text)).await.map_err(|_| ())
     }
 
-    async fn refuse(&mut self, class: &'static str, detail: String, parent: Option<String>) {
-        let _ = self
-            .write(&ControlFrame::Error {
-                class,
-                detail,
-                parent,
-            })
-            .await;
+    async fn refuse(&mut self, class: ifp::ErrorClass, detail: String, parent: Option<String>) {
+        let msg = ifp::OutgoingMessage::Error(ifp::ErrorPayload {
+            class,
+            detail: Some(detail),
+            current_generation: None,
+        });
+        let _ = self.send(msg, parent, Map::new()).await;
     }
 
     async fn refuse_frame(&mut self, detail: String) -> Flow {
@@ -787,7 +824,8 @@ impl Conn {
             dev.as_deref(),
             Some(self.peer),
         );
-        self.refuse("invalid_envelope", detail, None).await;
+        self.refuse(ifp::ErrorClass::InvalidEnvelope, detail, None)
+            .await;
         Flow::Continue
     }
 
@@ -806,18 +844,14 @@ impl Conn {
                     dev.as_deref(),
                     Some(self.peer),
                 );
-                self.refuse(rej.class.as_str(), rej.reason, None).await;
+                self.refuse(rej.class, rej.reason, None).await;
                 return Flow::Continue;
             }
         };
         let kind = env.r#type.clone();
         if kind == "control.ping" {
-            let nonce = env.payload.get("nonce").cloned().unwrap_or(Value::Null);
             let _ = self
-                .write(&ControlFrame::Pong {
-                    parent: env.id.clone(),
-                    nonce,
-                })
+                .send(ifp::OutgoingMessage::Pong, Some(env.id.clone()), Map::new())
                 .await;
             return Flow::Continue;
         }
@@ -829,7 +863,7 @@ impl Conn {
                 let device_id = device_id.clone();
                 if kind == "control.hello" || kind.starts_with("pair.") {
                     self.refuse(
-                        "invalid_envelope",
+                        ifp::ErrorClass::InvalidEnvelope,
                         format!("`{kind}` after a successful hello on this connection"),
                         Some(env.id),
                     )
@@ -839,7 +873,7 @@ impl Conn {
                 if let Some(d) = &env.device {
                     if d != &device_id {
                         self.refuse(
-                            "unauthorized_device",
+                            ifp::ErrorClass::UnauthorizedDevice,
                             format!("device: this connection belongs to {device_id}, not {d}"),
                             Some(env.id),
                         )
@@ -859,7 +893,7 @@ impl Conn {
                 "control.hello" => self.on_hello(env, tx).await,
                 other => {
                     self.refuse(
-                        "unauthorized_device",
+                        ifp::ErrorClass::UnauthorizedDevice,
                         format!("`{other}` before control.hello: say hello (or pair) first"),
                         Some(env.id),
                     )
@@ -876,7 +910,7 @@ impl Conn {
         let pk_b64 = p.get("public_key").and_then(Value::as_str).unwrap_or("");
         let Some(pk) = decode_key(pk_b64) else {
             self.refuse(
-                "invalid_envelope",
+                ifp::ErrorClass::InvalidEnvelope,
                 "payload.public_key: expected an Ed25519 key, 32 bytes as unpadded base64url"
                     .into(),
                 Some(env.id),
@@ -915,26 +949,26 @@ impl Conn {
             }
         };
         let dev = Some(device_id.as_str());
-        let fail = |kind, class: &'static str, words: String| (kind, class, words);
+        let fail = |kind, class: ifp::ErrorClass, words: String| (kind, class, words);
         let failure = match check {
             None => Some(fail(
                 FailureKind::NoPairingWindow,
-                "pairing_failed",
+                ifp::ErrorClass::PairingFailed,
                 "no pairing window is open on the desktop".to_string(),
             )),
             Some(CodeCheck::Wrong { tries_left }) => Some(fail(
                 FailureKind::WrongCode,
-                "pairing_failed",
+                ifp::ErrorClass::PairingFailed,
                 format!("wrong pairing code ({tries_left} tries left)"),
             )),
             Some(CodeCheck::Expired) => Some(fail(
                 FailureKind::ExpiredCode,
-                "pairing_failed",
+                ifp::ErrorClass::PairingFailed,
                 "the pairing code expired (codes live 2 minutes)".to_string(),
             )),
             Some(CodeCheck::RateLimited) => Some(fail(
                 FailureKind::RateLimited,
-                "rate_limited",
+                ifp::ErrorClass::RateLimited,
                 "too many wrong pairing codes: the code was replaced".to_string(),
             )),
             Some(CodeCheck::Accepted) => None,
@@ -961,19 +995,19 @@ impl Conn {
                     dev,
                     Some(self.peer),
                 );
-                self.refuse("pairing_failed", words, Some(env.id)).await;
+                self.refuse(ifp::ErrorClass::PairingFailed, words, Some(env.id))
+                    .await;
                 return Flow::Close;
             }
         }
         let challenge = wire::random_token();
-        let grant = ControlFrame::Grant {
-            parent: env.id,
+        let grant = ifp::OutgoingMessage::PairGrant(ifp::PairGrant {
             device_id: device_id.clone(),
-            desktop_public_key: self.shared.identity.public_key_b64(),
-            desktop_device: self.shared.identity.device_id(),
+            public_key: self.shared.identity.public_key_b64(),
             challenge: challenge.clone(),
-            cert_fp: self.shared.identity.cert_fingerprint().to_string(),
-        };
+            capabilities: vec![],
+            label: Some(crate::app_info::APP_NAME.to_string()),
+        });
         self.stage = Stage::Granted(Box::new(Grant {
             challenge,
             device_id,
@@ -981,7 +1015,7 @@ impl Conn {
             label,
             capabilities,
         }));
-        if self.write(&grant).await.is_err() {
+        if self.send(grant, Some(env.id), Map::new()).await.is_err() {
             return Flow::Close;
         }
         Flow::Continue
@@ -990,7 +1024,7 @@ impl Conn {
     async fn on_pair_complete(&mut self, env: ifp::Envelope) -> Flow {
         let Stage::Granted(grant) = std::mem::replace(&mut self.stage, Stage::Fresh) else {
             self.refuse(
-                "pairing_failed",
+                ifp::ErrorClass::PairingFailed,
                 "pair.complete without a pair.grant on this connection".into(),
                 Some(env.id),
             )
@@ -1019,7 +1053,7 @@ impl Conn {
                 Some(self.peer),
             );
             self.refuse(
-                "pairing_failed",
+                ifp::ErrorClass::PairingFailed,
                 "payload.signature: does not verify over the challenge".into(),
                 Some(env.id),
             )
@@ -1046,8 +1080,12 @@ impl Conn {
                 Some(&grant.device_id),
                 Some(self.peer),
             );
-            self.refuse("internal", "the desktop could not save the pairing".into(), Some(env.id))
-                .await;
+            self.refuse(
+                ifp::ErrorClass::Internal,
+                "the desktop could not save the pairing".into(),
+                Some(env.id),
+            )
+            .await;
             return Flow::Close;
         }
         self.shared.emit(LinkEvent::Paired {
@@ -1059,13 +1097,7 @@ impl Conn {
                 self.shared.identity.cert_fingerprint(),
             ),
         });
-        let paired = ControlFrame::Paired {
-            parent: env.id,
-            device_id: grant.device_id.clone(),
-        };
-        if self.write(&paired).await.is_err() {
-            return Flow::Close;
-        }
+        // No answer of its own: the phone follows with control.hello on this connection.
         Flow::Continue
     }
 
@@ -1096,7 +1128,8 @@ impl Conn {
                 Some(&device_id),
                 Some(self.peer),
             );
-            self.refuse("unauthorized_device", words, Some(env.id)).await;
+            self.refuse(ifp::ErrorClass::UnauthorizedDevice, words, Some(env.id))
+                .await;
             return Flow::Close;
         };
         if let Some(presented) = env.ext.get("x-ifp-public-key").and_then(Value::as_str) {
@@ -1108,7 +1141,8 @@ impl Conn {
                     Some(&device_id),
                     Some(self.peer),
                 );
-                self.refuse("unauthorized_device", words, Some(env.id)).await;
+                self.refuse(ifp::ErrorClass::UnauthorizedDevice, words, Some(env.id))
+                    .await;
                 return Flow::Close;
             }
         }
@@ -1127,7 +1161,8 @@ impl Conn {
                 Some(&device_id),
                 Some(self.peer),
             );
-            self.refuse("unauthorized_device", words, Some(env.id)).await;
+            self.refuse(ifp::ErrorClass::UnauthorizedDevice, words, Some(env.id))
+                .await;
             return Flow::Close;
         }
         let (dmin, dmax) = self.shared.config.protocol;
@@ -1142,7 +1177,7 @@ impl Conn {
             (Some(a), Some(b)) if a >= 1 && a <= b => (a, b),
             _ => {
                 self.refuse(
-                    "invalid_envelope",
+                    ifp::ErrorClass::InvalidEnvelope,
                     "payload.protocol: expected {min, max} integers with 1 <= min <= max".into(),
                     Some(env.id),
                 )
@@ -1162,7 +1197,8 @@ impl Conn {
                 Some(&device_id),
                 Some(self.peer),
             );
-            self.refuse("unsupported_version", words, Some(env.id)).await;
+            self.refuse(ifp::ErrorClass::UnsupportedVersion, words, Some(env.id))
+                .await;
             return Flow::Close;
         }
         let now = self.shared.config.clock.now_ms();
@@ -1198,17 +1234,21 @@ impl Conn {
         self.stage = Stage::Live {
             device_id: device_id.clone(),
         };
-        let proof = self
-            .shared
-            .identity
-            .sign_b64(&desktop_hello_signed_bytes(&self.nonce, &device_id, &fp));
-        let hello = ControlFrame::Hello {
+        let proof = self.shared.identity.sign_b64(&desktop_hello_signed_bytes(
+            &self.nonce,
+            &device_id,
+            &fp,
+        ));
+        let hello = ifp::OutgoingMessage::Hello(ifp::ControlHello {
             device_id: self.shared.identity.device_id(),
             proof,
-            version: hi,
-            parent: env.id,
-        };
-        if self.write(&hello).await.is_err() {
+            capabilities: vec![],
+            protocol: ifp::ProtocolVersions {
+                min: hi.into(),
+                max: hi.into(),
+            },
+        });
+        if self.send(hello, Some(env.id), Map::new()).await.is_err() {
             return Flow::Close;
         }
         self.shared.emit(LinkEvent::PhoneConnected {
@@ -1263,4 +1303,3 @@ fn verify(pk_b64: &str, msg: &[u8], sig_b64: &str) -> bool {
     };
     pk.verify_strict(msg, &sig).is_ok()
 }
-

@@ -30,7 +30,9 @@ pub enum TrustError {
         source: std::io::Error,
     },
     /// The file is not a valid trust file.
-    #[error("trust file {path} is not valid: {reason}; move it away to start with no paired phones")]
+    #[error(
+        "trust file {path} is not valid: {reason}; move it away to start with no paired phones"
+    )]
     Invalid {
         /// The file.
         path: PathBuf,
