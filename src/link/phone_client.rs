@@ -389,10 +389,12 @@ impl PhoneClient {
     }
 
     /// The next frame that is not a `control.ping` (pings are answered when
-    /// [`PhoneClient::answer_pings`] is on). `error` frames are returned as they are.
+    /// [`PhoneClient::answer_pings`] is on), waiting at most [`PhoneClient::wait`] in all.
+    /// `error` frames are returned as they are.
     pub async fn recv(&mut self) -> Result<Value, PhoneError> {
+        let deadline = tokio::time::Instant::now() + self.wait;
         loop {
-            let msg = tokio::time::timeout(self.wait, self.ws.next())
+            let msg = tokio::time::timeout_at(deadline, self.ws.next())
                 .await
                 .map_err(|_| PhoneError::Timeout("a frame".into()))?;
             let text = match msg {
@@ -416,6 +418,29 @@ impl PhoneClient {
                 continue;
             }
             return Ok(v);
+        }
+    }
+
+    /// Reads frames for `span` (answering pings when [`PhoneClient::answer_pings`] is on);
+    /// everything read lands in [`PhoneClient::received`].
+    ///
+    /// Errors: [`PhoneError::Closed`] or [`PhoneError::WebSocket`] if the link drops.
+    pub async fn idle(&mut self, span: Duration) -> Result<(), PhoneError> {
+        let end = tokio::time::Instant::now() + span;
+        loop {
+            let left = end.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            let saved = self.wait;
+            self.wait = left;
+            let r = self.recv().await;
+            self.wait = saved;
+            match r {
+                Ok(_) => {}
+                Err(PhoneError::Timeout(_)) => return Ok(()),
+                Err(e) => return Err(e),
+            }
         }
     }
 

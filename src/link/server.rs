@@ -297,13 +297,31 @@ impl Link {
 
     /// Accepts connections on `listener` until `shutdown` completes, then closes every
     /// connection and withdraws the mDNS advertisement.
-    pub async fn run(
+    ///
+    /// The listener's address is recorded when `run` is called (before the returned future is
+    /// first polled), so [`Link::open_pairing`] right after it names the right port.
+    pub fn run<F>(
         &self,
         listener: TcpListener,
+        shutdown: F,
+    ) -> impl Future<Output = Result<(), LinkError>> + Send + 'static
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let local = listener.local_addr();
+        if let Ok(a) = &local {
+            lock(&self.shared.diag).bound = Some(*a);
+        }
+        let this = self.clone();
+        async move { this.serve(listener, local?, shutdown).await }
+    }
+
+    async fn serve(
+        &self,
+        listener: TcpListener,
+        local: SocketAddr,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), LinkError> {
-        let local = listener.local_addr()?;
-        lock(&self.shared.diag).bound = Some(local);
         let ad = if self.shared.config.mdns {
             match Advertisement::start(
                 &self.shared.identity.device_id(),
