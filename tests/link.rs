@@ -234,7 +234,7 @@ async fn pairing_succeeds_and_next_connection_authenticates_with_hello_alone() {
             LinkEvent::Message {
                 device_id,
                 envelope,
-            } if device_id == me.device_id() => Some(envelope.clone()),
+            } if device_id == me.device_id() => Some(envelope.as_ref().clone()),
             _ => None,
         })
         .await;

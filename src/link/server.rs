@@ -169,8 +169,8 @@ pub enum LinkEvent {
     Message {
         /// The sending phone.
         device_id: String,
-        /// The message.
-        envelope: ifp::Envelope,
+        /// The message (boxed: it is large next to the other events).
+        envelope: Box<ifp::Envelope>,
     },
     /// Something failed (also kept in diagnostics).
     Failure(LinkFailure),
@@ -724,7 +724,11 @@ impl Conn {
                 cmd = rx.recv(), if live => {
                     match cmd {
                         Some(Command::Send(f)) => {
-                            if self.write_frame(f).await.is_err() { reason = "write failed".into(); break; }
+                            let written = self.write_frame(f).await;
+                            if written.is_err() {
+                                reason = "write failed".into();
+                                break;
+                            }
                         }
                         Some(Command::Revoke(why)) => {
                             let target = self.device().map(str::to_string);
@@ -901,7 +905,7 @@ impl Conn {
                 }
                 self.shared.emit(LinkEvent::Message {
                     device_id,
-                    envelope: env,
+                    envelope: Box::new(env),
                 });
                 Flow::Continue
             }
