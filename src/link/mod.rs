@@ -16,6 +16,16 @@
 //! - [`tls`]: TLS 1.3 server config and the phone's certificate-pinning verifier.
 //! - [`phone_client`]: a phone end in Rust, for tests and the `switchboard-phone` tool.
 //!
+//! ## Starting the link (what the desktop shell does)
+//! ```text
+//! let identity = DesktopIdentity::load_or_create(&KeyringStore::new())?; // clear error if no key store
+//! let (link, mut events) = Link::new(identity, LinkConfig::new(data_dir))?;
+//! let listener = bind(IpAddr::V4(Ipv4Addr::UNSPECIFIED), DEFAULT_PORT).await?; // 47470..=47479
+//! tokio::spawn(link.run(listener, shutdown_future));
+//! let invite = link.open_pairing(diagnostics::lan_address().unwrap_or(loopback)); // code, link, QR
+//! while let Some(event) = events.recv().await { /* PhoneConnected, Message, Failure, ... */ }
+//! ```
+//!
 //! ## The central promise
 //! Nothing here can approve, reject or cancel an action: the desktop's `control.hello` and
 //! `pair.grant` declare no capabilities, [`Link::send`] takes only the ifp outgoing type, and
@@ -40,3 +50,15 @@ pub use secret_store::{KeyringStore, MemoryStore, SecretStore, SecretStoreError}
 pub use server::{bind, FrameLog, Link, LinkConfig, LinkError, LinkEvent, DEFAULT_PORT};
 pub use trust::{PairedPhone, TrustFile};
 pub use wire::{rfc3339_ms, FORBIDDEN_OUTGOING};
+
+impl From<LinkError> for crate::error::IpcError {
+    fn from(e: LinkError) -> Self {
+        crate::error::IpcError::new("link", e.to_string())
+    }
+}
+
+impl From<IdentityError> for crate::error::IpcError {
+    fn from(e: IdentityError) -> Self {
+        crate::error::IpcError::new("key_store", e.to_string())
+    }
+}
