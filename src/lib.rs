@@ -16,6 +16,7 @@
 //! - [`runtime`]: OpenPhone runtime-protocol manifests, the ifp/1 tool catalogue and autonomy.
 //! - [`phone_action`]: the `phone_action` tool's card, call checks and answer texts.
 //! - [`dials`]: the live dial log (phone-line calls): ring, SQLite, queries, subscriptions.
+//! - [`link`]: the ifp/1 LAN link: identity in the key store, TLS listener, pairing, sessions.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
 //! `../shared/specs`).
@@ -28,6 +29,7 @@ pub mod fsutil;
 pub mod host_error;
 pub mod ifp;
 pub mod js_json;
+pub mod link;
 pub mod phone_action;
 pub mod phone_line;
 pub mod runtime;

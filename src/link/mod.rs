@@ -1,0 +1,64 @@
+//! The link: pairing with a phone over the local network and talking ifp/1 with it.
+//!
+//! Why: the phone is where actions happen and are confirmed; the desktop mirrors them. The link
+//! is the one channel between the two: WebSocket over TLS 1.3, every frame checked by the ifp/1
+//! validator. Spec: `ifp1-notes.md` ("Pairing and identity", "Envelope", "Error classes") and
+//! this project's choices in `docs/protocol.md`, "Link: pairing and sessions".
+//!
+//! ## Parts
+//! - [`secret_store`]: the OS key store behind [`SecretStore`] (keyring; in-memory for tests).
+//! - [`identity`]: the desktop's Ed25519 key and self-signed TLS certificate, made once.
+//! - [`trust`]: the trust file of paired phones (pairing records), written atomically.
+//! - [`pairing`]: pairing windows and codes, the invitation link and QR, the signed bytes.
+//! - [`server`]: [`Link`] — [`bind`], [`Link::run`], [`Link::open_pairing`], [`Link::send`],
+//!   [`Link::unpair`], [`Link::diagnostics`]; the app receives [`LinkEvent`]s.
+//! - [`diagnostics`]: addresses, port, mDNS state, recent failures in plain words.
+//! - [`tls`]: TLS 1.3 server config and the phone's certificate-pinning verifier.
+//! - [`phone_client`]: a phone end in Rust, for tests and the `switchboard-phone` tool.
+//!
+//! ## Starting the link (what the desktop shell does)
+//! ```text
+//! let identity = DesktopIdentity::load_or_create(&KeyringStore::new())?; // clear error if no key store
+//! let (link, mut events) = Link::new(identity, LinkConfig::new(data_dir))?;
+//! let listener = bind(IpAddr::V4(Ipv4Addr::UNSPECIFIED), DEFAULT_PORT).await?; // 47470..=47479
+//! tokio::spawn(link.run(listener, shutdown_future));
+//! let invite = link.open_pairing(diagnostics::lan_address().unwrap_or(loopback)); // code, link, QR
+//! while let Some(event) = events.recv().await { /* PhoneConnected, Message, Failure, ... */ }
+//! ```
+//!
+//! ## The central promise
+//! Nothing here can approve, reject or cancel an action: the desktop's `control.hello` and
+//! `pair.grant` declare no capabilities, [`Link::send`] takes only the ifp outgoing type, and
+//! the one writer refuses `action.approve`, `action.reject` and `action.cancel` as a last guard.
+
+pub mod diagnostics;
+pub mod identity;
+mod mdns;
+pub mod pairing;
+pub mod phone_client;
+pub mod secret_store;
+pub mod server;
+pub mod tls;
+pub mod trust;
+mod wire;
+
+pub use diagnostics::{FailureKind, LinkDiagnostics, LinkFailure, MdnsStatus};
+pub use identity::{DesktopIdentity, IdentityError};
+pub use mdns::SERVICE_TYPE;
+pub use pairing::{Clock, ManualClock, PairingInvite, SystemClock};
+pub use secret_store::{KeyringStore, MemoryStore, SecretStore, SecretStoreError};
+pub use server::{bind, FrameLog, Link, LinkConfig, LinkError, LinkEvent, DEFAULT_PORT};
+pub use trust::{PairedPhone, TrustFile};
+pub use wire::{rfc3339_ms, FORBIDDEN_OUTGOING};
+
+impl From<LinkError> for crate::error::IpcError {
+    fn from(e: LinkError) -> Self {
+        crate::error::IpcError::new("link", e.to_string())
+    }
+}
+
+impl From<IdentityError> for crate::error::IpcError {
+    fn from(e: IdentityError) -> Self {
+        crate::error::IpcError::new("key_store", e.to_string())
+    }
+}

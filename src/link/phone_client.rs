@@ -1,0 +1,489 @@
+//! A phone end of the link, in Rust: for tests and the `switchboard-phone` tool.
+//!
+//! `docs/protocol.md`, "Link: pairing and sessions". It connects over TLS 1.3 trusting exactly
+//! the desktop certificate whose fingerprint it was given (from the pairing link), reads the
+//! desktop's first `control.hello` (its nonce), pairs with a code (`pair.request` →
+//! `pair.grant` → `pair.complete`), says `control.hello`, sends messages and answers
+//! `control.ping` while it waits for frames.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use ed25519_dalek::{Signature, Signer as _, SigningKey, Verifier as _, VerifyingKey};
+use futures_util::{SinkExt as _, StreamExt as _};
+use serde_json::{json, Map, Value};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+use super::identity::{key_fingerprint, CERT_NAME};
+use super::pairing::{
+    desktop_hello_signed_bytes, desktop_intro_signed_bytes, hello_signed_bytes, pair_signed_bytes,
+    verification_code,
+};
+use super::tls::{pinned_client_config, PinnedCertVerifier};
+use super::wire::{message_id, rfc3339_ms};
+
+/// Errors of the phone client.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PhoneError {
+    /// TCP connect failed.
+    #[error("connect: {0}")]
+    Connect(#[from] std::io::Error),
+    /// The desktop presented another certificate than the pinned one.
+    #[error("certificate mismatch: pinned {expected}, the desktop presented {}", got.as_deref().unwrap_or("nothing"))]
+    CertificateMismatch {
+        /// The pinned fingerprint.
+        expected: String,
+        /// The fingerprint presented, if one was.
+        got: Option<String>,
+    },
+    /// TLS failed for another reason.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// WebSocket failed.
+    #[error("WebSocket: {0}")]
+    WebSocket(String),
+    /// The desktop answered with an ifp `error`.
+    #[error("refused: {class}: {detail}")]
+    Refused {
+        /// The error class (`pairing_failed`, `unauthorized_device`, ...).
+        class: String,
+        /// The desktop's words.
+        detail: String,
+    },
+    /// The desktop said something unexpected.
+    #[error("protocol: {0}")]
+    Protocol(String),
+    /// Nothing arrived in time.
+    #[error("timed out waiting for {0}")]
+    Timeout(String),
+    /// The desktop closed the connection.
+    #[error("the desktop closed the connection")]
+    Closed,
+}
+
+/// A phone's identity: its Ed25519 key, device id and label.
+#[derive(Clone)]
+pub struct PhoneIdentity {
+    signing: SigningKey,
+    device_id: String,
+    label: String,
+}
+
+impl std::fmt::Debug for PhoneIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PhoneIdentity")
+            .field("device_id", &self.device_id)
+            .field("label", &self.label)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PhoneIdentity {
+    /// A fresh key; device id `dev_` + the key's 16-hex fingerprint.
+    pub fn generate(label: &str) -> Self {
+        let signing = SigningKey::generate(&mut rand::rngs::OsRng);
+        let device_id = format!(
+            "dev_{}",
+            key_fingerprint(signing.verifying_key().as_bytes())
+        );
+        Self::from_key(signing, device_id, label)
+    }
+
+    /// A fresh key under a chosen device id (e.g. a reinstalled phone keeping its id).
+    pub fn with_device_id(device_id: &str, label: &str) -> Self {
+        Self::from_key(
+            SigningKey::generate(&mut rand::rngs::OsRng),
+            device_id.to_string(),
+            label,
+        )
+    }
+
+    /// An identity from a 32-byte Ed25519 seed.
+    pub fn from_seed(seed: [u8; 32], device_id: &str, label: &str) -> Self {
+        Self::from_key(SigningKey::from_bytes(&seed), device_id.to_string(), label)
+    }
+
+    fn from_key(signing: SigningKey, device_id: String, label: &str) -> Self {
+        Self {
+            signing,
+            device_id,
+            label: label.to_string(),
+        }
+    }
+
+    /// The device id (`dev_...`).
+    pub fn device_id(&self) -> &str {
+        &self.device_id
+    }
+
+    /// The public key, unpadded base64url.
+    pub fn public_key_b64(&self) -> String {
+        URL_SAFE_NO_PAD.encode(self.signing.verifying_key().as_bytes())
+    }
+
+    /// The phone's entity id: `ent_` + the key's 16-hex fingerprint.
+    pub fn entity_id(&self) -> String {
+        format!(
+            "ent_{}",
+            key_fingerprint(self.signing.verifying_key().as_bytes())
+        )
+    }
+
+    fn sign_b64(&self, msg: &[u8]) -> String {
+        URL_SAFE_NO_PAD.encode(self.signing.sign(msg).to_bytes())
+    }
+}
+
+/// What pairing gave the phone.
+#[derive(Debug, Clone)]
+pub struct Paired {
+    /// The device id the desktop pinned.
+    pub device_id: String,
+    /// The desktop's Ed25519 public key (base64url), to keep.
+    pub desktop_public_key: String,
+    /// The 6-digit verification code to show (`123 456`).
+    pub verification_code: String,
+    /// The protocol version the desktop chose in its answering hello.
+    pub version: u32,
+}
+
+/// One connection from a phone to the desktop.
+pub struct PhoneClient {
+    ws: WebSocketStream<TlsStream<TcpStream>>,
+    nonce: String,
+    cert_fp: String,
+    desktop_range: (u64, u64),
+    /// Longest wait for any one frame (default 10 s).
+    pub wait: Duration,
+    /// Whether [`PhoneClient::recv`] answers `control.ping` by itself (default true).
+    pub answer_pings: bool,
+    /// Every frame received, in order (parsed), including pings.
+    pub received: Vec<Value>,
+    desktop_public_key: Option<String>,
+    intro_proof: String,
+}
+
+impl std::fmt::Debug for PhoneClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PhoneClient")
+            .field("nonce", &self.nonce)
+            .field("cert_fp", &self.cert_fp)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds an ifp/1 envelope of `kind` with `payload` (and `entity` when given).
+pub fn envelope(kind: &str, entity: Option<&str>, payload: Value) -> Value {
+    let mut m = Map::new();
+    m.insert("ifp".into(), json!("1"));
+    m.insert("id".into(), json!(message_id()));
+    m.insert("ts".into(), json!(rfc3339_ms(now_ms())));
+    m.insert("type".into(), json!(kind));
+    if let Some(e) = entity {
+        m.insert("entity".into(), json!(e));
+    }
+    m.insert("payload".into(), payload);
+    Value::Object(m)
+}
+
+fn now_ms() -> u64 {
+    use super::pairing::Clock as _;
+    super::pairing::SystemClock.now_ms()
+}
+
+impl PhoneClient {
+    /// Connects to `addr`, trusting only the certificate with fingerprint `pinned_fp`, and
+    /// reads the desktop's first `control.hello` (the connection nonce in `x-ifp-nonce`).
+    ///
+    /// Errors: [`PhoneError::CertificateMismatch`] when the desktop presents another
+    /// certificate; [`PhoneError::Protocol`] when the first frame is not a challenge.
+    pub async fn connect(addr: SocketAddr, pinned_fp: &str) -> Result<Self, PhoneError> {
+        let wait = Duration::from_secs(10);
+        let verifier = Arc::new(PinnedCertVerifier::new(pinned_fp));
+        let cfg =
+            pinned_client_config(verifier.clone()).map_err(|e| PhoneError::Tls(e.to_string()))?;
+        let tcp = tokio::time::timeout(wait, TcpStream::connect(addr))
+            .await
+            .map_err(|_| PhoneError::Timeout("TCP connect".into()))??;
+        let name = rustls::pki_types::ServerName::try_from(CERT_NAME)
+            .map_err(|e| PhoneError::Tls(e.to_string()))?;
+        let tls = match tokio::time::timeout(wait, TlsConnector::from(cfg).connect(name, tcp)).await
+        {
+            Err(_) => return Err(PhoneError::Timeout("TLS handshake".into())),
+            Ok(Err(e)) => {
+                let seen = verifier.seen();
+                if seen.as_deref() != Some(&pinned_fp.to_ascii_lowercase()) {
+                    return Err(PhoneError::CertificateMismatch {
+                        expected: pinned_fp.to_string(),
+                        got: seen,
+                    });
+                }
+                return Err(PhoneError::Tls(e.to_string()));
+            }
+            Ok(Ok(s)) => s,
+        };
+        let url = format!("wss://{addr}/ifp");
+        let (ws, _) = tokio::time::timeout(wait, tokio_tungstenite::client_async(url, tls))
+            .await
+            .map_err(|_| PhoneError::Timeout("WebSocket upgrade".into()))?
+            .map_err(|e| PhoneError::WebSocket(e.to_string()))?;
+        let mut c = Self {
+            ws,
+            nonce: String::new(),
+            cert_fp: pinned_fp.to_ascii_lowercase(),
+            desktop_range: (0, 0),
+            wait,
+            answer_pings: true,
+            received: Vec::new(),
+            desktop_public_key: None,
+            intro_proof: String::new(),
+        };
+        let ch = c.expect("control.hello").await?;
+        c.nonce = ch["ext"]["x-ifp-nonce"]
+            .as_str()
+            .ok_or_else(|| PhoneError::Protocol("desktop hello without x-ifp-nonce".into()))?
+            .to_string();
+        c.intro_proof = ch["payload"]["proof"].as_str().unwrap_or("").to_string();
+        c.desktop_range = (
+            ch["payload"]["protocol"]["min"].as_u64().unwrap_or(0),
+            ch["payload"]["protocol"]["max"].as_u64().unwrap_or(0),
+        );
+        Ok(c)
+    }
+
+    /// This connection's nonce (from the desktop's first `control.hello`, `x-ifp-nonce`).
+    pub fn nonce(&self) -> &str {
+        &self.nonce
+    }
+
+    /// The protocol range the desktop announced.
+    pub fn desktop_range(&self) -> (u64, u64) {
+        self.desktop_range
+    }
+
+    /// Sets the desktop's public key (from an earlier pairing) and checks the proof of the
+    /// desktop's first hello on this connection with it.
+    ///
+    /// Errors: [`PhoneError::Protocol`] when the proof does not verify.
+    pub fn set_desktop_public_key(&mut self, key: &str) -> Result<(), PhoneError> {
+        let msg = desktop_intro_signed_bytes(&self.nonce, &self.cert_fp);
+        if !verify(key, &msg, &self.intro_proof) {
+            return Err(PhoneError::Protocol(
+                "the desktop's first hello proof does not verify with the paired key".into(),
+            ));
+        }
+        self.desktop_public_key = Some(key.to_string());
+        Ok(())
+    }
+
+    /// Pairs with `code` and says hello: `pair.request` → `pair.grant` → `pair.complete` +
+    /// `control.hello` (with `range`) → the desktop's answering `control.hello`.
+    ///
+    /// Errors: [`PhoneError::Refused`] with the desktop's error class (`pairing_failed`,
+    /// `rate_limited`, ...).
+    pub async fn pair(
+        &mut self,
+        me: &PhoneIdentity,
+        code: &str,
+        capabilities: Vec<Value>,
+        range: (u32, u32),
+    ) -> Result<Paired, PhoneError> {
+        let mut req = envelope(
+            "pair.request",
+            None,
+            json!({"pairing_code": code, "public_key": me.public_key_b64(),
+                   "capabilities": capabilities, "label": me.label}),
+        );
+        req["device"] = json!(me.device_id);
+        self.send_value(&req).await?;
+        let grant = self.expect("pair.grant").await?;
+        let p = &grant["payload"];
+        let challenge = p["challenge"]
+            .as_str()
+            .ok_or_else(|| PhoneError::Protocol("pair.grant without challenge".into()))?;
+        let desktop_pk = p["public_key"]
+            .as_str()
+            .ok_or_else(|| PhoneError::Protocol("pair.grant without public_key".into()))?
+            .to_string();
+        let device_id = p["device_id"].as_str().unwrap_or(&me.device_id).to_string();
+        let sig = me.sign_b64(&pair_signed_bytes(challenge, &self.cert_fp, &device_id));
+        let done = envelope(
+            "pair.complete",
+            None,
+            json!({"device_id": device_id, "signature": sig}),
+        );
+        self.send_value(&done).await?;
+        self.set_desktop_public_key(&desktop_pk)?;
+        let version = self.hello(me, range).await?;
+        Ok(Paired {
+            version,
+            verification_code: verification_code(&desktop_pk, &me.public_key_b64(), &self.cert_fp),
+            device_id,
+            desktop_public_key: desktop_pk,
+        })
+    }
+
+    /// The `control.hello` this phone would send on this connection (for replay tests).
+    pub fn hello_frame(&self, me: &PhoneIdentity, range: (u32, u32)) -> Value {
+        let proof = me.sign_b64(&hello_signed_bytes(
+            &self.nonce,
+            &me.device_id,
+            &self.cert_fp,
+        ));
+        let mut v = envelope(
+            "control.hello",
+            None,
+            json!({"device_id": me.device_id, "proof": proof, "capabilities": [],
+                   "protocol": {"min": range.0, "max": range.1}}),
+        );
+        v["ext"] = json!({"x-ifp-public-key": me.public_key_b64()});
+        v
+    }
+
+    /// Says hello with protocol `range`; returns the version the desktop chose.
+    ///
+    /// Errors: [`PhoneError::Refused`] (`unauthorized_device`, `unsupported_version`), or
+    /// [`PhoneError::Protocol`] if the desktop's proof does not verify against its key.
+    pub async fn hello(
+        &mut self,
+        me: &PhoneIdentity,
+        range: (u32, u32),
+    ) -> Result<u32, PhoneError> {
+        let frame = self.hello_frame(me, range);
+        self.send_value(&frame).await?;
+        let h = self.expect("control.hello").await?;
+        let p = &h["payload"];
+        if let Some(pk) = &self.desktop_public_key {
+            let msg = desktop_hello_signed_bytes(&self.nonce, &me.device_id, &self.cert_fp);
+            if !verify(pk, &msg, p["proof"].as_str().unwrap_or("")) {
+                return Err(PhoneError::Protocol(
+                    "the desktop's hello proof does not verify".into(),
+                ));
+            }
+        }
+        p["protocol"]["max"]
+            .as_u64()
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| PhoneError::Protocol("desktop hello without protocol".into()))
+    }
+
+    /// Sends a JSON value as one text frame.
+    pub async fn send_value(&mut self, v: &Value) -> Result<(), PhoneError> {
+        self.send_text(v.to_string()).await
+    }
+
+    /// Sends raw text as one frame (may be invalid, for tests).
+    pub async fn send_text(&mut self, text: String) -> Result<(), PhoneError> {
+        self.ws
+            .send(Message::text(text))
+            .await
+            .map_err(|e| PhoneError::WebSocket(e.to_string()))
+    }
+
+    /// The next frame that is not a `control.ping` (pings are answered when
+    /// [`PhoneClient::answer_pings`] is on), waiting at most [`PhoneClient::wait`] in all.
+    /// `error` frames are returned as they are.
+    pub async fn recv(&mut self) -> Result<Value, PhoneError> {
+        let deadline = tokio::time::Instant::now() + self.wait;
+        loop {
+            let msg = tokio::time::timeout_at(deadline, self.ws.next())
+                .await
+                .map_err(|_| PhoneError::Timeout("a frame".into()))?;
+            let text = match msg {
+                None | Some(Ok(Message::Close(_))) => return Err(PhoneError::Closed),
+                Some(Err(e)) => return Err(PhoneError::WebSocket(e.to_string())),
+                Some(Ok(Message::Text(t))) => t.to_string(),
+                Some(Ok(_)) => continue,
+            };
+            let v: Value = serde_json::from_str(&text)
+                .map_err(|e| PhoneError::Protocol(format!("desktop sent invalid JSON: {e}")))?;
+            self.received.push(v.clone());
+            if v["type"] == "control.ping" {
+                if self.answer_pings {
+                    let pong = envelope(
+                        "control.pong",
+                        Some("ent_phone0000"),
+                        json!({"nonce": v["payload"]["nonce"]}),
+                    );
+                    self.send_value(&pong).await?;
+                }
+                continue;
+            }
+            return Ok(v);
+        }
+    }
+
+    /// Reads frames for `span` (answering pings when [`PhoneClient::answer_pings`] is on);
+    /// everything read lands in [`PhoneClient::received`].
+    ///
+    /// Errors: [`PhoneError::Closed`] or [`PhoneError::WebSocket`] if the link drops.
+    pub async fn idle(&mut self, span: Duration) -> Result<(), PhoneError> {
+        let end = tokio::time::Instant::now() + span;
+        loop {
+            let left = end.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            let saved = self.wait;
+            self.wait = left;
+            let r = self.recv().await;
+            self.wait = saved;
+            match r {
+                Ok(_) => {}
+                Err(PhoneError::Timeout(_)) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The next frame, which must be of type `kind`; an `error` becomes
+    /// [`PhoneError::Refused`].
+    pub async fn expect(&mut self, kind: &str) -> Result<Value, PhoneError> {
+        let v = self.recv().await?;
+        if v["type"] == "error" {
+            return Err(PhoneError::Refused {
+                class: v["payload"]["class"].as_str().unwrap_or("").to_string(),
+                detail: v["payload"]["detail"].as_str().unwrap_or("").to_string(),
+            });
+        }
+        if v["type"] != kind {
+            return Err(PhoneError::Protocol(format!(
+                "expected {kind}, got {}",
+                v["type"]
+            )));
+        }
+        Ok(v)
+    }
+
+    /// Closes the connection.
+    pub async fn close(mut self) {
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.ws.close(None)).await;
+    }
+}
+
+fn verify(pk_b64: &str, msg: &[u8], sig_b64: &str) -> bool {
+    let Some(pk) = URL_SAFE_NO_PAD
+        .decode(pk_b64)
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .and_then(|b| VerifyingKey::from_bytes(&b).ok())
+    else {
+        return false;
+    };
+    let Some(sig) = URL_SAFE_NO_PAD
+        .decode(sig_b64)
+        .ok()
+        .and_then(|s| Signature::from_slice(&s).ok())
+    else {
+        return false;
+    };
+    pk.verify(msg, &sig).is_ok()
+}

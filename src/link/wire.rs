@@ -1,0 +1,133 @@
+//! The link's view of ifp/1 messages: validating what arrives, framing what the link sends.
+//!
+//! `ifp1-notes.md`, "Envelope" and "Error classes"; `docs/protocol.md`, "Link: pairing and
+//! sessions". Every frame a phone sends passes [`ifp::validate_frame`] before anything else
+//! reads it. Everything the desktop sends is an [`ifp::OutgoingMessage`] framed by
+//! [`frame`] into an [`ifp::OutgoingFrame`] — the only thing the link's writer accepts — so no
+//! code path can send `action.approve`, `action.reject` or `action.cancel` (the central promise).
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use rand::Rng as _;
+use serde_json::{Map, Value};
+
+/// The ifp module as the link uses it (the one seam to the validator and outgoing types).
+pub(crate) mod ifp {
+    pub use crate::ifp::outgoing::{DesktopRequest, DesktopRequestKind, PairGrant};
+    pub use crate::ifp::payload::{ControlHello, ErrorPayload, ProtocolVersions};
+    pub use crate::ifp::{
+        validate_frame, Envelope, ErrorClass, OutgoingFrame, OutgoingHeader, OutgoingMessage,
+        Timestamp, MAX_FRAME_BYTES,
+    };
+}
+
+/// Message types the desktop must never send (`ifp1-notes.md`, "Action lifecycle").
+pub const FORBIDDEN_OUTGOING: [&str; 3] = ["action.approve", "action.reject", "action.cancel"];
+
+/// A random message id: `msg_` + 20 alphanumerics.
+pub(crate) fn message_id() -> String {
+    format!("msg_{}", random_alnum(20))
+}
+
+fn random_alnum(n: usize) -> String {
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rngs::OsRng;
+    (0..n)
+        .map(|_| {
+            let i = rng.gen_range(0..CHARS.len());
+            char::from(CHARS.get(i).copied().unwrap_or(b'A'))
+        })
+        .collect()
+}
+
+/// 32 random bytes as unpadded base64url (43 characters): nonces and challenges.
+pub(crate) fn random_token() -> String {
+    let mut b = [0u8; 32];
+    rand::rngs::OsRng.fill(&mut b);
+    URL_SAFE_NO_PAD.encode(b)
+}
+
+/// `ms` since the Unix epoch as RFC 3339 UTC with milliseconds and a literal `Z`.
+pub fn rfc3339_ms(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+/// Who the desktop is on the wire: its entity and device ids.
+#[derive(Debug, Clone)]
+pub(crate) struct Sender {
+    pub entity: String,
+    pub device: String,
+}
+
+/// Frames `msg` from the desktop at `now_ms`, answering `parent`, with extensions `ext`.
+///
+/// Errors: the ifp module's refusal in words (a bug in Switchboard, never peer input).
+pub(crate) fn frame(
+    from: &Sender,
+    msg: &ifp::OutgoingMessage,
+    now_ms: u64,
+    parent: Option<String>,
+    ext: Map<String, Value>,
+) -> Result<ifp::OutgoingFrame, String> {
+    let ts = ifp::Timestamp::parse(&rfc3339_ms(now_ms)).map_err(|e| format!("ts: {e}"))?;
+    let mut h = ifp::OutgoingHeader::new(message_id(), ts);
+    h.entity = Some(from.entity.clone());
+    h.device = Some(from.device.clone());
+    h.parent = parent;
+    h.ext = ext;
+    msg.to_frame(&h).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_ms(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(rfc3339_ms(1_700_000_000_000), "2023-11-14T22:13:20.000Z");
+    }
+
+    #[test]
+    fn desktop_frames_pass_the_validator() {
+        let from = Sender {
+            entity: "ent_abcdef123456".into(),
+            device: "dev_abcdef123456".into(),
+        };
+        let mut ext = Map::new();
+        ext.insert("x-ifp-nonce".into(), Value::from(random_token()));
+        let hello = ifp::OutgoingMessage::Hello(ifp::ControlHello {
+            device_id: from.device.clone(),
+            proof: random_token(),
+            capabilities: vec![],
+            protocol: ifp::ProtocolVersions { min: 1, max: 1 },
+        });
+        let f = frame(&from, &hello, 1_700_000_000_000, None, ext).unwrap();
+        let env = ifp::validate_frame(f.as_bytes()).unwrap();
+        assert_eq!(env.r#type, "control.hello");
+        assert!(env.ext.contains_key("x-ifp-nonce"));
+        let m = message_id();
+        assert!(m.starts_with("msg_") && m.len() == 24);
+    }
+}

@@ -1,0 +1,702 @@
+//! Integration tests of the link over loopback: pairing, sessions, refusals, keepalive, unpair.
+//!
+//! Every test binds 127.0.0.1:0, every wait is bounded, and every desktop records each frame it
+//! writes: [`Desk::stop`] asserts none of them is `action.approve`, `action.reject` or
+//! `action.cancel` (the central promise), across all flows exercised here.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use switchboard::ifp::outgoing::{DesktopRequest, DesktopRequestKind};
+use switchboard::ifp::OutgoingMessage;
+use switchboard::link::identity::key_fingerprint;
+use switchboard::link::phone_client::{envelope, PhoneClient, PhoneError, PhoneIdentity};
+use switchboard::link::{
+    bind, DesktopIdentity, FailureKind, FrameLog, Link, LinkConfig, LinkEvent, ManualClock,
+    MdnsStatus, MemoryStore, FORBIDDEN_OUTGOING,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+const WAIT: Duration = Duration::from_secs(10);
+
+struct Desk {
+    link: Link,
+    events: mpsc::UnboundedReceiver<LinkEvent>,
+    addr: SocketAddr,
+    fp: String,
+    dir: tempfile::TempDir,
+    log: FrameLog,
+    clock: Arc<ManualClock>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+async fn start_with(tune: impl FnOnce(&mut LinkConfig)) -> Desk {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MemoryStore::new();
+    let identity = DesktopIdentity::load_or_create(&store).unwrap();
+    let clock = Arc::new(ManualClock::new(1_780_000_000_000));
+    let log: FrameLog = Arc::new(Mutex::new(Vec::new()));
+    let mut cfg = LinkConfig::new(dir.path());
+    cfg.mdns = false;
+    cfg.clock = clock.clone();
+    cfg.frame_log = Some(log.clone());
+    tune(&mut cfg);
+    let (link, events) = Link::new(identity, cfg).unwrap();
+    let listener = bind(LOOPBACK, 0).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let serving = link.run(listener, async {
+        let _ = stop_rx.await;
+    });
+    let task = tokio::spawn(async move { serving.await.unwrap() });
+    let fp = link.identity().cert_fingerprint().to_string();
+    Desk {
+        link,
+        events,
+        addr,
+        fp,
+        dir,
+        log,
+        clock,
+        stop: Some(stop_tx),
+        task: Some(task),
+    }
+}
+
+async fn start() -> Desk {
+    start_with(|_| {}).await
+}
+
+impl Desk {
+    fn trust_bytes(&self) -> Option<Vec<u8>> {
+        std::fs::read(self.dir.path().join("paired-phones.json")).ok()
+    }
+
+    async fn phone(&self) -> PhoneClient {
+        PhoneClient::connect(self.addr, &self.fp).await.unwrap()
+    }
+
+    /// Waits (bounded) for the first event that `pick` accepts; other events are skipped.
+    async fn event<T>(&mut self, mut pick: impl FnMut(&LinkEvent) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let e = tokio::time::timeout_at(deadline, self.events.recv())
+                .await
+                .expect("timed out waiting for a link event")
+                .expect("event channel closed");
+            if let Some(t) = pick(&e) {
+                return t;
+            }
+        }
+    }
+
+    async fn failure(&mut self, kind: FailureKind) -> String {
+        self.event(|e| match e {
+            LinkEvent::Failure(f) if f.kind == kind => Some(f.words.clone()),
+            _ => None,
+        })
+        .await
+    }
+
+    /// Pairs a fresh phone (and says hello on that connection); returns it.
+    async fn pair_phone(&mut self, label: &str) -> PhoneIdentity {
+        let invite = self.link.open_pairing(LOOPBACK);
+        let me = PhoneIdentity::generate(label);
+        let mut phone = self.phone().await;
+        let paired = phone
+            .pair(
+                &me,
+                &invite.code,
+                vec![json!({"type": "tool:messages.send"})],
+                (1, 1),
+            )
+            .await
+            .unwrap();
+        assert_eq!(paired.device_id, me.device_id());
+        phone.close().await;
+        me
+    }
+
+    async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.task.take() {
+            tokio::time::timeout(WAIT, t).await.unwrap().unwrap();
+        }
+        let log = self.log.lock().unwrap();
+        assert!(!log.is_empty(), "the desktop wrote no frame at all");
+        for text in log.iter() {
+            let v: Value = serde_json::from_str(text).unwrap();
+            let t = v["type"].as_str().unwrap();
+            assert!(!FORBIDDEN_OUTGOING.contains(&t), "desktop sent {t}: {text}");
+            assert!(!t.starts_with("action."), "desktop sent {t}");
+            // The desktop's hello and grant declare no capability at all.
+            if t == "control.hello" || t == "pair.grant" {
+                assert_eq!(v["payload"]["capabilities"], json!([]), "{text}");
+            }
+        }
+    }
+}
+
+fn refused(r: Result<impl std::fmt::Debug, PhoneError>) -> (String, String) {
+    match r {
+        Err(PhoneError::Refused { class, detail }) => (class, detail),
+        other => panic!("expected an ifp error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn pairing_succeeds_and_next_connection_authenticates_with_hello_alone() {
+    let mut desk = start().await;
+    assert_eq!(desk.trust_bytes(), None);
+    let invite = desk.link.open_pairing(LOOPBACK);
+    assert!(invite.link.starts_with(&format!(
+        "switchboard://pair?addr=127.0.0.1&port={}&code=",
+        desk.addr.port()
+    )));
+    assert!(invite.link.ends_with(&format!("&fp={}", desk.fp)));
+    assert!(invite.qr_svg.contains("<svg"));
+
+    let me = PhoneIdentity::generate("Pixel 9");
+    let mut phone = desk.phone().await;
+    let paired = phone
+        .pair(
+            &me,
+            &invite.code,
+            vec![json!({"type": "tool:messages.send"})],
+            (1, 1),
+        )
+        .await
+        .unwrap();
+    assert_eq!(paired.version, 1);
+    assert_eq!(
+        paired.desktop_public_key,
+        desk.link.identity().public_key_b64()
+    );
+    let (dev, code) = desk
+        .event(|e| match e {
+            LinkEvent::Paired {
+                device_id,
+                verification_code,
+                ..
+            } => Some((device_id.clone(), verification_code.clone())),
+            _ => None,
+        })
+        .await;
+    assert_eq!(dev, me.device_id());
+    assert_eq!(
+        code, paired.verification_code,
+        "both screens show the same code"
+    );
+    let phones = desk.link.paired_phones();
+    assert_eq!(phones.len(), 1);
+    assert_eq!(phones[0].public_key, me.public_key_b64());
+    assert_eq!(phones[0].label, "Pixel 9");
+    let on_disk = String::from_utf8(desk.trust_bytes().unwrap()).unwrap();
+    assert!(on_disk.contains(&me.public_key_b64()));
+    phone.close().await;
+
+    // The code was single-use.
+    let other = PhoneIdentity::generate("intruder");
+    let mut p2 = desk.phone().await;
+    let (class, _) = refused(p2.pair(&other, &invite.code, vec![], (1, 1)).await);
+    assert_eq!(class, "pairing_failed");
+
+    // Next connection: hello alone.
+    let mut phone = desk.phone().await;
+    phone
+        .set_desktop_public_key(&paired.desktop_public_key)
+        .unwrap();
+    assert_eq!(phone.hello(&me, (1, 4)).await.unwrap(), 1);
+    desk.event(|e| match e {
+        LinkEvent::PhoneConnected { device_id, .. } if device_id == me.device_id() => Some(()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(desk.link.connected(), vec![me.device_id().to_string()]);
+
+    // Phone -> app, through the validator.
+    let note = envelope(
+        "note.text",
+        Some(&me.entity_id()),
+        json!({"text": "hello desktop"}),
+    );
+    phone.send_value(&note).await.unwrap();
+    let env = desk
+        .event(|e| match e {
+            LinkEvent::Message {
+                device_id,
+                envelope,
+            } if device_id == me.device_id() => Some(envelope.as_ref().clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(env.r#type, "note.text");
+    assert_eq!(env.payload["text"], "hello desktop");
+
+    // App -> phone, only through ifp::OutgoingMessage.
+    desk.link
+        .send(
+            me.device_id(),
+            OutgoingMessage::DesktopRequest(DesktopRequest {
+                kind: DesktopRequestKind::RequestSettingsSnapshot,
+                target: None,
+            }),
+        )
+        .unwrap();
+    let got = phone.expect("desktop.request").await.unwrap();
+    assert_eq!(got["payload"]["kind"], "request_settings_snapshot");
+    phone.close().await;
+    desk.event(|e| match e {
+        LinkEvent::PhoneDisconnected { device_id, .. } if device_id == me.device_id() => Some(()),
+        _ => None,
+    })
+    .await;
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn wrong_code_fails_and_leaves_trust_file_unchanged() {
+    let mut desk = start().await;
+    let _known = desk.pair_phone("first").await;
+    let before = desk.trust_bytes().unwrap();
+    let invite = desk.link.open_pairing(LOOPBACK);
+    let wrong = if invite.code == "000-000" {
+        "111-111"
+    } else {
+        "000-000"
+    };
+    let mut phone = desk.phone().await;
+    let (class, detail) = refused(
+        phone
+            .pair(&PhoneIdentity::generate("x"), wrong, vec![], (1, 1))
+            .await,
+    );
+    assert_eq!(class, "pairing_failed");
+    assert!(detail.contains("wrong pairing code"), "{detail}");
+    desk.failure(FailureKind::WrongCode).await;
+    assert_eq!(desk.trust_bytes().unwrap(), before);
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn expired_code_fails() {
+    let mut desk = start().await;
+    let invite = desk.link.open_pairing(LOOPBACK);
+    desk.clock.advance(120_000);
+    let mut phone = desk.phone().await;
+    let (class, detail) = refused(
+        phone
+            .pair(
+                &PhoneIdentity::generate("late"),
+                &invite.code,
+                vec![],
+                (1, 1),
+            )
+            .await,
+    );
+    assert_eq!(class, "pairing_failed");
+    assert!(detail.contains("expired"), "{detail}");
+    let words = desk.failure(FailureKind::ExpiredCode).await;
+    assert!(words.contains("expired"));
+    assert_eq!(desk.trust_bytes(), None);
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn fifth_wrong_try_is_rate_limited_and_replaces_the_code() {
+    let mut desk = start().await;
+    let invite = desk.link.open_pairing(LOOPBACK);
+    let wrong = if invite.code == "000-000" {
+        "111-111"
+    } else {
+        "000-000"
+    };
+    let me = PhoneIdentity::generate("guesser");
+    let mut phone = desk.phone().await;
+    for _ in 0..4 {
+        let (class, _) = refused(phone.pair(&me, wrong, vec![], (1, 1)).await);
+        assert_eq!(class, "pairing_failed");
+    }
+    let (class, _) = refused(phone.pair(&me, wrong, vec![], (1, 1)).await);
+    assert_eq!(class, "rate_limited");
+    let replaced = desk
+        .event(|e| match e {
+            LinkEvent::PairingCodeReplaced(inv) => Some(inv.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(desk.link.pairing_invite().unwrap().code, replaced.code);
+    desk.failure(FailureKind::RateLimited).await;
+    assert_eq!(desk.trust_bytes(), None);
+    // The new code works.
+    let paired = phone
+        .pair(&me, &replaced.code, vec![], (1, 1))
+        .await
+        .unwrap();
+    assert_eq!(paired.device_id, me.device_id());
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn replayed_hello_is_refused() {
+    let mut desk = start().await;
+    let me = desk.pair_phone("replay").await;
+    let mut first = desk.phone().await;
+    let first_nonce = first.nonce().to_string();
+    let captured = first.hello_frame(&me, (1, 1));
+    first.send_value(&captured).await.unwrap();
+    first.expect("control.hello").await.unwrap();
+    first.close().await;
+    desk.event(|e| matches!(e, LinkEvent::PhoneDisconnected { .. }).then_some(()))
+        .await;
+    let before = desk.trust_bytes().unwrap();
+
+    let mut second = desk.phone().await;
+    assert_eq!(second.nonce().len(), 43);
+    assert_ne!(second.nonce(), first_nonce);
+    second.send_value(&captured).await.unwrap();
+    let (class, detail) = refused(second.expect("control.hello").await);
+    assert_eq!(class, "unauthorized_device");
+    assert!(detail.contains("replayed"), "{detail}");
+    desk.failure(FailureKind::BadProof).await;
+    assert_eq!(desk.trust_bytes().unwrap(), before);
+    assert!(desk.link.connected().is_empty());
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_device_is_refused() {
+    let mut desk = start().await;
+    let _known = desk.pair_phone("known").await;
+    let before = desk.trust_bytes().unwrap();
+    let stranger = PhoneIdentity::generate("stranger");
+    let mut phone = desk.phone().await;
+    let (class, detail) = refused(phone.hello(&stranger, (1, 1)).await);
+    assert_eq!(class, "unauthorized_device");
+    assert!(detail.contains("not paired"), "{detail}");
+    desk.failure(FailureKind::UnknownDevice).await;
+    assert_eq!(desk.trust_bytes().unwrap(), before);
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn changed_identity_is_refused_and_never_repaired_silently() {
+    let mut desk = start().await;
+    let me = desk.pair_phone("original").await;
+    let before = desk.trust_bytes().unwrap();
+    let impostor = PhoneIdentity::with_device_id(me.device_id(), "original");
+    let fp = |k: &str| {
+        use base64::Engine as _;
+        key_fingerprint(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(k)
+                .unwrap(),
+        )
+    };
+
+    let mut phone = desk.phone().await;
+    let (class, detail) = refused(phone.hello(&impostor, (1, 1)).await);
+    assert_eq!(class, "unauthorized_device");
+    assert!(detail.contains("identity changed"), "{detail}");
+    assert!(detail.contains(&fp(&me.public_key_b64())), "{detail}");
+    assert!(detail.contains(&fp(&impostor.public_key_b64())), "{detail}");
+    let words = desk.failure(FailureKind::IdentityChanged).await;
+    assert!(words.contains(&fp(&impostor.public_key_b64())));
+
+    // Trying to pair again under the same device id with the new key is refused too.
+    let invite = desk.link.open_pairing(LOOPBACK);
+    let mut phone = desk.phone().await;
+    let (class, detail) = refused(phone.pair(&impostor, &invite.code, vec![], (1, 1)).await);
+    assert_eq!(class, "pairing_failed");
+    assert!(detail.contains("identity changed"), "{detail}");
+    assert_eq!(desk.trust_bytes().unwrap(), before);
+    assert_eq!(desk.link.paired_phones()[0].public_key, me.public_key_b64());
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn no_common_version_names_both_ranges() {
+    let mut desk = start().await;
+    let me = desk.pair_phone("future").await;
+    let before = desk.trust_bytes().unwrap();
+    let mut phone = desk.phone().await;
+    assert_eq!(phone.desktop_range(), (1, 1));
+    let (class, detail) = refused(phone.hello(&me, (2, 3)).await);
+    assert_eq!(class, "unsupported_version");
+    assert!(
+        detail.contains("2..3") && detail.contains("1..1"),
+        "{detail}"
+    );
+    desk.failure(FailureKind::VersionMismatch).await;
+    assert_eq!(desk.trust_bytes().unwrap(), before);
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn highest_common_version_is_chosen() {
+    let mut desk = start_with(|c| c.protocol = (1, 3)).await;
+    let me = desk.pair_phone("v").await;
+    let mut phone = desk.phone().await;
+    assert_eq!(phone.hello(&me, (2, 5)).await.unwrap(), 3);
+    phone.close().await;
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn tls_peer_with_another_certificate_is_refused() {
+    let mut desk = start().await;
+    let before = desk.trust_bytes();
+    let other = DesktopIdentity::generate().unwrap();
+    let err = PhoneClient::connect(desk.addr, other.cert_fingerprint())
+        .await
+        .unwrap_err();
+    match err {
+        PhoneError::CertificateMismatch { expected, got } => {
+            assert_eq!(expected, other.cert_fingerprint());
+            assert_eq!(got.as_deref(), Some(desk.fp.as_str()));
+        }
+        e => panic!("expected a certificate mismatch, got {e:?}"),
+    }
+    desk.failure(FailureKind::CertificateMismatch).await;
+    assert_eq!(desk.trust_bytes(), before);
+    // A phone with the right pin still gets in.
+    let _ = desk.phone().await;
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn invalid_json_and_oversize_frames_get_an_error_answer() {
+    let mut desk = start().await;
+    let mut phone = desk.phone().await;
+    phone.send_text("{not json".into()).await.unwrap();
+    let (class, detail) = refused(phone.expect("never").await);
+    assert_eq!(class, "invalid_envelope");
+    assert!(detail.contains("JSON"), "{detail}");
+    desk.failure(FailureKind::InvalidFrame).await;
+
+    // A well-formed envelope that breaks a rule gets the validator's verdict.
+    phone
+        .send_text(
+            r#"{"ifp":"2","id":"msg_abcdef","ts":"2026-01-01T00:00:00Z","type":"x","payload":{}}"#
+                .into(),
+        )
+        .await
+        .unwrap();
+    let (class, _) = refused(phone.expect("never").await);
+    assert_eq!(class, "unsupported_version");
+
+    // Over 1 MiB: answered with an error, then the connection is closed.
+    let big = format!(
+        r#"{{"ifp":"1","id":"msg_abcdef","ts":"2026-01-01T00:00:00Z","type":"x","entity":"ent_abcdef","payload":{{"blob":"{}"}}}}"#,
+        "a".repeat(1024 * 1024)
+    );
+    phone.send_text(big).await.unwrap();
+    let (class, detail) = refused(phone.expect("never").await);
+    assert_eq!(class, "invalid_envelope");
+    assert!(detail.contains("1 MiB"), "{detail}");
+    desk.failure(FailureKind::OversizeFrame).await;
+    assert!(desk.link.connected().is_empty());
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn two_phones_connected_at_once() {
+    let mut desk = start().await;
+    let a = desk.pair_phone("A").await;
+    let b = desk.pair_phone("B").await;
+    let mut pa = desk.phone().await;
+    let mut pb = desk.phone().await;
+    pa.hello(&a, (1, 1)).await.unwrap();
+    pb.hello(&b, (1, 1)).await.unwrap();
+    let mut both = vec![a.device_id().to_string(), b.device_id().to_string()];
+    both.sort();
+    assert_eq!(desk.link.connected(), both);
+    for (phone, me) in [(&mut pa, &a), (&mut pb, &b)] {
+        let m = envelope(
+            "note.text",
+            Some(&me.entity_id()),
+            json!({"from": me.device_id()}),
+        );
+        phone.send_value(&m).await.unwrap();
+    }
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let (dev, from) = desk
+            .event(|e| match e {
+                LinkEvent::Message {
+                    device_id,
+                    envelope,
+                } => Some((device_id.clone(), envelope.payload["from"].clone())),
+                _ => None,
+            })
+            .await;
+        assert_eq!(json!(dev), from, "message attributed to its own phone");
+        seen.push(dev);
+    }
+    seen.sort();
+    assert_eq!(seen, both);
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn keepalive_pings_and_a_silent_phone_is_dropped() {
+    let mut desk = start_with(|c| {
+        c.ping_interval = Duration::from_millis(100);
+        c.dead_after = Duration::from_millis(600);
+    })
+    .await;
+    let me = desk.pair_phone("sleepy").await;
+    // An answering phone stays connected well past dead_after.
+    let mut phone = desk.phone().await;
+    phone.hello(&me, (1, 1)).await.unwrap();
+    phone.idle(Duration::from_millis(1500)).await.unwrap();
+    assert!(phone.received.iter().any(|f| f["type"] == "control.ping"));
+    assert_eq!(desk.link.connected(), vec![me.device_id().to_string()]);
+    // A silent one is dropped.
+    phone.answer_pings = false;
+    phone.wait = Duration::from_secs(5);
+    let mut closed = false;
+    for _ in 0..3 {
+        match phone.recv().await {
+            Err(PhoneError::Closed) | Err(PhoneError::WebSocket(_)) => {
+                closed = true;
+                break;
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => {}
+        }
+    }
+    assert!(closed);
+    let words = desk.failure(FailureKind::Timeout).await;
+    assert!(words.contains(me.device_id()), "{words}");
+    let reason = desk
+        .event(|e| match e {
+            LinkEvent::PhoneDisconnected { reason, .. } if !reason.contains("phone closed") => {
+                Some(reason.clone())
+            }
+            _ => None,
+        })
+        .await;
+    assert!(reason.contains("keepalive"), "{reason}");
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn unpair_forgets_the_key_and_tells_the_phone() {
+    let mut desk = start().await;
+    let me = desk.pair_phone("gone").await;
+    let mut phone = desk.phone().await;
+    phone.hello(&me, (1, 1)).await.unwrap();
+    assert!(desk.link.unpair(me.device_id()).unwrap());
+    let req = phone.expect("desktop.request").await.unwrap();
+    assert_eq!(req["payload"]["kind"], "unpair");
+    assert_eq!(req["payload"]["target"], me.device_id());
+    assert!(matches!(phone.recv().await, Err(PhoneError::Closed)));
+    let on_disk = String::from_utf8(desk.trust_bytes().unwrap()).unwrap();
+    assert!(!on_disk.contains(me.device_id()));
+    assert!(!desk.link.unpair(me.device_id()).unwrap());
+    let mut again = desk.phone().await;
+    let (class, _) = refused(again.hello(&me, (1, 1)).await);
+    assert_eq!(class, "unauthorized_device");
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn diagnostics_report_port_addresses_and_failures_in_words() {
+    let mut desk = start().await;
+    let stranger = PhoneIdentity::generate("stranger");
+    let mut phone = desk.phone().await;
+    let _ = phone.hello(&stranger, (1, 1)).await;
+    desk.failure(FailureKind::UnknownDevice).await;
+    let d = desk.link.diagnostics();
+    assert_eq!(d.port, Some(desk.addr.port()));
+    assert!(d.addresses.iter().any(|a| a.address == "127.0.0.1"));
+    assert_eq!(d.mdns, MdnsStatus::Disabled);
+    assert_eq!(d.cert_fingerprint, desk.fp);
+    let f = d
+        .recent_failures
+        .iter()
+        .find(|f| f.kind == FailureKind::UnknownDevice)
+        .unwrap();
+    assert!(f.words.contains(stranger.device_id()));
+    assert!(f.what_to_do.contains("Pair"));
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn mdns_problems_never_stop_the_listener() {
+    let desk = start_with(|c| c.mdns = true).await;
+    let _phone = desk.phone().await;
+    match desk.link.diagnostics().mdns {
+        MdnsStatus::Advertising { fullname } => {
+            assert!(
+                fullname.ends_with("._switchboard._tcp.local."),
+                "{fullname}"
+            )
+        }
+        MdnsStatus::Unavailable { reason } => assert!(!reason.is_empty()),
+        other => panic!("mDNS state after start: {other:?}"),
+    }
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn bind_falls_back_to_the_next_free_port() {
+    let taken = bind(LOOPBACK, 0).await.unwrap();
+    let port = taken.local_addr().unwrap().port();
+    if port > u16::MAX - 10 {
+        return; // no room above an ephemeral port this high
+    }
+    let next = bind(LOOPBACK, port).await.unwrap();
+    let got = next.local_addr().unwrap().port();
+    assert!(got > port && got < port + 10, "{port} -> {got}");
+}
+
+#[tokio::test]
+async fn a_connection_without_hello_is_dropped_and_send_needs_a_connected_phone() {
+    let desk = start_with(|c| c.hello_timeout = Duration::from_millis(300)).await;
+    let mut phone = desk.phone().await;
+    phone.wait = Duration::from_secs(5);
+    assert!(matches!(phone.recv().await, Err(PhoneError::Closed)));
+    let err = desk
+        .link
+        .send(
+            "dev_nobody00",
+            OutgoingMessage::DesktopRequest(DesktopRequest {
+                kind: DesktopRequestKind::RequestSettingsSnapshot,
+                target: None,
+            }),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("dev_nobody00"), "{err}");
+    desk.stop().await;
+}
+
+#[tokio::test]
+async fn the_connection_cap_holds_back_extra_phones_until_one_leaves() {
+    let desk = start_with(|c| c.max_connections = 1).await;
+    let first = desk.phone().await;
+    let waiting = tokio::time::timeout(
+        Duration::from_millis(500),
+        PhoneClient::connect(desk.addr, &desk.fp),
+    )
+    .await;
+    assert!(
+        waiting.is_err(),
+        "a second connection got in past the cap of 1"
+    );
+    first.close().await;
+    let second = tokio::time::timeout(WAIT, PhoneClient::connect(desk.addr, &desk.fp))
+        .await
+        .unwrap();
+    assert!(second.is_ok());
+    desk.stop().await;
+}
