@@ -14,6 +14,9 @@ use tauri::{Builder, Manager, Runtime, WindowEvent};
 
 pub mod commands;
 pub mod logging;
+pub mod notify;
+#[cfg(debug_assertions)]
+pub mod sample;
 pub mod state;
 pub mod tray;
 
@@ -67,6 +70,7 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         "Switchboard starting"
     );
     app.manage(app_state);
+    app.manage(commands::confirmations::ConfirmationsState::new());
     if with_tray {
         if let Err(e) = tray::create(app) {
             tracing::warn!("no tray icon: {e}");

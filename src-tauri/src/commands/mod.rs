@@ -7,9 +7,18 @@
 use tauri::{ipc::Invoke, Runtime};
 
 pub mod app;
+pub mod confirmations;
 
 /// The names of every command in [`handler`], for tests that drive them all.
-pub const ALL_COMMANDS: &[&str] = &["app_info", "get_settings", "save_settings", "diagnostics"];
+pub const ALL_COMMANDS: &[&str] = &[
+    "app_info",
+    "get_settings",
+    "save_settings",
+    "diagnostics",
+    "confirmations_snapshot",
+    "autonomy_table",
+    "notification_status",
+];
 
 /// The invoke handler with every command.
 pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
@@ -17,6 +26,9 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         app::app_info,
         app::get_settings,
         app::save_settings,
-        app::diagnostics
+        app::diagnostics,
+        confirmations::confirmations_snapshot,
+        confirmations::autonomy_table,
+        confirmations::notification_status
     ]
 }
