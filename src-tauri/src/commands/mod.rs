@@ -8,6 +8,7 @@ use tauri::{ipc::Invoke, Runtime};
 
 pub mod app;
 pub mod confirmations;
+pub mod phones;
 
 /// The names of every command in [`handler`], for tests that drive them all.
 pub const ALL_COMMANDS: &[&str] = &[
@@ -15,6 +16,10 @@ pub const ALL_COMMANDS: &[&str] = &[
     "get_settings",
     "save_settings",
     "diagnostics",
+    "phones_snapshot",
+    "open_pairing",
+    "close_pairing",
+    "unpair_phone",
     "confirmations_snapshot",
     "autonomy_table",
     "notification_status",
@@ -27,8 +32,12 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         app::get_settings,
         app::save_settings,
         app::diagnostics,
+        phones::phones_snapshot,
+        phones::open_pairing,
+        phones::close_pairing,
+        phones::unpair_phone,
         confirmations::confirmations_snapshot,
         confirmations::autonomy_table,
-        confirmations::notification_status
+        confirmations::notification_status,
     ]
 }
