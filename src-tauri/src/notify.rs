@@ -18,9 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
-use switchboard::confirmations::notify::{
-    banner_notification, notification_for, Notification,
-};
+use switchboard::confirmations::notify::{banner_notification, notification_for, Notification};
 use switchboard::confirmations::MirrorChange;
 use switchboard::settings::NotificationSettings;
 use ts_rs::TS;
@@ -88,7 +86,10 @@ impl Notifier {
 
     /// The current status.
     pub fn status(&self) -> NotifyStatus {
-        self.status.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The status in words, for the Settings view.

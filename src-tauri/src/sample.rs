@@ -47,7 +47,15 @@ impl Feed<'_> {
     }
 
     fn propose(&mut self, at_s: i64, id: &str, tool: &str, params: Value, risk: &str, ttl_s: i64) {
-        self.propose_hash(at_s, id, tool, params.clone(), risk, ttl_s, params_hash(&params));
+        self.propose_hash(
+            at_s,
+            id,
+            tool,
+            params.clone(),
+            risk,
+            ttl_s,
+            params_hash(&params),
+        );
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -94,13 +102,35 @@ pub fn fill_confirmations(mirror: &mut ConfirmationMirror) {
     };
     // Ended: an SMS confirmed and sent (risk as the tool list has it).
     let sms = json!({"to": "+15551234567", "body": "Running 10 min late"});
-    f.propose(0, "act_sample0001", "messages.send", sms.clone(), "high", 300);
+    f.propose(
+        0,
+        "act_sample0001",
+        "messages.send",
+        sms.clone(),
+        "high",
+        300,
+    );
     f.approve(5, "act_sample0001", &sms, "user_confirmed");
-    f.give(7, "action.result", json!({"action_id": "act_sample0001", "status": "executed"}));
+    f.give(
+        7,
+        "action.result",
+        json!({"action_id": "act_sample0001", "status": "executed"}),
+    );
     // Ended: a call the person declined, then a late approval (an anomaly).
     let call = json!({"to": "+15550000000"});
-    f.propose(60, "act_sample0002", "calls.place", call.clone(), "high", 300);
-    f.give(62, "action.reject", json!({"action_id": "act_sample0002", "reason_class": "user_denied"}));
+    f.propose(
+        60,
+        "act_sample0002",
+        "calls.place",
+        call.clone(),
+        "high",
+        300,
+    );
+    f.give(
+        62,
+        "action.reject",
+        json!({"action_id": "act_sample0002", "reason_class": "user_denied"}),
+    );
     f.approve(70, "act_sample0002", &call, "user_confirmed");
     // Ended: approved too late (the corpus's expiry case, with its placeholder hash).
     f.propose_hash(
@@ -112,22 +142,56 @@ pub fn fill_confirmations(mirror: &mut ConfirmationMirror) {
         30,
         format!("sha256:{}", "5".repeat(64)),
     );
-    f.approve(180, "act_sample0003", &json!({"to": "+15551234567", "body": "late"}), "user_confirmed");
+    f.approve(
+        180,
+        "act_sample0003",
+        &json!({"to": "+15551234567", "body": "late"}),
+        "user_confirmed",
+    );
     // Ended: clipboard set by the phone's own policy.
     let clip = json!({"text": "Gate B32"});
-    f.propose(240, "act_sample0004", "clipboard.set", clip.clone(), "low", 300);
+    f.propose(
+        240,
+        "act_sample0004",
+        "clipboard.set",
+        clip.clone(),
+        "low",
+        300,
+    );
     f.approve(241, "act_sample0004", &clip, "policy_auto");
-    f.give(242, "action.result", json!({"action_id": "act_sample0004", "status": "executed"}));
+    f.give(
+        242,
+        "action.result",
+        json!({"action_id": "act_sample0004", "status": "executed"}),
+    );
     // Ended: phone_action alarm, done.
     let alarm = json!({"action": "alarm", "time": "07:00", "days": ["mon", "fri"],
                        "summary": "Wake up at 7 on Mondays and Fridays"});
-    f.propose(300, "act_sample0005", "phone_action", alarm.clone(), "medium", 120);
+    f.propose(
+        300,
+        "act_sample0005",
+        "phone_action",
+        alarm.clone(),
+        "medium",
+        120,
+    );
     f.approve(310, "act_sample0005", &alarm, "user_confirmed");
-    f.give(312, "action.result", json!({"action_id": "act_sample0005", "status": "executed"}));
+    f.give(
+        312,
+        "action.result",
+        json!({"action_id": "act_sample0005", "status": "executed"}),
+    );
     // Ended: phone_action route that failed with the phone's message.
     let route = json!({"action": "add_stop", "summary": "Add a coffee stop on the way to the office",
                        "stop": {"query": "coffee"}, "destination": {"name": "Office"}});
-    f.propose(400, "act_sample0006", "phone_action", route.clone(), "medium", 120);
+    f.propose(
+        400,
+        "act_sample0006",
+        "phone_action",
+        route.clone(),
+        "medium",
+        120,
+    );
     f.approve(405, "act_sample0006", &route, "user_confirmed");
     f.give(
         409,
