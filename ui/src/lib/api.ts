@@ -8,6 +8,9 @@ import type { Settings } from "../bindings/Settings";
 import type { Diagnostics } from "../bindings/Diagnostics";
 import type { PhonesSnapshot } from "../bindings/PhonesSnapshot";
 import type { PairingInvite } from "../bindings/PairingInvite";
+import type { ConfirmationsSnapshot } from "../bindings/ConfirmationsSnapshot";
+import type { PhoneAutonomy } from "../bindings/PhoneAutonomy";
+import type { NotificationStatus } from "../bindings/NotificationStatus";
 
 /** True when running inside the Switchboard window (false in a plain browser or unit tests). */
 export function inTauri(): boolean {
@@ -44,6 +47,10 @@ export const api = {
   openPairing: () => call<PairingInvite>("open_pairing"),
   closePairing: () => call<void>("close_pairing"),
   unpairPhone: (deviceId: string) => call<boolean>("unpair_phone", { deviceId }),
+  // Confirmations (mirror only: there is no call that approves, declines or cancels)
+  confirmationsSnapshot: () => call<ConfirmationsSnapshot>("confirmations_snapshot"),
+  autonomyTable: (phone: string) => call<PhoneAutonomy>("autonomy_table", { phone }),
+  notificationStatus: () => call<NotificationStatus>("notification_status"),
 };
 
 /**
