@@ -67,6 +67,8 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         "Switchboard starting"
     );
     app.manage(app_state);
+    app.manage(commands::bridge::BridgeState::from_env());
+    app.manage(commands::phone_lines::PhoneLinesState::new());
     if with_tray {
         if let Err(e) = tray::create(app) {
             tracing::warn!("no tray icon: {e}");

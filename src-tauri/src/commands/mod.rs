@@ -7,9 +7,26 @@
 use tauri::{ipc::Invoke, Runtime};
 
 pub mod app;
+pub mod bridge;
+pub mod phone_lines;
 
 /// The names of every command in [`handler`], for tests that drive them all.
-pub const ALL_COMMANDS: &[&str] = &["app_info", "get_settings", "save_settings", "diagnostics"];
+pub const ALL_COMMANDS: &[&str] = &[
+    "app_info",
+    "get_settings",
+    "save_settings",
+    "diagnostics",
+    "bridge_snapshot",
+    "explain_error",
+    "phone_lines_snapshot",
+    "open_pairings_file",
+    "close_pairings_file",
+    "attach_describe",
+    "revoke_phone_line",
+    "test_exclusion",
+    "add_known_phone_line",
+    "remove_known_phone_line",
+];
 
 /// The invoke handler with every command.
 pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
@@ -17,6 +34,16 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         app::app_info,
         app::get_settings,
         app::save_settings,
-        app::diagnostics
+        app::diagnostics,
+        bridge::bridge_snapshot,
+        bridge::explain_error,
+        phone_lines::phone_lines_snapshot,
+        phone_lines::open_pairings_file,
+        phone_lines::close_pairings_file,
+        phone_lines::attach_describe,
+        phone_lines::revoke_phone_line,
+        phone_lines::test_exclusion,
+        phone_lines::add_known_phone_line,
+        phone_lines::remove_known_phone_line
     ]
 }

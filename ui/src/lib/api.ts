@@ -5,6 +5,10 @@ import type { AppInfo } from "../bindings/AppInfo";
 import type { IpcError } from "../bindings/IpcError";
 import type { Settings } from "../bindings/Settings";
 import type { Diagnostics } from "../bindings/Diagnostics";
+import type { BridgeSnapshot } from "../bindings/BridgeSnapshot";
+import type { ErrorExplanation } from "../bindings/ErrorExplanation";
+import type { PhoneLinesSnapshot } from "../bindings/PhoneLinesSnapshot";
+import type { ExclusionTest } from "../bindings/ExclusionTest";
 
 /** True when running inside the Switchboard window (false in a plain browser or unit tests). */
 export function inTauri(): boolean {
@@ -36,4 +40,15 @@ export const api = {
   getSettings: () => call<Settings>("get_settings"),
   saveSettings: (settings: Settings) => call<Settings>("save_settings", { settings }),
   diagnostics: () => call<Diagnostics>("diagnostics"),
+  bridgeSnapshot: () => call<BridgeSnapshot>("bridge_snapshot"),
+  explainError: (text: string, caller?: string, endpoint?: string) =>
+    call<ErrorExplanation>("explain_error", { text, caller: caller || null, endpoint: endpoint || null }),
+  phoneLinesSnapshot: () => call<PhoneLinesSnapshot>("phone_lines_snapshot"),
+  openPairingsFile: (path: string) => call<PhoneLinesSnapshot>("open_pairings_file", { path }),
+  closePairingsFile: () => call<PhoneLinesSnapshot>("close_pairings_file"),
+  attachDescribe: (identifier: string, text: string) => call<PhoneLinesSnapshot>("attach_describe", { identifier, text }),
+  revokePhoneLine: (identifier: string, confirm: boolean) => call<PhoneLinesSnapshot>("revoke_phone_line", { identifier, confirm }),
+  testExclusion: (identifier: string, path: string) => call<ExclusionTest>("test_exclusion", { identifier, path }),
+  addKnownPhoneLine: (identifier: string, name: string) => call<PhoneLinesSnapshot>("add_known_phone_line", { identifier, name }),
+  removeKnownPhoneLine: (identifier: string) => call<PhoneLinesSnapshot>("remove_known_phone_line", { identifier }),
 };
