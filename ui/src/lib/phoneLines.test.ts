@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { allowedWords, exclusionWords, filterLines, hashWords, revokePrompt, shortHash, stateInfo } from "./phoneLines";
+import { warningWords, allowedWords, exclusionWords, filterLines, hashWords, revokePrompt, shortHash, stateInfo } from "./phoneLines";
 import { ago, localTime } from "./localTime";
 import type { PhoneLineSummary } from "../bindings/PhoneLineSummary";
 
@@ -63,6 +63,13 @@ describe("phone-line words", () => {
     expect(
       exclusionWords({ identifier: "lumirealm", path: "x", relative_path: "lumirealm.sources", matched: null, exclusion_count: 3 }),
     ).toContain("none of the 3 prefixes covers lumirealm.sources");
+  });
+
+  it("shows a warning's decidedAt as local time", () => {
+    expect(warningWords("pairing revoked (decidedAt 1726000000000); auto-approval does not undo a revoke")).toBe(
+      "pairing revoked (decided 2024-09-10 20:26:40); auto-approval does not undo a revoke",
+    );
+    expect(warningWords("the manifest changed since the pairing decision")).toBe("the manifest changed since the pairing decision");
   });
 
   it("formats local times and ages", () => {

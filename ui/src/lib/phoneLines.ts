@@ -3,6 +3,7 @@ import type { PhoneLineState } from "../bindings/PhoneLineState";
 import type { PhoneLineSummary } from "../bindings/PhoneLineSummary";
 import type { SurfaceScope } from "../bindings/SurfaceScope";
 import type { ExclusionTest } from "../bindings/ExclusionTest";
+import { localTime } from "./localTime";
 
 export type Tone = "ok" | "warn" | "bad" | "muted";
 
@@ -73,4 +74,9 @@ export function exclusionWords(t: ExclusionTest): string {
     return `Excluded: ${t.relative_path} is covered by "${t.matched}", so LumiAgent's find tools skip it.`;
   }
   return `Not excluded: none of the ${t.exclusion_count} prefixes covers ${t.relative_path || "(empty path)"}, so the find tools search it.`;
+}
+
+/** A warning from the core with any epoch-millisecond `decidedAt` shown as local time. */
+export function warningWords(w: string): string {
+  return w.replace(/decidedAt (\d{10,16})/g, (_, ms: string) => `decided ${localTime(Number(ms))}`);
 }
