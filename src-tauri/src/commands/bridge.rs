@@ -280,4 +280,33 @@ mod tests {
         let ids: Vec<_> = dir.manifests().map(|m| m.identifier.as_str()).collect();
         assert_eq!(ids, ["lumiagent", "lumirealm"]);
     }
+
+    #[test]
+    fn demo_file_records_failures_and_successes_and_names_a_bad_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("calls.json");
+        let spec = "Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\" to inherit owner \"lumirealm\" permissions: push_notification";
+        std::fs::write(
+            &file,
+            serde_json::json!([
+                {"caller": "lumiagent", "endpoint": "lumirealm.phoneline", "error": spec, "at_ms": 10},
+                {"caller": "lumiagent", "endpoint": "x.phoneline", "error": spec, "at_ms": 11},
+                {"caller": "lumiagent", "endpoint": "x.phoneline", "at_ms": 12},
+            ])
+            .to_string(),
+        )
+        .unwrap();
+        let state = BridgeState::new();
+        state.record_demo(&file).unwrap();
+        let snap = state.lock_store().snapshot();
+        assert_eq!(snap.banners.len(), 1);
+        assert_eq!(
+            snap.banners[0].message,
+            "LumiAgent is missing push_notification, required for LumiRealm communication."
+        );
+        assert_eq!(snap.history.len(), 1);
+        std::fs::write(&file, r#"[{"caller":"a","endpoint":"b"}]"#).unwrap();
+        let e = BridgeState::new().record_demo(&file).unwrap_err();
+        assert!(e.contains("call 0: at_ms"), "{e}");
+    }
 }
