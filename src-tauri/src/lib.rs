@@ -74,6 +74,8 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         .map(|o| o.inner().clone())
         .unwrap_or_default();
     app.manage(link::LinkState::new(options));
+    app.manage(commands::bridge::BridgeState::from_env());
+    app.manage(commands::phone_lines::PhoneLinesState::new());
     if with_tray {
         if let Err(e) = tray::create(app) {
             tracing::warn!("no tray icon: {e}");

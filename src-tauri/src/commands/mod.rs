@@ -8,6 +8,8 @@ use tauri::{ipc::Invoke, Runtime};
 
 pub mod app;
 pub mod phones;
+pub mod bridge;
+pub mod phone_lines;
 
 /// The names of every command in [`handler`], for tests that drive them all.
 pub const ALL_COMMANDS: &[&str] = &[
@@ -19,6 +21,16 @@ pub const ALL_COMMANDS: &[&str] = &[
     "open_pairing",
     "close_pairing",
     "unpair_phone",
+    "bridge_snapshot",
+    "explain_error",
+    "phone_lines_snapshot",
+    "open_pairings_file",
+    "close_pairings_file",
+    "attach_describe",
+    "revoke_phone_line",
+    "test_exclusion",
+    "add_known_phone_line",
+    "remove_known_phone_line",
 ];
 
 /// The invoke handler with every command.
@@ -32,5 +44,15 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         phones::open_pairing,
         phones::close_pairing,
         phones::unpair_phone,
+        bridge::bridge_snapshot,
+        bridge::explain_error,
+        phone_lines::phone_lines_snapshot,
+        phone_lines::open_pairings_file,
+        phone_lines::close_pairings_file,
+        phone_lines::attach_describe,
+        phone_lines::revoke_phone_line,
+        phone_lines::test_exclusion,
+        phone_lines::add_known_phone_line,
+        phone_lines::remove_known_phone_line
     ]
 }

@@ -8,6 +8,10 @@ import type { Settings } from "../bindings/Settings";
 import type { Diagnostics } from "../bindings/Diagnostics";
 import type { PhonesSnapshot } from "../bindings/PhonesSnapshot";
 import type { PairingInvite } from "../bindings/PairingInvite";
+import type { BridgeSnapshot } from "../bindings/BridgeSnapshot";
+import type { ErrorExplanation } from "../bindings/ErrorExplanation";
+import type { PhoneLinesSnapshot } from "../bindings/PhoneLinesSnapshot";
+import type { ExclusionTest } from "../bindings/ExclusionTest";
 
 /** True when running inside the Switchboard window (false in a plain browser or unit tests). */
 export function inTauri(): boolean {
@@ -44,6 +48,17 @@ export const api = {
   openPairing: () => call<PairingInvite>("open_pairing"),
   closePairing: () => call<void>("close_pairing"),
   unpairPhone: (deviceId: string) => call<boolean>("unpair_phone", { deviceId }),
+  bridgeSnapshot: () => call<BridgeSnapshot>("bridge_snapshot"),
+  explainError: (text: string, caller?: string, endpoint?: string) =>
+    call<ErrorExplanation>("explain_error", { text, caller: caller || null, endpoint: endpoint || null }),
+  phoneLinesSnapshot: () => call<PhoneLinesSnapshot>("phone_lines_snapshot"),
+  openPairingsFile: (path: string) => call<PhoneLinesSnapshot>("open_pairings_file", { path }),
+  closePairingsFile: () => call<PhoneLinesSnapshot>("close_pairings_file"),
+  attachDescribe: (identifier: string, text: string) => call<PhoneLinesSnapshot>("attach_describe", { identifier, text }),
+  revokePhoneLine: (identifier: string, confirm: boolean) => call<PhoneLinesSnapshot>("revoke_phone_line", { identifier, confirm }),
+  testExclusion: (identifier: string, path: string) => call<ExclusionTest>("test_exclusion", { identifier, path }),
+  addKnownPhoneLine: (identifier: string, name: string) => call<PhoneLinesSnapshot>("add_known_phone_line", { identifier, name }),
+  removeKnownPhoneLine: (identifier: string) => call<PhoneLinesSnapshot>("remove_known_phone_line", { identifier }),
 };
 
 /**
