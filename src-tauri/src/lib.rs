@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use tauri::{Builder, Manager, Runtime, WindowEvent};
 
 pub mod commands;
+pub mod dials;
 pub mod logging;
 pub mod state;
 pub mod tray;
@@ -66,6 +67,7 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         data = %app_state.paths.data_dir.display(),
         "Switchboard starting"
     );
+    dials::manage(app, &app_state);
     app.manage(app_state);
     if with_tray {
         if let Err(e) = tray::create(app) {

@@ -7,9 +7,26 @@
 use tauri::{ipc::Invoke, Runtime};
 
 pub mod app;
+pub mod dials;
 
 /// The names of every command in [`handler`], for tests that drive them all.
-pub const ALL_COMMANDS: &[&str] = &["app_info", "get_settings", "save_settings", "diagnostics"];
+pub const ALL_COMMANDS: &[&str] = &[
+    "app_info",
+    "get_settings",
+    "save_settings",
+    "diagnostics",
+    "dials_query",
+    "dials_stats",
+    "dials_subscribe",
+    "dials_unsubscribe",
+    "dials_get",
+    "dials_export",
+    "dials_import",
+    "dials_close_import",
+    "dials_clear",
+    "dials_status",
+    "dial_banner",
+];
 
 /// The invoke handler with every command.
 pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
@@ -17,6 +34,17 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         app::app_info,
         app::get_settings,
         app::save_settings,
-        app::diagnostics
+        app::diagnostics,
+        dials::dials_query,
+        dials::dials_stats,
+        dials::dials_subscribe,
+        dials::dials_unsubscribe,
+        dials::dials_get,
+        dials::dials_export,
+        dials::dials_import,
+        dials::dials_close_import,
+        dials::dials_clear,
+        dials::dials_status,
+        dials::dial_banner,
     ]
 }
