@@ -512,10 +512,12 @@ mod sample {
             loop {
                 tokio_sleep(tick_ms).await;
                 let now = now_ms();
+                // Spread the tick's dials over its 100 ms.
+                let step = i64::try_from(tick_ms / per_tick.max(1)).unwrap_or(1);
                 let chunk = (k..k + per_tick)
                     .map(|j| {
                         let mut d = sample_dial(j, j, now);
-                        d.start_ms = now;
+                        d.start_ms = now - i64::try_from(k + per_tick - j).unwrap_or(0) * step;
                         d
                     })
                     .collect();

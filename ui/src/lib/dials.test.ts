@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { DialRow } from "../bindings/DialRow";
 import {
   atBottom,
+  compactDuration,
   DialFeed,
   emptyForm,
   filterFromForm,
@@ -153,6 +154,7 @@ describe("formatting", () => {
     expect(formatDuration(15_000)).toBe("15.0 s");
     expect(formatDuration(125_000)).toBe("2 min 05 s");
     expect(formatDuration(-1)).toBe("—");
+    expect([compactDuration(226), compactDuration(4224), compactDuration(15_000), compactDuration(125_000)]).toEqual(["226ms", "4.22s", "15.0s", "125s"]);
   });
   it("formats times with milliseconds in the local zone", () => {
     const t = new Date(2025, 9, 9, 14, 3, 7, 42).getTime();

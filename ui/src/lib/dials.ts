@@ -118,7 +118,8 @@ export class DialFeed {
   batches = 0;
 
   constructor(
-    readonly maxRows = MAX_VIEW_ROWS,
+    /** Most rows held: set it to the log's ring capacity so the table shows what the log holds. */
+    public maxRows = MAX_VIEW_ROWS,
     readonly maxWaiting = MAX_WAITING,
   ) {}
 
@@ -226,6 +227,15 @@ export function formatDuration(ms: number): string {
   const m = Math.floor(totalS / 60);
   const s = totalS % 60;
   return `${m} min ${String(s).padStart(2, "0")} s`;
+}
+
+/** A short duration for narrow tables: `226ms`, `4.22s`, `15.0s`, `125s`. */
+export function compactDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return "—";
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 10_000) return `${(ms / 1000).toFixed(2)}s`;
+  if (ms < 100_000) return `${(ms / 1000).toFixed(1)}s`;
+  return `${Math.round(ms / 1000)}s`;
 }
 
 const pad = (n: number, w = 2) => String(n).padStart(w, "0");
