@@ -125,14 +125,17 @@ describe("live feed", () => {
     expect(f.droppedWhilePaused).toBe(3);
   });
   it("drops the oldest rows beyond the cap, in chunks", () => {
-    const f = new DialFeed(100, 10);
-    f.apply({ kind: "snapshot", id: 1, rows: rows(0, 150), total: 150 });
-    expect(f.rows.length).toBe(100);
-    expect(f.rows[0].id).toBe("d50");
-    const c = f.apply({ kind: "batch", rows: rows(150, 1), merged: 0, skipped: 0 });
+    const f = new DialFeed(1000, 10);
+    f.apply({ kind: "snapshot", id: 1, rows: rows(0, 1500), total: 1500 });
+    expect(f.rows.length).toBe(1000);
+    expect(f.rows[0].id).toBe("d500");
+    const c = f.apply({ kind: "batch", rows: rows(1500, 1), merged: 0, skipped: 0 });
     expect(c).toEqual({ appended: 1, removed: 11 });
-    expect(f.rows.length).toBe(90);
-    expect(f.rows[f.rows.length - 1].id).toBe("d150");
+    expect(f.rows.length).toBe(990);
+    expect(f.rows[0].id).toBe("d511");
+    expect(f.rows[f.rows.length - 1].id).toBe("d1500");
+    // Under the cap again: the next batches just append.
+    expect(f.apply({ kind: "batch", rows: rows(1501, 5), merged: 0, skipped: 0 })).toEqual({ appended: 5, removed: 0 });
   });
 });
 

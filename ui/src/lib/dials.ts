@@ -167,9 +167,9 @@ export class DialFeed {
   private append(rows: readonly DialRow[]): FeedChange {
     for (const r of rows) this.rows.push(r);
     let removed = 0;
-    // Trim in chunks (a tenth of the cap) so the front splice is rare.
+    // Trim in chunks (a hundredth of the cap) so the front splice is not paid on every batch.
     if (this.rows.length > this.maxRows) {
-      removed = this.rows.length - this.maxRows + Math.floor(this.maxRows / 10);
+      removed = this.rows.length - this.maxRows + Math.floor(this.maxRows / 100);
       removed = Math.min(removed, this.rows.length);
       this.rows.splice(0, removed);
     }
