@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use tauri::{Builder, Manager, Runtime, WindowEvent};
 
 pub mod commands;
+pub mod dials;
 pub mod link;
 pub mod logging;
 pub mod state;
@@ -68,6 +69,7 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         data = %app_state.paths.data_dir.display(),
         "Switchboard starting"
     );
+    dials::manage(app, &app_state);
     app.manage(app_state);
     let options = app
         .try_state::<link::LaunchOptions>()

@@ -7,9 +7,10 @@
 use tauri::{ipc::Invoke, Runtime};
 
 pub mod app;
-pub mod phones;
 pub mod bridge;
+pub mod dials;
 pub mod phone_lines;
+pub mod phones;
 
 /// The names of every command in [`handler`], for tests that drive them all.
 pub const ALL_COMMANDS: &[&str] = &[
@@ -31,6 +32,17 @@ pub const ALL_COMMANDS: &[&str] = &[
     "test_exclusion",
     "add_known_phone_line",
     "remove_known_phone_line",
+    "dials_query",
+    "dials_stats",
+    "dials_subscribe",
+    "dials_unsubscribe",
+    "dials_get",
+    "dials_export",
+    "dials_import",
+    "dials_close_import",
+    "dials_clear",
+    "dials_status",
+    "dial_banner",
 ];
 
 /// The invoke handler with every command.
@@ -53,6 +65,17 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         phone_lines::revoke_phone_line,
         phone_lines::test_exclusion,
         phone_lines::add_known_phone_line,
-        phone_lines::remove_known_phone_line
+        phone_lines::remove_known_phone_line,
+        dials::dials_query,
+        dials::dials_stats,
+        dials::dials_subscribe,
+        dials::dials_unsubscribe,
+        dials::dials_get,
+        dials::dials_export,
+        dials::dials_import,
+        dials::dials_close_import,
+        dials::dials_clear,
+        dials::dials_status,
+        dials::dial_banner,
     ]
 }
