@@ -678,3 +678,31 @@ async fn slow_subscriber_never_blocks_ingest_and_gets_merged_counts() {
         .unwrap();
     assert_eq!(log.status().await.unwrap().subscribers, 0);
 }
+
+/// On the real clock (time not paused), a new subscriber's first batch goes out: its due time
+/// must not be a moving "now" that a flush check can never reach.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_batch_reaches_a_subscriber_on_the_real_clock() {
+    let log = DialLog::spawn(mem_config()).unwrap();
+    let mut sub = log
+        .subscribe(DialFilter::default(), SubscribeOptions::default())
+        .await
+        .unwrap();
+    log.ingest(simple("rt1", Retention::Transient, T0))
+        .await
+        .unwrap();
+    let b = tokio::time::timeout(Duration::from_secs(5), sub.batches.recv())
+        .await
+        .expect("the first batch arrives")
+        .unwrap();
+    assert_eq!(&*b.dials[0].id, "rt1");
+    // And later ones, after the interval.
+    log.ingest(simple("rt2", Retention::Transient, T0 + 1))
+        .await
+        .unwrap();
+    let b = tokio::time::timeout(Duration::from_secs(5), sub.batches.recv())
+        .await
+        .expect("the second batch arrives")
+        .unwrap();
+    assert_eq!(&*b.dials[0].id, "rt2");
+}

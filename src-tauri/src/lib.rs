@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use tauri::{Builder, Manager, Runtime, WindowEvent};
 
 pub mod commands;
+pub mod dials;
 pub mod link;
 pub mod logging;
 pub mod notify;
@@ -71,6 +72,7 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         data = %app_state.paths.data_dir.display(),
         "Switchboard starting"
     );
+    dials::manage(app, &app_state);
     app.manage(app_state);
     let options = app
         .try_state::<link::LaunchOptions>()
@@ -78,6 +80,8 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         .unwrap_or_default();
     app.manage(link::LinkState::new(options));
     app.manage(commands::confirmations::ConfirmationsState::new());
+    app.manage(commands::bridge::BridgeState::from_env());
+    app.manage(commands::phone_lines::PhoneLinesState::new());
     if with_tray {
         if let Err(e) = tray::create(app) {
             tracing::warn!("no tray icon: {e}");

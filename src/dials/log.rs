@@ -519,13 +519,15 @@ struct Sub {
 }
 
 impl Sub {
-    fn due_at(&self) -> Option<Instant> {
+    /// When the waiting dials are due, as seen at `now`: a subscriber that never got a batch is
+    /// due at once (`now` itself, so the check in [`Sub::try_flush`] passes on the real clock).
+    fn due_at(&self, now: Instant) -> Option<Instant> {
         if self.pending.is_empty() {
             return None;
         }
         Some(match self.last_sent {
             Some(t) => t + self.interval,
-            None => Instant::now(),
+            None => now,
         })
     }
 
@@ -540,7 +542,7 @@ impl Sub {
 
     /// Tries to send the waiting dials; `false` when the receiver is gone.
     fn try_flush(&mut self, now: Instant) -> bool {
-        if !self.due_at().is_some_and(|t| t <= now) {
+        if !self.due_at(now).is_some_and(|t| t <= now) {
             return true;
         }
         let batch = DialBatch {
@@ -653,7 +655,8 @@ impl Actor {
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        let subs = self.subs.iter().filter_map(Sub::due_at).min();
+        let now = Instant::now();
+        let subs = self.subs.iter().filter_map(|s| s.due_at(now)).min();
         let db = self
             .db
             .as_ref()

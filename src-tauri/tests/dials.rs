@@ -1,0 +1,475 @@
+//! The "Live dials" commands through IPC under tauri's mock runtime, on dials ingested into the
+//! app's own dial log; and the channel forwarding of a live view (snapshot, batches, merged
+//! count, end on a failed send).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use switchboard::dials::{
+    Dial, DialFilter, DialLog, DialLogConfig, DialOutcome, JsonText, Retention, SubscribeOptions,
+};
+use switchboard_desktop::dials::{forward, DialBatchMsg, DialsState, ForwardEnd};
+use tauri::ipc::{CallbackFn, Channel, InvokeBody, InvokeResponseBody};
+use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, INVOKE_KEY};
+use tauri::webview::InvokeRequest;
+use tauri::{Manager, WebviewWindowBuilder};
+
+const PERMISSION_TEXT: &str = "Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\" to inherit owner \"lumirealm\" permissions: push_notification";
+
+fn request(cmd: &str, body: Value) -> InvokeRequest {
+    InvokeRequest {
+        cmd: cmd.into(),
+        callback: CallbackFn(0),
+        error: CallbackFn(1),
+        url: "tauri://localhost".parse().unwrap(),
+        body: InvokeBody::Json(body),
+        headers: Default::default(),
+        invoke_key: INVOKE_KEY.to_string(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn dial(
+    id: &str,
+    op: &str,
+    start_ms: i64,
+    duration_ms: u64,
+    outcome: DialOutcome,
+    error: Option<&str>,
+) -> Dial {
+    Dial {
+        id: id.into(),
+        phone: "dev_test".into(),
+        call_id: format!("call-{id}").into(),
+        caller: "lumiagent".into(),
+        callee: "lumirealm".into(),
+        endpoint: "lumirealm.phoneline".into(),
+        op: op.into(),
+        request: JsonText::from_value(
+            &json!({ "op": op, "callId": format!("call-{id}"), "userId": "u1" }),
+        ),
+        start_ms,
+        duration_ms,
+        outcome,
+        response: (outcome == DialOutcome::Ok)
+            .then(|| JsonText::from_value(&json!({ "ok": true }))),
+        error: error.map(Into::into),
+        retention: Retention::Permanent,
+        slow: false,
+    }
+}
+
+/// Six dials with known answers: 3 read_item (durations 100, 300, 2000 — the last slow and
+/// failed on permissions), 2 describe (ok 50; timed out 15000), 1 write_field tool error.
+fn known_dials() -> Vec<Dial> {
+    vec![
+        dial("d1", "read_item", 1_000, 100, DialOutcome::Ok, None),
+        dial("d2", "describe", 2_000, 50, DialOutcome::Ok, None),
+        dial("d3", "read_item", 3_000, 300, DialOutcome::Ok, None),
+        dial(
+            "d4",
+            "read_item",
+            4_000,
+            2_000,
+            DialOutcome::Error,
+            Some(PERMISSION_TEXT),
+        ),
+        dial(
+            "d5",
+            "describe",
+            5_000,
+            15_000,
+            DialOutcome::TimedOut,
+            Some("phoneline dial to 'lumirealm' timed out after 15000ms"),
+        ),
+        dial(
+            "d6",
+            "write_field",
+            6_000,
+            80,
+            DialOutcome::ToolError,
+            Some("unknown op: nope"),
+        ),
+    ]
+}
+
+fn ids(page: &Value) -> Vec<String> {
+    page["dials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn dials_commands_answer_through_ipc() {
+    let home = tempfile::tempdir().unwrap();
+    std::env::set_var("SWITCHBOARD_HOME", home.path());
+    let app = switchboard_desktop::setup(mock_builder())
+        .build(mock_context(noop_assets()))
+        .expect("app builds under the mock runtime");
+    switchboard_desktop::init(app.handle(), false).expect("state initialises");
+    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    let call = |cmd: &str, body: Value| -> Result<Value, Value> {
+        get_ipc_response(&window, request(cmd, body)).map(|r| r.deserialize::<Value>().unwrap())
+    };
+
+    // The app's own log: ingest known dials through the handle the hub will get.
+    let log = app.state::<DialsState>().log.clone();
+    let verdicts = tauri::async_runtime::block_on(log.ingest_batch(known_dials())).unwrap();
+    assert_eq!(verdicts.len(), 6);
+
+    // Query: newest first; filters by op, slow, timed out and text.
+    let all = call("dials_query", json!({})).unwrap();
+    assert_eq!(all["total"], 6);
+    assert_eq!(ids(&all), ["d6", "d5", "d4", "d3", "d2", "d1"]);
+    let read = call("dials_query", json!({ "filter": { "op": "read_item" } })).unwrap();
+    assert_eq!(ids(&read), ["d4", "d3", "d1"]);
+    let slow = call("dials_query", json!({ "filter": { "slow": true } })).unwrap();
+    assert_eq!(ids(&slow), ["d5", "d4"]);
+    let timed = call("dials_query", json!({ "filter": { "timed_out": true } })).unwrap();
+    assert_eq!(ids(&timed), ["d5"]);
+    let text = call(
+        "dials_query",
+        json!({ "filter": { "text": "PUSH_notification" } }),
+    )
+    .unwrap();
+    assert_eq!(ids(&text), ["d4"]);
+    let paged = call(
+        "dials_query",
+        json!({ "filter": { "limit": 2, "offset": 1 } }),
+    )
+    .unwrap();
+    assert_eq!(
+        (ids(&paged), paged["total"].clone()),
+        (vec!["d5".to_string(), "d4".to_string()], json!(6))
+    );
+    // The request crosses as real JSON, not a string.
+    assert_eq!(all["dials"][5]["request"]["callId"], "call-d1");
+
+    // Stats per op, sorted by op, nearest-rank percentiles.
+    let stats = call("dials_stats", json!({})).unwrap();
+    let ops: Vec<&str> = stats
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["op"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops, ["describe", "read_item", "write_field"]);
+    let ri = &stats[1];
+    assert_eq!(ri["count"], 3);
+    assert_eq!(ri["errors"], 1);
+    assert!((ri["error_rate"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9);
+    assert_eq!(
+        (
+            ri["p50_ms"].clone(),
+            ri["p95_ms"].clone(),
+            ri["p99_ms"].clone()
+        ),
+        (json!(300), json!(2000), json!(2000))
+    );
+    assert_eq!(stats[0]["timed_out"], 1);
+    assert_eq!(stats[2]["tool_errors"], 1);
+
+    // One whole dial, found by id (with and without the start hint).
+    let d = call("dials_get", json!({ "id": "d3", "startMs": 3000 })).unwrap();
+    assert_eq!(d["request"]["op"], "read_item");
+    assert_eq!(
+        call("dials_get", json!({ "id": "d3" })).unwrap()["id"],
+        "d3"
+    );
+    assert_eq!(
+        call("dials_get", json!({ "id": "d3", "startMs": 1 })).unwrap(),
+        Value::Null
+    );
+
+    // The banner of the dial that failed on permissions; none for the others.
+    let b = call("dial_banner", json!({ "dialId": "d4" })).unwrap();
+    assert_eq!(
+        b["message"],
+        "LumiAgent is missing push_notification, required for LumiRealm communication."
+    );
+    assert_eq!(b["missing_extension"], "lumiagent");
+    assert_eq!(b["grantable"], json!(["push_notification"]));
+    for other in ["d1", "d5", "d6", "missing"] {
+        assert_eq!(
+            call("dial_banner", json!({ "dialId": other })).unwrap(),
+            Value::Null,
+            "{other}"
+        );
+    }
+
+    // Export: a relative path lands in <data>/exports; one dial per line, newest first.
+    let ex = call(
+        "dials_export",
+        json!({ "filter": {}, "path": "capture.jsonl" }),
+    )
+    .unwrap();
+    let written = home.path().join("data/exports/capture.jsonl");
+    assert_eq!(ex["path"], written.display().to_string());
+    assert_eq!(ex["lines"], 6);
+    let text = std::fs::read_to_string(&written).unwrap();
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (text.lines().count(), first["id"].clone()),
+        (6, json!("d6"))
+    );
+    let ex2 = call(
+        "dials_export",
+        json!({ "filter": { "op": "describe" }, "path": "describe.jsonl" }),
+    )
+    .unwrap();
+    assert_eq!(ex2["lines"], 2);
+    let err = call("dials_export", json!({ "path": "  " })).unwrap_err();
+    assert_eq!(err["kind"], "invalid_input");
+    let err = call(
+        "dials_export",
+        json!({ "path": home.path().join("no/such/dir/x.jsonl") }),
+    )
+    .unwrap_err();
+    assert_eq!(err["kind"], "io");
+    assert!(
+        err["message"].as_str().unwrap().contains("x.jsonl"),
+        "{err}"
+    );
+
+    // Import into the read-only view: same answers as live, separate query space.
+    let err = call("dials_query", json!({ "source": "imported" })).unwrap_err();
+    assert_eq!(err["kind"], "not_found");
+    let im = call("dials_import", json!({ "path": written })).unwrap();
+    assert_eq!(im["dials"], 6);
+    let imported = call("dials_query", json!({ "source": "imported" })).unwrap();
+    assert_eq!(ids(&imported), ids(&all));
+    assert_eq!(
+        call("dials_stats", json!({ "source": "imported" })).unwrap(),
+        stats
+    );
+    assert_eq!(
+        call(
+            "dial_banner",
+            json!({ "dialId": "d4", "source": "imported" })
+        )
+        .unwrap()["missing_extension"],
+        "lumiagent"
+    );
+    let status = call("dials_status", json!({})).unwrap();
+    assert_eq!(status["imported"]["dials"], 6);
+    assert_eq!(status["live"]["held"], 6);
+
+    // A bad file imports nothing and keeps the earlier capture; the error names the line.
+    let bad = home.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        format!("{}\n{{\"id\":\"x\"}}\n", text.lines().next().unwrap()),
+    )
+    .unwrap();
+    let err = call("dials_import", json!({ "path": bad })).unwrap_err();
+    assert_eq!(err["kind"], "invalid_input");
+    assert!(err["message"].as_str().unwrap().contains("line 2"), "{err}");
+    assert_eq!(
+        call("dials_query", json!({ "source": "imported" })).unwrap()["total"],
+        6
+    );
+
+    // Clearing the live log leaves the imported capture alone.
+    assert_eq!(
+        call("dials_clear", json!({ "scope": "memory" })).unwrap(),
+        0
+    );
+    assert_eq!(call("dials_query", json!({})).unwrap()["total"], 0);
+    assert_eq!(
+        call("dials_query", json!({ "source": "imported" })).unwrap()["total"],
+        6
+    );
+    // Cleared from memory only: the stored history still knows the dials (replays are dropped).
+    let again = tauri::async_runtime::block_on(log.ingest(known_dials().remove(0))).unwrap();
+    assert_eq!(again, switchboard::dials::IngestVerdict::Duplicate);
+    call("dials_close_import", json!({})).unwrap();
+    assert_eq!(
+        call("dials_query", json!({ "source": "imported" })).unwrap_err()["kind"],
+        "not_found"
+    );
+
+    // A live view over a real tauri Channel: snapshot first, then the new dial; unsubscribe ends it.
+    let got: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let sink = Arc::clone(&got);
+    let channel = Channel::<DialBatchMsg>::new(move |body| {
+        if let InvokeResponseBody::Json(s) = body {
+            sink.lock().unwrap().push(serde_json::from_str(&s).unwrap());
+        }
+        Ok(())
+    });
+    let state = app.state::<DialsState>();
+    let sub = tauri::async_runtime::block_on(
+        log.subscribe(DialFilter::default(), SubscribeOptions::default()),
+    )
+    .unwrap();
+    let id = state.start_forwarding(sub, move |m| channel.send(m));
+    tauri::async_runtime::block_on(log.ingest(dial(
+        "n1",
+        "describe",
+        9_000,
+        20,
+        DialOutcome::Ok,
+        None,
+    )))
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while got.lock().unwrap().len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let msgs = got.lock().unwrap().clone();
+    assert_eq!(msgs[0]["kind"], "snapshot");
+    assert_eq!(msgs[0]["id"], id);
+    assert_eq!(msgs[0]["total"], 0);
+    assert_eq!(msgs[1]["kind"], "batch");
+    assert_eq!(msgs[1]["rows"][0]["id"], "n1");
+    assert_eq!(state.subscriptions(), 1);
+    assert_eq!(
+        call("dials_unsubscribe", json!({ "id": id })).unwrap(),
+        true
+    );
+    assert_eq!(
+        call("dials_unsubscribe", json!({ "id": id })).unwrap(),
+        false
+    );
+    assert_eq!(state.subscriptions(), 0);
+}
+
+/// The forwarder with a plain closure sink: the snapshot comes first (oldest first), every new
+/// dial arrives exactly once in order, a slow sink makes the log merge batches and the merged
+/// count reaches the sink, and a failed send ends the forwarding (and the subscription).
+#[test]
+fn forwarding_reports_merged_batches_and_stops_on_failed_send() {
+    tauri::async_runtime::block_on(async {
+        let log = DialLog::spawn(DialLogConfig::default()).unwrap();
+        log.ingest_batch(vec![
+            dial("old1", "describe", 10, 5, DialOutcome::Ok, None),
+            dial("old2", "describe", 20, 5, DialOutcome::Ok, None),
+        ])
+        .await
+        .unwrap();
+        let sub = log
+            .subscribe(
+                DialFilter::default(),
+                SubscribeOptions {
+                    interval: Some(Duration::from_millis(5)),
+                    queue: Some(1),
+                    max_pending: Some(100_000),
+                },
+            )
+            .await
+            .unwrap();
+        let got: Arc<Mutex<Vec<DialBatchMsg>>> = Arc::default();
+        let sink_got = Arc::clone(&got);
+        let mut calls = 0;
+        let task = tauri::async_runtime::spawn(forward(7, sub, move |m: DialBatchMsg| {
+            calls += 1;
+            sink_got.lock().unwrap().push(m);
+            if calls == 2 {
+                // A slow window: the log must keep going and merge what waits.
+                std::thread::sleep(Duration::from_millis(400));
+            }
+            Ok::<(), ()>(())
+        }));
+        let mut next = 0;
+        for _ in 0..15 {
+            let chunk: Vec<Dial> = (next..next + 10)
+                .map(|i| {
+                    dial(
+                        &format!("n{i:03}"),
+                        "read_item",
+                        100 + i,
+                        10,
+                        DialOutcome::Ok,
+                        None,
+                    )
+                })
+                .collect();
+            next += 10;
+            log.ingest_batch(chunk).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let n: usize = got
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|m| match m {
+                    DialBatchMsg::Batch { rows, .. } => rows.len(),
+                    DialBatchMsg::Snapshot { .. } => 0,
+                })
+                .sum();
+            if n >= 150 || Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let msgs = got.lock().unwrap().clone();
+        match &msgs[0] {
+            DialBatchMsg::Snapshot { id, rows, total } => {
+                assert_eq!((*id, *total), (7, 2));
+                let r: Vec<&str> = rows.iter().map(|r| &*r.id).collect();
+                assert_eq!(r, ["old1", "old2"], "snapshot is oldest first");
+            }
+            other => panic!("first message is not the snapshot: {other:?}"),
+        }
+        let mut seen = Vec::new();
+        let mut merged = 0;
+        for m in &msgs[1..] {
+            match m {
+                DialBatchMsg::Batch {
+                    rows,
+                    merged: mg,
+                    skipped,
+                } => {
+                    assert_eq!(*skipped, 0);
+                    merged += mg;
+                    seen.extend(rows.iter().map(|r| r.id.to_string()));
+                }
+                other => panic!("second snapshot: {other:?}"),
+            }
+        }
+        let expected: Vec<String> = (0..150).map(|i| format!("n{i:03}")).collect();
+        assert_eq!(seen, expected, "every dial once, in arrival order");
+        assert!(
+            merged > 0,
+            "a slow sink made the log merge batches: {msgs:?}"
+        );
+        assert!(
+            msgs.len() < 2 + 15,
+            "merging means fewer batches than ingests"
+        );
+
+        // A sink that fails ends the forwarding; the log drops the subscriber.
+        let sub = log
+            .subscribe(DialFilter::default(), SubscribeOptions::default())
+            .await
+            .unwrap();
+        let failing = tauri::async_runtime::spawn(forward(8, sub, |m: DialBatchMsg| match m {
+            DialBatchMsg::Snapshot { .. } => Ok(()),
+            DialBatchMsg::Batch { .. } => Err("window closed"),
+        }));
+        log.ingest(dial("late", "describe", 999, 1, DialOutcome::Ok, None))
+            .await
+            .unwrap();
+        assert_eq!(failing.await.unwrap(), ForwardEnd::SinkClosed);
+        log.ingest(dial("later", "describe", 1000, 1, DialOutcome::Ok, None))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            log.status().await.unwrap().subscribers,
+            1,
+            "only the first view is left"
+        );
+        log.shutdown().await.unwrap();
+        assert_eq!(task.await.unwrap(), ForwardEnd::LogClosed);
+    });
+}

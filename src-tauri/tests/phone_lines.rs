@@ -1,0 +1,274 @@
+//! The Phone lines view's commands through IPC under the mock runtime: a real pairings file in
+//! a temp folder, the corpus describe manifest, revoke with confirmation and backup.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{json, Value};
+use switchboard::phone_line::manifest::manifest_hash;
+use switchboard::phone_line::pairings::PairingsFile;
+use tauri::ipc::{CallbackFn, InvokeBody};
+use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, INVOKE_KEY};
+use tauri::webview::InvokeRequest;
+use tauri::WebviewWindowBuilder;
+
+const DESCRIBE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/corpus/lumiverse/lumirealm.describe.json"
+);
+
+fn request(cmd: &str, body: Value) -> InvokeRequest {
+    InvokeRequest {
+        cmd: cmd.into(),
+        callback: CallbackFn(0),
+        error: CallbackFn(1),
+        url: "tauri://localhost".parse().unwrap(),
+        body: InvokeBody::Json(body),
+        headers: Default::default(),
+        invoke_key: INVOKE_KEY.to_string(),
+    }
+}
+
+fn line<'a>(snap: &'a Value, id: &str) -> &'a Value {
+    snap["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["identifier"] == id)
+        .unwrap_or_else(|| panic!("no line {id} in {snap}"))
+}
+
+/// One app per test binary: SWITCHBOARD_HOME is process-wide.
+#[test]
+fn phone_line_commands_through_ipc() {
+    let home = tempfile::tempdir().unwrap();
+    std::env::set_var("SWITCHBOARD_HOME", home.path());
+    let app = switchboard_desktop::setup(mock_builder())
+        .build(mock_context(noop_assets()))
+        .unwrap();
+    switchboard_desktop::init(app.handle(), false).unwrap();
+    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    let call = |cmd: &str, body: Value| get_ipc_response(&window, request(cmd, body));
+    let ok = |cmd: &str, body: Value| call(cmd, body).unwrap().deserialize::<Value>().unwrap();
+
+    // Nothing opened: no lines, the built-in registry, nothing to revoke.
+    let s = ok("phone_lines_snapshot", json!({}));
+    assert_eq!(s["source"], json!({"kind": "none"}));
+    assert_eq!(s["lines"], json!([]));
+    assert_eq!(
+        s["registry"],
+        json!([{"identifier": "lumirealm", "name": "LumiRealm", "builtin": true}])
+    );
+    assert_eq!(s["can_revoke"], false);
+
+    // A pairings file as LumiAgent keeps it: LumiRealm paired on the corpus manifest, a line
+    // the registry does not know, and an unknown top-level member that must survive a write.
+    let describe_text = std::fs::read_to_string(DESCRIBE).unwrap();
+    let describe: Value = serde_json::from_str(&describe_text).unwrap();
+    let hash = manifest_hash(&describe);
+    let files = tempfile::tempdir().unwrap();
+    let path = files.path().join("phoneline-pairings.json");
+    let original = serde_json::to_string_pretty(&json!({
+        "version": 1,
+        "pairings": {
+            "lumirealm": {"identifier": "lumirealm", "displayName": "LumiRealm", "allowed": true,
+                          "manifestHash": hash, "decidedAt": 1_726_000_000_000u64},
+            "risu-notes": {"identifier": "risu-notes", "displayName": "Risu Notes", "allowed": true,
+                           "manifestHash": "ab".repeat(32), "decidedAt": 1_726_000_100_000u64}
+        },
+        "note": "kept"
+    }))
+    .unwrap();
+    std::fs::write(&path, &original).unwrap();
+
+    // A folder is enough: the file inside is found. Opening writes nothing.
+    let s = ok("open_pairings_file", json!({ "path": files.path() }));
+    assert_eq!(s["source"]["kind"], "opened_file");
+    assert_eq!(s["source"]["path"], path.to_str().unwrap());
+    assert_eq!(s["source"]["records"], 2);
+    assert_eq!(s["source"]["unknown_fields"], json!(["note"]));
+    assert_eq!(s["can_revoke"], true);
+    let realm = line(&s, "lumirealm");
+    assert_eq!(realm["state"], "paired");
+    assert_eq!(realm["allowed"], true);
+    assert_eq!(realm["decided_at"], 1_726_000_000_000u64);
+    assert_eq!(realm["manifest_hash"], hash.as_str());
+    assert_eq!(realm["hash_matches_current"], Value::Null);
+    assert_eq!(line(&s, "risu-notes")["state"], "unknown");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+    assert!(!files.path().join("phoneline-pairings.json.bak").exists());
+
+    // Exclusions need the line's describe; pasting the corpus describe gives surfaces,
+    // exclusions and a matching manifest hash.
+    let err = call(
+        "test_exclusion",
+        json!({"identifier": "lumirealm", "path": "lumirealm.source"}),
+    )
+    .unwrap_err();
+    assert_eq!(err["kind"], "not_found");
+    let s = ok(
+        "attach_describe",
+        json!({"identifier": "lumirealm", "text": describe_text}),
+    );
+    let realm = line(&s, "lumirealm");
+    assert_eq!(realm["hash_matches_current"], true);
+    assert_eq!(realm["surfaces"][0]["id"], describe["surfaces"][0]["id"]);
+    assert_eq!(
+        realm["surfaces"][0]["scope"],
+        describe["surfaces"][0]["scope"]
+    );
+    assert_eq!(realm["exclusions"], describe["excludeFromSearch"]);
+    let t = ok(
+        "test_exclusion",
+        json!({"identifier": "lumirealm", "path": "character.extensions.lumirealm.payload.first_mes[0]"}),
+    );
+    assert_eq!(t["relative_path"], "lumirealm.payload.first_mes[0]");
+    assert_eq!(t["matched"], "lumirealm.payload.first_mes");
+    let t = ok(
+        "test_exclusion",
+        json!({"identifier": "lumirealm", "path": "lumirealm.sources"}),
+    );
+    assert_eq!(
+        t["matched"],
+        Value::Null,
+        "segment-aware: .sources is not .source"
+    );
+
+    // A changed manifest shows as changed since the decision.
+    let mut changed = describe.clone();
+    changed["extension"]["version"] = json!("0.2.0");
+    let s = ok(
+        "attach_describe",
+        json!({"identifier": "lumirealm", "text": changed.to_string()}),
+    );
+    let realm = line(&s, "lumirealm");
+    assert_eq!(realm["hash_matches_current"], false);
+    assert!(realm["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("manifest changed")));
+    let err = call(
+        "attach_describe",
+        json!({"identifier": "lumirealm", "text": "{ not json"}),
+    )
+    .unwrap_err();
+    assert_eq!(err["kind"], "invalid_input");
+
+    // Revoke needs the confirmation; without it nothing is written.
+    let err = call(
+        "revoke_phone_line",
+        json!({"identifier": "lumirealm", "confirm": false}),
+    )
+    .unwrap_err();
+    assert_eq!(err["kind"], "invalid_input");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+    let err = call(
+        "revoke_phone_line",
+        json!({"identifier": "nobody", "confirm": true}),
+    )
+    .unwrap_err();
+    assert_eq!(err["kind"], "not_found");
+
+    // Confirmed: written atomically, the previous file kept as .bak, everything else kept.
+    let s = ok(
+        "revoke_phone_line",
+        json!({"identifier": "lumirealm", "confirm": true}),
+    );
+    let realm = line(&s, "lumirealm");
+    assert_eq!(realm["state"], "revoked");
+    assert_eq!(realm["allowed"], false);
+    assert!(realm["decided_at"].as_u64().unwrap() > 1_726_000_000_000);
+    let bak = files.path().join("phoneline-pairings.json.bak");
+    assert_eq!(std::fs::read_to_string(&bak).unwrap(), original);
+    let written = PairingsFile::load(&path).unwrap();
+    let rec = written.get("lumirealm").unwrap();
+    assert!(!rec.allowed());
+    assert_eq!(rec.manifest_hash(), hash);
+    assert!(written.get("risu-notes").unwrap().allowed());
+    assert_eq!(written.unknown_fields().count(), 1);
+    let leftovers: Vec<_> = std::fs::read_dir(files.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let err = call(
+        "revoke_phone_line",
+        json!({"identifier": "lumirealm", "confirm": true}),
+    )
+    .unwrap_err();
+    assert!(err["message"].as_str().unwrap().contains("already revoked"));
+
+    // A file changed on disk since it was opened is not overwritten: the view reloads it.
+    let mut outside = PairingsFile::load(&path).unwrap();
+    outside.revoke("risu-notes", 5).unwrap();
+    outside.save(&path).unwrap();
+    let before = std::fs::read_to_string(&path).unwrap();
+    let err = call(
+        "revoke_phone_line",
+        json!({"identifier": "risu-notes", "confirm": true}),
+    )
+    .unwrap_err();
+    assert_eq!(err["kind"], "conflict");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    let s = ok("phone_lines_snapshot", json!({}));
+    assert_eq!(line(&s, "risu-notes")["allowed"], false);
+
+    // Registry edits go through the settings: an added line is judged as known.
+    let s = ok(
+        "add_known_phone_line",
+        json!({"identifier": "risu-notes", "name": "Risu Notes"}),
+    );
+    assert_eq!(s["registry"][1]["identifier"], "risu-notes");
+    assert_eq!(s["registry"][1]["builtin"], false);
+    assert_eq!(line(&s, "risu-notes")["state"], "revoked");
+    let saved =
+        switchboard::settings::Settings::load(&home.path().join("config/settings.json")).unwrap();
+    assert_eq!(saved.extra_phone_lines[0].identifier, "risu-notes");
+    let err = call(
+        "add_known_phone_line",
+        json!({"identifier": "a.b", "name": "X"}),
+    )
+    .unwrap_err();
+    assert!(err["message"].as_str().unwrap().contains("\"a.b\""));
+    let err = call(
+        "remove_known_phone_line",
+        json!({"identifier": "lumirealm"}),
+    )
+    .unwrap_err();
+    assert!(err["message"].as_str().unwrap().contains("built in"));
+    let s = ok(
+        "remove_known_phone_line",
+        json!({"identifier": "risu-notes"}),
+    );
+    assert_eq!(line(&s, "risu-notes")["state"], "unknown");
+
+    // A bad file is refused naming the field and its line; the opened file stays shown.
+    let bad = files.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        "{\n  \"version\": 1,\n  \"pairings\": {\n    \"lumirealm\": {\"identifier\": \"lumirealm\", \"displayName\": \"LumiRealm\",\n      \"allowed\": \"yes\", \"manifestHash\": \"00\", \"decidedAt\": 1}\n  }\n}\n",
+    )
+    .unwrap();
+    let err = call("open_pairings_file", json!({ "path": bad })).unwrap_err();
+    assert_eq!(err["kind"], "invalid_input");
+    let m = err["message"].as_str().unwrap();
+    assert!(m.contains("pairings.lumirealm.allowed"), "{m}");
+    assert!(m.contains("line 5"), "{m}");
+    assert!(m.contains("boolean"), "{m}");
+    let s = ok("phone_lines_snapshot", json!({}));
+    assert_eq!(s["source"]["path"], path.to_str().unwrap());
+    let err = call(
+        "open_pairings_file",
+        json!({ "path": files.path().join("missing.json") }),
+    )
+    .unwrap_err();
+    assert_eq!(err["kind"], "io");
+
+    // Closing shows nothing again and writes nothing.
+    let before = std::fs::read_to_string(&path).unwrap();
+    let s = ok("close_pairings_file", json!({}));
+    assert_eq!(s["source"]["kind"], "none");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+}

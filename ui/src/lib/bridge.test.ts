@@ -1,0 +1,111 @@
+import { describe, expect, it } from "vitest";
+import { bannerCopyText, diagnosticWords, errorWords, filterBanners, noBannerWords, pathWords, retireWords } from "./bridge";
+import type { Banner } from "../bindings/Banner";
+import type { Diagnostic } from "../bindings/Diagnostic";
+import type { ErrorExplanation } from "../bindings/ErrorExplanation";
+
+// Times are checked in UTC (vitest runs under Node, which honours TZ set at run time).
+declare const process: { env: Record<string, string | undefined> };
+process.env.TZ = "UTC";
+
+const spec: Banner = {
+  id: "lumiagent>lumirealm.phoneline",
+  path: { caller: "lumiagent", endpoint: "lumirealm.phoneline" },
+  form: "inherit",
+  endpoint: "lumirealm.phoneline",
+  missing_extension: "lumiagent",
+  missing_name: "LumiAgent",
+  other_extension: "lumirealm",
+  other_name: "LumiRealm",
+  grantable: ["push_notification"],
+  not_grantable: [],
+  manifest_checked: true,
+  message: "LumiAgent is missing push_notification, required for LumiRealm communication.",
+  fix: "In Lumiverse, open Extensions, then LumiAgent, and grant push_notification",
+  raw_text: 'Shared RPC endpoint "lumirealm.phoneline" requires requester "lumiagent" to inherit owner "lumirealm" permissions: push_notification',
+  first_seen_ms: 1_726_000_000_000,
+  last_seen_ms: 1_726_000_060_000,
+  count: 3,
+};
+
+const probe: Banner = {
+  ...spec,
+  id: "lumirealm>lumiagent.phoneline_probe",
+  path: { caller: "lumirealm", endpoint: "lumiagent.phoneline_probe" },
+  endpoint: "lumiagent.phoneline_probe",
+  missing_extension: "lumirealm",
+  missing_name: "LumiRealm",
+  other_name: "LumiAgent",
+  grantable: ["characters", "chats"],
+  not_grantable: ["mcp_servers", "mcp_servers.create"],
+  message: "LumiRealm is missing characters, chats, required for LumiAgent communication.",
+  fix: "In Lumiverse, open Extensions, then LumiRealm, and grant characters, chats",
+  raw_text: 'Shared RPC endpoint "lumiagent.phoneline_probe" requires requester "lumirealm" to inherit owner "lumiagent" permissions: mcp_servers, characters, chats, mcp_servers.create',
+};
+
+describe("bridge words", () => {
+  it("copies the banner with its fix, endpoint and local times", () => {
+    const t = bannerCopyText(spec);
+    expect(t.split("\n")).toEqual([
+      "LumiAgent is missing push_notification, required for LumiRealm communication.",
+      "Fix: In Lumiverse, open Extensions, then LumiAgent, and grant push_notification.",
+      "Endpoint: lumirealm.phoneline (call lumiagent → lumirealm.phoneline)",
+      "Seen 3× between 2024-09-10 20:26:40 and 2024-09-10 20:27:40",
+    ]);
+  });
+
+  it("lists not-grantable permissions apart, never in the fix", () => {
+    const t = bannerCopyText(probe);
+    expect(t).toContain("Not grantable (not declared in LumiRealm's manifest; do not ask for them): mcp_servers, mcp_servers.create");
+    expect(t.split("\n")[1]).not.toContain("mcp");
+  });
+
+  it("filters banners on any of their words", () => {
+    expect(filterBanners([spec, probe], "mcp")).toEqual([probe]);
+    expect(filterBanners([spec, probe], "PUSH")).toEqual([spec]);
+    expect(filterBanners([spec, probe], "  ")).toEqual([spec, probe]);
+  });
+
+  it("says every error kind in words with its values", () => {
+    const base = { wrapped_by: [], text: "" };
+    expect(errorWords({ ...base, kind: "not_registered", endpoint: "x.y" })).toContain("x.y");
+    expect(errorWords({ ...base, kind: "dial_timed_out", extension: "lumirealm", timeout_ms: 15000 })).toBe(
+      "LumiAgent's dial to lumirealm gave up after 15000 ms.",
+    );
+    expect(errorWords({ ...base, kind: "invalid_endpoint", endpoint: "" })).toBe("The endpoint name was empty.");
+    expect(errorWords({ ...base, kind: "unknown_op", op: "set_weather" })).toContain("set_weather");
+    expect(errorWords({ ...base, kind: "permission", form: "owner", endpoint: "a.b", missing_extension: "a", owner: "a", permissions: [] })).toContain(
+      "(no permissions listed)",
+    );
+  });
+
+  it("explains diagnostics and missing banners", () => {
+    const d: Diagnostic = {
+      path: { caller: "lumirealm", endpoint: "lumiagent.phoneline_probe" },
+      reason: "nothing_grantable",
+      error: { kind: "permission", form: "inherit", endpoint: "lumiagent.phoneline_probe", missing_extension: "lumirealm", owner: "lumiagent", permissions: ["mcp_servers"], wrapped_by: [], text: "" },
+      not_grantable: ["mcp_servers"],
+      first_seen_ms: 1,
+      last_seen_ms: 1,
+      count: 1,
+    };
+    expect(diagnosticWords(d)).toContain("None of these can be granted");
+    expect(diagnosticWords({ ...d, reason: "not_permission", error: { kind: "connection_closed", wrapped_by: [], text: "Connection closed" } })).toBe(
+      "The host's connection went away in the middle of the call. Not a permission failure, so no banner.",
+    );
+    const x: ErrorExplanation = {
+      classification: d.error,
+      path: d.path,
+      banner: null,
+      no_banner: "nothing_grantable",
+      missing_name: "LumiRealm",
+      not_grantable: ["mcp_servers"],
+      manifest_known: true,
+      known_manifests: ["lumiagent", "lumirealm"],
+    };
+    expect(noBannerWords(x)).toBe("No banner: LumiRealm declares none of mcp_servers, so none can be granted. The call still failed.");
+    expect(noBannerWords({ ...x, banner: spec, no_banner: null })).toBe("");
+    expect(pathWords({ caller: "", endpoint: "x.y" })).toBe("unknown caller → x.y");
+    expect(retireWords("call_succeeded")).toContain("succeeded");
+  });
+});

@@ -1,0 +1,112 @@
+// Pure helpers of the Bridge view: error kinds and reasons in words, copy texts, filtering.
+import type { Banner } from "../bindings/Banner";
+import type { Diagnostic } from "../bindings/Diagnostic";
+import type { HostError } from "../bindings/HostError";
+import type { PermissionForm } from "../bindings/PermissionForm";
+import type { RetireReason } from "../bindings/RetireReason";
+import type { ErrorExplanation } from "../bindings/ErrorExplanation";
+import type { CallPath } from "../bindings/CallPath";
+import { localTime } from "./localTime";
+
+/** The host's permission form in words. */
+export function formWords(form: PermissionForm): string {
+  switch (form) {
+    case "inherit":
+      return "no endpoint policy: the requester must hold every permission granted to the owner";
+    case "requester":
+      return "explicit endpoint policy, requester side";
+    case "owner":
+      return "explicit endpoint policy, owner side";
+  }
+}
+
+/** What an error kind means, in one plain sentence. */
+export function errorWords(e: HostError): string {
+  switch (e.kind) {
+    case "permission": {
+      const perms = e.permissions.length ? e.permissions.join(", ") : "(no permissions listed)";
+      return `Permission check failed on ${e.endpoint}: ${e.missing_extension} is missing ${perms}.`;
+    }
+    case "not_registered":
+      return `Nobody handles the endpoint ${e.endpoint}: the extension is not installed, not running, or has no phone line.`;
+    case "endpoint_timed_out":
+      return `The handler of ${e.endpoint} did not answer in time.`;
+    case "dial_timed_out":
+      return `LumiAgent's dial to ${e.extension} gave up after ${e.timeout_ms} ms.`;
+    case "invalid_endpoint":
+      return e.endpoint
+        ? `The endpoint name ${e.endpoint} is not valid (it must be "<extension_id>.<channel>" in lowercase letters, digits, "_" and "-").`
+        : "The endpoint name was empty.";
+    case "not_authorised":
+      return "The handler refused the caller (its caller-id check), or the requester's id was missing.";
+    case "malformed_request":
+      return "The request envelope was unusable (malformed or missing a field).";
+    case "unknown_op":
+      return `The handler does not support the op ${e.op}.`;
+    case "unknown_surface":
+      return `The handler has no surface ${e.surface}.`;
+    case "connection_closed":
+      return "The host's connection went away in the middle of the call.";
+    case "unknown":
+      return "Not an error Switchboard recognises; the text is shown as it is.";
+  }
+}
+
+/** A call path as "caller → endpoint" ("unknown caller" when empty). */
+export function pathWords(p: CallPath): string {
+  return `${p.caller || "unknown caller"} → ${p.endpoint || "unknown endpoint"}`;
+}
+
+/** Why a banner left the current list, in words. */
+export function retireWords(r: RetireReason): string {
+  switch (r) {
+    case "call_succeeded":
+      return "cleared: a later call on the same path succeeded";
+    case "superseded":
+      return "replaced by a different permission failure on the same path";
+    case "no_longer_actionable":
+      return "cleared: a later failure on the same path no longer asked for a grantable permission";
+    case "evicted":
+      return "dropped to keep the list short";
+  }
+}
+
+/** A diagnostic (a failed call with no banner) in one or two plain sentences. */
+export function diagnosticWords(d: Diagnostic): string {
+  const what = errorWords(d.error);
+  if (d.reason === "nothing_grantable") {
+    return `${what} None of these can be granted (not declared in the extension's manifest: ${d.not_grantable.join(", ")}), so no banner asks for them; the call still failed.`;
+  }
+  return `${what} Not a permission failure, so no banner.`;
+}
+
+/** Why an explained text raises no banner, in words ("" when it raises one). */
+export function noBannerWords(x: ErrorExplanation): string {
+  if (x.banner) return "";
+  if (x.no_banner === "nothing_grantable") {
+    return `No banner: ${x.missing_name ?? "the extension"} declares none of ${x.not_grantable.join(", ")}, so none can be granted. The call still failed.`;
+  }
+  return "No banner: this is not a permission failure. The call failed for another reason (see above).";
+}
+
+/** The text the "Copy banner" button puts on the clipboard. */
+export function bannerCopyText(b: Banner): string {
+  const lines = [b.message, `Fix: ${b.fix}.`];
+  if (b.not_grantable.length) {
+    lines.push(`Not grantable (not declared in ${b.missing_name}'s manifest; do not ask for them): ${b.not_grantable.join(", ")}`);
+  }
+  if (!b.manifest_checked) lines.push(`Note: not checked against ${b.missing_name}'s manifest.`);
+  lines.push(`Endpoint: ${b.endpoint} (call ${pathWords(b.path)})`);
+  lines.push(`Seen ${b.count}× between ${localTime(b.first_seen_ms)} and ${localTime(b.last_seen_ms)}`);
+  return lines.join("\n");
+}
+
+/** Case-insensitive filter of banners on message, endpoint, extensions and raw text. */
+export function filterBanners<T extends Banner>(banners: T[], query: string): T[] {
+  const q = query.trim().toLowerCase();
+  if (!q) return banners;
+  return banners.filter((b) =>
+    [b.message, b.endpoint, b.missing_extension, b.missing_name, b.other_name, b.raw_text, ...b.grantable, ...b.not_grantable]
+      .some((s) => s.toLowerCase().includes(q)),
+  );
+}

@@ -1,0 +1,180 @@
+import { describe, expect, it } from "vitest";
+import type { DialRow } from "../bindings/DialRow";
+import {
+  atBottom,
+  compactDuration,
+  DialFeed,
+  emptyForm,
+  filterFromForm,
+  formatCount,
+  formatDuration,
+  formatRate,
+  formatTime,
+  isFiltered,
+  moveSelection,
+  outcomeLabel,
+  rowMarks,
+  scrollToReveal,
+  virtualWindow,
+} from "./dials";
+
+function row(i: number, over: Partial<DialRow> = {}): DialRow {
+  return {
+    id: `d${i}`,
+    phone: "dev_a",
+    call_id: `c${i}`,
+    caller: "lumiagent",
+    callee: "lumirealm",
+    endpoint: "lumirealm.phoneline",
+    op: "read_item",
+    start_ms: 1_760_000_000_000 + i,
+    duration_ms: 10,
+    outcome: "ok",
+    slow: false,
+    has_error: false,
+    ...over,
+  };
+}
+const rows = (from: number, n: number) => Array.from({ length: n }, (_, k) => row(from + k));
+
+describe("virtual window", () => {
+  it("renders only the visible rows plus overscan at 100 000 rows", () => {
+    // 560 px of 28 px rows = 20 visible (+1 partial), 8 overscan each side.
+    const w = virtualWindow(28 * 50_000, 560, 100_000, 28, 8);
+    expect(w).toEqual({ start: 49_992, end: 50_029, offset: 49_992 * 28 });
+    expect(w.end - w.start).toBeLessThan(40);
+  });
+  it("clamps at the top, the bottom and on empty", () => {
+    expect(virtualWindow(0, 560, 100_000, 28, 8)).toEqual({ start: 0, end: 29, offset: 0 });
+    const end = virtualWindow(28 * 100_000, 560, 100_000, 28, 8);
+    expect(end.end).toBe(100_000);
+    expect(end.start).toBe(99_991);
+    expect(virtualWindow(-50, 560, 5, 28, 8)).toEqual({ start: 0, end: 5, offset: 0 });
+    expect(virtualWindow(0, 560, 0)).toEqual({ start: 0, end: 0, offset: 0 });
+  });
+  it("reveals a row by scrolling the least", () => {
+    expect(scrollToReveal(10, 0, 280, 28)).toBe(28); // row 10 spans 280..308: scroll by one row
+    expect(scrollToReveal(10, 0, 300, 28)).toBe(8);
+    expect(scrollToReveal(3, 200, 280, 28)).toBe(84);
+    expect(scrollToReveal(8, 100, 280, 28)).toBe(100);
+  });
+  it("knows when the view follows the newest rows", () => {
+    expect(atBottom(28 * 100 - 560, 560, 100, 28)).toBe(true);
+    expect(atBottom(28 * 100 - 560 - 20, 560, 100, 28)).toBe(true);
+    expect(atBottom(0, 560, 100, 28)).toBe(false);
+  });
+});
+
+describe("keyboard selection", () => {
+  it("moves by one, by a page and to the ends, clamped", () => {
+    expect(moveSelection(5, "ArrowDown", 10, 4)).toBe(6);
+    expect(moveSelection(9, "ArrowDown", 10, 4)).toBe(9);
+    expect(moveSelection(0, "ArrowUp", 10, 4)).toBe(0);
+    expect(moveSelection(5, "PageDown", 10, 4)).toBe(9);
+    expect(moveSelection(5, "PageUp", 10, 4)).toBe(1);
+    expect(moveSelection(5, "Home", 10, 4)).toBe(0);
+    expect(moveSelection(5, "End", 10, 4)).toBe(9);
+    expect(moveSelection(5, "Enter", 10, 4)).toBeNull();
+  });
+  it("starts at the newest row going up and the oldest going down", () => {
+    expect(moveSelection(null, "ArrowUp", 10, 4)).toBe(9);
+    expect(moveSelection(null, "ArrowDown", 10, 4)).toBe(0);
+    expect(moveSelection(null, "ArrowDown", 0, 4)).toBeNull();
+  });
+});
+
+describe("live feed", () => {
+  it("starts from the snapshot and appends batches in order", () => {
+    const f = new DialFeed();
+    expect(f.apply({ kind: "snapshot", id: 3, rows: rows(0, 3), total: 3 })).toEqual({ appended: 3, removed: 0 });
+    expect(f.subscription).toBe(3);
+    const before = f.rows;
+    expect(f.apply({ kind: "batch", rows: rows(3, 2), merged: 0, skipped: 0 })).toEqual({ appended: 2, removed: 0 });
+    expect(f.rows).toBe(before); // the same array, appended in place
+    expect(f.rows.map((r) => r.id)).toEqual(["d0", "d1", "d2", "d3", "d4"]);
+  });
+  it("adds up merged and skipped counts from the host", () => {
+    const f = new DialFeed();
+    f.apply({ kind: "snapshot", id: 1, rows: [], total: 0 });
+    f.apply({ kind: "batch", rows: rows(0, 5), merged: 3, skipped: 0 });
+    f.apply({ kind: "batch", rows: rows(5, 5), merged: 4, skipped: 2 });
+    expect([f.merged, f.skipped, f.batches, f.rows.length]).toEqual([7, 2, 2, 10]);
+    // A new snapshot (new filter) starts the counts again.
+    f.apply({ kind: "snapshot", id: 2, rows: rows(0, 1), total: 1 });
+    expect([f.merged, f.skipped, f.batches, f.rows.length]).toEqual([0, 0, 0, 1]);
+  });
+  it("holds batches while paused and appends them on resume", () => {
+    const f = new DialFeed();
+    f.apply({ kind: "snapshot", id: 1, rows: rows(0, 2), total: 2 });
+    f.pause();
+    expect(f.apply({ kind: "batch", rows: rows(2, 3), merged: 0, skipped: 0 })).toEqual({ appended: 0, removed: 0 });
+    f.apply({ kind: "batch", rows: rows(5, 1), merged: 0, skipped: 0 });
+    expect(f.rows.length).toBe(2);
+    expect(f.waiting.length).toBe(4);
+    expect(f.resume()).toEqual({ appended: 4, removed: 0 });
+    expect(f.rows.map((r) => r.id)).toEqual(["d0", "d1", "d2", "d3", "d4", "d5"]);
+    expect(f.waiting.length).toBe(0);
+    expect(f.paused).toBe(false);
+  });
+  it("bounds the waiting list and counts what it drops", () => {
+    const f = new DialFeed(1000, 5);
+    f.apply({ kind: "snapshot", id: 1, rows: [], total: 0 });
+    f.pause();
+    f.apply({ kind: "batch", rows: rows(0, 8), merged: 0, skipped: 0 });
+    expect(f.waiting.map((r) => r.id)).toEqual(["d3", "d4", "d5", "d6", "d7"]);
+    expect(f.droppedWhilePaused).toBe(3);
+  });
+  it("drops the oldest rows beyond the cap, in chunks", () => {
+    const f = new DialFeed(1000, 10);
+    f.apply({ kind: "snapshot", id: 1, rows: rows(0, 1500), total: 1500 });
+    expect(f.rows.length).toBe(1000);
+    expect(f.rows[0].id).toBe("d500");
+    const c = f.apply({ kind: "batch", rows: rows(1500, 1), merged: 0, skipped: 0 });
+    expect(c).toEqual({ appended: 1, removed: 11 });
+    expect(f.rows.length).toBe(990);
+    expect(f.rows[0].id).toBe("d511");
+    expect(f.rows[f.rows.length - 1].id).toBe("d1500");
+    // Under the cap again: the next batches just append.
+    expect(f.apply({ kind: "batch", rows: rows(1501, 5), merged: 0, skipped: 0 })).toEqual({ appended: 5, removed: 0 });
+  });
+});
+
+describe("filters", () => {
+  it("leaves empty fields out and trims the rest", () => {
+    expect(filterFromForm(emptyForm())).toEqual({});
+    expect(isFiltered(filterFromForm(emptyForm()))).toBe(false);
+    const f = filterFromForm({ ...emptyForm(), op: " read_item ", outcome: "error", slowOnly: true, timedOutOnly: true, text: "item_7" });
+    expect(f).toEqual({ op: "read_item", outcome: "error", slow: true, timed_out: true, text: "item_7" });
+    expect(isFiltered(f)).toBe(true);
+  });
+});
+
+describe("formatting", () => {
+  it("formats durations for people", () => {
+    expect(formatDuration(0)).toBe("0 ms");
+    expect(formatDuration(840)).toBe("840 ms");
+    expect(formatDuration(1240)).toBe("1.24 s");
+    expect(formatDuration(15_000)).toBe("15.0 s");
+    expect(formatDuration(125_000)).toBe("2 min 05 s");
+    expect(formatDuration(-1)).toBe("—");
+    expect([compactDuration(226), compactDuration(4224), compactDuration(15_000), compactDuration(125_000)]).toEqual(["226ms", "4.22s", "15.0s", "125s"]);
+  });
+  it("formats times with milliseconds in the local zone", () => {
+    const t = new Date(2025, 9, 9, 14, 3, 7, 42).getTime();
+    expect(formatTime(t)).toBe("14:03:07.042");
+    expect(formatTime(NaN)).toBe("—");
+  });
+  it("formats rates and counts", () => {
+    expect(formatRate(0)).toBe("0 %");
+    expect(formatRate(1 / 3)).toBe("33.3 %");
+    expect(formatRate(1)).toBe("100 %");
+    expect(formatCount(100_000)).toBe("100 000");
+    expect(formatCount(999)).toBe("999");
+  });
+  it("marks slow and timed-out dials with words, not colour alone", () => {
+    expect(outcomeLabel("timed_out").text).toBe("timed out");
+    expect(rowMarks({ duration_ms: 1001, outcome: "ok" })).toEqual([{ icon: "◔", text: "slow" }]);
+    expect(rowMarks({ duration_ms: 1000, outcome: "ok" })).toEqual([]);
+    expect(rowMarks({ duration_ms: 15_000, outcome: "timed_out" })).toEqual([]);
+  });
+});

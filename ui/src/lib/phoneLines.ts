@@ -1,0 +1,82 @@
+// Pure helpers of the Phone lines view: states, decisions and manifest checks in words, filtering.
+import type { PhoneLineState } from "../bindings/PhoneLineState";
+import type { PhoneLineSummary } from "../bindings/PhoneLineSummary";
+import type { SurfaceScope } from "../bindings/SurfaceScope";
+import type { ExclusionTest } from "../bindings/ExclusionTest";
+import { localTime } from "./localTime";
+
+export type Tone = "ok" | "warn" | "bad" | "muted";
+
+/** A line's state as a short label, a tone for its badge and a sentence saying what it means. */
+export function stateInfo(state: PhoneLineState): { label: string; tone: Tone; meaning: string } {
+  switch (state) {
+    case "paired":
+      return { label: "Paired", tone: "ok", meaning: "Known, and its describe succeeded (or its record allows it): LumiAgent dials it." };
+    case "skipped_name_mismatch":
+      return { label: "Skipped: name mismatch", tone: "warn", meaning: "Its describe declares another extension.name than the registry knows it by, so LumiAgent skips it." };
+    case "unknown":
+      return { label: "Unknown", tone: "muted", meaning: "Not in the registry of known phone lines: LumiAgent never dials it." };
+    case "revoked":
+      return { label: "Revoked", tone: "bad", meaning: "Its pairing record says allowed: false. Auto-approval does not undo a revoke; only the phone can pair it again." };
+    case "describe_failed":
+      return { label: "Describe failed", tone: "bad", meaning: "Its describe failed or did not answer with a manifest." };
+    case "not_dialed":
+      return { label: "Not dialed", tone: "muted", meaning: "Known, but neither dialed yet nor recorded." };
+  }
+}
+
+/** The record's `allowed` in words. */
+export function allowedWords(allowed: boolean | null): string {
+  if (allowed === null) return "No pairing record";
+  return allowed ? "Allowed" : "Not allowed";
+}
+
+/** Whether the manifest changed since the decision, in words. */
+export function hashWords(line: Pick<PhoneLineSummary, "hash_matches_current" | "manifest_hash" | "current_manifest_hash">): { text: string; tone: Tone } {
+  if (line.hash_matches_current === true) return { text: "Manifest unchanged since the decision", tone: "ok" };
+  if (line.hash_matches_current === false) return { text: "Manifest changed since the decision", tone: "warn" };
+  if (!line.manifest_hash) return { text: "No decision recorded", tone: "muted" };
+  return { text: "No current describe to compare with the recorded manifest hash", tone: "muted" };
+}
+
+/** A surface's scope in words. */
+export function scopeWords(scope: SurfaceScope): string {
+  return scope === "per_character" ? "Per character" : "Global";
+}
+
+/** A hash shortened for display: first 12 hex digits and an ellipsis. */
+export function shortHash(hash: string | null): string {
+  if (!hash) return "—";
+  return hash.length > 12 ? `${hash.slice(0, 12)}…` : hash;
+}
+
+/** Lines whose name or identifier contains `query` (case-insensitive) and, unless "all", whose state is `state`. */
+export function filterLines(lines: PhoneLineSummary[], query: string, state: PhoneLineState | "all"): PhoneLineSummary[] {
+  const q = query.trim().toLowerCase();
+  return lines.filter(
+    (l) =>
+      (state === "all" || l.state === state) &&
+      (!q || l.display_name.toLowerCase().includes(q) || l.identifier.toLowerCase().includes(q)),
+  );
+}
+
+/** The revoke confirmation's wording. */
+export function revokePrompt(name: string, file: string, backup: string): { title: string; body: string } {
+  return {
+    title: `Revoke ${name}?`,
+    body: `LumiAgent will stop dialing ${name}: its pairing record gets allowed: false. Switchboard can take a permission away but never grant one; pairing it again is done on the phone. This writes the file ${file} (the previous file is kept as ${backup}).`,
+  };
+}
+
+/** The result of testing a path against a line's exclusions, in words. */
+export function exclusionWords(t: ExclusionTest): string {
+  if (t.matched) {
+    return `Excluded: ${t.relative_path} is covered by "${t.matched}", so LumiAgent's find tools skip it.`;
+  }
+  return `Not excluded: none of the ${t.exclusion_count} prefixes covers ${t.relative_path || "(empty path)"}, so the find tools search it.`;
+}
+
+/** A warning from the core with any epoch-millisecond `decidedAt` shown as local time. */
+export function warningWords(w: string): string {
+  return w.replace(/decidedAt (\d{10,16})/g, (_, ms: string) => `decided ${localTime(Number(ms))}`);
+}
