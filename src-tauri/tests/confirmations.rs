@@ -147,7 +147,9 @@ fn plausible_args(cmd: &str, home: &std::path::Path) -> Value {
         "save_settings" => json!({"settings": switchboard::settings::Settings::default()}),
         "autonomy_table" => json!({"phone": "Ada's Pixel"}),
         "unpair_phone" => json!({"deviceId": "dev_pixel_ada"}),
-        "explain_error" => json!({"text": "EACCES: permission denied", "caller": null, "endpoint": null}),
+        "explain_error" => {
+            json!({"text": "EACCES: permission denied", "caller": null, "endpoint": null})
+        }
         "open_pairings_file" => json!({"path": file("no-pairings.json")}),
         "attach_describe" => json!({"identifier": "lumirealm", "text": "{}"}),
         "revoke_phone_line" => json!({"identifier": "lumirealm", "confirm": false}),
