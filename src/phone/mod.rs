@@ -1,0 +1,1 @@
+//! The reference phone: what `switchboard-phone` and the desktop's `--demo` run.
