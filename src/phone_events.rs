@@ -92,10 +92,10 @@ fn typed<T: serde::de::DeserializeOwned>(
 /// One typed phone-line event (see the module table).
 #[derive(Debug, Clone, PartialEq)]
 pub enum PhoneEvent {
-    /// `event.phoneline.settings`.
-    Settings(PhoneSettings),
-    /// `event.phoneline.dial`.
-    Dial(DialEvent),
+    /// `event.phoneline.settings` (boxed: much larger than the others).
+    Settings(Box<PhoneSettings>),
+    /// `event.phoneline.dial` (boxed: much larger than the others).
+    Dial(Box<DialEvent>),
     /// `event.bridge.status`.
     Bridge(BridgeEvent),
     /// `event.runtime.autonomy`.
@@ -110,8 +110,12 @@ impl PhoneEvent {
     /// field that does not fit.
     pub fn from_envelope(env: &Envelope) -> Result<Self, PhoneEventError> {
         match env.r#type.as_str() {
-            SETTINGS_EVENT => PhoneSettings::from_payload(&env.payload).map(PhoneEvent::Settings),
-            DIAL_EVENT => DialEvent::from_payload(&env.payload).map(PhoneEvent::Dial),
+            SETTINGS_EVENT => {
+                PhoneSettings::from_payload(&env.payload).map(|s| PhoneEvent::Settings(Box::new(s)))
+            }
+            DIAL_EVENT => {
+                DialEvent::from_payload(&env.payload).map(|d| PhoneEvent::Dial(Box::new(d)))
+            }
             BRIDGE_EVENT => BridgeEvent::from_payload(&env.payload).map(PhoneEvent::Bridge),
             AUTONOMY_EVENT => {
                 let session = env.session.clone().ok_or_else(|| {

@@ -344,10 +344,16 @@ impl Hub {
                 }
             }
             LinkEvent::PhoneDisconnected { device_id, reason } => {
+                // A newer connection of the same phone may already have replaced this one.
+                let still = self
+                    .inner
+                    .link
+                    .as_ref()
+                    .is_some_and(|l| l.connected().contains(&device_id));
                 {
                     let mut st = lock(&self.inner.state);
                     if let Some(p) = st.phones.get_mut(&device_id) {
-                        p.connected = false;
+                        p.connected = still;
                     }
                 }
                 self.notify(HubNotice::PhoneDisconnected { device_id, reason });
@@ -455,7 +461,7 @@ impl Hub {
         };
         match typed {
             PhoneEvent::Settings(s) => {
-                self.apply_settings(p, s, env.ts.as_str());
+                self.apply_settings(p, *s, env.ts.as_str());
                 self.notify(HubNotice::SettingsUpdated {
                     device_id: device_id.to_string(),
                     lines: p.summaries.len() as u64,
@@ -463,7 +469,7 @@ impl Hub {
                 After::Nothing
             }
             PhoneEvent::Dial(d) => After::Dial {
-                dial: Box::new(d),
+                dial: d,
                 retention: env
                     .labels
                     .map(|l| l.retention)
@@ -701,28 +707,31 @@ impl Hub {
         }
     }
 
+    /// Sends `control.ack`; the phone's unacknowledged count is reset only when the link took it.
     fn send_ack(&self, device_id: &str, last_id: String, applied: u64) {
-        {
-            let mut st = lock(&self.inner.state);
-            if let Some(p) = st.phones.get_mut(device_id) {
-                p.unacked = 0;
+        let Some(link) = &self.inner.link else {
+            return;
+        };
+        let ack = OutgoingMessage::Ack(ControlAck { last_id, applied });
+        match link.send(device_id, ack) {
+            Ok(()) => {
+                let mut st = lock(&self.inner.state);
+                if let Some(p) = st.phones.get_mut(device_id) {
+                    p.unacked = 0;
+                }
             }
-        }
-        if let Some(link) = &self.inner.link {
-            let ack = OutgoingMessage::Ack(ControlAck { last_id, applied });
-            if let Err(e) = link.send(device_id, ack) {
-                tracing::debug!("hub could not acknowledge {device_id}: {e}");
-            }
+            Err(e) => tracing::debug!("hub could not acknowledge {device_id}: {e}"),
         }
     }
 
-    /// Sends `control.ack` to every connected phone with messages applied since its last ack.
+    /// Sends `control.ack` to every phone with messages applied since its last ack (phones not
+    /// connected are skipped by the link and acknowledged when they come back).
     pub fn flush_acks(&self) {
         let due: Vec<(String, String, u64)> = {
             let st = lock(&self.inner.state);
             st.phones
                 .iter()
-                .filter(|(_, p)| p.connected && p.unacked > 0)
+                .filter(|(_, p)| p.unacked > 0)
                 .filter_map(|(d, p)| p.last_id.clone().map(|id| (d.clone(), id, p.applied)))
                 .collect()
         };
