@@ -386,3 +386,83 @@ async fn demo_cut_three_times_and_resumed_ends_in_the_same_state() {
     clean.stop().await;
     cut.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn desktop_requests_are_answered_by_the_phone_and_confirm_nothing() {
+    use switchboard::link::phone_client::PhoneIdentity;
+    use switchboard::phone::player::{Join, PlayOptions, Player};
+    use switchboard::phone::scenario::Scenario;
+    // The demo's first settings snapshot, then slow autonomy events to leave time for requests.
+    let first = DEMO_SCENARIO.lines().find(|l| l.starts_with('{')).unwrap();
+    let mut text = format!("{first}\n");
+    for i in 1..=40 {
+        text.push_str(&format!(
+            "{{\"at_ms\":{},\"msg\":{{\"type\":\"event.runtime.autonomy\",\"session\":\"{{{{id:ses:rt}}}}\",\"payload\":{{\"autonomy\":\"observe_only\"}}}}}}\n",
+            i * 50
+        ));
+    }
+    let scenario: &'static Scenario = Box::leak(Box::new(Scenario::parse(&text).unwrap()));
+    let mut d = desk().await;
+    let invite = d.link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let me = PhoneIdentity::generate("Request phone");
+    let device = me.device_id().to_string();
+    let addr = d.link.local_addr().unwrap();
+    let mut opts = PlayOptions::new();
+    opts.rate = Rate::Recorded;
+    let player = Player::new(
+        addr,
+        d.link.identity().cert_fingerprint(),
+        me,
+        Join::Pair { code: invite.code },
+        scenario,
+        opts,
+    );
+    let play = tokio::spawn(player.play());
+    // Wait for the first snapshot, then ask for a revoke.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let n = tokio::time::timeout_at(deadline, d.notices.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        if matches!(n, HubNotice::SettingsUpdated { .. }) {
+            break;
+        }
+    }
+    d.hub.revoke_phone_line(&device, "lumirealm").unwrap();
+    loop {
+        let n = tokio::time::timeout_at(deadline, d.notices.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        if matches!(n, HubNotice::SettingsUpdated { .. }) {
+            break;
+        }
+    }
+    let realm = d
+        .hub
+        .phone(&device)
+        .unwrap()
+        .lines
+        .into_iter()
+        .find(|l| l.identifier == "lumirealm")
+        .unwrap();
+    assert_eq!(
+        realm.state,
+        PhoneLineState::Revoked,
+        "the phone revoked and sent new settings"
+    );
+    d.hub.request_settings_snapshot(&device).unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(30), play)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        report.requests,
+        ["revoke_phone_line", "request_settings_snapshot"]
+    );
+    assert_eq!(report.unacked, 0);
+    d.assert_no_action_sent();
+    d.stop().await;
+}

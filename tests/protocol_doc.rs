@@ -20,8 +20,9 @@ fn examples() -> Vec<Value> {
             (Some(b), "```") => {
                 // Sketches with elisions (`msg_…`) are shapes, not messages.
                 if !b.contains('…') {
-                    let v = serde_json::from_str::<Value>(b)
-                        .unwrap_or_else(|e| panic!("a JSON example that does not parse ({e}):\n{b}"));
+                    let v = serde_json::from_str::<Value>(b).unwrap_or_else(|e| {
+                        panic!("a JSON example that does not parse ({e}):\n{b}")
+                    });
                     out.push(v);
                 }
                 block = None;
