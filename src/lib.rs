@@ -16,6 +16,7 @@
 //! - [`runtime`]: OpenPhone runtime-protocol manifests, the ifp/1 tool catalogue and autonomy.
 //! - [`phone_action`]: the `phone_action` tool's card, call checks and answer texts.
 //! - [`dials`]: the live dial log (phone-line calls): ring, SQLite, queries, subscriptions.
+//! - [`confirmations`]: the mirror of every action a phone is asked to confirm, and its notifications.
 //! - [`link`]: the ifp/1 LAN link: identity in the key store, TLS listener, pairing, sessions.
 //! - [`phone_events`]: the phone-line event types a phone mirrors (settings, dials, bridge, autonomy).
 //! - [`hub`]: the desktop applies what phones mirror (settings, dials, banners, proposals).
@@ -26,6 +27,7 @@
 
 pub mod app_info;
 pub mod bridge;
+pub mod confirmations;
 pub mod dials;
 pub mod error;
 pub mod fsutil;

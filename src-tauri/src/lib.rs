@@ -13,7 +13,11 @@ use std::process::ExitCode;
 use tauri::{Builder, Manager, Runtime, WindowEvent};
 
 pub mod commands;
+pub mod link;
 pub mod logging;
+pub mod notify;
+#[cfg(debug_assertions)]
+pub mod sample;
 pub mod state;
 pub mod tray;
 
@@ -45,8 +49,9 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
         })
 }
 
-/// Loads settings, starts logging, manages the [`AppState`] and, with `with_tray`, creates the
-/// tray icon (GTK's tray needs a real display, so mock-runtime tests pass `false`).
+/// Loads settings, starts logging, manages the [`AppState`] and, with `with_tray` (the real
+/// desktop), creates the tray icon and starts the phone link. GTK's tray needs a real display
+/// and the link a key store, so mock-runtime tests pass `false`.
 ///
 /// The setup hook calls it when the app starts; tests under the mock runtime (where the hook
 /// does not run until the event loop does) call it right after `build()`. Calling it twice is
@@ -67,10 +72,17 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         "Switchboard starting"
     );
     app.manage(app_state);
+    let options = app
+        .try_state::<link::LaunchOptions>()
+        .map(|o| o.inner().clone())
+        .unwrap_or_default();
+    app.manage(link::LinkState::new(options));
+    app.manage(commands::confirmations::ConfirmationsState::new());
     if with_tray {
         if let Err(e) = tray::create(app) {
             tracing::warn!("no tray icon: {e}");
         }
+        link::start(app, app.state::<AppState>().paths.data_dir.clone());
     }
     Ok(())
 }
@@ -87,6 +99,7 @@ pub fn show_main_window<R: Runtime>(app: &tauri::AppHandle<R>) {
 /// Runs the desktop app on Wry with single-instance and remembered window size and position.
 pub fn run() -> ExitCode {
     let builder = tauri::Builder::default()
+        .manage(link::LaunchOptions::from_args())
         .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
             show_main_window(app);
         }))

@@ -45,6 +45,9 @@ pub enum ManifestKind {
     PhoneLineDescribe,
     /// A Lumiverse extension's `spindle.json` (not checked here).
     SpindleExtension,
+    /// An OpenPhone runtime-protocol manifest (commands, events or capabilities), checked by
+    /// [`switchboard::runtime::check_manifest`] (version range, per-command rules).
+    RuntimeProtocol,
 }
 
 impl ManifestKind {
@@ -52,6 +55,7 @@ impl ManifestKind {
         match self {
             ManifestKind::PhoneLineDescribe => "phone-line describe manifest",
             ManifestKind::SpindleExtension => "Lumiverse extension manifest (spindle.json)",
+            ManifestKind::RuntimeProtocol => "OpenPhone runtime-protocol manifest",
         }
     }
 }
@@ -59,6 +63,9 @@ impl ManifestKind {
 /// What kind of manifest `value` is, by its top-level members; `None` when it is none Switchboard
 /// knows.
 pub fn detect(value: &Value) -> Option<ManifestKind> {
+    if switchboard::runtime::is_runtime_manifest(value) {
+        return Some(ManifestKind::RuntimeProtocol);
+    }
     let obj = value.as_object()?;
     if obj.contains_key("extension")
         || obj.contains_key("surfaces")
@@ -92,7 +99,7 @@ fn check(file: &Path) -> CliResult {
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", file.display()))?;
     let kind = detect(&value).ok_or_else(|| {
         format!(
-            "{}: not a manifest switchboard knows (a phone-line describe manifest has \"extension\", \"surfaces\" and \"excludeFromSearch\")",
+            "{}: not a manifest switchboard knows (a phone-line describe manifest has \"extension\", \"surfaces\" and \"excludeFromSearch\"; an OpenPhone runtime manifest has \"version\" and \"commands\", \"events\" or \"capabilities\")",
             file.display()
         )
     })?;
@@ -102,6 +109,16 @@ fn check(file: &Path) -> CliResult {
             .iter()
             .map(ToString::to_string)
             .collect(),
+        ManifestKind::RuntimeProtocol => {
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            switchboard::runtime::check_manifest(&value, &name)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        }
         ManifestKind::SpindleExtension => {
             return Err(format!(
                 "{}: a {}, which switchboard does not check; give a phone line's describe answer",

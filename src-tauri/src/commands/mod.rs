@@ -7,9 +7,23 @@
 use tauri::{ipc::Invoke, Runtime};
 
 pub mod app;
+pub mod confirmations;
+pub mod phones;
 
 /// The names of every command in [`handler`], for tests that drive them all.
-pub const ALL_COMMANDS: &[&str] = &["app_info", "get_settings", "save_settings", "diagnostics"];
+pub const ALL_COMMANDS: &[&str] = &[
+    "app_info",
+    "get_settings",
+    "save_settings",
+    "diagnostics",
+    "phones_snapshot",
+    "open_pairing",
+    "close_pairing",
+    "unpair_phone",
+    "confirmations_snapshot",
+    "autonomy_table",
+    "notification_status",
+];
 
 /// The invoke handler with every command.
 pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
@@ -17,6 +31,13 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         app::app_info,
         app::get_settings,
         app::save_settings,
-        app::diagnostics
+        app::diagnostics,
+        phones::phones_snapshot,
+        phones::open_pairing,
+        phones::close_pairing,
+        phones::unpair_phone,
+        confirmations::confirmations_snapshot,
+        confirmations::autonomy_table,
+        confirmations::notification_status,
     ]
 }

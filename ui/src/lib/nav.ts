@@ -7,16 +7,15 @@ export interface ViewDef {
   label: string;
   /** The digit that, with Ctrl (Cmd on macOS), opens the view. */
   key: string;
-  icon: string;
 }
 
 export const VIEWS: readonly ViewDef[] = [
-  { id: "phones", label: "Phones", key: "1", icon: "📱" },
-  { id: "phone-lines", label: "Phone lines", key: "2", icon: "☎" },
-  { id: "bridge", label: "Bridge status", key: "3", icon: "⚑" },
-  { id: "dials", label: "Live dials", key: "4", icon: "⇄" },
-  { id: "confirmations", label: "Confirmations", key: "5", icon: "✓" },
-  { id: "settings", label: "Settings", key: "6", icon: "⚙" },
+  { id: "phones", label: "Phones", key: "1" },
+  { id: "phone-lines", label: "Phone lines", key: "2" },
+  { id: "bridge", label: "Bridge status", key: "3" },
+  { id: "dials", label: "Live dials", key: "4" },
+  { id: "confirmations", label: "Confirmations", key: "5" },
+  { id: "settings", label: "Settings", key: "6" },
 ];
 
 export interface KeyLike {

@@ -1,0 +1,28 @@
+// Small, pure formatting helpers shared by the views (unit-tested).
+
+/** "12 s", "1 min 05 s" until `targetMs` from `nowMs`; "expired" at or after it. */
+export function countdown(targetMs: number, nowMs: number): string {
+  const left = Math.floor((targetMs - nowMs) / 1000);
+  if (left <= 0) return "expired";
+  if (left < 60) return `${left} s`;
+  const m = Math.floor(left / 60);
+  const s = left % 60;
+  return `${m} min ${String(s).padStart(2, "0")} s`;
+}
+
+/** "just now", "5 min ago", "3 h ago", or a local date for older times; "never" for null. */
+export function ago(ms: number | null | undefined, nowMs: number): string {
+  if (ms === null || ms === undefined) return "never";
+  const d = Math.max(0, nowMs - ms);
+  if (d < 45_000) return "just now";
+  if (d < 3_600_000) return `${Math.round(d / 60_000)} min ago`;
+  if (d < 86_400_000) return `${Math.round(d / 3_600_000)} h ago`;
+  return new Date(ms).toLocaleString();
+}
+
+/** Capability values as short labels (`tool:messages.send` -> `messages.send`). */
+export function capabilityLabels(caps: unknown[]): string[] {
+  return caps
+    .map((c) => (c && typeof c === "object" && "type" in c ? String((c as { type: unknown }).type) : String(c)))
+    .map((t) => t.replace(/^tool:/, ""));
+}
