@@ -12,6 +12,7 @@ use std::time::Duration;
 use rand::{Rng as _, SeedableRng as _};
 use serde_json::Value;
 use switchboard::bridge::store::{BridgeSnapshot, BridgeStatusStore, RetireReason};
+use switchboard::confirmations::ConfirmationMirror;
 use switchboard::dials::{DialFilter, DialLog, DialLogConfig, DialLogHandle};
 use switchboard::hub::{Hub, HubNotice, HubParts, PhoneView};
 use switchboard::ifp::ActionState;
@@ -35,6 +36,7 @@ struct Desk {
     log: FrameLog,
     notices: broadcast::Receiver<HubNotice>,
     dir: tempfile::TempDir,
+    confirmations: Arc<Mutex<ConfirmationMirror>>,
     stop: Option<oneshot::Sender<()>>,
 }
 
@@ -58,11 +60,10 @@ async fn desk() -> Desk {
     })
     .unwrap();
     let bridge = Arc::new(Mutex::new(BridgeStatusStore::new()));
-    let hub = Hub::new(HubParts::new(
-        dials.clone(),
-        bridge.clone(),
-        Some(link.clone()),
-    ));
+    let confirmations = Arc::new(Mutex::new(ConfirmationMirror::new(None)));
+    let mut parts = HubParts::new(dials.clone(), bridge.clone(), Some(link.clone()));
+    parts.confirmations = Some(confirmations.clone());
+    let hub = Hub::new(parts);
     let notices = hub.subscribe();
     tokio::spawn(hub.clone().run(events));
     Desk {
@@ -73,6 +74,7 @@ async fn desk() -> Desk {
         log,
         notices,
         dir,
+        confirmations,
         stop: Some(stop_tx),
     }
 }
@@ -285,6 +287,12 @@ async fn check_final_state(d: &Desk, report: &PlayReport) {
         .map(|(_, v)| v)
         .sum();
     assert_eq!(d.hub.action_messages(&p.device_id).len(), action_msgs);
+    // The Confirmations mirror was fed every proposal once: all ended, none waiting.
+    {
+        let m = d.confirmations.lock().unwrap();
+        assert_eq!(m.waiting_count(), 0);
+        assert_eq!(m.ended_count(), counts["action.propose"]);
+    }
     d.assert_no_action_sent();
 }
 

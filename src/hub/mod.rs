@@ -27,7 +27,8 @@
 //! - `action.*`: forwarded by the phone as it saw them. A message id already applied is a replay
 //!   and is skipped; otherwise the [`Receiver`] judges it (lifecycle, expiry by the message's
 //!   own `ts`, binding) and the (message, outcome) pair is kept in the phone's proposal record
-//!   and in [`Hub::action_messages`] (for the Confirmations mirror). A refused action message is
+//!   and in [`Hub::action_messages`], and fed to the Confirmations mirror when one is given
+//!   ([`HubParts::confirmations`]). A refused action message is
 //!   answered with an ifp/1 `error`. **The hub never approves, rejects or cancels anything**: it
 //!   has no way to send an `action.*` message ([`crate::ifp::OutgoingMessage`] cannot express
 //!   one).
@@ -50,6 +51,7 @@ pub use view::{HubNotice, PhoneView, ProposalStep, ProposalView, SessionAutonomy
 
 use crate::bridge::store::BridgeStatusStore;
 use crate::bridge::{CallPath, ExtensionDirectory, ExtensionManifest};
+use crate::confirmations::ConfirmationMirror;
 use crate::dials::{DialLogHandle, DialOutcome, IngestVerdict, Retention};
 use crate::ifp::outgoing::{ControlAck, DesktopRequest, DesktopRequestKind};
 use crate::ifp::payload::{IncomingAction, IncomingMessage};
@@ -101,6 +103,9 @@ pub struct HubParts {
     /// The link acknowledgements, refusals and desktop requests are sent through (`None`: the
     /// hub only applies, e.g. in tests that feed events by hand).
     pub link: Option<Link>,
+    /// The Confirmations mirror every applied `action.*` message (with its receiver outcome) is
+    /// fed to, shared with the Confirmations view; `None` keeps only [`Hub::action_messages`].
+    pub confirmations: Option<Arc<Mutex<ConfirmationMirror>>>,
     /// The receivers' home generation (ifp/1 generation fence), >= 1. Default 1.
     pub home_generation: u64,
     /// Capacity of the notice channel; a subscriber that falls further behind misses notices
@@ -109,7 +114,7 @@ pub struct HubParts {
 }
 
 impl HubParts {
-    /// Parts with the defaults (`home_generation` 1, 1024 notices).
+    /// Parts with the defaults (no Confirmations mirror, `home_generation` 1, 1024 notices).
     pub fn new(
         dials: DialLogHandle,
         bridge: Arc<Mutex<BridgeStatusStore>>,
@@ -119,6 +124,7 @@ impl HubParts {
             dials,
             bridge,
             link,
+            confirmations: None,
             home_generation: 1,
             notice_capacity: 1024,
         }
@@ -232,6 +238,7 @@ struct Inner {
     dials: DialLogHandle,
     bridge: Arc<Mutex<BridgeStatusStore>>,
     link: Option<Link>,
+    confirmations: Option<Arc<Mutex<ConfirmationMirror>>>,
     home_generation: u64,
     state: Mutex<HubState>,
     notices: broadcast::Sender<HubNotice>,
@@ -274,6 +281,7 @@ impl Hub {
                 dials: parts.dials,
                 bridge: parts.bridge,
                 link: parts.link,
+                confirmations: parts.confirmations,
                 home_generation: parts.home_generation.max(1),
                 state: Mutex::new(HubState::default()),
                 notices,
@@ -531,6 +539,13 @@ impl Hub {
                 outcome.reason.clone().unwrap_or_default()
             ));
             self.refuse(device_id, &env.id, &outcome);
+        }
+        if let Some(mirror) = &self.inner.confirmations {
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+                .unwrap_or(0);
+            lock(mirror).apply(device_id, env, &outcome, now_ms);
         }
         if p.action_messages.len() >= MAX_ACTION_MESSAGES {
             p.action_messages.pop_front();
