@@ -16,6 +16,9 @@ pub mod commands;
 pub mod dials;
 pub mod link;
 pub mod logging;
+pub mod notify;
+#[cfg(debug_assertions)]
+pub mod sample;
 pub mod state;
 pub mod tray;
 
@@ -78,6 +81,7 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
     app.manage(link::LinkState::new(options));
     app.manage(commands::bridge::BridgeState::from_env());
     app.manage(commands::phone_lines::PhoneLinesState::new());
+    app.manage(commands::confirmations::ConfirmationsState::new());
     if with_tray {
         if let Err(e) = tray::create(app) {
             tracing::warn!("no tray icon: {e}");

@@ -10,6 +10,7 @@ pub mod app;
 pub mod bridge;
 pub mod dials;
 pub mod phone_lines;
+pub mod confirmations;
 pub mod phones;
 
 /// The names of every command in [`handler`], for tests that drive them all.
@@ -43,6 +44,9 @@ pub const ALL_COMMANDS: &[&str] = &[
     "dials_clear",
     "dials_status",
     "dial_banner",
+    "confirmations_snapshot",
+    "autonomy_table",
+    "notification_status",
 ];
 
 /// The invoke handler with every command.
@@ -77,5 +81,8 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         dials::dials_clear,
         dials::dials_status,
         dials::dial_banner,
+        confirmations::confirmations_snapshot,
+        confirmations::autonomy_table,
+        confirmations::notification_status,
     ]
 }

@@ -23,6 +23,9 @@ import type { DialsStatus } from "../bindings/DialsStatus";
 import type { ExportSummary } from "../bindings/ExportSummary";
 import type { ImportSummary } from "../bindings/ImportSummary";
 import type { OpStats } from "../bindings/OpStats";
+import type { ConfirmationsSnapshot } from "../bindings/ConfirmationsSnapshot";
+import type { PhoneAutonomy } from "../bindings/PhoneAutonomy";
+import type { NotificationStatus } from "../bindings/NotificationStatus";
 
 /** True when running inside the Switchboard window (false in a plain browser or unit tests). */
 export function inTauri(): boolean {
@@ -88,6 +91,10 @@ export const api = {
   dialsCloseImport: () => call<null>("dials_close_import"),
   dialsClear: (scope: DialClearScope) => call<number>("dials_clear", { scope }),
   dialsStatus: () => call<DialsStatus>("dials_status"),
+  // Confirmations (mirror only: there is no call that approves, declines or cancels)
+  confirmationsSnapshot: () => call<ConfirmationsSnapshot>("confirmations_snapshot"),
+  autonomyTable: (phone: string) => call<PhoneAutonomy>("autonomy_table", { phone }),
+  notificationStatus: () => call<NotificationStatus>("notification_status"),
 };
 
 /**

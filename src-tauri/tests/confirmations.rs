@@ -1,0 +1,204 @@
+//! The Confirmations view's commands through IPC under tauri's mock runtime: the mirror filled
+//! from the corpus sequences and read back as the view reads it; the autonomy table; and every
+//! command of the app driven with plausible arguments, with the proof that none of them can
+//! produce an `action.approve`, `action.reject` or `action.cancel` frame.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+use switchboard::ifp::outgoing::OutgoingType;
+use switchboard::ifp::{validate, Receiver};
+use switchboard_desktop::commands::confirmations::ConfirmationsState;
+use switchboard_desktop::commands::ALL_COMMANDS;
+use tauri::ipc::{CallbackFn, InvokeBody};
+use tauri::test::{
+    get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime, INVOKE_KEY,
+};
+use tauri::webview::InvokeRequest;
+use tauri::{App, Manager, WebviewWindow, WebviewWindowBuilder};
+
+/// SWITCHBOARD_HOME is process-wide: one app at a time.
+static ENV: Mutex<()> = Mutex::new(());
+
+const SEQUENCES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/corpus/ifp1/fixtures/sequences.json"
+);
+
+fn request(cmd: &str, body: Value) -> InvokeRequest {
+    InvokeRequest {
+        cmd: cmd.into(),
+        callback: CallbackFn(0),
+        error: CallbackFn(1),
+        url: "tauri://localhost".parse().unwrap(),
+        body: InvokeBody::Json(body),
+        headers: Default::default(),
+        invoke_key: INVOKE_KEY.to_string(),
+    }
+}
+
+fn boot(home: &std::path::Path) -> (App<MockRuntime>, WebviewWindow<MockRuntime>) {
+    std::env::set_var("SWITCHBOARD_HOME", home);
+    std::env::remove_var("SWITCHBOARD_SAMPLE_CONFIRMATIONS");
+    let app = switchboard_desktop::setup(mock_builder())
+        .build(mock_context(noop_assets()))
+        .expect("app builds under the mock runtime");
+    switchboard_desktop::init(app.handle(), false).expect("state initialises");
+    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    (app, window)
+}
+
+fn call(window: &WebviewWindow<MockRuntime>, cmd: &str, body: Value) -> Result<Value, Value> {
+    get_ipc_response(window, request(cmd, body)).map(|r| r.deserialize::<Value>().unwrap())
+}
+
+#[test]
+fn the_snapshot_through_ipc_shows_the_corpus_sequences() {
+    let _g = ENV.lock().unwrap_or_else(|p| p.into_inner());
+    let home = tempfile::tempdir().unwrap();
+    let (app, window) = boot(home.path());
+
+    // An honest empty state first.
+    let empty = call(&window, "confirmations_snapshot", json!({})).unwrap();
+    assert_eq!(empty["waiting"], json!([]));
+    assert_eq!(empty["ended"], json!([]));
+    assert_eq!(empty["tool_list"], "openphone-tools.ifp1.json");
+
+    // Fill the managed mirror the way the hub will: receiver first, then the mirror.
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(SEQUENCES).unwrap()).unwrap();
+    {
+        let state = app.state::<ConfirmationsState>();
+        let mut mirror = state.lock();
+        for sc in doc["scenarios"].as_array().unwrap() {
+            let mut rx = Receiver::new(3);
+            for step in sc["steps"].as_array().unwrap() {
+                let env = validate(&step["give"]).unwrap();
+                let outcome = rx.receive_at_ts(&env);
+                let now = env.ts.unix_seconds() * 1000;
+                mirror.apply("Ada's Pixel", &env, &outcome, now);
+            }
+        }
+    }
+
+    let snap = call(&window, "confirmations_snapshot", json!({})).unwrap();
+    let waiting = snap["waiting"].as_array().unwrap();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0]["action_id"], "act_bind0001");
+    assert_eq!(waiting[0]["state"], "requested");
+    assert!(waiting[0]["expires_at_ms"].is_i64());
+    let kinds: Vec<&str> = waiting[0]["anomalies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"binding_mismatch"), "{kinds:?}");
+
+    let ended = snap["ended"].as_array().unwrap();
+    let mut states: Vec<(&str, &str)> = ended
+        .iter()
+        .map(|c| {
+            (
+                c["action_id"].as_str().unwrap(),
+                c["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    states.sort_unstable();
+    assert_eq!(
+        states,
+        [
+            ("act_can00001", "cancelled"),
+            ("act_exp00001", "expired"),
+            ("act_idem0001", "executed"),
+            ("act_life0001", "executed"),
+            ("act_rej00001", "rejected"),
+        ]
+    );
+    let idem = ended
+        .iter()
+        .find(|c| c["action_id"] == "act_idem0001")
+        .unwrap();
+    assert_eq!(idem["confirmed_by"], "policy_auto");
+    assert_eq!(idem["tool"]["known"], true);
+    assert_eq!(idem["tool"]["risk"], "high");
+    assert_eq!(idem["hash"]["matches"], false);
+    assert_eq!(idem["timeline"].as_array().unwrap().len(), 4);
+
+    // The autonomy table for a phone whose level is unknown: ask_before_action.
+    let t = call(&window, "autonomy_table", json!({"phone": "Ada's Pixel"})).unwrap();
+    assert_eq!(t["autonomy"], "ask_before_action");
+    assert_eq!(t["autonomy_known"], false);
+    assert_eq!(t["table"]["rows"].as_array().unwrap().len(), 37);
+    let err = call(&window, "autonomy_table", json!({"phone": "  "})).unwrap_err();
+    assert_eq!(err["kind"], "invalid_input");
+
+    let st = call(&window, "notification_status", json!({})).unwrap();
+    assert_eq!(st["status"]["state"], "untried");
+    assert!(st["text"].as_str().unwrap().len() > 10);
+}
+
+fn plausible_args(cmd: &str) -> Value {
+    match cmd {
+        "save_settings" => json!({"settings": switchboard::settings::Settings::default()}),
+        "autonomy_table" => json!({"phone": "Ada's Pixel"}),
+        "unpair_phone" => json!({"deviceId": "dev_pixel_ada"}),
+        _ => json!({}),
+    }
+}
+
+#[test]
+fn no_command_can_approve_reject_or_cancel_an_action() {
+    let _g = ENV.lock().unwrap_or_else(|p| p.into_inner());
+    // The shell's command names: nothing that answers for the person.
+    for name in ALL_COMMANDS {
+        for word in [
+            "approve", "reject", "cancel", "decline", "deny", "allow", "answer",
+        ] {
+            assert!(
+                !name.contains(word),
+                "command {name} looks like it answers a confirmation"
+            );
+        }
+    }
+    // The only frames Switchboard can build: no action.* type at all.
+    let types: Vec<&str> = OutgoingType::ALL.iter().map(|t| t.as_str()).collect();
+    for t in &types {
+        assert!(!t.starts_with("action."), "outgoing type {t}");
+        let wire = serde_json::to_value(t).unwrap();
+        assert_ne!(wire, "action.approve");
+        assert_ne!(wire, "action.reject");
+        assert_ne!(wire, "action.cancel");
+    }
+    for t in OutgoingType::ALL {
+        let wire = serde_json::to_value(t).unwrap();
+        assert_eq!(wire, json!(t.as_str()), "serialised type matches as_str");
+    }
+
+    // Every command is registered and answers (a value or an { kind, message } error), and
+    // none of them changes the mirror's view of any action.
+    let home = tempfile::tempdir().unwrap();
+    let (app, window) = boot(home.path());
+    let before = app.state::<ConfirmationsState>().lock().snapshot();
+    for name in ALL_COMMANDS {
+        match call(&window, name, plausible_args(name)) {
+            Ok(_) => {}
+            Err(e) => assert!(
+                e["kind"].is_string() && e["message"].is_string(),
+                "command {name} is not registered or failed oddly: {e}"
+            ),
+        }
+    }
+    let after = app.state::<ConfirmationsState>().lock().snapshot();
+    assert_eq!(before, after);
+    // An approve-like command does not exist.
+    let missing = call(
+        &window,
+        "approve_action",
+        json!({"actionId": "act_life0001"}),
+    );
+    assert!(missing.is_err());
+}

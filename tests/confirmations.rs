@@ -1,0 +1,796 @@
+//! The confirmations mirror: the 10 corpus sequences driven through the receiver and the
+//! mirror (states, anomalies, timelines), `phone_action` cards and ends, notification texts and
+//! muting, bounds, and the bundled tool list.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{json, Map, Value};
+use switchboard::confirmations::notify::{
+    banner_notification, notification_for, NotificationKind, ENDED_TITLE, WAITING_TITLE,
+};
+use switchboard::confirmations::{
+    AnomalyKind, ChangeKind, ConfirmationMirror, ConfirmedBy, MirrorChange, RejectReason,
+    BUNDLED_TOOLS_JSON, MAX_ENDED, MAX_STRAY,
+};
+use switchboard::ifp::{params_hash, validate, ActionState, Receiver, Verdict};
+use switchboard::phone_action::{self, AnswerStatus, MESSAGE_MAX_CHARS};
+use switchboard::runtime::{Autonomy, Decision};
+use switchboard::settings::NotificationSettings;
+
+const SEQUENCES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/corpus/ifp1/fixtures/sequences.json"
+);
+const TOOLS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/corpus/ifp1/openphone-tools.ifp1.json"
+);
+
+const PHONE: &str = "Ada's Pixel";
+
+fn scenarios() -> Vec<Value> {
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(SEQUENCES).unwrap()).unwrap();
+    doc["scenarios"].as_array().unwrap().clone()
+}
+
+fn ms(ts: &str) -> i64 {
+    let t: switchboard::ifp::Timestamp = ts.parse().unwrap();
+    t.unix_seconds() * 1000 + i64::from(t.nanos() / 1_000_000)
+}
+
+/// Feeds one message through a receiver (now = its ts) and the mirror.
+fn feed(rx: &mut Receiver, m: &mut ConfirmationMirror, msg: &Value) -> Vec<MirrorChange> {
+    let env = validate(msg).unwrap_or_else(|r| panic!("invalid test message {msg}: {r}"));
+    let outcome = rx.receive_at_ts(&env);
+    m.apply(PHONE, &env, &outcome, ms(env.ts.as_str()))
+}
+
+/// Runs a corpus scenario; returns the mirror and every step's changes. Each step's verdict is
+/// also checked against the corpus so the mirror sees exactly what the spec says it should.
+fn run(name: &str) -> (ConfirmationMirror, Vec<Vec<MirrorChange>>) {
+    let sc = scenarios()
+        .into_iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no scenario {name}"));
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    let mut all = Vec::new();
+    for step in sc["steps"].as_array().unwrap() {
+        let env = validate(&step["give"]).unwrap();
+        let outcome = rx.receive_at_ts(&env);
+        assert_eq!(
+            serde_json::to_value(outcome.verdict).unwrap(),
+            step["expect"]["verdict"],
+            "{name}"
+        );
+        all.push(m.apply(PHONE, &env, &outcome, ms(env.ts.as_str())));
+    }
+    (m, all)
+}
+
+fn kinds(changes: &[MirrorChange]) -> Vec<ChangeKind> {
+    changes.iter().map(|c| c.kind).collect()
+}
+
+fn anomaly_kinds(m: &ConfirmationMirror, action_id: &str) -> Vec<AnomalyKind> {
+    m.get(PHONE, action_id)
+        .unwrap()
+        .anomalies
+        .iter()
+        .map(|a| a.kind)
+        .collect()
+}
+
+#[test]
+fn the_corpus_has_ten_scenarios_and_event_ones_leave_the_mirror_empty() {
+    let all = scenarios();
+    assert_eq!(all.len(), 10);
+    let event_only: Vec<&str> = all
+        .iter()
+        .filter(|s| {
+            s["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|st| st["give"]["type"].as_str().unwrap().starts_with("event."))
+        })
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(event_only.len(), 4, "{event_only:?}");
+    // The other six are each checked by a test below.
+    let action_ones = [
+        "action_lifecycle_approve_execute",
+        "action_lifecycle_device_rejection_is_terminal",
+        "action_binding_mismatch",
+        "action_expiry",
+        "action_cancel_before_execution",
+        "duplicate_action_result_idempotent",
+    ];
+    for s in &all {
+        let name = s["name"].as_str().unwrap();
+        assert!(
+            event_only.contains(&name) || action_ones.contains(&name),
+            "scenario {name} is not covered"
+        );
+    }
+    for name in event_only {
+        let (m, changes) = run(name);
+        assert!(changes.iter().all(Vec::is_empty), "{name}");
+        let snap = m.snapshot();
+        assert!(snap.waiting.is_empty() && snap.ended.is_empty() && snap.stray.is_empty());
+    }
+}
+
+#[test]
+fn approve_execute_ends_executed_user_confirmed_with_hash_and_risk_anomalies() {
+    let (m, changes) = run("action_lifecycle_approve_execute");
+    assert_eq!(
+        kinds(&changes[0]),
+        [
+            ChangeKind::Waiting,
+            ChangeKind::Anomaly,
+            ChangeKind::Anomaly
+        ]
+    );
+    assert_eq!(kinds(&changes[1]), [ChangeKind::Approved]);
+    assert_eq!(kinds(&changes[2]), [ChangeKind::Ended]);
+    let snap = m.snapshot();
+    assert!(snap.waiting.is_empty());
+    assert_eq!(snap.ended.len(), 1);
+    let c = &snap.ended[0];
+    assert_eq!(c.state, ActionState::Executed);
+    assert_eq!(c.confirmed_by, Some(ConfirmedBy::UserConfirmed));
+    assert_eq!(c.confirmation_ref.as_deref(), Some("aud_local_1"));
+    assert_eq!(c.tool.name, "messages.send");
+    assert!(c.tool.known);
+    assert_eq!(c.tool.capability.as_deref(), Some("tool:messages.send"));
+    assert_eq!(
+        c.tool.description.as_deref(),
+        Some("Send an SMS message to a phone number.")
+    );
+    assert_eq!(c.summary, "Send an SMS message to a phone number");
+    assert_eq!(
+        c.params,
+        *json!({"to": "+15551234567", "body": "hi"})
+            .as_object()
+            .unwrap()
+    );
+    assert_eq!(c.idempotency_key, "act_life0001");
+    assert_eq!(c.expires_at, "2026-07-21T01:08:00Z");
+    assert_eq!(c.expires_at_ms, 1_784_596_080_000);
+    // The corpus hashes are placeholders (sha256:1111...): an anomaly, not a verdict change.
+    assert!(!c.hash.matches);
+    assert_eq!(
+        c.hash.computed,
+        params_hash(&json!({"to": "+15551234567", "body": "hi"}))
+    );
+    assert_eq!(
+        anomaly_kinds(&m, "act_life0001"),
+        [AnomalyKind::ParamsHashMismatch, AnomalyKind::RiskDiffers]
+    );
+    assert!(
+        c.anomalies[1].text.contains("risk medium"),
+        "{}",
+        c.anomalies[1].text
+    );
+    assert!(c.anomalies[1].text.contains("risk high"));
+    let types: Vec<&str> = c.timeline.iter().map(|t| t.message_type.as_str()).collect();
+    assert_eq!(types, ["action.propose", "action.approve", "action.result"]);
+    let states: Vec<ActionState> = c.timeline.iter().map(|t| t.state_after).collect();
+    assert_eq!(
+        states,
+        [
+            ActionState::Requested,
+            ActionState::Approved,
+            ActionState::Executed
+        ]
+    );
+    assert_eq!(c.ended_text.as_deref(), Some("done on the phone"));
+    assert_eq!(c.ended_at_ms, Some(ms("2026-07-21T01:03:07Z")));
+}
+
+#[test]
+fn rejection_is_terminal_and_a_late_approval_is_an_anomaly() {
+    let (m, changes) = run("action_lifecycle_device_rejection_is_terminal");
+    assert_eq!(kinds(&changes[1]), [ChangeKind::Ended]);
+    assert_eq!(kinds(&changes[2]), [ChangeKind::Anomaly]);
+    let c = m.get(PHONE, "act_rej00001").unwrap();
+    assert_eq!(c.state, ActionState::Rejected);
+    assert_eq!(c.reject_reason, Some(RejectReason::UserDenied));
+    assert_eq!(c.ended_text.as_deref(), Some("declined on the phone"));
+    assert_eq!(c.timeline.len(), 3);
+    assert_eq!(c.timeline[2].verdict, Verdict::Rejected);
+    let late = c
+        .anomalies
+        .iter()
+        .find(|a| a.kind == AnomalyKind::MessageAfterEnd)
+        .unwrap();
+    assert!(
+        late.text.contains("already ended (rejected)"),
+        "{}",
+        late.text
+    );
+    assert_eq!(late.message_id, "msg_b30000");
+}
+
+#[test]
+fn binding_mismatch_keeps_it_waiting_and_names_both_hashes() {
+    let (m, changes) = run("action_binding_mismatch");
+    assert_eq!(kinds(&changes[1]), [ChangeKind::Anomaly]);
+    let snap = m.snapshot();
+    assert_eq!(snap.waiting.len(), 1);
+    let c = &snap.waiting[0];
+    assert_eq!(c.state, ActionState::Requested);
+    let a = c
+        .anomalies
+        .iter()
+        .find(|a| a.kind == AnomalyKind::BindingMismatch)
+        .unwrap();
+    assert!(
+        a.text.contains(&format!("sha256:{}", "4".repeat(64))),
+        "{}",
+        a.text
+    );
+    assert!(a.text.contains(&format!("sha256:{}", "3".repeat(64))));
+    assert!(a.text.contains("still waiting"));
+}
+
+#[test]
+fn approval_after_expiry_ends_expired_with_an_anomaly() {
+    let (m, changes) = run("action_expiry");
+    assert_eq!(kinds(&changes[1]), [ChangeKind::Anomaly, ChangeKind::Ended]);
+    let c = m.get(PHONE, "act_exp00001").unwrap();
+    assert_eq!(c.state, ActionState::Expired);
+    assert!(c.ended_text.as_deref().unwrap().starts_with("expired"));
+    let a = c
+        .anomalies
+        .iter()
+        .find(|a| a.kind == AnomalyKind::ApprovedAfterExpiry)
+        .unwrap();
+    assert!(a.text.contains("2026-07-21T01:06:30Z"), "{}", a.text);
+    assert!(a.text.contains("2026-07-21T01:07:00Z"));
+    assert_eq!(c.expires_at_ms, ms("2026-07-21T01:06:30Z"));
+    // risk low in the proposal, high in the tool list
+    assert!(anomaly_kinds(&m, "act_exp00001").contains(&AnomalyKind::RiskDiffers));
+}
+
+#[test]
+fn cancel_ends_cancelled_and_a_later_result_is_an_anomaly() {
+    let (m, changes) = run("action_cancel_before_execution");
+    assert_eq!(kinds(&changes[1]), [ChangeKind::Ended]);
+    assert_eq!(kinds(&changes[2]), [ChangeKind::Anomaly]);
+    let c = m.get(PHONE, "act_can00001").unwrap();
+    assert_eq!(c.state, ActionState::Cancelled);
+    assert_eq!(
+        c.ended_text.as_deref(),
+        Some("cancelled by the runtime before it ran")
+    );
+    assert!(anomaly_kinds(&m, "act_can00001").contains(&AnomalyKind::MessageAfterEnd));
+}
+
+#[test]
+fn a_repeated_identical_result_is_noted_not_an_anomaly() {
+    let (m, changes) = run("duplicate_action_result_idempotent");
+    assert_eq!(kinds(&changes[1]), [ChangeKind::Approved]);
+    assert_eq!(kinds(&changes[3]), [ChangeKind::Noted]);
+    let c = m.get(PHONE, "act_idem0001").unwrap();
+    assert_eq!(c.state, ActionState::Executed);
+    assert_eq!(c.confirmed_by, Some(ConfirmedBy::PolicyAuto));
+    assert_eq!(c.timeline.len(), 4);
+    assert_eq!(c.timeline[3].verdict, Verdict::AcknowledgedDuplicate);
+    assert!(!anomaly_kinds(&m, "act_idem0001").contains(&AnomalyKind::MessageAfterEnd));
+    assert_eq!(
+        c.ended_text.as_deref(),
+        Some("done on the phone (approved by the phone's own policy)")
+    );
+}
+
+// ---- hand-built messages ----
+
+fn propose(id: &str, action_id: &str, tool: &str, params: Value, hash: Option<&str>) -> Value {
+    let hash = hash.map_or_else(|| params_hash(&params), str::to_string);
+    json!({
+        "ifp": "1", "id": id, "ts": "2026-07-21T02:00:00Z", "type": "action.propose",
+        "entity": "ent_abc123", "session": "ses_pa0001", "device": "dev_d100",
+        "payload": {"action_id": action_id, "tool": tool, "params": params, "params_hash": hash,
+                    "risk": "medium", "idempotency_key": action_id,
+                    "expires_at": "2026-07-21T02:05:00Z"}
+    })
+}
+
+fn follow(id: &str, ts: &str, ty: &str, payload: Value) -> Value {
+    json!({
+        "ifp": "1", "id": id, "ts": ts, "type": ty, "entity": "ent_abc123",
+        "session": "ses_pa0001", "device": "dev_d100", "generation": 3, "payload": payload
+    })
+}
+
+fn approve(id: &str, action_id: &str, params: &Value, mode: &str) -> Value {
+    follow(
+        id,
+        "2026-07-21T02:00:10Z",
+        "action.approve",
+        json!({"action_id": action_id, "params_hash": params_hash(params),
+               "confirmation": {"mode": mode, "ref": null}}),
+    )
+}
+
+#[test]
+fn a_correct_params_hash_and_matching_risk_give_no_anomaly() {
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    let params = json!({"title": "Dentist", "start": "2026-07-22T09:00"});
+    let ch = feed(
+        &mut rx,
+        &mut m,
+        &propose("msg_ok0001", "act_ok0001", "calendar.add", params, None),
+    );
+    assert_eq!(kinds(&ch), [ChangeKind::Waiting]);
+    let c = m.get(PHONE, "act_ok0001").unwrap();
+    assert!(c.hash.matches);
+    assert!(c.anomalies.is_empty());
+    assert_eq!(c.tool.risk, Some(switchboard::runtime::Risk::Medium));
+}
+
+#[test]
+fn a_tool_not_in_the_list_is_shown_as_unknown() {
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    feed(
+        &mut rx,
+        &mut m,
+        &propose(
+            "msg_un0001",
+            "act_un0001",
+            "drone.launch",
+            json!({"alt": 30}),
+            None,
+        ),
+    );
+    let c = m.get(PHONE, "act_un0001").unwrap();
+    assert!(!c.tool.known);
+    assert_eq!(c.tool.description, None);
+    assert_eq!(c.summary, "drone.launch");
+}
+
+#[test]
+fn a_message_about_an_unseen_action_is_stray() {
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    let ch = feed(
+        &mut rx,
+        &mut m,
+        &follow(
+            "msg_st0001",
+            "2026-07-21T02:00:00Z",
+            "action.cancel",
+            json!({"action_id": "act_ghost01"}),
+        ),
+    );
+    assert_eq!(kinds(&ch), [ChangeKind::Anomaly]);
+    assert!(ch[0].confirmation.is_none());
+    let snap = m.snapshot();
+    assert_eq!(snap.stray.len(), 1);
+    assert_eq!(snap.stray[0].kind, AnomalyKind::Stray);
+    assert!(
+        snap.stray[0].text.contains("never saw proposed"),
+        "{}",
+        snap.stray[0].text
+    );
+    for i in 0..(MAX_STRAY + 10) {
+        feed(
+            &mut rx,
+            &mut m,
+            &follow(
+                &format!("msg_st{i:06}"),
+                "2026-07-21T02:00:00Z",
+                "action.cancel",
+                json!({"action_id": format!("act_ghost{i:04}")}),
+            ),
+        );
+    }
+    assert_eq!(m.snapshot().stray.len(), MAX_STRAY);
+}
+
+// ---- phone_action ----
+
+fn alarm() -> Value {
+    json!({"action": "alarm", "time": " 07:00 ", "days": ["mon", "fri"],
+           "summary": "Wake up at 7 on Mondays and Fridays", "colour": "red"})
+}
+
+fn phone_action_run(end: Value, ty: &str, approve_first: bool) -> ConfirmationMirror {
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    let params = alarm();
+    let ch = feed(
+        &mut rx,
+        &mut m,
+        &propose(
+            "msg_pa0001",
+            "act_pa0001",
+            "phone_action",
+            params.clone(),
+            None,
+        ),
+    );
+    assert_eq!(kinds(&ch), [ChangeKind::Waiting]);
+    if approve_first {
+        feed(
+            &mut rx,
+            &mut m,
+            &approve("msg_pa0002", "act_pa0001", &params, "user_confirmed"),
+        );
+    }
+    let ch = feed(
+        &mut rx,
+        &mut m,
+        &follow("msg_pa0003", "2026-07-21T02:00:20Z", ty, end),
+    );
+    assert_eq!(kinds(&ch), [ChangeKind::Ended], "{ty}");
+    m
+}
+
+#[test]
+fn phone_action_shows_the_phones_card() {
+    let m = phone_action_run(
+        json!({"action_id": "act_pa0001", "status": "executed"}),
+        "action.result",
+        true,
+    );
+    let c = m.get(PHONE, "act_pa0001").unwrap();
+    let pa = c.phone_action.as_ref().unwrap();
+    let card = pa.card.as_ref().unwrap();
+    assert_eq!(*card, phone_action::check_call(&alarm()).unwrap());
+    assert_eq!(card.summary, "Wake up at 7 on Mondays and Fridays");
+    assert_eq!(c.summary, card.summary);
+    let names: Vec<&str> = card.fields.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["time", "days"],
+        "colour is dropped, as the phone drops it"
+    );
+    assert_eq!(card.fields[0].value, json!("07:00"));
+    assert!(pa.server_would_refuse.is_none());
+    let end = pa.end.as_ref().unwrap();
+    assert_eq!(end.status, AnswerStatus::Done);
+    assert_eq!(
+        c.ended_text.as_deref(),
+        Some(phone_action::result_text(Some(&json!({"status": "done"}))).as_str())
+    );
+}
+
+#[test]
+fn phone_action_declined_tells_the_model_not_to_retry() {
+    let m = phone_action_run(
+        json!({"action_id": "act_pa0001", "reason_class": "user_denied", "message": "not now"}),
+        "action.reject",
+        false,
+    );
+    let c = m.get(PHONE, "act_pa0001").unwrap();
+    let end = c.phone_action.as_ref().unwrap().end.as_ref().unwrap();
+    assert_eq!(end.status, AnswerStatus::Declined);
+    assert!(end.do_not_retry);
+    assert_eq!(end.message.as_deref(), Some("not now"));
+    assert_eq!(
+        c.ended_text.as_deref(),
+        Some(
+            phone_action::result_text(Some(&json!({"status": "declined", "message": "not now"})))
+                .as_str()
+        )
+    );
+    assert!(c
+        .ended_text
+        .as_deref()
+        .unwrap()
+        .contains("Do not try again"));
+}
+
+#[test]
+fn phone_action_failed_carries_the_phones_message_cut() {
+    let long = "x".repeat(MESSAGE_MAX_CHARS + 100);
+    let m = phone_action_run(
+        json!({"action_id": "act_pa0001", "status": "failed", "error_class": "internal",
+               "message": long}),
+        "action.result",
+        true,
+    );
+    let c = m.get(PHONE, "act_pa0001").unwrap();
+    let end = c.phone_action.as_ref().unwrap().end.as_ref().unwrap();
+    assert_eq!(end.status, AnswerStatus::Failed);
+    assert_eq!(
+        end.message.as_ref().unwrap().chars().count(),
+        MESSAGE_MAX_CHARS
+    );
+    assert!(end.message_cut);
+    assert!(c.result_message_cut);
+    assert_eq!(
+        c.result_message.as_ref().unwrap().chars().count(),
+        MESSAGE_MAX_CHARS
+    );
+    assert!(c
+        .ended_text
+        .as_deref()
+        .unwrap()
+        .starts_with(phone_action::PHONE.texts.failed));
+}
+
+#[test]
+fn phone_action_cancelled_or_expired_is_no_answer_in_time() {
+    let m = phone_action_run(json!({"action_id": "act_pa0001"}), "action.cancel", false);
+    let c = m.get(PHONE, "act_pa0001").unwrap();
+    let end = c.phone_action.as_ref().unwrap().end.as_ref().unwrap();
+    assert_eq!(end.status, AnswerStatus::NoAnswer);
+    assert_eq!(
+        c.ended_text.as_deref(),
+        Some(phone_action::PHONE.texts.no_answer)
+    );
+    let m = phone_action_run(
+        json!({"action_id": "act_pa0001", "reason_class": "expired"}),
+        "action.reject",
+        false,
+    );
+    let end = m
+        .get(PHONE, "act_pa0001")
+        .unwrap()
+        .phone_action
+        .clone()
+        .unwrap()
+        .end
+        .unwrap();
+    assert_eq!(end.status, AnswerStatus::NoAnswer);
+}
+
+#[test]
+fn a_phone_action_call_the_server_would_refuse_says_so() {
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    feed(
+        &mut rx,
+        &mut m,
+        &propose(
+            "msg_rf0001",
+            "act_rf0001",
+            "phone_action",
+            json!({"action": "add_stop", "summary": "Coffee on the way"}),
+            None,
+        ),
+    );
+    let c = m.get(PHONE, "act_rf0001").unwrap();
+    let pa = c.phone_action.as_ref().unwrap();
+    assert!(pa.card.is_none());
+    assert_eq!(
+        pa.server_would_refuse.as_deref(),
+        Some("the server would refuse this: add_stop needs stop and destination.")
+    );
+    assert_eq!(c.summary, "Coffee on the way");
+}
+
+// ---- notifications ----
+
+fn changes_of(name: &str) -> Vec<MirrorChange> {
+    run(name).1.into_iter().flatten().collect()
+}
+
+#[test]
+fn waiting_and_ended_notifications_read_as_specified() {
+    let on = NotificationSettings::default();
+    let changes = changes_of("action_lifecycle_approve_execute");
+    let shown: Vec<_> = changes
+        .iter()
+        .filter_map(|c| notification_for(c, &on))
+        .collect();
+    assert_eq!(shown.len(), 2, "{shown:?}");
+    assert_eq!(shown[0].kind, NotificationKind::ConfirmationWaiting);
+    assert_eq!(shown[0].title, WAITING_TITLE);
+    assert_eq!(
+        shown[0].body,
+        "Ada's Pixel asks you to confirm: Send an SMS message to a phone number. Confirm on the phone."
+    );
+    assert_eq!(shown[1].kind, NotificationKind::ConfirmationEnded);
+    assert_eq!(shown[1].title, ENDED_TITLE);
+    assert_eq!(
+        shown[1].body,
+        "Send an SMS message to a phone number: done on the phone"
+    );
+    for n in &shown {
+        let lower = n.body.to_lowercase();
+        assert!(!lower.contains("click") && !lower.contains("approve here"));
+    }
+}
+
+#[test]
+fn each_kind_mutes_on_its_own() {
+    let changes = changes_of("action_lifecycle_approve_execute");
+    let count = |s: &NotificationSettings, k: NotificationKind| {
+        changes
+            .iter()
+            .filter_map(|c| notification_for(c, s))
+            .filter(|n| n.kind == k)
+            .count()
+    };
+    let no_waiting = NotificationSettings {
+        confirmation_waiting: false,
+        ..Default::default()
+    };
+    assert_eq!(count(&no_waiting, NotificationKind::ConfirmationWaiting), 0);
+    assert_eq!(count(&no_waiting, NotificationKind::ConfirmationEnded), 1);
+    let no_ended = NotificationSettings {
+        confirmation_ended: false,
+        ..Default::default()
+    };
+    assert_eq!(count(&no_ended, NotificationKind::ConfirmationWaiting), 1);
+    assert_eq!(count(&no_ended, NotificationKind::ConfirmationEnded), 0);
+}
+
+#[test]
+fn policy_auto_approvals_notify_only_when_policy_auto_is_on() {
+    let changes = changes_of("duplicate_action_result_idempotent");
+    let default = NotificationSettings::default();
+    assert!(!default.policy_auto);
+    let kinds_shown = |s: &NotificationSettings| -> Vec<NotificationKind> {
+        changes
+            .iter()
+            .filter_map(|c| notification_for(c, s))
+            .map(|n| n.kind)
+            .collect()
+    };
+    assert_eq!(
+        kinds_shown(&default),
+        [NotificationKind::ConfirmationWaiting]
+    );
+    let on = NotificationSettings {
+        policy_auto: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        kinds_shown(&on),
+        [
+            NotificationKind::ConfirmationWaiting,
+            NotificationKind::PolicyAuto,
+            NotificationKind::ConfirmationEnded
+        ]
+    );
+    let n = changes
+        .iter()
+        .find_map(|c| notification_for(c, &on).filter(|n| n.kind == NotificationKind::PolicyAuto))
+        .unwrap();
+    assert_eq!(
+        n.body,
+        "Send an SMS message to a phone number: approved by Ada's Pixel's own policy, without asking you."
+    );
+    // A user_confirmed approval never notifies: the person just did it on the phone.
+    let uc = changes_of("action_lifecycle_approve_execute");
+    assert!(uc
+        .iter()
+        .filter(|c| c.kind == ChangeKind::Approved)
+        .all(|c| notification_for(c, &on).is_none()));
+}
+
+#[test]
+fn a_phone_action_end_notification_uses_the_spec_texts() {
+    let m = phone_action_run(
+        json!({"action_id": "act_pa0001", "reason_class": "user_denied"}),
+        "action.reject",
+        false,
+    );
+    let c = m.snapshot().ended[0].clone();
+    let change = MirrorChange {
+        kind: ChangeKind::Ended,
+        confirmation: Some(c),
+        anomaly: None,
+    };
+    let n = notification_for(&change, &NotificationSettings::default()).unwrap();
+    assert_eq!(
+        n.body,
+        format!(
+            "Wake up at 7 on Mondays and Fridays: {}",
+            phone_action::PHONE.texts.declined
+        )
+    );
+}
+
+#[test]
+fn banner_notifications_use_the_banner_text_and_mute() {
+    let n = banner_notification(
+        "LumiRealm is not answering",
+        &NotificationSettings::default(),
+    )
+    .unwrap();
+    assert_eq!(n.title, "Bridge status");
+    assert_eq!(n.body, "LumiRealm is not answering");
+    let off = NotificationSettings {
+        banners: false,
+        ..Default::default()
+    };
+    assert!(banner_notification("x", &off).is_none());
+}
+
+// ---- bounds, autonomy, bundled list ----
+
+#[test]
+fn the_ended_history_is_capped_and_counts_what_it_dropped() {
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    let total = MAX_ENDED + 25;
+    for i in 0..total {
+        let aid = format!("act_cap{i:05}");
+        feed(
+            &mut rx,
+            &mut m,
+            &propose(
+                &format!("msg_cp{i:05}"),
+                &aid,
+                "clipboard.set",
+                json!({"text": i}),
+                None,
+            ),
+        );
+        feed(
+            &mut rx,
+            &mut m,
+            &follow(
+                &format!("msg_cq{i:05}"),
+                "2026-07-21T02:00:01Z",
+                "action.cancel",
+                json!({"action_id": aid}),
+            ),
+        );
+    }
+    let snap = m.snapshot();
+    assert_eq!(snap.ended.len(), MAX_ENDED);
+    assert_eq!(snap.ended_dropped, 25);
+    assert_eq!(
+        snap.ended[0].action_id,
+        format!("act_cap{:05}", total - 1),
+        "newest first"
+    );
+    assert!(snap.waiting.is_empty());
+}
+
+#[test]
+fn the_autonomy_table_defaults_to_ask_before_action() {
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    assert_eq!(m.autonomy_of(PHONE), (Autonomy::AskBeforeAction, false));
+    let t = m.autonomy_table(PHONE).unwrap();
+    assert_eq!(t.autonomy, Autonomy::AskBeforeAction);
+    assert_eq!(t.rows.len(), 37);
+    let send = t.rows.iter().find(|r| r.tool == "messages.send").unwrap();
+    assert_eq!(send.decision, Decision::Ask);
+    m.set_autonomy(PHONE, Autonomy::TrustedActions);
+    let t = m.autonomy_table(PHONE).unwrap();
+    let clip = t.rows.iter().find(|r| r.tool == "clipboard.set").unwrap();
+    assert_eq!(clip.decision, Decision::Run);
+    assert!(ConfirmationMirror::new(None)
+        .autonomy_table(PHONE)
+        .is_none());
+}
+
+#[test]
+fn the_bundled_tool_list_is_the_corpus_file() {
+    assert_eq!(BUNDLED_TOOLS_JSON, std::fs::read_to_string(TOOLS).unwrap());
+    let m = ConfirmationMirror::with_bundled_catalogue();
+    assert_eq!(m.catalogue().unwrap().tools.len(), 37);
+}
+
+#[test]
+fn non_action_messages_change_nothing_and_odd_payloads_do_not_panic() {
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    let mut rx = Receiver::new(3);
+    let ping = json!({"ifp": "1", "id": "msg_pi0001", "ts": "2026-07-21T02:00:00Z",
+                      "type": "control.ping", "entity": "ent_abc123", "payload": {}});
+    assert!(feed(&mut rx, &mut m, &ping).is_empty());
+    // An action message whose payload does not type (as the shape allows): a stray anomaly.
+    let mut odd = Map::new();
+    odd.insert("action_id".into(), json!(7));
+    let v = follow(
+        "msg_od0001",
+        "2026-07-21T02:00:00Z",
+        "action.cancel",
+        Value::Object(odd),
+    );
+    if let Ok(env) = validate(&v) {
+        let o = rx.receive_at_ts(&env);
+        let ch = m.apply(PHONE, &env, &o, 0);
+        assert!(ch.iter().all(|c| c.kind == ChangeKind::Anomaly));
+    }
+}
