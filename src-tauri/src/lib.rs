@@ -14,6 +14,7 @@ use tauri::{Builder, Manager, Runtime, WindowEvent};
 
 pub mod commands;
 pub mod dials;
+pub mod hub;
 pub mod link;
 pub mod logging;
 pub mod notify;

@@ -545,7 +545,13 @@ impl Hub {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
                 .unwrap_or(0);
-            lock(mirror).apply(device_id, env, &outcome, now_ms);
+            let changes = lock(mirror).apply(device_id, env, &outcome, now_ms);
+            for change in changes {
+                self.notify(HubNotice::ConfirmationChanged {
+                    device_id: device_id.to_string(),
+                    change,
+                });
+            }
         }
         if p.action_messages.len() >= MAX_ACTION_MESSAGES {
             p.action_messages.pop_front();

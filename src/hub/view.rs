@@ -12,10 +12,18 @@ use crate::runtime::autonomy::Autonomy;
 /// A change the shell may forward to the windows (a tokio broadcast from [`super::Hub::subscribe`]).
 ///
 /// JSON: `{"kind": "phone_connected", "device_id": ..., ...}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[ts(export)]
 pub enum HubNotice {
+    /// The Confirmations mirror changed: a proposal started waiting, moved, ended, or an anomaly
+    /// was seen (drives desktop notifications and the view's refresh).
+    ConfirmationChanged {
+        /// The phone.
+        device_id: String,
+        /// What changed, with the proposal as it is now.
+        change: crate::confirmations::MirrorChange,
+    },
     /// A paired phone said hello.
     PhoneConnected {
         /// Its device id.
