@@ -18,6 +18,9 @@
 //! - [`dials`]: the live dial log (phone-line calls): ring, SQLite, queries, subscriptions.
 //! - [`confirmations`]: the mirror of every action a phone is asked to confirm, and its notifications.
 //! - [`link`]: the ifp/1 LAN link: identity in the key store, TLS listener, pairing, sessions.
+//! - [`phone_events`]: the phone-line event types a phone mirrors (settings, dials, bridge, autonomy).
+//! - [`hub`]: the desktop applies what phones mirror (settings, dials, banners, proposals).
+//! - [`phone`]: the reference phone (`switchboard-phone`): scenarios, player, embedded demo.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
 //! `../shared/specs`).
@@ -29,10 +32,13 @@ pub mod dials;
 pub mod error;
 pub mod fsutil;
 pub mod host_error;
+pub mod hub;
 pub mod ifp;
 pub mod js_json;
 pub mod link;
+pub mod phone;
 pub mod phone_action;
+pub mod phone_events;
 pub mod phone_line;
 pub mod runtime;
 pub mod settings;

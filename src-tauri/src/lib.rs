@@ -14,6 +14,7 @@ use tauri::{Builder, Manager, Runtime, WindowEvent};
 
 pub mod commands;
 pub mod dials;
+pub mod hub;
 pub mod link;
 pub mod logging;
 pub mod notify;
@@ -79,9 +80,9 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         .map(|o| o.inner().clone())
         .unwrap_or_default();
     app.manage(link::LinkState::new(options));
-    app.manage(commands::confirmations::ConfirmationsState::new());
     app.manage(commands::bridge::BridgeState::from_env());
     app.manage(commands::phone_lines::PhoneLinesState::new());
+    app.manage(commands::confirmations::ConfirmationsState::new());
     if with_tray {
         if let Err(e) = tray::create(app) {
             tracing::warn!("no tray icon: {e}");

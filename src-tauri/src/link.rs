@@ -199,6 +199,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, data_dir: std::path::PathBuf) {
         } else {
             (IpAddr::V4(Ipv4Addr::UNSPECIFIED), DEFAULT_PORT)
         };
+        let dir_for_demo = dir.clone();
         let mut config = LinkConfig::new(dir);
         config.mdns = !demo;
         let (link, mut events) = match Link::new(identity, config) {
@@ -229,9 +230,21 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, data_dir: std::path::PathBuf) {
             }
         });
         tracing::info!(addr = ?link.local_addr(), demo, "link listening");
+        let hub = crate::hub::start(&app, link.clone());
         let _ = app.emit(PHONES_EVENT, ());
+        if demo {
+            let options = switchboard::phone::demo::DemoOptions::new(dir_for_demo);
+            let demo_link = link.clone();
+            tauri::async_runtime::spawn(async move {
+                match switchboard::phone::demo::run_demo_phone(&demo_link, options).await {
+                    Ok(report) => tracing::info!(?report, "demo scenario played"),
+                    Err(e) => tracing::error!("demo phone stopped: {e}"),
+                }
+            });
+        }
         while let Some(event) = events.recv().await {
             on_event(&app, &state, &event);
+            hub.apply(event).await;
         }
     });
 }

@@ -111,6 +111,22 @@ pub struct PairGrant {
     pub label: Option<String>,
 }
 
+/// `control.ack` payload (Switchboard's own type, not pinned by ifp/1): `{last_id, applied}`.
+///
+/// The desktop's acknowledgement of what it has applied from one phone (`docs/protocol.md`,
+/// "Acknowledgement"): every message the phone sent, in send order, up to and including the one
+/// whose id is `last_id`, has been applied (or recognised as a replay) and need not be sent
+/// again. It confirms nothing on the phone: it is a delivery receipt, not an approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ControlAck {
+    /// Id of the last message applied from this phone (`^[a-z]+_[A-Za-z0-9]{6,64}$`).
+    pub last_id: String,
+    /// How many messages the desktop has applied from this phone since it started (replays
+    /// included), for diagnostics.
+    pub applied: u64,
+}
+
 /// Every message Switchboard may send. There is deliberately no `action.*` variant.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OutgoingMessage {
@@ -126,6 +142,8 @@ pub enum OutgoingMessage {
     Error(ErrorPayload),
     /// `desktop.request`: a request from the closed [`DesktopRequestKind`] set.
     DesktopRequest(DesktopRequest),
+    /// `control.ack`: what the desktop has applied from the phone (a delivery receipt).
+    Ack(ControlAck),
 }
 
 /// The `type` of each [`OutgoingMessage`] variant; the closed list of types Switchboard sends.
@@ -150,17 +168,21 @@ pub enum OutgoingType {
     /// `desktop.request`.
     #[serde(rename = "desktop.request")]
     DesktopRequest,
+    /// `control.ack`.
+    #[serde(rename = "control.ack")]
+    ControlAck,
 }
 
 impl OutgoingType {
     /// Every type Switchboard can send.
-    pub const ALL: [OutgoingType; 6] = [
+    pub const ALL: [OutgoingType; 7] = [
         OutgoingType::PairGrant,
         OutgoingType::ControlHello,
         OutgoingType::ControlPing,
         OutgoingType::ControlPong,
         OutgoingType::Error,
         OutgoingType::DesktopRequest,
+        OutgoingType::ControlAck,
     ];
 
     /// The wire `type` string.
@@ -172,6 +194,7 @@ impl OutgoingType {
             OutgoingType::ControlPong => "control.pong",
             OutgoingType::Error => "error",
             OutgoingType::DesktopRequest => "desktop.request",
+            OutgoingType::ControlAck => "control.ack",
         }
     }
 }
@@ -285,6 +308,7 @@ impl OutgoingMessage {
             OutgoingMessage::Pong => OutgoingType::ControlPong,
             OutgoingMessage::Error(_) => OutgoingType::Error,
             OutgoingMessage::DesktopRequest(_) => OutgoingType::DesktopRequest,
+            OutgoingMessage::Ack(_) => OutgoingType::ControlAck,
         }
     }
 
@@ -306,6 +330,7 @@ impl OutgoingMessage {
             OutgoingMessage::Ping | OutgoingMessage::Pong => Ok(Value::Object(Map::new())),
             OutgoingMessage::Error(e) => serde_json::to_value(e),
             OutgoingMessage::DesktopRequest(d) => serde_json::to_value(d),
+            OutgoingMessage::Ack(a) => serde_json::to_value(a),
         }
     }
 
@@ -406,6 +431,10 @@ mod tests {
                 kind: DesktopRequestKind::RevokePhoneLine,
                 target: Some("pl_1".into()),
             }),
+            OutgoingMessage::Ack(ControlAck {
+                last_id: "msg_phone00001".into(),
+                applied: 1,
+            }),
         ];
         for m in &all {
             match m {
@@ -414,7 +443,8 @@ mod tests {
                 | OutgoingMessage::Ping
                 | OutgoingMessage::Pong
                 | OutgoingMessage::Error(_)
-                | OutgoingMessage::DesktopRequest(_) => {}
+                | OutgoingMessage::DesktopRequest(_)
+                | OutgoingMessage::Ack(_) => {}
             }
         }
         all

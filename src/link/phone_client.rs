@@ -137,6 +137,16 @@ impl PhoneIdentity {
         )
     }
 
+    /// The 32-byte Ed25519 seed (secret: keep it where the phone keeps keys).
+    pub fn seed(&self) -> [u8; 32] {
+        self.signing.to_bytes()
+    }
+
+    /// The human label sent at pairing.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
     fn sign_b64(&self, msg: &[u8]) -> String {
         URL_SAFE_NO_PAD.encode(self.signing.sign(msg).to_bytes())
     }
@@ -461,6 +471,12 @@ impl PhoneClient {
             )));
         }
         Ok(v)
+    }
+
+    /// Gives up the client for its WebSocket, to drive sending and receiving in one loop (the
+    /// `switchboard-phone` player does, to read acknowledgements while it sends).
+    pub fn into_ws(self) -> WebSocketStream<TlsStream<TcpStream>> {
+        self.ws
     }
 
     /// Closes the connection.

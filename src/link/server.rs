@@ -432,6 +432,32 @@ impl Link {
             .map_err(|_| LinkError::NotConnected(device_id.to_string()))
     }
 
+    /// [`Link::send`] with `parent` = the id of the phone's message this one answers (e.g. an
+    /// `error` refusing it, so the phone knows which message was refused).
+    ///
+    /// Errors as [`Link::send`].
+    pub fn send_reply(
+        &self,
+        device_id: &str,
+        message: ifp::OutgoingMessage,
+        parent: Option<String>,
+    ) -> Result<(), LinkError> {
+        let frame = wire::frame(
+            &self.shared.sender(),
+            &message,
+            self.shared.config.clock.now_ms(),
+            parent,
+            Map::new(),
+        )
+        .map_err(LinkError::Refused)?;
+        let sessions = lock(&self.shared.sessions);
+        let s = sessions
+            .get(device_id)
+            .ok_or_else(|| LinkError::NotConnected(device_id.to_string()))?;
+        s.tx.send(Command::Send(frame))
+            .map_err(|_| LinkError::NotConnected(device_id.to_string()))
+    }
+
     /// Forgets `device_id`'s pinned key (trust file) and, if it is connected, tells it with
     /// `pair.revoke` and closes its connection. Returns whether it was paired.
     pub fn unpair(&self, device_id: &str) -> Result<bool, LinkError> {

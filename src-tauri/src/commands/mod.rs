@@ -8,9 +8,9 @@ use tauri::{ipc::Invoke, Runtime};
 
 pub mod app;
 pub mod bridge;
-pub mod confirmations;
 pub mod dials;
 pub mod phone_lines;
+pub mod confirmations;
 pub mod phones;
 
 /// The names of every command in [`handler`], for tests that drive them all.
@@ -23,9 +23,6 @@ pub const ALL_COMMANDS: &[&str] = &[
     "open_pairing",
     "close_pairing",
     "unpair_phone",
-    "confirmations_snapshot",
-    "autonomy_table",
-    "notification_status",
     "bridge_snapshot",
     "explain_error",
     "phone_lines_snapshot",
@@ -47,6 +44,9 @@ pub const ALL_COMMANDS: &[&str] = &[
     "dials_clear",
     "dials_status",
     "dial_banner",
+    "confirmations_snapshot",
+    "autonomy_table",
+    "notification_status",
 ];
 
 /// The invoke handler with every command.
@@ -60,9 +60,6 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         phones::open_pairing,
         phones::close_pairing,
         phones::unpair_phone,
-        confirmations::confirmations_snapshot,
-        confirmations::autonomy_table,
-        confirmations::notification_status,
         bridge::bridge_snapshot,
         bridge::explain_error,
         phone_lines::phone_lines_snapshot,
@@ -84,5 +81,8 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         dials::dials_clear,
         dials::dials_status,
         dials::dial_banner,
+        confirmations::confirmations_snapshot,
+        confirmations::autonomy_table,
+        confirmations::notification_status,
     ]
 }

@@ -363,7 +363,8 @@ pub fn attach_describe(
 /// `identifier`; `conflict` when the file changed on disk since it was opened (the view then
 /// shows the file as it is now; nothing is written); `io` when reading or writing fails.
 #[tauri::command]
-pub fn revoke_phone_line(
+pub fn revoke_phone_line<R: tauri::Runtime>(
+    handle: tauri::AppHandle<R>,
     app: State<'_, AppState>,
     state: State<'_, PhoneLinesState>,
     identifier: String,
@@ -382,10 +383,20 @@ pub fn revoke_phone_line(
                     "nothing to revoke in: open a phoneline-pairings.json first",
                 ))
             }
-            LineSource::Phone { .. } => {
-                return Err(IpcError::invalid_input(
-                    "revoking a line on a phone is not available yet; revoke it in the phone's phone-line settings",
-                ))
+            LineSource::Phone { phone, .. } => {
+                use tauri::Manager;
+                let Some(hub) = handle.try_state::<crate::hub::HubState>() else {
+                    return Err(IpcError::new(
+                        "link",
+                        "the phone link is not running, so the phone cannot be asked to revoke",
+                    ));
+                };
+                hub.0
+                    .revoke_phone_line(phone, identifier.trim())
+                    .map_err(|e| IpcError::new("link", e.to_string()))?;
+                // The phone answers with fresh settings; the view follows the notice.
+                let (registry, problems) = settings_registry(&app);
+                return Ok(snapshot_of(&source, &registry, problems));
             }
             LineSource::OpenedFile { path, file, .. } => {
                 let on_disk = load(path)?;
@@ -521,3 +532,30 @@ pub fn remove_known_phone_line(
     save_registry(&app, settings)?;
     Ok(current(&app, &state))
 }
+
+/// Shows a phone's own phone-line settings (called when the hub applied a new snapshot from
+/// `phone`). An opened pairings file stays shown: the person opened it on purpose.
+pub fn on_phone_settings<R: tauri::Runtime>(app: &tauri::AppHandle<R>, phone: &str) {
+    use tauri::{Emitter, Manager};
+    let Some(hub) = app.try_state::<crate::hub::HubState>() else {
+        return;
+    };
+    let Some(view) = hub.0.phone(phone) else {
+        return;
+    };
+    let state = app.state::<PhoneLinesState>();
+    {
+        let mut source = state.lock();
+        if matches!(&*source, LineSource::OpenedFile { .. }) {
+            return;
+        }
+        *source = LineSource::Phone {
+            phone: phone.to_string(),
+            lines: view.lines,
+        };
+    }
+    let _ = app.emit(PHONE_LINES_EVENT, ());
+}
+
+/// The app event the Phone lines view reloads on.
+pub const PHONE_LINES_EVENT: &str = "switchboard://phone-lines";

@@ -8,9 +8,6 @@ import type { Settings } from "../bindings/Settings";
 import type { Diagnostics } from "../bindings/Diagnostics";
 import type { PhonesSnapshot } from "../bindings/PhonesSnapshot";
 import type { PairingInvite } from "../bindings/PairingInvite";
-import type { ConfirmationsSnapshot } from "../bindings/ConfirmationsSnapshot";
-import type { PhoneAutonomy } from "../bindings/PhoneAutonomy";
-import type { NotificationStatus } from "../bindings/NotificationStatus";
 import type { BridgeSnapshot } from "../bindings/BridgeSnapshot";
 import type { ErrorExplanation } from "../bindings/ErrorExplanation";
 import type { PhoneLinesSnapshot } from "../bindings/PhoneLinesSnapshot";
@@ -26,6 +23,9 @@ import type { DialsStatus } from "../bindings/DialsStatus";
 import type { ExportSummary } from "../bindings/ExportSummary";
 import type { ImportSummary } from "../bindings/ImportSummary";
 import type { OpStats } from "../bindings/OpStats";
+import type { ConfirmationsSnapshot } from "../bindings/ConfirmationsSnapshot";
+import type { PhoneAutonomy } from "../bindings/PhoneAutonomy";
+import type { NotificationStatus } from "../bindings/NotificationStatus";
 
 /** True when running inside the Switchboard window (false in a plain browser or unit tests). */
 export function inTauri(): boolean {
@@ -62,10 +62,6 @@ export const api = {
   openPairing: () => call<PairingInvite>("open_pairing"),
   closePairing: () => call<void>("close_pairing"),
   unpairPhone: (deviceId: string) => call<boolean>("unpair_phone", { deviceId }),
-  // Confirmations (mirror only: there is no call that approves, declines or cancels)
-  confirmationsSnapshot: () => call<ConfirmationsSnapshot>("confirmations_snapshot"),
-  autonomyTable: (phone: string) => call<PhoneAutonomy>("autonomy_table", { phone }),
-  notificationStatus: () => call<NotificationStatus>("notification_status"),
   bridgeSnapshot: () => call<BridgeSnapshot>("bridge_snapshot"),
   explainError: (text: string, caller?: string, endpoint?: string) =>
     call<ErrorExplanation>("explain_error", { text, caller: caller || null, endpoint: endpoint || null }),
@@ -95,6 +91,10 @@ export const api = {
   dialsCloseImport: () => call<null>("dials_close_import"),
   dialsClear: (scope: DialClearScope) => call<number>("dials_clear", { scope }),
   dialsStatus: () => call<DialsStatus>("dials_status"),
+  // Confirmations (mirror only: there is no call that approves, declines or cancels)
+  confirmationsSnapshot: () => call<ConfirmationsSnapshot>("confirmations_snapshot"),
+  autonomyTable: (phone: string) => call<PhoneAutonomy>("autonomy_table", { phone }),
+  notificationStatus: () => call<NotificationStatus>("notification_status"),
 };
 
 /**

@@ -1,0 +1,192 @@
+//! `switchboard-phone`: a simulated phone for Switchboard (the reference phone).
+//!
+//! It finds the desktop (a `switchboard://pair` link, `--addr` + `--fp`, the address kept from
+//! an earlier pairing, or mDNS), pairs with a code when asked, says hello, and plays a scenario
+//! (`--scenario FILE`, or the built-in demo) at the recorded pace or `--rate N/s` / `--rate max`,
+//! `--count N` times, reconnecting and replaying whatever the desktop has not acknowledged.
+//! Protocol and scenario format: `docs/protocol.md`. Code: `switchboard::phone`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use switchboard::phone::demo::{DEMO_LABEL, DEMO_SCENARIO};
+use switchboard::phone::discover::{browse, parse_pair_link, DesktopAddress};
+use switchboard::phone::identity::{IdentityFile, KnownDesktop};
+use switchboard::phone::player::{random_run, Join, PlayOptions, Player, Rate};
+use switchboard::phone::scenario::Scenario;
+
+const SIMULATOR_NOTE: &str =
+    "switchboard-phone is a SIMULATOR: it keeps its private key in the plain \
+file given with --identity, not in a key store as a real phone must.";
+
+/// A simulated phone for Switchboard. SIMULATOR: its private key is kept in the plain file given
+/// with --identity (a real phone keeps it in the OS key store).
+#[derive(Debug, Parser)]
+#[command(name = "switchboard-phone", version, about, long_about = None, after_help = SIMULATOR_NOTE)]
+struct Args {
+    /// The simulator's identity file (created if missing): Ed25519 seed, device id, label and
+    /// the paired desktop. Plain JSON: a simulator, not a real phone.
+    #[arg(long, value_name = "FILE")]
+    identity: PathBuf,
+    /// Label sent at pairing when the identity file is created.
+    #[arg(long, default_value = "switchboard-phone")]
+    label: String,
+    /// A pairing link `switchboard://pair?addr=..&port=..&code=..&fp=..` (pairs with its code).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["addr", "fp"])]
+    link: Option<String>,
+    /// The desktop's address `ip:port` (with --fp).
+    #[arg(long, value_name = "IP:PORT", requires = "fp")]
+    addr: Option<SocketAddr>,
+    /// The desktop's certificate fingerprint (64 hex), pinned.
+    #[arg(long, value_name = "HEX", requires = "addr")]
+    fp: Option<String>,
+    /// Pairing code the desktop shows (`123-456`); pairs before playing.
+    #[arg(long)]
+    code: Option<String>,
+    /// Scenario file (JSON Lines, docs/protocol.md "Scenarios"); the built-in demo when absent.
+    #[arg(long, value_name = "FILE")]
+    scenario: Option<PathBuf>,
+    /// Pace: `recorded` (the scenario's times), `max` (batched, as fast as the link takes them)
+    /// or messages per second (`200/s`).
+    #[arg(long, default_value = "recorded")]
+    rate: Rate,
+    /// Play the scenario this many times in a row (fresh ids each time), for load.
+    #[arg(long, default_value_t = 1)]
+    count: u64,
+    /// Seed of the ids (default random): the same seed replays the same ids.
+    #[arg(long)]
+    run: Option<String>,
+    /// Seconds to look for the desktop over mDNS when no address is known.
+    #[arg(long, default_value_t = 5)]
+    mdns_wait: u64,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    eprintln!("{SIMULATOR_NOTE}");
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("switchboard-phone: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let label = if args.scenario.is_none() && args.label == "switchboard-phone" {
+        DEMO_LABEL.to_string()
+    } else {
+        args.label.clone()
+    };
+    let mut file =
+        IdentityFile::load_or_create(&args.identity, &label).map_err(|e| e.to_string())?;
+    eprintln!(
+        "identity {} ({}) from {}",
+        file.device_id,
+        file.label,
+        args.identity.display()
+    );
+    let target: DesktopAddress = if let Some(link) = &args.link {
+        parse_pair_link(link).map_err(|e| e.to_string())?
+    } else if let (Some(addr), Some(fp)) = (args.addr, &args.fp) {
+        DesktopAddress {
+            addr,
+            cert_fp: fp.to_ascii_lowercase(),
+            code: None,
+            device_id: None,
+        }
+    } else if let Some(d) = &file.desktop {
+        DesktopAddress {
+            addr: d
+                .address
+                .parse()
+                .map_err(|e| format!("identity file: desktop.address {:?}: {e}", d.address))?,
+            cert_fp: d.cert_fp.clone(),
+            code: None,
+            device_id: None,
+        }
+    } else {
+        eprintln!(
+            "looking for a Switchboard desktop over mDNS ({} s)...",
+            args.mdns_wait
+        );
+        let wait = Duration::from_secs(args.mdns_wait);
+        tokio::task::spawn_blocking(move || browse(wait))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?
+    };
+    let code = args.code.clone().or(target.code.clone());
+    let join = match (code, &file.desktop) {
+        (Some(code), _) => Join::Pair { code },
+        (None, Some(d)) if d.cert_fp == target.cert_fp => Join::Paired {
+            desktop_public_key: d.public_key.clone(),
+        },
+        (None, _) => {
+            return Err(format!(
+                "not paired with the desktop at {} (fingerprint {}): give --code or a --link",
+                target.addr, target.cert_fp
+            ))
+        }
+    };
+    let scenario = match &args.scenario {
+        Some(p) => Scenario::load(p).map_err(|e| e.to_string())?,
+        None => Scenario::parse(DEMO_SCENARIO).map_err(|e| e.to_string())?,
+    };
+    let mut opts = PlayOptions::new();
+    opts.rate = args.rate;
+    opts.count = args.count.max(1);
+    opts.run = args.run.clone().unwrap_or_else(random_run);
+    eprintln!(
+        "playing {} message(s) x {} to {} at {:?}",
+        scenario.len(),
+        opts.count,
+        target.addr,
+        opts.rate
+    );
+    let player = Player::new(
+        target.addr,
+        &target.cert_fp,
+        file.identity(),
+        join,
+        &scenario,
+        opts,
+    );
+    let report = player.play().await.map_err(|e| e.to_string())?;
+    if let Some(p) = &report.paired {
+        println!("paired: verification code {}", p.verification_code);
+        file.desktop = Some(KnownDesktop {
+            address: target.addr.to_string(),
+            cert_fp: target.cert_fp.clone(),
+            public_key: p.desktop_public_key.clone(),
+        });
+        file.save(&args.identity).map_err(|e| e.to_string())?;
+    }
+    if report.unpaired {
+        file.desktop = None;
+        file.save(&args.identity).map_err(|e| e.to_string())?;
+        println!("the desktop unpaired this phone; its pairing was forgotten");
+    }
+    let secs = report.elapsed_ms as f64 / 1000.0;
+    let rate = if secs > 0.0 {
+        report.sent as f64 / secs
+    } else {
+        0.0
+    };
+    println!(
+        "sent {} frame(s) in {secs:.3} s ({rate:.0}/s), {} resent after {} reconnect(s), {} ack(s), {} unacknowledged",
+        report.sent, report.resent, report.reconnects, report.acks, report.unacked
+    );
+    for e in &report.desktop_errors {
+        println!("desktop refused: {e}");
+    }
+    for r in &report.requests {
+        println!("desktop asked: {r}");
+    }
+    Ok(())
+}

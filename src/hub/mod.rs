@@ -1,0 +1,862 @@
+//! The hub: where the desktop applies what its paired phones mirror.
+//!
+//! Why: the link delivers validated ifp/1 messages ([`LinkEvent::Message`]); something must turn
+//! them into the desktop's state — phone-line settings and summaries, the dial log, the bridge
+//! banners, autonomy per runtime session, and the record of every proposal — exactly once each,
+//! even when a phone reconnects and replays what it was not sure had arrived. The hub is that
+//! place. The desktop shell owns one and forwards its [`HubNotice`]s to the windows.
+//!
+//! Spec: `ifp1-notes.md` ("Events: dedup, generation fence, ordering", "Action lifecycle"),
+//! `phone-line.md` ("Discovery and pairing", "Failure modes and the bridge banner"),
+//! `openphone-runtime-protocol.md` ("Autonomy"), and `docs/protocol.md`, "Phone-line events",
+//! "Action messages" and "Acknowledgement".
+//!
+//! ## Per phone, per message
+//! - `event.*`: through the phone's ifp/1 [`Receiver`] first (dedup key, generation fence,
+//!   `seq` order). A duplicate is acknowledged and changes nothing; a refused event is answered
+//!   with an ifp/1 `error` (its class, `parent` = the event's id) and changes nothing. An accepted
+//!   event is typed ([`PhoneEvent`]) and applied:
+//!   - settings: kept as the phone's latest; phone-line summaries recomputed with
+//!     [`summarize`]; the extensions' declared permissions feed the banner judgement;
+//!   - dial: converted with [`DialEvent::to_dial`] and ingested into the [`DialLogHandle`] (which
+//!     dedups by dial id again, so a dial is never counted twice even across desktop restarts);
+//!     a failed dial goes to [`BridgeStatusStore::record_failure`] (a permission error raises a
+//!     banner), an `ok` dial to [`BridgeStatusStore::record_success`] (clears the path's banner);
+//!   - bridge status: the same, for a probe read or a permission change;
+//!   - autonomy: kept per runtime session.
+//! - `action.*`: forwarded by the phone as it saw them. A message id already applied is a replay
+//!   and is skipped; otherwise the [`Receiver`] judges it (lifecycle, expiry by the message's
+//!   own `ts`, binding) and the (message, outcome) pair is kept in the phone's proposal record
+//!   and in [`Hub::action_messages`], and fed to the Confirmations mirror when one is given
+//!   ([`HubParts::confirmations`]). A refused action message is
+//!   answered with an ifp/1 `error`. **The hub never approves, rejects or cancels anything**: it
+//!   has no way to send an `action.*` message ([`crate::ifp::OutgoingMessage`] cannot express
+//!   one).
+//! - Every applied message moves the phone's acknowledgement point; the hub sends
+//!   `control.ack {last_id, applied}` every [`ACK_EVERY`] messages, when the link's event queue
+//!   runs dry ([`Hub::run`]) and when the phone connects.
+//!
+//! ## Locking
+//! The hub's own state is behind one `std` mutex, never held across an `.await`; the bridge store
+//! is the shared `Arc<Mutex<BridgeStatusStore>>` the shell also reads.
+
+mod view;
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{broadcast, mpsc};
+
+pub use view::{HubNotice, PhoneView, ProposalStep, ProposalView, SessionAutonomy};
+
+use crate::bridge::store::BridgeStatusStore;
+use crate::bridge::{CallPath, ExtensionDirectory, ExtensionManifest};
+use crate::confirmations::ConfirmationMirror;
+use crate::dials::{DialLogHandle, DialOutcome, IngestVerdict, Retention};
+use crate::ifp::outgoing::{ControlAck, DesktopRequest, DesktopRequestKind};
+use crate::ifp::payload::{IncomingAction, IncomingMessage};
+use crate::ifp::{ActionState, Envelope, Outcome, OutgoingMessage, Receiver, Verdict};
+use crate::link::{Link, LinkError, LinkEvent};
+use crate::phone_events::{
+    timestamp_ms, BridgeEvent, BridgeOutcome, DialEvent, PhoneEvent, PhoneEventError, PhoneSettings,
+};
+use crate::phone_line::summary::{summarize, DialResult, PhoneLineSummary};
+use crate::runtime::autonomy::Autonomy;
+
+/// Send a `control.ack` after this many applied messages from one phone (also sent when the
+/// link's queue runs dry and when the phone connects).
+pub const ACK_EVERY: u64 = 64;
+/// Most message ids remembered per phone for recognising replayed `action.*` messages.
+pub const MAX_SEEN_IDS: usize = 16_384;
+/// Most proposals kept per phone (oldest finished dropped first).
+pub const MAX_PROPOSALS: usize = 1024;
+/// Most (message, outcome) pairs kept per phone for the Confirmations mirror.
+pub const MAX_ACTION_MESSAGES: usize = 4096;
+/// Most problems (refused or unreadable messages) kept per phone, in words.
+pub const MAX_PROBLEMS: usize = 64;
+
+/// Errors of the hub's desktop-to-phone requests.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HubError {
+    /// The hub was built without a link, so it cannot send anything.
+    #[error("the hub has no link to send through")]
+    NoLink,
+    /// The link refused or could not deliver (e.g. the phone is not connected).
+    #[error(transparent)]
+    Link(#[from] LinkError),
+}
+
+impl From<HubError> for crate::error::IpcError {
+    fn from(e: HubError) -> Self {
+        crate::error::IpcError::new("link", e.to_string())
+    }
+}
+
+/// The components a [`Hub`] feeds, shared with the shell's views.
+#[derive(Debug, Clone)]
+pub struct HubParts {
+    /// The dial log every dial goes to.
+    pub dials: DialLogHandle,
+    /// The bridge-status store banners are raised in and cleared from.
+    pub bridge: Arc<Mutex<BridgeStatusStore>>,
+    /// The link acknowledgements, refusals and desktop requests are sent through (`None`: the
+    /// hub only applies, e.g. in tests that feed events by hand).
+    pub link: Option<Link>,
+    /// The Confirmations mirror every applied `action.*` message (with its receiver outcome) is
+    /// fed to, shared with the Confirmations view; `None` keeps only [`Hub::action_messages`].
+    pub confirmations: Option<Arc<Mutex<ConfirmationMirror>>>,
+    /// The receivers' home generation (ifp/1 generation fence), >= 1. Default 1.
+    pub home_generation: u64,
+    /// Capacity of the notice channel; a subscriber that falls further behind misses notices
+    /// (it gets `Lagged`) and should re-read the state. Default 1024.
+    pub notice_capacity: usize,
+}
+
+impl HubParts {
+    /// Parts with the defaults (no Confirmations mirror, `home_generation` 1, 1024 notices).
+    pub fn new(
+        dials: DialLogHandle,
+        bridge: Arc<Mutex<BridgeStatusStore>>,
+        link: Option<Link>,
+    ) -> Self {
+        HubParts {
+            dials,
+            bridge,
+            link,
+            confirmations: None,
+            home_generation: 1,
+            notice_capacity: 1024,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct ProposalRecord {
+    view: ProposalView,
+    ended: bool,
+}
+
+#[derive(Debug)]
+struct PhoneState {
+    label: String,
+    connected: bool,
+    address: Option<String>,
+    receiver: Receiver,
+    seen_ids: HashSet<String>,
+    seen_order: VecDeque<String>,
+    applied: u64,
+    last_id: Option<String>,
+    unacked: u64,
+    settings: Option<PhoneSettings>,
+    settings_at: Option<String>,
+    summaries: Vec<PhoneLineSummary>,
+    directory: ExtensionDirectory,
+    autonomy: BTreeMap<String, Autonomy>,
+    proposals: Vec<ProposalRecord>,
+    action_messages: VecDeque<(Envelope, Outcome)>,
+    dials_held: u64,
+    dial_duplicates: u64,
+    problems: VecDeque<String>,
+}
+
+impl PhoneState {
+    fn new(home_generation: u64) -> Self {
+        PhoneState {
+            label: String::new(),
+            connected: false,
+            address: None,
+            receiver: Receiver::new(home_generation.max(1)),
+            seen_ids: HashSet::new(),
+            seen_order: VecDeque::new(),
+            applied: 0,
+            last_id: None,
+            unacked: 0,
+            settings: None,
+            settings_at: None,
+            summaries: Vec::new(),
+            directory: ExtensionDirectory::new(),
+            autonomy: BTreeMap::new(),
+            proposals: Vec::new(),
+            action_messages: VecDeque::new(),
+            dials_held: 0,
+            dial_duplicates: 0,
+            problems: VecDeque::new(),
+        }
+    }
+
+    fn remember_id(&mut self, id: &str) {
+        if self.seen_ids.insert(id.to_string()) {
+            self.seen_order.push_back(id.to_string());
+            if self.seen_order.len() > MAX_SEEN_IDS {
+                if let Some(old) = self.seen_order.pop_front() {
+                    self.seen_ids.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn problem(&mut self, words: String) {
+        if self.problems.len() >= MAX_PROBLEMS {
+            self.problems.pop_front();
+        }
+        self.problems.push_back(words);
+    }
+
+    fn view(&self, device_id: &str) -> PhoneView {
+        PhoneView {
+            device_id: device_id.to_string(),
+            label: self.label.clone(),
+            connected: self.connected,
+            address: self.address.clone(),
+            applied: self.applied,
+            last_applied_id: self.last_id.clone(),
+            dials: self.dials_held,
+            dial_duplicates: self.dial_duplicates,
+            settings_at: self.settings_at.clone(),
+            lines: self.summaries.clone(),
+            autonomy: self
+                .autonomy
+                .iter()
+                .map(|(session, autonomy)| SessionAutonomy {
+                    session: session.clone(),
+                    autonomy: *autonomy,
+                })
+                .collect(),
+            proposals: self.proposals.iter().map(|p| p.view.clone()).collect(),
+            problems: self.problems.iter().cloned().collect(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct HubState {
+    phones: BTreeMap<String, PhoneState>,
+}
+
+struct Inner {
+    dials: DialLogHandle,
+    bridge: Arc<Mutex<BridgeStatusStore>>,
+    link: Option<Link>,
+    confirmations: Option<Arc<Mutex<ConfirmationMirror>>>,
+    home_generation: u64,
+    state: Mutex<HubState>,
+    notices: broadcast::Sender<HubNotice>,
+}
+
+/// The desktop's hub (cheap to clone; clones share one state). See the module docs.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("home_generation", &self.inner.home_generation)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What to do after the state lock is released.
+enum After {
+    Nothing,
+    Dial {
+        dial: Box<DialEvent>,
+        retention: Retention,
+    },
+    Bridge(BridgeEvent, u64),
+}
+
+impl Hub {
+    /// A hub over `parts`, with no phone known yet.
+    pub fn new(parts: HubParts) -> Self {
+        let (notices, _) = broadcast::channel(parts.notice_capacity.max(1));
+        Hub {
+            inner: Arc::new(Inner {
+                dials: parts.dials,
+                bridge: parts.bridge,
+                link: parts.link,
+                confirmations: parts.confirmations,
+                home_generation: parts.home_generation.max(1),
+                state: Mutex::new(HubState::default()),
+                notices,
+            }),
+        }
+    }
+
+    /// A receiver of the hub's notices (phone connected, settings updated, banner raised, ...).
+    pub fn subscribe(&self) -> broadcast::Receiver<HubNotice> {
+        self.inner.notices.subscribe()
+    }
+
+    /// The shared bridge-status store.
+    pub fn bridge(&self) -> &Arc<Mutex<BridgeStatusStore>> {
+        &self.inner.bridge
+    }
+
+    /// The dial log.
+    pub fn dials(&self) -> &DialLogHandle {
+        &self.inner.dials
+    }
+
+    /// Applies link events until the channel closes. Acknowledgements go out every
+    /// [`ACK_EVERY`] messages and whenever the queue runs dry.
+    pub async fn run(self, mut link_events: mpsc::UnboundedReceiver<LinkEvent>) {
+        while let Some(event) = link_events.recv().await {
+            self.apply(event).await;
+            let mut burst = 0u32;
+            while burst < 1024 {
+                match link_events.try_recv() {
+                    Ok(e) => {
+                        self.apply(e).await;
+                        burst += 1;
+                    }
+                    Err(_) => break,
+                }
+            }
+            self.flush_acks();
+        }
+        self.flush_acks();
+    }
+
+    /// Applies one link event (module docs). Never fails: problems are answered to the phone
+    /// with an ifp/1 `error` when it can be, and kept in the phone's `problems`.
+    pub async fn apply(&self, event: LinkEvent) {
+        match event {
+            LinkEvent::PhoneConnected {
+                device_id,
+                label,
+                address,
+                ..
+            } => {
+                let last = {
+                    let mut st = lock(&self.inner.state);
+                    let p = self.phone_mut(&mut st, &device_id);
+                    p.connected = true;
+                    p.label.clone_from(&label);
+                    p.address = Some(address);
+                    p.unacked = 0;
+                    p.last_id.clone().map(|id| (id, p.applied))
+                };
+                self.notify(HubNotice::PhoneConnected {
+                    device_id: device_id.clone(),
+                    label,
+                });
+                if let Some((last_id, applied)) = last {
+                    self.send_ack(&device_id, last_id, applied);
+                }
+            }
+            LinkEvent::PhoneDisconnected { device_id, reason } => {
+                // A newer connection of the same phone may already have replaced this one.
+                let still = self
+                    .inner
+                    .link
+                    .as_ref()
+                    .is_some_and(|l| l.connected().contains(&device_id));
+                {
+                    let mut st = lock(&self.inner.state);
+                    if let Some(p) = st.phones.get_mut(&device_id) {
+                        p.connected = still;
+                    }
+                }
+                self.notify(HubNotice::PhoneDisconnected { device_id, reason });
+            }
+            LinkEvent::Paired {
+                device_id, label, ..
+            } => {
+                let mut st = lock(&self.inner.state);
+                let p = self.phone_mut(&mut st, &device_id);
+                p.label = label;
+            }
+            LinkEvent::Message {
+                device_id,
+                envelope,
+            } => self.apply_message(&device_id, *envelope).await,
+            _ => {}
+        }
+    }
+
+    fn phone_mut<'a>(&self, st: &'a mut HubState, device_id: &str) -> &'a mut PhoneState {
+        st.phones
+            .entry(device_id.to_string())
+            .or_insert_with(|| PhoneState::new(self.inner.home_generation))
+    }
+
+    fn notify(&self, notice: HubNotice) {
+        let _ = self.inner.notices.send(notice);
+    }
+
+    /// Sends `error` for a refused message (parent = its id), when a link is at hand.
+    fn refuse(&self, device_id: &str, env_id: &str, outcome: &Outcome) {
+        if let (Some(link), Some(msg)) = (&self.inner.link, outcome.error_message()) {
+            if let Err(e) = link.send_reply(device_id, msg, Some(env_id.to_string())) {
+                tracing::debug!("hub could not answer {env_id} of {device_id}: {e}");
+            }
+        }
+    }
+
+    async fn apply_message(&self, device_id: &str, env: Envelope) {
+        let after = {
+            let mut st = lock(&self.inner.state);
+            let p = self.phone_mut(&mut st, device_id);
+            let after = if env.r#type.starts_with("action.") {
+                self.apply_action(device_id, p, &env);
+                After::Nothing
+            } else if env.is_event() {
+                self.apply_event(device_id, p, &env)
+            } else {
+                After::Nothing
+            };
+            p.applied = p.applied.saturating_add(1);
+            p.last_id = Some(env.id.clone());
+            p.unacked = p.unacked.saturating_add(1);
+            after
+        };
+        match after {
+            After::Nothing => {}
+            After::Dial { dial, retention } => self.apply_dial(device_id, &dial, retention).await,
+            After::Bridge(b, at_ms) => self.apply_bridge(device_id, &b, at_ms),
+        }
+        let due = {
+            let st = lock(&self.inner.state);
+            st.phones
+                .get(device_id)
+                .filter(|p| p.unacked >= ACK_EVERY)
+                .and_then(|p| p.last_id.clone().map(|id| (id, p.applied)))
+        };
+        if let Some((last_id, applied)) = due {
+            self.send_ack(device_id, last_id, applied);
+        }
+    }
+
+    fn apply_event(&self, device_id: &str, p: &mut PhoneState, env: &Envelope) -> After {
+        let outcome = p.receiver.receive_at_ts(env);
+        match outcome.verdict {
+            Verdict::AcknowledgedDuplicate => return After::Nothing,
+            Verdict::Rejected => {
+                p.problem(format!(
+                    "{} {} refused: {}",
+                    env.r#type,
+                    env.id,
+                    outcome.reason.clone().unwrap_or_default()
+                ));
+                self.refuse(device_id, &env.id, &outcome);
+                return After::Nothing;
+            }
+            Verdict::Accepted => {}
+        }
+        let typed = match PhoneEvent::from_envelope(env) {
+            Ok(t) => t,
+            Err(PhoneEventError::NotPhoneEvent(_)) => return After::Nothing,
+            Err(e) => {
+                let words = e.to_string();
+                p.problem(format!("{} unreadable: {words}", env.id));
+                let refusal =
+                    Outcome::from_rejection(crate::ifp::Rejection::invalid(words.clone()));
+                self.refuse(device_id, &env.id, &refusal);
+                self.notify(HubNotice::EventRefused {
+                    device_id: device_id.to_string(),
+                    message_id: env.id.clone(),
+                    detail: words,
+                });
+                return After::Nothing;
+            }
+        };
+        match typed {
+            PhoneEvent::Settings(s) => {
+                self.apply_settings(p, *s, env.ts.as_str());
+                self.notify(HubNotice::SettingsUpdated {
+                    device_id: device_id.to_string(),
+                    lines: p.summaries.len() as u64,
+                });
+                After::Nothing
+            }
+            PhoneEvent::Dial(d) => After::Dial {
+                dial: d,
+                retention: env
+                    .labels
+                    .map(|l| l.retention)
+                    .unwrap_or(Retention::Standard),
+            },
+            PhoneEvent::Bridge(b) => After::Bridge(b, ts_ms(env)),
+            PhoneEvent::Autonomy(a) => {
+                p.autonomy.insert(a.session.clone(), a.autonomy);
+                self.notify(HubNotice::AutonomyChanged {
+                    device_id: device_id.to_string(),
+                    session: a.session,
+                    autonomy: a.autonomy,
+                });
+                After::Nothing
+            }
+        }
+    }
+
+    fn apply_settings(&self, p: &mut PhoneState, s: PhoneSettings, at: &str) {
+        let describes: Vec<DialResult> = s
+            .lines
+            .iter()
+            .filter_map(|l| {
+                l.last_describe.as_ref().map(|d| DialResult {
+                    namespace: l.identifier.clone(),
+                    outcome: d.outcome.clone(),
+                })
+            })
+            .collect();
+        p.summaries = summarize(&s.registry, s.pairings.as_ref(), &describes);
+        let mut dir = ExtensionDirectory::new();
+        for l in &s.lines {
+            if let Some(perms) = &l.permissions {
+                dir.add_manifest(ExtensionManifest {
+                    identifier: l.identifier.clone(),
+                    name: l.name.clone(),
+                    permissions: perms.clone(),
+                });
+            }
+        }
+        p.directory = dir;
+        p.settings = Some(s);
+        p.settings_at = Some(at.to_string());
+    }
+
+    fn apply_action(&self, device_id: &str, p: &mut PhoneState, env: &Envelope) {
+        if p.seen_ids.contains(&env.id) {
+            // A replay of a message already applied (the phone was not sure it arrived).
+            return;
+        }
+        p.remember_id(&env.id);
+        let typed = IncomingMessage::from_envelope(env);
+        let outcome = p.receiver.receive_at_ts(env);
+        if outcome.verdict == Verdict::Rejected {
+            p.problem(format!(
+                "{} {} refused: {}",
+                env.r#type,
+                env.id,
+                outcome.reason.clone().unwrap_or_default()
+            ));
+            self.refuse(device_id, &env.id, &outcome);
+        }
+        if let Some(mirror) = &self.inner.confirmations {
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+                .unwrap_or(0);
+            let changes = lock(mirror).apply(device_id, env, &outcome, now_ms);
+            for change in changes {
+                self.notify(HubNotice::ConfirmationChanged {
+                    device_id: device_id.to_string(),
+                    change: Box::new(change),
+                });
+            }
+        }
+        if p.action_messages.len() >= MAX_ACTION_MESSAGES {
+            p.action_messages.pop_front();
+        }
+        p.action_messages.push_back((env.clone(), outcome.clone()));
+        let Ok(IncomingMessage::Action(action)) = typed else {
+            return;
+        };
+        let action_id = action.action_id().to_string();
+        let step = ProposalStep {
+            message_id: env.id.clone(),
+            message_type: env.r#type.clone(),
+            ts: env.ts.as_str().to_string(),
+            verdict: outcome.verdict,
+            error_class: outcome.error_class,
+            reason: outcome.reason.clone(),
+            state_after: outcome.action_state,
+            detail: step_detail(&action, env),
+        };
+        let idx = p
+            .proposals
+            .iter()
+            .position(|r| r.view.action_id == action_id);
+        let idx = match (idx, &action) {
+            (Some(i), _) => i,
+            (None, IncomingAction::Propose(prop)) => {
+                if p.proposals.len() >= MAX_PROPOSALS {
+                    let drop = p.proposals.iter().position(|r| r.ended).unwrap_or(0);
+                    p.proposals.remove(drop);
+                }
+                p.proposals.push(ProposalRecord {
+                    view: ProposalView {
+                        action_id: action_id.clone(),
+                        session: env.session.clone(),
+                        tool: prop.tool.clone(),
+                        risk: prop.risk,
+                        reason: prop.reason.clone(),
+                        params: serde_json::Value::Object(prop.params.clone()),
+                        params_hash: prop.params_hash.clone(),
+                        params_hash_matches: outcome.params_hash_matches,
+                        expires_at: prop.expires_at.as_str().to_string(),
+                        state: outcome.action_state.unwrap_or(ActionState::Requested),
+                        steps: Vec::new(),
+                    },
+                    ended: false,
+                });
+                if outcome.verdict == Verdict::Accepted {
+                    self.notify(HubNotice::ProposalWaiting {
+                        device_id: device_id.to_string(),
+                        action_id: action_id.clone(),
+                        tool: prop.tool.clone(),
+                        risk: prop.risk,
+                    });
+                }
+                p.proposals.len() - 1
+            }
+            (None, _) => return,
+        };
+        let Some(rec) = p.proposals.get_mut(idx) else {
+            return;
+        };
+        rec.view.steps.push(step);
+        if let Some(state) = outcome.action_state {
+            rec.view.state = state;
+        }
+        if rec.view.state.is_terminal() && !rec.ended {
+            rec.ended = true;
+            self.notify(HubNotice::ProposalEnded {
+                device_id: device_id.to_string(),
+                action_id,
+                state: rec.view.state,
+            });
+        }
+    }
+
+    async fn apply_dial(&self, device_id: &str, dial: &DialEvent, retention: Retention) {
+        let record = dial.to_dial(device_id, retention);
+        let verdict = self.inner.dials.ingest(record).await;
+        let held = match verdict {
+            Ok(IngestVerdict::Held) => true,
+            Ok(IngestVerdict::Duplicate) => {
+                let mut st = lock(&self.inner.state);
+                self.phone_mut(&mut st, device_id).dial_duplicates += 1;
+                false
+            }
+            Ok(IngestVerdict::Rejected(why)) => {
+                let mut st = lock(&self.inner.state);
+                self.phone_mut(&mut st, device_id)
+                    .problem(format!("dial {} not kept: {why}", dial.dedup));
+                false
+            }
+            Err(e) => {
+                let mut st = lock(&self.inner.state);
+                self.phone_mut(&mut st, device_id)
+                    .problem(format!("dial {} not kept: {e}", dial.dedup));
+                false
+            }
+        };
+        if !held {
+            return;
+        }
+        let total = {
+            let mut st = lock(&self.inner.state);
+            let p = self.phone_mut(&mut st, device_id);
+            p.dials_held += 1;
+            p.dials_held
+        };
+        self.notify(HubNotice::DialCount {
+            device_id: device_id.to_string(),
+            total,
+        });
+        let end_ms = u64::try_from(dial.start_ms())
+            .unwrap_or(0)
+            .saturating_add(dial.duration_ms);
+        let path = CallPath::new(dial.caller.clone(), dial.endpoint.clone());
+        match dial.outcome {
+            DialOutcome::Ok => self.bridge_result(device_id, &path, None, end_ms),
+            DialOutcome::Error | DialOutcome::TimedOut => {
+                let text = dial.error.clone().unwrap_or_default();
+                self.bridge_result(device_id, &path, Some(&text), end_ms);
+            }
+            // The handler answered: the bridge worked, but a tool error says nothing new.
+            DialOutcome::ToolError => {}
+        }
+    }
+
+    fn apply_bridge(&self, device_id: &str, b: &BridgeEvent, at_ms: u64) {
+        let path = CallPath::new(b.caller.clone(), b.endpoint.clone());
+        match b.outcome {
+            BridgeOutcome::Ok => self.bridge_result(device_id, &path, None, at_ms),
+            BridgeOutcome::Error => {
+                let text = b.error.clone().unwrap_or_default();
+                self.bridge_result(device_id, &path, Some(&text), at_ms);
+            }
+        }
+    }
+
+    /// Records a bridge result for `path` and tells about banners raised or cleared.
+    fn bridge_result(&self, device_id: &str, path: &CallPath, error: Option<&str>, at_ms: u64) {
+        let dir = {
+            let st = lock(&self.inner.state);
+            st.phones
+                .get(device_id)
+                .map(|p| p.directory.clone())
+                .unwrap_or_default()
+        };
+        let (before, after) = {
+            let mut store = lock(&self.inner.bridge);
+            let before = store.banners().iter().find(|b| b.path == *path).cloned();
+            match error {
+                Some(text) => {
+                    store.record_failure(path, text, at_ms, &dir);
+                }
+                None => {
+                    store.record_success(path, at_ms);
+                }
+            }
+            let after = store.banners().iter().find(|b| b.path == *path).cloned();
+            (before, after)
+        };
+        match (before, after) {
+            (None, Some(b)) => self.notify(HubNotice::BannerRaised {
+                banner_id: b.id,
+                message: b.message,
+            }),
+            (Some(old), None) => self.notify(HubNotice::BannerCleared { banner_id: old.id }),
+            (Some(old), Some(new)) if !old.same_failure(&new) => {
+                self.notify(HubNotice::BannerRaised {
+                    banner_id: new.id,
+                    message: new.message,
+                })
+            }
+            _ => {}
+        }
+    }
+
+    /// Sends `control.ack`; the phone's unacknowledged count is reset only when the link took it.
+    fn send_ack(&self, device_id: &str, last_id: String, applied: u64) {
+        let Some(link) = &self.inner.link else {
+            return;
+        };
+        let ack = OutgoingMessage::Ack(ControlAck { last_id, applied });
+        match link.send(device_id, ack) {
+            Ok(()) => {
+                let mut st = lock(&self.inner.state);
+                if let Some(p) = st.phones.get_mut(device_id) {
+                    p.unacked = 0;
+                }
+            }
+            Err(e) => tracing::debug!("hub could not acknowledge {device_id}: {e}"),
+        }
+    }
+
+    /// Sends `control.ack` to every phone with messages applied since its last ack (phones not
+    /// connected are skipped by the link and acknowledged when they come back).
+    pub fn flush_acks(&self) {
+        let due: Vec<(String, String, u64)> = {
+            let st = lock(&self.inner.state);
+            st.phones
+                .iter()
+                .filter(|(_, p)| p.unacked > 0)
+                .filter_map(|(d, p)| p.last_id.clone().map(|id| (d.clone(), id, p.applied)))
+                .collect()
+        };
+        for (device_id, last_id, applied) in due {
+            self.send_ack(&device_id, last_id, applied);
+        }
+    }
+
+    /// Every phone the hub has heard of, by device id.
+    pub fn phones(&self) -> Vec<PhoneView> {
+        let st = lock(&self.inner.state);
+        st.phones.iter().map(|(d, p)| p.view(d)).collect()
+    }
+
+    /// One phone's state, if the hub has heard of it.
+    pub fn phone(&self, device_id: &str) -> Option<PhoneView> {
+        let st = lock(&self.inner.state);
+        st.phones.get(device_id).map(|p| p.view(device_id))
+    }
+
+    /// The phone's latest phone-line settings snapshot, typed.
+    pub fn settings(&self, device_id: &str) -> Option<PhoneSettings> {
+        let st = lock(&self.inner.state);
+        st.phones.get(device_id).and_then(|p| p.settings.clone())
+    }
+
+    /// Every `action.*` message applied from the phone with the receiver's outcome, oldest
+    /// first (at most [`MAX_ACTION_MESSAGES`]): the feed for the Confirmations mirror.
+    pub fn action_messages(&self, device_id: &str) -> Vec<(Envelope, Outcome)> {
+        let st = lock(&self.inner.state);
+        st.phones
+            .get(device_id)
+            .map(|p| p.action_messages.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn request(
+        &self,
+        device_id: &str,
+        kind: DesktopRequestKind,
+        target: Option<String>,
+    ) -> Result<(), HubError> {
+        let link = self.inner.link.as_ref().ok_or(HubError::NoLink)?;
+        link.send(
+            device_id,
+            OutgoingMessage::DesktopRequest(DesktopRequest { kind, target }),
+        )?;
+        Ok(())
+    }
+
+    /// Asks the phone to revoke the phone line `identifier` (`desktop.request
+    /// revoke_phone_line`). The phone decides; its next settings snapshot shows the result.
+    ///
+    /// Errors: [`HubError::NoLink`], or the link's (phone not connected).
+    pub fn revoke_phone_line(&self, device_id: &str, identifier: &str) -> Result<(), HubError> {
+        self.request(
+            device_id,
+            DesktopRequestKind::RevokePhoneLine,
+            Some(identifier.to_string()),
+        )
+    }
+
+    /// Asks the phone for a fresh settings snapshot (`desktop.request
+    /// request_settings_snapshot`).
+    ///
+    /// Errors: [`HubError::NoLink`], or the link's (phone not connected).
+    pub fn request_settings_snapshot(&self, device_id: &str) -> Result<(), HubError> {
+        self.request(device_id, DesktopRequestKind::RequestSettingsSnapshot, None)
+    }
+
+    /// Unpairs the phone: the link forgets its key and, if it is connected, sends `desktop.request
+    /// unpair` and closes. Returns whether it was paired.
+    ///
+    /// Errors: [`HubError::NoLink`], or the link's (trust file not writable).
+    pub fn unpair(&self, device_id: &str) -> Result<bool, HubError> {
+        let link = self.inner.link.as_ref().ok_or(HubError::NoLink)?;
+        Ok(link.unpair(device_id)?)
+    }
+}
+
+/// Epoch ms of the envelope's `ts` (0 before 1970).
+fn ts_ms(env: &Envelope) -> u64 {
+    u64::try_from(timestamp_ms(&env.ts)).unwrap_or(0)
+}
+
+/// A readable detail of an action message for the proposal record: the reject's reason class,
+/// the result's status and error class, and the phone's `message` (phone_action answers).
+fn step_detail(action: &IncomingAction, env: &Envelope) -> Option<String> {
+    let message = env
+        .payload
+        .get("message")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string);
+    let base = match action {
+        IncomingAction::Reject(r) => Some(format!("{:?}", r.reason_class)),
+        IncomingAction::Result(r) => Some(match r.error_class {
+            Some(c) => format!("{:?} ({})", r.status, c.as_str()),
+            None => format!("{:?}", r.status),
+        }),
+        IncomingAction::Approve(a) => Some(format!("{:?}", a.confirmation.mode)),
+        _ => None,
+    };
+    match (base, message) {
+        (Some(b), Some(m)) => Some(format!("{b}: {m}")),
+        (b, m) => b.or(m),
+    }
+}

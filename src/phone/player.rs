@@ -1,0 +1,604 @@
+//! The player: connects to the desktop, pairs or says hello, plays a scenario, and keeps every
+//! frame until the desktop acknowledges it, replaying the rest after a reconnect.
+//!
+//! `docs/protocol.md`, "Acknowledgement" and "Desktop requests". The phone keeps an outbox of
+//! the frames it sent in order; a `control.ack {last_id}` from the desktop drops every frame up
+//! to and including `last_id`. When the connection drops, the phone reconnects (bounded tries),
+//! says hello again and sends the whole outbox again, in order, before anything new: the desktop
+//! recognises what it had already applied (ifp/1 `dedup`, message ids), so nothing is lost or
+//! counted twice. At `--rate max` frames are queued and flushed in batches of [`BATCH`].
+//!
+//! The desktop's `desktop.request` is answered as a phone would: `request_settings_snapshot`
+//! sends the latest `event.phoneline.settings` again (new id, `seq`, `dedup`);
+//! `revoke_phone_line` marks the line's pairing record `allowed: false` and sends the new
+//! settings; `unpair` makes the phone forget the desktop and stop. None of them confirms anything.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
+use serde_json::{json, Map, Value};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::scenario::{Frame, Resolver, Scenario, ScenarioError, Sender};
+use crate::link::phone_client::{envelope, Paired, PhoneClient, PhoneError, PhoneIdentity};
+use crate::link::rfc3339_ms;
+
+/// Frames queued before a flush at [`Rate::Max`].
+pub const BATCH: usize = 64;
+
+/// How fast to play.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    /// At the scenario's recorded times.
+    Recorded,
+    /// At most this many messages per second (> 0).
+    PerSecond(f64),
+    /// As fast as the connection takes them, in batches.
+    Max,
+}
+
+impl std::str::FromStr for Rate {
+    type Err = String;
+
+    /// `recorded`, `max`, `N` or `N/s` (N > 0, e.g. `200/s`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "recorded" => Ok(Rate::Recorded),
+            "max" => Ok(Rate::Max),
+            other => {
+                let n = other.strip_suffix("/s").unwrap_or(other);
+                match n.parse::<f64>() {
+                    Ok(r) if r > 0.0 && r.is_finite() => Ok(Rate::PerSecond(r)),
+                    _ => Err(format!(
+                        "rate {other:?}: expected `recorded`, `max` or a number of messages per second like `200/s`"
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// How the phone proves itself on connect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Join {
+    /// Already paired: the desktop's Ed25519 public key from pairing (checked on every hello).
+    Paired {
+        /// The desktop's public key, base64url.
+        desktop_public_key: String,
+    },
+    /// Pair first with this code (`123-456` or `123456`).
+    Pair {
+        /// The pairing code the desktop shows.
+        code: String,
+    },
+}
+
+/// What to play and how.
+#[derive(Debug, Clone)]
+pub struct PlayOptions {
+    /// How fast.
+    pub rate: Rate,
+    /// Repetitions of the scenario (>= 1).
+    pub count: u64,
+    /// Seed of the ids (a fresh random one per run unless reproducing a run).
+    pub run: String,
+    /// Epoch ms of the scenario's time 0.
+    pub base_ms: u64,
+    /// Reconnect attempts in a row before giving up.
+    pub max_reconnects: u32,
+    /// Longest wait for the final acknowledgement once everything is sent.
+    pub ack_wait: Duration,
+    /// For tests: cut the connection (no close frame) right after the frame with this 1-based
+    /// number is handed over, dropping the [`CUT_LOSES`] next frames as if lost in flight.
+    pub cut_after: Vec<u64>,
+}
+
+/// Frames "lost in flight" at a test cut: counted as sent, never written.
+pub const CUT_LOSES: usize = 3;
+
+impl PlayOptions {
+    /// Defaults: recorded pace, one repetition, a random run seed, time 0 = now, 20 reconnects,
+    /// 30 s for the final acknowledgement, no cuts.
+    pub fn new() -> Self {
+        PlayOptions {
+            rate: Rate::Recorded,
+            count: 1,
+            run: random_run(),
+            base_ms: now_ms(),
+            max_reconnects: 20,
+            ack_wait: Duration::from_secs(30),
+            cut_after: Vec::new(),
+        }
+    }
+}
+
+impl Default for PlayOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A random run seed (16 hex characters).
+pub fn random_run() -> String {
+    use rand::Rng as _;
+    let b: [u8; 8] = rand::rngs::OsRng.gen();
+    hex::encode(b)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// What happened in a play.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlayReport {
+    /// Distinct frames sent (scenario and extra).
+    pub sent: u64,
+    /// Frames sent again after a reconnect.
+    pub resent: u64,
+    /// Connections made after the first.
+    pub reconnects: u32,
+    /// Acknowledgements received.
+    pub acks: u64,
+    /// Frames still unacknowledged at the end (0 when the desktop confirmed everything).
+    pub unacked: usize,
+    /// `error` frames the desktop answered with: `class: detail`.
+    pub desktop_errors: Vec<String>,
+    /// The `desktop.request` kinds received, in order.
+    pub requests: Vec<String>,
+    /// Whether the desktop unpaired this phone (the phone stopped).
+    pub unpaired: bool,
+    /// What pairing gave, when this play paired.
+    pub paired: Option<PairedInfo>,
+    /// Wall time of the play, ms.
+    pub elapsed_ms: u64,
+}
+
+/// What pairing gave, to keep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairedInfo {
+    /// The desktop's public key (base64url).
+    pub desktop_public_key: String,
+    /// The verification code to show.
+    pub verification_code: String,
+}
+
+impl From<Paired> for PairedInfo {
+    fn from(p: Paired) -> Self {
+        PairedInfo {
+            desktop_public_key: p.desktop_public_key,
+            verification_code: p.verification_code,
+        }
+    }
+}
+
+/// Errors of a play.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlayError {
+    /// Connecting, pairing or hello failed (after the reconnect budget, for a dropped link).
+    #[error(transparent)]
+    Phone(#[from] PhoneError),
+    /// The scenario made an invalid message.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// The desktop did not acknowledge everything in time.
+    #[error("the desktop did not acknowledge {0} frames within the wait")]
+    Unacknowledged(usize),
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
+
+/// A phone playing a scenario against one desktop.
+pub struct Player<'a> {
+    addr: SocketAddr,
+    cert_fp: String,
+    me: PhoneIdentity,
+    join: Join,
+    resolver: Resolver<'a>,
+    opts: PlayOptions,
+    outbox: VecDeque<Frame>,
+    report: PlayReport,
+    last_settings: Option<Map<String, Value>>,
+    started: Instant,
+    handed: u64,
+    extra_pending: VecDeque<Frame>,
+}
+
+impl std::fmt::Debug for Player<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Player")
+            .field("addr", &self.addr)
+            .field("device", &self.me.device_id())
+            .finish_non_exhaustive()
+    }
+}
+
+enum Conn {
+    Open(Box<Ws>),
+    Gone,
+}
+
+impl<'a> Player<'a> {
+    /// A player for `scenario`, as `me`, to the desktop at `addr` whose certificate fingerprint is
+    /// `cert_fp`.
+    pub fn new(
+        addr: SocketAddr,
+        cert_fp: &str,
+        me: PhoneIdentity,
+        join: Join,
+        scenario: &'a Scenario,
+        opts: PlayOptions,
+    ) -> Self {
+        let sender = Sender {
+            device: me.device_id().to_string(),
+            entity: me.entity_id(),
+        };
+        let resolver = Resolver::new(scenario, sender, &opts.run, opts.base_ms, opts.count);
+        Player {
+            addr,
+            cert_fp: cert_fp.to_string(),
+            me,
+            join,
+            resolver,
+            opts,
+            outbox: VecDeque::new(),
+            report: PlayReport::default(),
+            last_settings: None,
+            started: Instant::now(),
+            handed: 0,
+            extra_pending: VecDeque::new(),
+        }
+    }
+
+    async fn connect(&mut self) -> Result<Ws, PhoneError> {
+        let mut c = PhoneClient::connect(self.addr, &self.cert_fp).await?;
+        match self.join.clone() {
+            Join::Paired { desktop_public_key } => {
+                c.set_desktop_public_key(&desktop_public_key)?;
+                c.hello(&self.me, crate::app_info::IFP_RANGE).await?;
+            }
+            Join::Pair { code } => {
+                let paired = c
+                    .pair(&self.me, &code, vec![], crate::app_info::IFP_RANGE)
+                    .await?;
+                self.join = Join::Paired {
+                    desktop_public_key: paired.desktop_public_key.clone(),
+                };
+                self.report.paired = Some(paired.into());
+            }
+        }
+        Ok(c.into_ws())
+    }
+
+    async fn reconnect(&mut self) -> Result<Ws, PlayError> {
+        let mut tries = 0u32;
+        loop {
+            match self.connect().await {
+                Ok(ws) => return Ok(ws),
+                Err(e @ PhoneError::Refused { .. }) => return Err(e.into()),
+                Err(e) => {
+                    tries += 1;
+                    if tries > self.opts.max_reconnects {
+                        return Err(e.into());
+                    }
+                    let backoff =
+                        Duration::from_millis(100u64.saturating_mul(1u64 << tries.min(5)));
+                    tracing::info!("reconnecting to {} in {backoff:?}: {e}", self.addr);
+                    tokio::time::sleep(backoff).await;
+                }
+            }
+        }
+    }
+
+    /// Plays the whole scenario: connects (pairing first with [`Join::Pair`]), sends every frame
+    /// at the chosen rate, reconnects and replays when cut off, and returns once the desktop has
+    /// acknowledged everything (or the phone was unpaired).
+    ///
+    /// Errors: [`PlayError::Phone`] when connecting fails past the reconnect budget or the
+    /// desktop refuses pairing or hello; [`PlayError::Unacknowledged`] when the final
+    /// acknowledgement does not come within [`PlayOptions::ack_wait`].
+    pub async fn play(mut self) -> Result<PlayReport, PlayError> {
+        self.started = Instant::now();
+        let first = self.connect().await?;
+        let mut conn = Conn::Open(Box::new(first));
+        let mut pending: Option<Frame> = None;
+        let mut ack_deadline: Option<Instant> = None;
+        loop {
+            let mut ws = match conn {
+                Conn::Open(ws) => ws,
+                Conn::Gone => {
+                    self.report.reconnects += 1;
+                    let mut ws = Box::new(self.reconnect().await?);
+                    // Replay everything not acknowledged, in order.
+                    let replay: Vec<String> = self.outbox.iter().map(|f| f.text.clone()).collect();
+                    let mut ok = true;
+                    for chunk in replay.chunks(BATCH) {
+                        for t in chunk {
+                            if ws.feed(Message::text(t.clone())).await.is_err() {
+                                ok = false;
+                                break;
+                            }
+                            self.report.resent += 1;
+                        }
+                        if !ok || ws.flush().await.is_err() {
+                            ok = false;
+                            break;
+                        }
+                    }
+                    if !ok {
+                        conn = Conn::Gone;
+                        continue;
+                    }
+                    ws
+                }
+            };
+            // Read whatever arrived without waiting.
+            let mut alive = true;
+            while let Some(msg) = ws.next().now_or_never() {
+                if !self.on_incoming(&mut ws, msg).await {
+                    alive = false;
+                    break;
+                }
+            }
+            if self.report.unpaired {
+                conn = Conn::Open(ws);
+                break;
+            }
+            if !alive {
+                conn = Conn::Gone;
+                continue;
+            }
+            // Next frame to send, if any.
+            if pending.is_none() {
+                pending = match self.extra_pending.pop_front() {
+                    Some(f) => Some(f),
+                    None => match self.resolver.next_frame() {
+                        Some(f) => Some(f?),
+                        None => None,
+                    },
+                };
+            }
+            let Some(frame) = pending.take() else {
+                // Everything handed over: wait for the acknowledgement of the rest.
+                if self.outbox.is_empty() {
+                    conn = Conn::Open(ws);
+                    break;
+                }
+                let deadline =
+                    *ack_deadline.get_or_insert_with(|| Instant::now() + self.opts.ack_wait);
+                tokio::select! {
+                    msg = ws.next() => {
+                        if !self.on_incoming(&mut ws, msg).await { conn = Conn::Gone; continue; }
+                    }
+                    _ = tokio::time::sleep_until(deadline) => {
+                        self.report.unacked = self.outbox.len();
+                        self.close(*ws).await;
+                        return Err(PlayError::Unacknowledged(self.outbox.len()));
+                    }
+                }
+                conn = Conn::Open(ws);
+                if self.report.unpaired {
+                    break;
+                }
+                continue;
+            };
+            // Wait for its time (reading meanwhile).
+            let due = self.due(&frame);
+            if let Some(due) = due {
+                if due > Instant::now() {
+                    tokio::select! {
+                        msg = ws.next() => {
+                            pending = Some(frame);
+                            if !self.on_incoming(&mut ws, msg).await { conn = Conn::Gone; continue; }
+                            conn = Conn::Open(ws);
+                            continue;
+                        }
+                        _ = tokio::time::sleep_until(due) => {}
+                    }
+                }
+            }
+            // Send it (a batch at max rate).
+            let mut batch = vec![frame];
+            if self.opts.rate == Rate::Max {
+                while batch.len() < BATCH {
+                    match self.extra_pending.pop_front() {
+                        Some(f) => batch.push(f),
+                        None => match self.resolver.next_frame() {
+                            Some(f) => batch.push(f?),
+                            None => break,
+                        },
+                    }
+                }
+            }
+            let mut cut = false;
+            let mut lost = 0usize;
+            let mut write_ok = true;
+            let mut rest = batch.into_iter();
+            while let Some(f) = rest.next() {
+                if cut && lost >= CUT_LOSES {
+                    // Sent after the reconnect, in order, before anything new.
+                    let mut back: Vec<Frame> = vec![f];
+                    back.extend(rest.by_ref());
+                    for b in back.into_iter().rev() {
+                        self.extra_pending.push_front(b);
+                    }
+                    break;
+                }
+                self.handed += 1;
+                self.report.sent += 1;
+                if f.kind == crate::phone_events::SETTINGS_EVENT {
+                    self.remember_settings(&f);
+                }
+                self.outbox.push_back(f.clone());
+                if cut && lost < CUT_LOSES {
+                    lost += 1;
+                    continue;
+                }
+                if cut || !write_ok {
+                    continue;
+                }
+                if ws.feed(Message::text(f.text)).await.is_err() {
+                    write_ok = false;
+                }
+                if self.opts.cut_after.contains(&self.handed) {
+                    cut = true;
+                }
+            }
+            if cut {
+                let _ = ws.flush().await;
+                // Dropped without a close frame: the desktop sees the connection vanish.
+                drop(ws);
+                conn = Conn::Gone;
+                continue;
+            }
+            if !write_ok || ws.flush().await.is_err() {
+                conn = Conn::Gone;
+                continue;
+            }
+            conn = Conn::Open(ws);
+        }
+        if let Conn::Open(ws) = conn {
+            self.close(*ws).await;
+        }
+        self.report.unacked = self.outbox.len();
+        self.report.elapsed_ms =
+            u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Ok(self.report)
+    }
+
+    async fn close(&self, mut ws: Ws) {
+        let _ = tokio::time::timeout(Duration::from_secs(2), ws.close(None)).await;
+    }
+
+    fn due(&self, frame: &Frame) -> Option<Instant> {
+        match self.opts.rate {
+            Rate::Max => None,
+            Rate::Recorded => Some(self.started + Duration::from_millis(frame.at_ms)),
+            Rate::PerSecond(r) => {
+                let secs = self.handed as f64 / r;
+                Some(self.started + Duration::from_secs_f64(secs))
+            }
+        }
+    }
+
+    fn remember_settings(&mut self, f: &Frame) {
+        if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(&f.text) {
+            self.last_settings = Some(m);
+        }
+    }
+
+    /// Handles one incoming frame; returns false when the connection is gone.
+    async fn on_incoming(
+        &mut self,
+        ws: &mut Ws,
+        msg: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
+    ) -> bool {
+        let text = match msg {
+            None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return false,
+            Some(Ok(Message::Text(t))) => t.to_string(),
+            Some(Ok(_)) => return true,
+        };
+        let Ok(v) = serde_json::from_str::<Value>(&text) else {
+            return true;
+        };
+        match v["type"].as_str().unwrap_or("") {
+            "control.ack" => {
+                self.report.acks += 1;
+                if let Some(last) = v["payload"]["last_id"].as_str() {
+                    if let Some(pos) = self.outbox.iter().position(|f| f.id == last) {
+                        self.outbox.drain(..=pos);
+                    }
+                }
+            }
+            "control.ping" => {
+                let mut pong = envelope("control.pong", Some(&self.me.entity_id()), json!({}));
+                pong["parent"] = v["id"].clone();
+                if ws.send(Message::text(pong.to_string())).await.is_err() {
+                    return false;
+                }
+            }
+            "error" => {
+                self.report.desktop_errors.push(format!(
+                    "{}: {}",
+                    v["payload"]["class"].as_str().unwrap_or("?"),
+                    v["payload"]["detail"].as_str().unwrap_or("")
+                ));
+            }
+            "desktop.request" => {
+                let kind = v["payload"]["kind"].as_str().unwrap_or("").to_string();
+                self.report.requests.push(kind.clone());
+                match kind.as_str() {
+                    "unpair" => {
+                        self.report.unpaired = true;
+                    }
+                    "request_settings_snapshot" => self.queue_settings(None),
+                    "revoke_phone_line" => {
+                        let target = v["payload"]["target"].as_str().map(str::to_string);
+                        self.queue_settings(target.as_deref());
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// Queues a fresh settings snapshot (after marking `revoke` revoked).
+    fn queue_settings(&mut self, revoke: Option<&str>) {
+        let Some(last) = &self.last_settings else {
+            return;
+        };
+        let now_rel = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(0);
+        let mut msg = Map::new();
+        msg.insert(
+            "type".into(),
+            Value::from(crate::phone_events::SETTINGS_EVENT),
+        );
+        if let Some(s) = last.get("session") {
+            msg.insert("session".into(), s.clone());
+        }
+        let mut payload = last
+            .get("payload")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        payload.remove("seq");
+        payload.remove("dedup");
+        if let Some(id) = revoke {
+            let decided = self.opts.base_ms.saturating_add(now_rel);
+            let pairings = payload
+                .entry("pairings")
+                .or_insert_with(|| json!({"version": 1, "pairings": {}}));
+            if pairings.is_null() {
+                *pairings = json!({"version": 1, "pairings": {}});
+            }
+            if let Some(recs) = pairings.get_mut("pairings").and_then(Value::as_object_mut) {
+                let rec = recs.entry(id.to_string()).or_insert_with(|| {
+                    json!({"identifier": id, "displayName": id, "allowed": false, "manifestHash": "", "decidedAt": decided})
+                });
+                rec["allowed"] = Value::Bool(false);
+                rec["decidedAt"] = Value::from(decided);
+            }
+        }
+        msg.insert("payload".into(), Value::Object(payload));
+        let at = self.outbox.back().map_or(now_rel, |f| f.at_ms.max(now_rel));
+        match self.resolver.extra_frame(msg, at) {
+            Ok(f) => self.extra_pending.push_back(f),
+            Err(e) => tracing::warn!("could not build a settings snapshot: {e}"),
+        }
+    }
+}
+
+/// `ms` as the RFC 3339 text the scenarios use (re-exported for callers building messages).
+pub fn timestamp_text(ms: u64) -> String {
+    rfc3339_ms(ms)
+}

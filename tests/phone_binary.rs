@@ -1,0 +1,180 @@
+//! The `switchboard-phone` binary against an in-test desktop (Link + Hub + DialLog): pair with a
+//! code, play a small scenario at `--rate max`, then come back with only the identity file
+//! (hello, no pairing) and play it again with fresh ids.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use switchboard::bridge::store::BridgeStatusStore;
+use switchboard::dials::{DialLog, DialLogConfig};
+use switchboard::hub::{Hub, HubParts};
+use switchboard::link::{bind, DesktopIdentity, Link, LinkConfig, MemoryStore};
+use tokio::sync::oneshot;
+
+const PERMISSION_ERROR: &str = "Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\" to inherit owner \"lumirealm\" permissions: push_notification";
+
+fn scenario() -> String {
+    let describe: serde_json::Value = serde_json::from_str(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/corpus/lumiverse/lumirealm.describe.json"
+    )))
+    .unwrap();
+    let dial = |name: &str, at: u64, outcome: &str, extra: serde_json::Value| {
+        let mut p = serde_json::json!({
+            "dedup": format!("{{{{id:dial:{name}}}}}"), "caller": "lumiagent", "callee": "lumirealm",
+            "endpoint": "lumirealm.phoneline", "op": "describe", "request": {"op": "describe"},
+            "started_at": "{{ts}}", "duration_ms": 30, "outcome": outcome
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            p[k] = v.clone();
+        }
+        serde_json::json!({"at_ms": at, "msg": {"type": "event.phoneline.dial", "session": "{{id:ses:m}}", "payload": p}})
+    };
+    [
+        serde_json::json!({"at_ms": 0, "msg": {"type": "event.runtime.autonomy", "session": "{{id:ses:rt}}", "payload": {"autonomy": "observe_only"}}}),
+        dial("a", 10, "error", serde_json::json!({"error": PERMISSION_ERROR})),
+        dial("b", 20, "ok", serde_json::json!({"response": describe})),
+        serde_json::json!({"at_ms": 30, "msg": {"type": "action.propose", "session": "{{id:ses:rt}}", "payload": {
+            "action_id": "{{id:act:x}}", "tool": "messages.send", "params": {"to": "+1 555 0100", "body": "hi", "reason": "test"},
+            "params_hash": "{{params_hash}}", "risk": "high", "idempotency_key": "{{id:k:x}}", "expires_at": "{{ts+60000}}"}}}),
+    ]
+    .iter()
+    .map(|l| l.to_string() + "\n")
+    .collect()
+}
+
+async fn run_phone(args: Vec<String>) -> Output {
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_switchboard-phone"))
+                .args(&args)
+                .output()
+                .unwrap()
+        }),
+    )
+    .await
+    .expect("switchboard-phone did not finish within 60 s")
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_pairs_with_a_code_and_plays_a_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = LinkConfig::new(dir.path());
+    cfg.mdns = false;
+    let (link, events) = Link::new(
+        DesktopIdentity::load_or_create(&MemoryStore::new()).unwrap(),
+        cfg,
+    )
+    .unwrap();
+    let listener = bind(IpAddr::V4(Ipv4Addr::LOCALHOST), 0).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    tokio::spawn(link.run(listener, async {
+        let _ = stop_rx.await;
+    }));
+    let dials = DialLog::spawn(DialLogConfig::default()).unwrap();
+    let bridge = Arc::new(Mutex::new(BridgeStatusStore::new()));
+    let hub = Hub::new(HubParts::new(
+        dials.clone(),
+        bridge.clone(),
+        Some(link.clone()),
+    ));
+    tokio::spawn(hub.clone().run(events));
+
+    let scenario_path = dir.path().join("small.jsonl");
+    std::fs::write(&scenario_path, scenario()).unwrap();
+    let identity = dir.path().join("phone-identity.json");
+    let invite = link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let fp = link.identity().cert_fingerprint().to_string();
+
+    let help = run_phone(vec!["--help".into()]).await;
+    assert!(String::from_utf8_lossy(&help.stdout).contains("SIMULATOR"));
+
+    let out = run_phone(vec![
+        "--identity".into(),
+        identity.display().to_string(),
+        "--label".into(),
+        "Test phone".into(),
+        "--addr".into(),
+        addr.to_string(),
+        "--fp".into(),
+        fp.clone(),
+        "--code".into(),
+        invite.code.clone(),
+        "--scenario".into(),
+        scenario_path.display().to_string(),
+        "--rate".into(),
+        "max".into(),
+    ])
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stderr.contains("SIMULATOR"), "says so on start: {stderr}");
+    assert!(stdout.contains("paired: verification code"), "{stdout}");
+    assert!(stdout.contains("0 unacknowledged"), "{stdout}");
+
+    let phones = hub.phones();
+    assert_eq!(phones.len(), 1);
+    let p = &phones[0];
+    assert_eq!(p.label, "Test phone");
+    assert_eq!(p.dials, 2);
+    assert_eq!(p.proposals.len(), 1);
+    assert_eq!(p.autonomy.len(), 1);
+    let snap = bridge.lock().unwrap().snapshot();
+    assert!(snap.banners.is_empty());
+    assert_eq!(
+        snap.history.len(),
+        1,
+        "raised by the permission error, cleared by the ok dial"
+    );
+    assert_eq!(link.paired_phones().len(), 1);
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&identity).unwrap()).unwrap();
+    assert_eq!(kept["desktop"]["cert_fp"], fp.as_str());
+
+    // Again with only the identity file: hello without pairing, fresh ids, twice the dials.
+    let out = run_phone(vec![
+        "--identity".into(),
+        identity.display().to_string(),
+        "--scenario".into(),
+        scenario_path.display().to_string(),
+        "--rate".into(),
+        "500/s".into(),
+        "--count".into(),
+        "2".into(),
+    ])
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stdout.contains("paired:"), "{stdout}");
+    assert_eq!(hub.phones()[0].dials, 6);
+    assert_eq!(hub.phones()[0].proposals.len(), 3);
+
+    // A wrong fingerprint is refused before anything is sent.
+    let out = run_phone(vec![
+        "--identity".into(),
+        dir.path().join("other.json").display().to_string(),
+        "--addr".into(),
+        addr.to_string(),
+        "--fp".into(),
+        "0".repeat(64),
+        "--code".into(),
+        "123456".into(),
+        "--scenario".into(),
+        scenario_path.display().to_string(),
+    ])
+    .await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("certificate mismatch"));
+    let _ = stop_tx.send(());
+}
