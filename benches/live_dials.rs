@@ -75,7 +75,10 @@ fn clock() -> u64 {
 /// bytes of text each, the same op/outcome/retention mix).
 fn dial_scenario() -> R<Scenario> {
     let mut text = String::new();
-    for (k, d) in sample_dials::sample_dials("s", LINES).into_iter().enumerate() {
+    for (k, d) in sample_dials::sample_dials("s", LINES)
+        .into_iter()
+        .enumerate()
+    {
         let mut payload = json!({
             "dedup": format!("{{{{id:dial:{k}}}}}"),
             "call_id": format!("{{{{id:call:{k}}}}}"),
@@ -397,6 +400,7 @@ async fn bare_server(
     let addr = listener.local_addr()?;
     let task = tokio::spawn(async move {
         let (tcp, _) = listener.accept().await?;
+        tcp.set_nodelay(true)?;
         let tls = acceptor.accept(tcp).await?;
         let cfg = WebSocketConfig::default()
             .max_message_size(Some(switchboard::ifp::MAX_FRAME_BYTES))
@@ -428,6 +432,7 @@ async fn bare_server(
 async fn bare_client(addr: SocketAddr, fp: &str) -> R<ClientWs> {
     let cfg = pinned_client_config(Arc::new(PinnedCertVerifier::new(fp)))?;
     let tcp = TcpStream::connect(addr).await?;
+    tcp.set_nodelay(true)?;
     let name = rustls::pki_types::ServerName::try_from(switchboard::link::identity::CERT_NAME)?;
     let tls = tokio_rustls::TlsConnector::from(cfg)
         .connect(name, tcp)
@@ -470,7 +475,10 @@ async fn ingest_desk(n: usize, run: &str) -> R<IngestRun> {
     d.dials.flush().await?;
     let stored_at = clock();
     h.await??;
-    let errors = incoming.lock().map(|g| g.errors.clone()).unwrap_or_default();
+    let errors = incoming
+        .lock()
+        .map(|g| g.errors.clone())
+        .unwrap_or_default();
     if !errors.is_empty() {
         return Err(format!("the desktop refused {} frames: {}", errors.len(), errors[0]).into());
     }
@@ -607,34 +615,34 @@ fn memory_child() -> R<()> {
         let ws = d.phone(&me).await?;
         let me2 = me.clone();
         let (sink, reader, sent) = on_phone(async move {
-                let (mut sink, mut stream) = ws.split();
-                let reader =
-                    tokio::spawn(async move { while let Some(Ok(_)) = stream.next().await {} });
-                // One resolver, frames made a batch at a time.
-                let scenario = dial_scenario()?;
-                let sender = Sender {
-                    device: me2.device_id().to_string(),
-                    entity: me2.entity_id(),
-                };
-                let now_ms = u64::try_from(
-                    std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)?
-                        .as_millis(),
-                )?;
-                let reps = MEMORY_N.div_ceil(LINES) as u64;
-                let mut resolver = Resolver::new(&scenario, sender, "memory", now_ms, reps);
-                let mut sent = 0usize;
-                while sent < MEMORY_N {
-                    for _ in 0..BATCH.min(MEMORY_N - sent) {
-                        let Some(f) = resolver.next_frame() else {
-                            break;
-                        };
-                        sink.feed(Message::text(f?.text)).await?;
-                        sent += 1;
-                    }
-                    sink.flush().await?;
+            let (mut sink, mut stream) = ws.split();
+            let reader =
+                tokio::spawn(async move { while let Some(Ok(_)) = stream.next().await {} });
+            // One resolver, frames made a batch at a time.
+            let scenario = dial_scenario()?;
+            let sender = Sender {
+                device: me2.device_id().to_string(),
+                entity: me2.entity_id(),
+            };
+            let now_ms = u64::try_from(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)?
+                    .as_millis(),
+            )?;
+            let reps = MEMORY_N.div_ceil(LINES) as u64;
+            let mut resolver = Resolver::new(&scenario, sender, "memory", now_ms, reps);
+            let mut sent = 0usize;
+            while sent < MEMORY_N {
+                for _ in 0..BATCH.min(MEMORY_N - sent) {
+                    let Some(f) = resolver.next_frame() else {
+                        break;
+                    };
+                    sink.feed(Message::text(f?.text)).await?;
+                    sent += 1;
                 }
-                Ok((sink, reader, sent))
+                sink.flush().await?;
+            }
+            Ok((sink, reader, sent))
         })
         .await?;
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -681,7 +689,12 @@ fn memory() -> R<(f64, f64, u64, u64)> {
         .collect();
     match v.as_slice() {
         // MB = 10^6 bytes (stricter than MiB).
-        [b, a, held, per] => Ok((*b as f64 * 1024.0 / 1e6, *a as f64 * 1024.0 / 1e6, *held, *per)),
+        [b, a, held, per] => Ok((
+            *b as f64 * 1024.0 / 1e6,
+            *a as f64 * 1024.0 / 1e6,
+            *held,
+            *per,
+        )),
         _ => Err(format!("bad memory line {line:?}").into()),
     }
 }
@@ -704,6 +717,74 @@ fn main() -> R<()> {
         return memory_child();
     }
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing we need: skip then.
+    let only = std::env::var("LIVE_DIALS_ONLY").unwrap_or_default();
+    if only == "desk-ingest" {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        let n = std::env::var("LIVE_DIALS_N")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(200_000);
+        let d = rt.block_on(ingest_desk(n, "profile"))?;
+        println!(
+            "desk ingest: held {:.0}/s, stored {:.0}/s",
+            d.held_per_s, d.stored_per_s
+        );
+        return Ok(());
+    }
+    if only == "link-only" {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        let n: usize = std::env::var("LIVE_DIALS_N")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(200_000);
+        rt.block_on(async {
+            let dir = tempfile::tempdir()?;
+            let identity = DesktopIdentity::load_or_create(&MemoryStore::new())?;
+            let mut cfg = LinkConfig::new(dir.path());
+            cfg.mdns = false;
+            let (link, mut events) = Link::new(identity, cfg)?;
+            let listener = bind(IpAddr::V4(Ipv4Addr::LOCALHOST), 0).await?;
+            tokio::spawn(link.run(listener, std::future::pending::<()>()));
+            let me = PhoneIdentity::generate("Bench phone");
+            let invite = link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST));
+            let addr = link.local_addr().ok_or("link not bound")?;
+            let fp = link.identity().cert_fingerprint().to_string();
+            let me2 = me.clone();
+            let ws = on_phone(async move {
+                let mut c = PhoneClient::connect(addr, &fp).await?;
+                c.pair(&me2, &invite.code, vec![], switchboard::app_info::IFP_RANGE)
+                    .await?;
+                Ok(c.into_ws())
+            })
+            .await?;
+            let f = frames(&me, n, "link", false)?;
+            let n = f.msgs.len();
+            let msgs = Arc::new(f.msgs);
+            let inc = Arc::new(Mutex::new(Incoming::default()));
+            let t0 = clock();
+            let h = phone_rt()?.spawn(async move { send_frames(ws, &msgs, None, inc).await });
+            let mut got = 0;
+            while let Some(e) = events.recv().await {
+                if matches!(e, switchboard::link::LinkEvent::Message { .. }) {
+                    got += 1;
+                    if got >= n {
+                        break;
+                    }
+                }
+            }
+            let t = clock() - t0;
+            h.await??;
+            println!("link only: {:.0} frames/s", n as f64 / (t as f64 / 1e9));
+            Ok::<_, Box<dyn Error + Send + Sync>>(())
+        })?;
+        return Ok(());
+    }
     if !std::env::args().any(|a| a == "--bench") {
         println!("live_dials: run with `cargo bench -p switchboard --bench live_dials`");
         return Ok(());
