@@ -348,6 +348,7 @@ impl Hub {
         let LinkEvent::Message {
             device_id,
             envelope,
+            ..
         } = event
         else {
             self.flush_dials(pending).await;
@@ -461,6 +462,7 @@ impl Hub {
             LinkEvent::Message {
                 device_id,
                 envelope,
+                ..
             } => self.apply_message(&device_id, *envelope).await,
             _ => {}
         }

@@ -51,6 +51,16 @@ pub const DEFAULT_PORT: u16 = 47470;
 /// looks at its timers, commands and shutdown again.
 const DRAIN_MAX: usize = 64;
 
+/// Most messages of one connection delivered as [`LinkEvent::Message`] and not yet dropped by
+/// the app; past it the connection stops reading until the app catches up (backpressure to the
+/// phone through TCP, so memory stays bounded when a phone sends at full speed).
+pub const MAX_UNAPPLIED: usize = 1024;
+
+/// A slot of a connection's [`MAX_UNAPPLIED`] budget, carried by [`LinkEvent::Message`]; the slot
+/// is free again once every clone is dropped.
+#[derive(Debug, Clone)]
+pub struct MessageCredit(#[allow(dead_code)] Arc<tokio::sync::OwnedSemaphorePermit>);
+
 /// How many ports [`bind`] tries, starting at the preferred one.
 pub const PORT_TRIES: u16 = 10;
 
@@ -175,6 +185,10 @@ pub enum LinkEvent {
         device_id: String,
         /// The message (boxed: it is large next to the other events).
         envelope: Box<ifp::Envelope>,
+        /// One of the connection's [`MAX_UNAPPLIED`] slots, freed when the event (and every
+        /// clone of it) is dropped: a phone sending faster than the app applies its messages
+        /// waits (its connection stops reading) instead of queueing without bound.
+        credit: MessageCredit,
     },
     /// Something failed (also kept in diagnostics).
     Failure(LinkFailure),
@@ -654,6 +668,7 @@ async fn connection(
         peer,
         conn,
         stage: Stage::Fresh,
+        unapplied: Arc::new(Semaphore::new(MAX_UNAPPLIED)),
     };
     c.run(stop).await;
 }
@@ -684,6 +699,8 @@ struct Conn {
     nonce: String,
     conn: u64,
     stage: Stage,
+    /// [`MAX_UNAPPLIED`] slots for this connection's messages held by the app.
+    unapplied: Arc<Semaphore>,
 }
 
 impl Conn {
@@ -972,9 +989,13 @@ impl Conn {
                         return Flow::Continue;
                     }
                 }
+                let Ok(permit) = Arc::clone(&self.unapplied).acquire_owned().await else {
+                    return Flow::Close;
+                };
                 self.shared.emit(LinkEvent::Message {
                     device_id,
                     envelope: Box::new(env),
+                    credit: MessageCredit(Arc::new(permit)),
                 });
                 Flow::Continue
             }
