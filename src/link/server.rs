@@ -607,6 +607,10 @@ async fn connection(
     stop: watch::Receiver<bool>,
 ) {
     let handshake = Duration::from_secs(10);
+    // Frames and acknowledgements are small and latency matters: no Nagle delay.
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!("link: TCP_NODELAY on {peer}: {e}");
+    }
     let tls = match timeout(handshake, shared.acceptor.accept(tcp)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
