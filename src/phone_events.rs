@@ -77,8 +77,8 @@ fn typed<T: serde::de::DeserializeOwned>(
     event: &str,
     payload: &Map<String, Value>,
 ) -> Result<T, PhoneEventError> {
-    let value = Value::Object(payload.clone());
-    serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
+    // Deserialised from the borrowed payload: no copy of the whole payload.
+    serde_path_to_error::deserialize::<_, T>(payload).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." || path.is_empty() {
             "payload".to_string()

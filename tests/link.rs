@@ -234,6 +234,7 @@ async fn pairing_succeeds_and_next_connection_authenticates_with_hello_alone() {
             LinkEvent::Message {
                 device_id,
                 envelope,
+                ..
             } if device_id == me.device_id() => Some(envelope.as_ref().clone()),
             _ => None,
         })
@@ -534,6 +535,7 @@ async fn two_phones_connected_at_once() {
                 LinkEvent::Message {
                     device_id,
                     envelope,
+                    ..
                 } => Some((device_id.clone(), envelope.payload["from"].clone())),
                 _ => None,
             })

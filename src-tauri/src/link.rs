@@ -242,23 +242,16 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, data_dir: std::path::PathBuf) {
                 }
             });
         }
-        // Apply events as they come; when the queue runs dry, acknowledge what was applied
-        // (`control.ack`, docs/protocol.md), as `Hub::run` does.
+        // The Phones view's state sees every event first; then the hub applies them in order,
+        // batching consecutive dials and acknowledging when its queue runs dry (`Hub::run`).
+        let (to_hub, hub_events) = tokio::sync::mpsc::unbounded_channel();
+        tauri::async_runtime::spawn(hub.clone().run(hub_events));
         while let Some(event) = events.recv().await {
             on_event(&app, &state, &event);
-            hub.apply(event).await;
-            let mut burst = 0u32;
-            while burst < 1024 {
-                match events.try_recv() {
-                    Ok(e) => {
-                        on_event(&app, &state, &e);
-                        hub.apply(e).await;
-                        burst += 1;
-                    }
-                    Err(_) => break,
-                }
+            if to_hub.send(event).is_err() {
+                tracing::error!("the hub stopped; phone messages are no longer applied");
+                break;
             }
-            hub.flush_acks();
         }
     });
 }

@@ -52,7 +52,7 @@ pub use view::{HubNotice, PhoneView, ProposalStep, ProposalView, SessionAutonomy
 use crate::bridge::store::BridgeStatusStore;
 use crate::bridge::{CallPath, ExtensionDirectory, ExtensionManifest};
 use crate::confirmations::ConfirmationMirror;
-use crate::dials::{DialLogHandle, DialOutcome, IngestVerdict, Retention};
+use crate::dials::{DialLogError, DialLogHandle, DialOutcome, IngestVerdict, Retention};
 use crate::ifp::outgoing::{ControlAck, DesktopRequest, DesktopRequestKind};
 use crate::ifp::payload::{IncomingAction, IncomingMessage};
 use crate::ifp::{ActionState, Envelope, Outcome, OutgoingMessage, Receiver, Verdict};
@@ -74,6 +74,9 @@ pub const MAX_PROPOSALS: usize = 1024;
 pub const MAX_ACTION_MESSAGES: usize = 4096;
 /// Most problems (refused or unreadable messages) kept per phone, in words.
 pub const MAX_PROBLEMS: usize = 64;
+/// Most accepted dials [`Hub::run`] hands to the dial log in one message (one round trip to the
+/// log per batch instead of per dial).
+pub const MAX_DIAL_BATCH: usize = 256;
 
 /// Errors of the hub's desktop-to-phone requests.
 #[derive(Debug, thiserror::Error)]
@@ -262,6 +265,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// An accepted dial waiting for its batch to the dial log ([`Hub::run`]).
+struct PendingDial {
+    device_id: String,
+    dial: Box<DialEvent>,
+    record: crate::dials::Dial,
+}
+
 /// What to do after the state lock is released.
 enum After {
     Nothing,
@@ -306,22 +316,98 @@ impl Hub {
 
     /// Applies link events until the channel closes. Acknowledgements go out every
     /// [`ACK_EVERY`] messages and whenever the queue runs dry.
+    ///
+    /// Consecutive dials are handed to the dial log in batches (at most [`MAX_DIAL_BATCH`]): a
+    /// batch goes before any other event is applied, before an acknowledgement is sent (an
+    /// acknowledged dial is always held) and when the queue runs dry, so the effects happen in
+    /// the order the events came, as with [`Hub::apply`] one by one.
     pub async fn run(self, mut link_events: mpsc::UnboundedReceiver<LinkEvent>) {
+        let mut pending = Vec::new();
         while let Some(event) = link_events.recv().await {
-            self.apply(event).await;
+            self.apply_deferring(event, &mut pending).await;
             let mut burst = 0u32;
             while burst < 1024 {
                 match link_events.try_recv() {
                     Ok(e) => {
-                        self.apply(e).await;
+                        self.apply_deferring(e, &mut pending).await;
                         burst += 1;
                     }
                     Err(_) => break,
                 }
             }
+            self.flush_dials(&mut pending).await;
             self.flush_acks();
         }
+        self.flush_dials(&mut pending).await;
         self.flush_acks();
+    }
+
+    /// [`Hub::apply`], except that an accepted dial's ingest (and what follows from it) waits in
+    /// `pending` for the next [`Hub::flush_dials`]; anything else flushes `pending` first.
+    async fn apply_deferring(&self, event: LinkEvent, pending: &mut Vec<PendingDial>) {
+        let LinkEvent::Message {
+            device_id,
+            envelope,
+            ..
+        } = event
+        else {
+            self.flush_dials(pending).await;
+            self.apply(event).await;
+            return;
+        };
+        if envelope.r#type != crate::phone_events::DIAL_EVENT {
+            // Its effects may depend on the dials before it (e.g. settings and banners).
+            self.flush_dials(pending).await;
+        }
+        match self.apply_message_state(&device_id, &envelope) {
+            After::Dial { dial, retention } => {
+                let record = dial.to_dial(&device_id, retention);
+                pending.push(PendingDial {
+                    device_id: device_id.clone(),
+                    dial,
+                    record,
+                });
+                if pending.len() >= MAX_DIAL_BATCH {
+                    self.flush_dials(pending).await;
+                }
+            }
+            after => self.apply_after(&device_id, after).await,
+        }
+        if let Some((last_id, applied)) = self.ack_due(&device_id) {
+            self.flush_dials(pending).await;
+            self.send_ack(&device_id, last_id, applied);
+        }
+    }
+
+    /// Hands the waiting dials to the dial log in one batch, then applies what follows from each
+    /// verdict, in order.
+    async fn flush_dials(&self, pending: &mut Vec<PendingDial>) {
+        if pending.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(pending);
+        let (records, rest): (Vec<_>, Vec<_>) = batch
+            .into_iter()
+            .map(|p| (p.record, (p.device_id, p.dial)))
+            .unzip();
+        let n = records.len();
+        match self.inner.dials.ingest_batch(records).await {
+            Ok(verdicts) if verdicts.len() == n => {
+                for ((device_id, dial), verdict) in rest.into_iter().zip(verdicts) {
+                    self.after_ingest(&device_id, &dial, Ok(verdict));
+                }
+            }
+            Ok(_) => {
+                for (device_id, dial) in rest {
+                    self.after_ingest(&device_id, &dial, Err(&DialLogError::Closed));
+                }
+            }
+            Err(e) => {
+                for (device_id, dial) in rest {
+                    self.after_ingest(&device_id, &dial, Err(&e));
+                }
+            }
+        }
     }
 
     /// Applies one link event (module docs). Never fails: problems are answered to the phone
@@ -376,6 +462,7 @@ impl Hub {
             LinkEvent::Message {
                 device_id,
                 envelope,
+                ..
             } => self.apply_message(&device_id, *envelope).await,
             _ => {}
         }
@@ -401,37 +488,46 @@ impl Hub {
     }
 
     async fn apply_message(&self, device_id: &str, env: Envelope) {
-        let after = {
-            let mut st = lock(&self.inner.state);
-            let p = self.phone_mut(&mut st, device_id);
-            let after = if env.r#type.starts_with("action.") {
-                self.apply_action(device_id, p, &env);
-                After::Nothing
-            } else if env.is_event() {
-                self.apply_event(device_id, p, &env)
-            } else {
-                After::Nothing
-            };
-            p.applied = p.applied.saturating_add(1);
-            p.last_id = Some(env.id.clone());
-            p.unacked = p.unacked.saturating_add(1);
-            after
+        let after = self.apply_message_state(device_id, &env);
+        self.apply_after(device_id, after).await;
+        if let Some((last_id, applied)) = self.ack_due(device_id) {
+            self.send_ack(device_id, last_id, applied);
+        }
+    }
+
+    /// The part of applying a message done under the state lock; returns what is left to do.
+    fn apply_message_state(&self, device_id: &str, env: &Envelope) -> After {
+        let mut st = lock(&self.inner.state);
+        let p = self.phone_mut(&mut st, device_id);
+        let after = if env.r#type.starts_with("action.") {
+            self.apply_action(device_id, p, env);
+            After::Nothing
+        } else if env.is_event() {
+            self.apply_event(device_id, p, env)
+        } else {
+            After::Nothing
         };
+        p.applied = p.applied.saturating_add(1);
+        p.last_id = Some(env.id.clone());
+        p.unacked = p.unacked.saturating_add(1);
+        after
+    }
+
+    async fn apply_after(&self, device_id: &str, after: After) {
         match after {
             After::Nothing => {}
             After::Dial { dial, retention } => self.apply_dial(device_id, &dial, retention).await,
             After::Bridge(b, at_ms) => self.apply_bridge(device_id, &b, at_ms),
         }
-        let due = {
-            let st = lock(&self.inner.state);
-            st.phones
-                .get(device_id)
-                .filter(|p| p.unacked >= ACK_EVERY)
-                .and_then(|p| p.last_id.clone().map(|id| (id, p.applied)))
-        };
-        if let Some((last_id, applied)) = due {
-            self.send_ack(device_id, last_id, applied);
-        }
+    }
+
+    /// `(last_id, applied)` when the phone has [`ACK_EVERY`] messages unacknowledged.
+    fn ack_due(&self, device_id: &str) -> Option<(String, u64)> {
+        let st = lock(&self.inner.state);
+        st.phones
+            .get(device_id)
+            .filter(|p| p.unacked >= ACK_EVERY)
+            .and_then(|p| p.last_id.clone().map(|id| (id, p.applied)))
     }
 
     fn apply_event(&self, device_id: &str, p: &mut PhoneState, env: &Envelope) -> After {
@@ -630,6 +726,17 @@ impl Hub {
     async fn apply_dial(&self, device_id: &str, dial: &DialEvent, retention: Retention) {
         let record = dial.to_dial(device_id, retention);
         let verdict = self.inner.dials.ingest(record).await;
+        self.after_ingest(device_id, dial, verdict.as_ref().map(Clone::clone));
+    }
+
+    /// What follows from the dial log's verdict on one dial: counts, problems, the dial-count
+    /// notice and the bridge result.
+    fn after_ingest(
+        &self,
+        device_id: &str,
+        dial: &DialEvent,
+        verdict: Result<IngestVerdict, &DialLogError>,
+    ) {
         let held = match verdict {
             Ok(IngestVerdict::Held) => true,
             Ok(IngestVerdict::Duplicate) => {

@@ -303,7 +303,8 @@ impl IncomingMessage {
     /// for an envelope produced by [`crate::ifp::validate()`], whose rules are stricter.
     pub fn from_envelope(env: &Envelope) -> Result<Self, Rejection> {
         fn typed<T: serde::de::DeserializeOwned>(env: &Envelope) -> Result<T, Rejection> {
-            serde_json::from_value(Value::Object(env.payload.clone())).map_err(|e| {
+            // Deserialised from the borrowed payload: no copy of the whole payload.
+            T::deserialize(&env.payload).map_err(|e| {
                 Rejection::invalid(format!("payload: does not fit {}: {e}", env.r#type))
             })
         }

@@ -80,9 +80,19 @@ pub fn validate_frame(frame: &[u8]) -> Result<Envelope, Rejection> {
             frame.len()
         )));
     }
-    let value: Value = serde_json::from_slice(frame)
+    let mut value: Value = serde_json::from_slice(frame)
         .map_err(|e| Rejection::invalid(format!("frame: invalid JSON: {e}")))?;
-    validate(&value)
+    // Move the payload out instead of copying it (it is most of the frame): an empty object is
+    // left in its place, so the envelope checks judge the same shape, then the payload rules run
+    // on the real one.
+    let payload = match value.get_mut("payload") {
+        Some(Value::Object(p)) => std::mem::take(p),
+        _ => Map::new(),
+    };
+    let mut envelope = envelope_fields(&value)?;
+    envelope.payload = payload;
+    check_type_rules(&envelope)?;
+    Ok(envelope)
 }
 
 /// Validates one parsed message against the ifp/1 envelope and payload rules (check order in the
@@ -91,6 +101,13 @@ pub fn validate_frame(frame: &[u8]) -> Result<Envelope, Rejection> {
 /// Returns the typed [`Envelope`], or the [`Rejection`] of the first rule broken:
 /// `unsupported_version` when `ifp` is not `"1"`, `invalid_envelope` for everything else.
 pub fn validate(value: &Value) -> Result<Envelope, Rejection> {
+    let envelope = envelope_fields(value)?;
+    check_type_rules(&envelope)?;
+    Ok(envelope)
+}
+
+/// The envelope checks of [`validate`] (everything before the per-type payload rules).
+fn envelope_fields(value: &Value) -> Result<Envelope, Rejection> {
     let obj = value.as_object().ok_or_else(|| {
         Rejection::invalid(format!(
             "message: expected a JSON object, got {}",
@@ -203,7 +220,6 @@ pub fn validate(value: &Value) -> Result<Envelope, Rejection> {
         payload,
         ext,
     };
-    check_type_rules(&envelope)?;
     Ok(envelope)
 }
 

@@ -47,7 +47,10 @@ pub use identity::{DesktopIdentity, IdentityError};
 pub use mdns::SERVICE_TYPE;
 pub use pairing::{Clock, ManualClock, PairingInvite, SystemClock};
 pub use secret_store::{KeyringStore, MemoryStore, SecretStore, SecretStoreError};
-pub use server::{bind, FrameLog, Link, LinkConfig, LinkError, LinkEvent, DEFAULT_PORT};
+pub use server::{
+    bind, FrameLog, Link, LinkConfig, LinkError, LinkEvent, MessageCredit, DEFAULT_PORT,
+    MAX_UNAPPLIED,
+};
 pub use trust::{PairedPhone, TrustFile};
 pub use wire::{rfc3339_ms, FORBIDDEN_OUTGOING};
 

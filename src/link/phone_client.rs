@@ -223,6 +223,8 @@ impl PhoneClient {
         let tcp = tokio::time::timeout(wait, TcpStream::connect(addr))
             .await
             .map_err(|_| PhoneError::Timeout("TCP connect".into()))??;
+        // Small frames, latency matters: no Nagle delay (as the desktop's side).
+        tcp.set_nodelay(true)?;
         let name = rustls::pki_types::ServerName::try_from(CERT_NAME)
             .map_err(|e| PhoneError::Tls(e.to_string()))?;
         let tls = match tokio::time::timeout(wait, TlsConnector::from(cfg).connect(name, tcp)).await

@@ -19,7 +19,7 @@ use std::time::Duration;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use ed25519_dalek::{Signature, VerifyingKey};
-use futures_util::{SinkExt as _, StreamExt as _};
+use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
 use serde_json::{Map, Value};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
@@ -46,6 +46,20 @@ use super::wire::{self, ifp, Sender};
 
 /// The link's default TCP port.
 pub const DEFAULT_PORT: u16 = 47470;
+
+/// Most frames already buffered on a connection handled in one go, before the connection
+/// looks at its timers, commands and shutdown again.
+const DRAIN_MAX: usize = 64;
+
+/// Most messages of one connection delivered as [`LinkEvent::Message`] and not yet dropped by
+/// the app; past it the connection stops reading until the app catches up (backpressure to the
+/// phone through TCP, so memory stays bounded when a phone sends at full speed).
+pub const MAX_UNAPPLIED: usize = 1024;
+
+/// A slot of a connection's [`MAX_UNAPPLIED`] budget, carried by [`LinkEvent::Message`]; the slot
+/// is free again once every clone is dropped.
+#[derive(Debug, Clone)]
+pub struct MessageCredit(#[allow(dead_code)] Arc<tokio::sync::OwnedSemaphorePermit>);
 
 /// How many ports [`bind`] tries, starting at the preferred one.
 pub const PORT_TRIES: u16 = 10;
@@ -171,6 +185,10 @@ pub enum LinkEvent {
         device_id: String,
         /// The message (boxed: it is large next to the other events).
         envelope: Box<ifp::Envelope>,
+        /// One of the connection's [`MAX_UNAPPLIED`] slots, freed when the event (and every
+        /// clone of it) is dropped: a phone sending faster than the app applies its messages
+        /// waits (its connection stops reading) instead of queueing without bound.
+        credit: MessageCredit,
     },
     /// Something failed (also kept in diagnostics).
     Failure(LinkFailure),
@@ -589,6 +607,10 @@ async fn connection(
     stop: watch::Receiver<bool>,
 ) {
     let handshake = Duration::from_secs(10);
+    // Frames and acknowledgements are small and latency matters: no Nagle delay.
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!("link: TCP_NODELAY on {peer}: {e}");
+    }
     let tls = match timeout(handshake, shared.acceptor.accept(tcp)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
@@ -650,6 +672,7 @@ async fn connection(
         peer,
         conn,
         stage: Stage::Fresh,
+        unapplied: Arc::new(Semaphore::new(MAX_UNAPPLIED)),
     };
     c.run(stop).await;
 }
@@ -680,6 +703,8 @@ struct Conn {
     nonce: String,
     conn: u64,
     stage: Stage,
+    /// [`MAX_UNAPPLIED`] slots for this connection's messages held by the app.
+    unapplied: Arc<Semaphore>,
 }
 
 impl Conn {
@@ -777,25 +802,17 @@ impl Conn {
                 }
                 msg = self.ws.next() => {
                     last_rx = Instant::now();
-                    let flow = match msg {
-                        None => { reason = "the phone closed the connection".into(); Flow::Close }
-                        Some(Ok(Message::Text(t))) => self.on_frame(t.as_bytes(), &mut tx).await,
-                        Some(Ok(Message::Binary(_))) => {
-                            self.refuse_frame("binary WebSocket frames are not used by ifp/1; send JSON text".into()).await
-                        }
-                        Some(Ok(Message::Close(_))) => { reason = "the phone closed the connection".into(); Flow::Close }
-                        Some(Ok(_)) => Flow::Continue,
-                        Some(Err(tungstenite::Error::Capacity(e))) => {
-                            let words = format!("frame over the 1 MiB limit ({e}); connection closed");
-                            let dev = self.device().map(str::to_string);
-                            self.shared.fail(FailureKind::OversizeFrame, format!("{} sent a {words}", self.peer), dev.as_deref(), Some(self.peer));
-                            self.refuse(ifp::ErrorClass::InvalidEnvelope, words, None).await;
-                            self.close(CloseCode::Size, "frame over 1 MiB").await;
-                            reason = "oversize frame".into();
-                            Flow::Close
-                        }
-                        Some(Err(e)) => { reason = format!("connection error: {e}"); Flow::Close }
-                    };
+                    let mut flow = self.on_message(msg, &mut tx, &mut reason).await;
+                    // Frames already buffered are handled here rather than one select (and its
+                    // timers) per frame; bounded, so commands, pings and shutdown get their turn.
+                    let mut drained = 0;
+                    while matches!(flow, Flow::Continue) && drained < DRAIN_MAX {
+                        let Some(msg) = self.ws.next().now_or_never() else {
+                            break;
+                        };
+                        drained += 1;
+                        flow = self.on_message(msg, &mut tx, &mut reason).await;
+                    }
                     if let Flow::Close = flow { break; }
                 }
             }
@@ -810,6 +827,53 @@ impl Conn {
                 device_id: device_id.clone(),
                 reason,
             });
+        }
+    }
+
+    /// Handles one read from the socket (a frame, a close, an error); `reason` is set when the
+    /// connection ends.
+    async fn on_message(
+        &mut self,
+        msg: Option<Result<Message, tungstenite::Error>>,
+        tx: &mut Option<mpsc::UnboundedSender<Command>>,
+        reason: &mut String,
+    ) -> Flow {
+        match msg {
+            None => {
+                *reason = "the phone closed the connection".into();
+                Flow::Close
+            }
+            Some(Ok(Message::Text(t))) => self.on_frame(t.as_bytes(), tx).await,
+            Some(Ok(Message::Binary(_))) => {
+                self.refuse_frame(
+                    "binary WebSocket frames are not used by ifp/1; send JSON text".into(),
+                )
+                .await
+            }
+            Some(Ok(Message::Close(_))) => {
+                *reason = "the phone closed the connection".into();
+                Flow::Close
+            }
+            Some(Ok(_)) => Flow::Continue,
+            Some(Err(tungstenite::Error::Capacity(e))) => {
+                let words = format!("frame over the 1 MiB limit ({e}); connection closed");
+                let dev = self.device().map(str::to_string);
+                self.shared.fail(
+                    FailureKind::OversizeFrame,
+                    format!("{} sent a {words}", self.peer),
+                    dev.as_deref(),
+                    Some(self.peer),
+                );
+                self.refuse(ifp::ErrorClass::InvalidEnvelope, words, None)
+                    .await;
+                self.close(CloseCode::Size, "frame over 1 MiB").await;
+                *reason = "oversize frame".into();
+                Flow::Close
+            }
+            Some(Err(e)) => {
+                *reason = format!("connection error: {e}");
+                Flow::Close
+            }
         }
     }
 
@@ -929,9 +993,13 @@ impl Conn {
                         return Flow::Continue;
                     }
                 }
+                let Ok(permit) = Arc::clone(&self.unapplied).acquire_owned().await else {
+                    return Flow::Close;
+                };
                 self.shared.emit(LinkEvent::Message {
                     device_id,
                     envelope: Box::new(env),
+                    credit: MessageCredit(Arc::new(permit)),
                 });
                 Flow::Continue
             }
