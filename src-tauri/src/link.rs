@@ -245,6 +245,16 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, data_dir: std::path::PathBuf) {
         while let Some(event) = events.recv().await {
             on_event(&app, &state, &event);
             hub.apply(event).await;
+            // As `Hub::run`: apply what is already queued, then acknowledge (the phone keeps
+            // every unacknowledged message and waits for this receipt).
+            let mut burst = 0u32;
+            while burst < 1024 {
+                let Ok(event) = events.try_recv() else { break };
+                on_event(&app, &state, &event);
+                hub.apply(event).await;
+                burst += 1;
+            }
+            hub.flush_acks();
         }
     });
 }

@@ -121,6 +121,23 @@ impl Default for PlayOptions {
     }
 }
 
+/// The `session` of a resolved frame, if it has one.
+fn session_of(f: &Frame) -> Option<String> {
+    serde_json::from_str::<Value>(&f.text)
+        .ok()
+        .and_then(|v| v.get("session").and_then(Value::as_str).map(str::to_string))
+}
+
+/// Whether the frames in `extra` (answers to desktop requests) may overtake `held`, a frame
+/// waiting for its time: only when none of them shares its session.
+fn answer_first(held: &Frame, extra: &VecDeque<Frame>) -> bool {
+    if extra.is_empty() {
+        return false;
+    }
+    let session = session_of(held);
+    session.is_none() || extra.iter().all(|f| session_of(f) != session)
+}
+
 /// A random run seed (16 hex characters).
 pub fn random_run() -> String {
     use rand::Rng as _;
@@ -396,8 +413,19 @@ impl<'a> Player<'a> {
                 if due > Instant::now() {
                     tokio::select! {
                         msg = ws.next() => {
-                            pending = Some(frame);
-                            if !self.on_incoming(&mut ws, msg).await { conn = Conn::Gone; continue; }
+                            if !self.on_incoming(&mut ws, msg).await {
+                                pending = Some(frame);
+                                conn = Conn::Gone;
+                                continue;
+                            }
+                            // The answer to a desktop request goes out now, not after a frame
+                            // that is not due yet, unless that frame is of the same session
+                            // (its `seq` is lower, so it must go first).
+                            if answer_first(&frame, &self.extra_pending) {
+                                self.extra_pending.push_back(frame);
+                            } else {
+                                pending = Some(frame);
+                            }
                             conn = Conn::Open(ws);
                             continue;
                         }
