@@ -9,11 +9,15 @@ render 128 128x128.png
 render 256 128x128@2x.png
 render 512 icon.png
 render 64 tray.png
+# The tray icon while at least one phone is connected: the same with a green status dot.
+sed 's#</svg>#  <circle cx="420" cy="420" r="84" fill="\#06d6a0" stroke="\#0f1c4d" stroke-width="20"/>\n</svg>#' icon.svg > tray-connected.svg
+rsvg-convert -w 64 -h 64 tray-connected.svg -o tray-connected.png
+rm -f tray-connected.svg
 for s in 16 24 32 48 64 256; do render "$s" "ico-$s.png"; done
 convert ico-16.png ico-24.png ico-32.png ico-48.png ico-64.png ico-256.png icon.ico
 rm -f ico-*.png
 # Tauri requires RGBA PNGs.
-for f in 32x32.png 128x128.png 128x128@2x.png icon.png tray.png; do
+for f in 32x32.png 128x128.png 128x128@2x.png icon.png tray.png tray-connected.png; do
   convert "$f" -define png:color-type=6 "$f"
 done
 echo "icons written to $(pwd)"

@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-step() { echo; echo "==> $* ($(( $(date +%s) - start ))s)"; }
+current="start"
+step() { current="$*"; echo; echo "==> $* ($(( $(date +%s) - start ))s)"; }
+trap 'echo; echo "FAILED at: $current (see the output above; fix it and run bash scripts/test.sh again)" >&2' ERR
 
 step "installing what is missing"
 bash scripts/install-deps.sh

@@ -16,6 +16,9 @@ use crate::state::AppState;
 /// The app event every hub notice is emitted as; its payload is a [`HubNotice`].
 pub const NOTICE_EVENT: &str = "switchboard://notice";
 
+/// The app event the Confirmations view reloads on.
+pub const CONFIRMATIONS_EVENT: &str = "switchboard://confirmations";
+
 /// The running hub (managed once the link is up).
 pub struct HubState(pub Hub);
 
@@ -31,6 +34,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, link: Link) -> Hub {
     let mut notices = hub.subscribe();
     let app = app.clone();
     let notifier = Arc::clone(&confirmations.notifier);
+    let mirror = Arc::clone(&confirmations.mirror);
     tauri::async_runtime::spawn(async move {
         loop {
             match notices.recv().await {
@@ -42,6 +46,20 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, link: Link) -> Hub {
                     if let HubNotice::ConfirmationChanged { change, .. } = &notice {
                         let settings = app.state::<AppState>().settings().notifications;
                         notifier.on_change(change, &settings);
+                        let _ = app.emit(CONFIRMATIONS_EVENT, ());
+                    }
+                    if let HubNotice::AutonomyChanged {
+                        device_id,
+                        autonomy,
+                        ..
+                    } = &notice
+                    {
+                        // The table shows the phone's latest session level.
+                        mirror
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .set_autonomy(device_id, *autonomy);
+                        let _ = app.emit(CONFIRMATIONS_EVENT, ());
                     }
                     if let HubNotice::SettingsUpdated { device_id, .. } = &notice {
                         crate::commands::phone_lines::on_phone_settings(&app, device_id);

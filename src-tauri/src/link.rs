@@ -242,17 +242,21 @@ pub fn start<R: Runtime>(app: &AppHandle<R>, data_dir: std::path::PathBuf) {
                 }
             });
         }
+        // Apply events as they come; when the queue runs dry, acknowledge what was applied
+        // (`control.ack`, docs/protocol.md), as `Hub::run` does.
         while let Some(event) = events.recv().await {
             on_event(&app, &state, &event);
             hub.apply(event).await;
-            // As `Hub::run`: apply what is already queued, then acknowledge (the phone keeps
-            // every unacknowledged message and waits for this receipt).
             let mut burst = 0u32;
             while burst < 1024 {
-                let Ok(event) = events.try_recv() else { break };
-                on_event(&app, &state, &event);
-                hub.apply(event).await;
-                burst += 1;
+                match events.try_recv() {
+                    Ok(e) => {
+                        on_event(&app, &state, &e);
+                        hub.apply(e).await;
+                        burst += 1;
+                    }
+                    Err(_) => break,
+                }
             }
             hub.flush_acks();
         }

@@ -50,9 +50,30 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     Ok(())
 }
 
-/// Updates the tray tooltip to show how many phones are connected.
+/// Updates the tray tooltip (how many phones are connected) and icon (a green dot while at
+/// least one is).
 pub fn set_connected<R: Runtime>(app: &AppHandle<R>, connected: usize) {
     if let Some(tray) = app.tray_by_id(TRAY_ID) {
         let _ = tray.set_tooltip(Some(tooltip(connected)));
+        let bytes: &[u8] = if connected > 0 {
+            include_bytes!("../../icons/tray-connected.png")
+        } else {
+            include_bytes!("../../icons/tray.png")
+        };
+        if let Ok(icon) = tauri::image::Image::from_bytes(bytes) {
+            let _ = tray.set_icon(Some(icon));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tooltip;
+
+    #[test]
+    fn tooltip_counts_connected_phones() {
+        assert_eq!(tooltip(0), "Switchboard: no phone connected");
+        assert_eq!(tooltip(1), "Switchboard: 1 phone connected");
+        assert_eq!(tooltip(3), "Switchboard: 3 phones connected");
     }
 }

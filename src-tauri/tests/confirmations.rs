@@ -141,11 +141,28 @@ fn the_snapshot_through_ipc_shows_the_corpus_sequences() {
     assert!(st["text"].as_str().unwrap().len() > 10);
 }
 
-fn plausible_args(cmd: &str) -> Value {
+fn plausible_args(cmd: &str, home: &std::path::Path) -> Value {
+    let file = |name: &str| home.join(name).display().to_string();
     match cmd {
         "save_settings" => json!({"settings": switchboard::settings::Settings::default()}),
         "autonomy_table" => json!({"phone": "Ada's Pixel"}),
         "unpair_phone" => json!({"deviceId": "dev_pixel_ada"}),
+        "explain_error" => {
+            json!({"text": "EACCES: permission denied", "caller": null, "endpoint": null})
+        }
+        "open_pairings_file" => json!({"path": file("no-pairings.json")}),
+        "attach_describe" => json!({"identifier": "lumirealm", "text": "{}"}),
+        "revoke_phone_line" => json!({"identifier": "lumirealm", "confirm": false}),
+        "test_exclusion" => json!({"identifier": "lumirealm", "path": "notes/today.md"}),
+        "add_known_phone_line" => json!({"identifier": "lumiextra", "name": "LumiExtra"}),
+        "remove_known_phone_line" => json!({"identifier": "lumiextra"}),
+        "dials_subscribe" => json!({"channel": "__CHANNEL__:7"}),
+        "dials_unsubscribe" => json!({"id": 1}),
+        "dials_get" => json!({"id": "d1"}),
+        "dial_banner" => json!({"dialId": "d1"}),
+        "dials_export" => json!({"path": file("dials.jsonl")}),
+        "dials_import" => json!({"path": file("no-dials.jsonl")}),
+        "dials_clear" => json!({"scope": "memory"}),
         _ => json!({}),
     }
 }
@@ -184,7 +201,7 @@ fn no_command_can_approve_reject_or_cancel_an_action() {
     let (app, window) = boot(home.path());
     let before = app.state::<ConfirmationsState>().lock().snapshot();
     for name in ALL_COMMANDS {
-        match call(&window, name, plausible_args(name)) {
+        match call(&window, name, plausible_args(name, home.path())) {
             Ok(_) => {}
             Err(e) => assert!(
                 e["kind"].is_string() && e["message"].is_string(),

@@ -549,6 +549,11 @@ impl ConfirmationMirror {
     /// Takes in one message from `phone` that the receiver judged `outcome`, received at `now_ms`
     /// (Unix epoch milliseconds), and returns what it changed. Only `action.*` messages change
     /// anything; any other message returns an empty list. Never panics on any input.
+    ///
+    /// `phone` is the phone's name as the person knows it (its pairing label): it keys the
+    /// proposals (with `action_id`) and is the `<Phone>` of the notification texts. Call it with
+    /// the same receiver outcome the link answered with, for every message, rejected ones
+    /// included (they are how anomalies are seen).
     pub fn apply(
         &mut self,
         phone: &str,

@@ -549,7 +549,7 @@ impl Hub {
             for change in changes {
                 self.notify(HubNotice::ConfirmationChanged {
                     device_id: device_id.to_string(),
-                    change,
+                    change: Box::new(change),
                 });
             }
         }

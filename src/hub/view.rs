@@ -21,8 +21,9 @@ pub enum HubNotice {
     ConfirmationChanged {
         /// The phone.
         device_id: String,
-        /// What changed, with the proposal as it is now.
-        change: crate::confirmations::MirrorChange,
+        /// What changed, with the proposal as it is now (boxed: it is large next to the other
+        /// notices).
+        change: Box<crate::confirmations::MirrorChange>,
     },
     /// A paired phone said hello.
     PhoneConnected {

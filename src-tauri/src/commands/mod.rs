@@ -8,9 +8,9 @@ use tauri::{ipc::Invoke, Runtime};
 
 pub mod app;
 pub mod bridge;
+pub mod confirmations;
 pub mod dials;
 pub mod phone_lines;
-pub mod confirmations;
 pub mod phones;
 
 /// The names of every command in [`handler`], for tests that drive them all.

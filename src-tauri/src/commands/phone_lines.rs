@@ -415,7 +415,10 @@ pub fn revoke_phone_line<R: tauri::Runtime>(
                 let record = changed.get(&identifier).ok_or_else(|| {
                     IpcError::new(
                         "not_found",
-                        format!("{} has no pairing record for {identifier:?}", path.display()),
+                        format!(
+                            "{} has no pairing record for {identifier:?}",
+                            path.display()
+                        ),
                     )
                 })?;
                 if !record.allowed() {

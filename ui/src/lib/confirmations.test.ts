@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { findByKey, isEmpty, phonesOf, stateTone, stateWords } from "./confirmations";
+import { badgeWords, findByKey, isEmpty, phonesOf, stateTone, stateWords } from "./confirmations";
 import type { ConfirmationsSnapshot } from "../bindings/ConfirmationsSnapshot";
 import type { ConfirmationView } from "../bindings/ConfirmationView";
 
@@ -39,5 +39,14 @@ describe("confirmations helpers", () => {
     expect(stateWords("requested")).toBe("Waiting on the phone");
     expect(stateTone("executed")).toBe("ok");
     expect(stateTone("failed")).toBe("bad");
+  });
+});
+
+describe("badge words", () => {
+  it("tells a timed-out proposal from a declined one", () => {
+    expect(badgeWords({ state: "rejected", reject_reason: "expired" })).toBe("No answer in time");
+    expect(badgeWords({ state: "rejected", reject_reason: "user_denied" })).toBe("Declined");
+    expect(badgeWords({ state: "rejected", reject_reason: null })).toBe("Declined or refused");
+    expect(badgeWords({ state: "executed", reject_reason: null })).toBe("Done");
   });
 });

@@ -17,6 +17,23 @@ export function stateWords(s: ActionState): string {
   }
 }
 
+/**
+ * The badge of a confirmation: its state in words, except that a rejection for `expired`
+ * (the phone got no answer in time) reads "No answer in time" rather than "Declined".
+ */
+export function badgeWords(c: Pick<ConfirmationView, "state" | "reject_reason">): string {
+  if (c.state === "rejected") {
+    switch (c.reject_reason) {
+      case "expired": return "No answer in time";
+      case "user_denied": return "Declined";
+      case "policy_denied": return "Refused by policy";
+      case "capability_missing": return "Refused: capability missing";
+      default: return "Declined or refused";
+    }
+  }
+  return stateWords(c.state);
+}
+
 /** The badge tone of a state: ok, bad, warn or muted. */
 export function stateTone(s: ActionState): "ok" | "bad" | "warn" | "muted" {
   switch (s) {
