@@ -46,7 +46,9 @@ fn serial() -> MutexGuard<'static, ()> {
 /// Runs `journey` in a fresh world and fails the test with everything needed to see why.
 fn run_journey<F>(name: &str, journey: F)
 where
-    F: for<'a> FnOnce(&'a mut Journey) -> std::pin::Pin<Box<dyn std::future::Future<Output = R<()>> + 'a>>,
+    F: for<'a> FnOnce(
+        &'a mut Journey,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = R<()>> + 'a>>,
 {
     let _one = serial();
     let started = Instant::now();
@@ -141,7 +143,12 @@ impl Journey {
             .map_err(|_| "closing the session took over 20 s".to_string())?
             .map_err(|e| format!("closing the session: {e}"))?;
         // The first app is gone once its link stops listening.
-        env::wait_port(link_port, false, Duration::from_secs(30), "the first app's link")?;
+        env::wait_port(
+            link_port,
+            false,
+            Duration::from_secs(30),
+            "the first app's link",
+        )?;
         let client = self.env.open_app().await?;
         let ui = Ui::new(client, "").continue_from(&old);
         self.ui = Some(ui);
@@ -285,6 +292,7 @@ fn journey_1_pair_restart_unpair() {
 
 async fn pair_journey(j: &mut Journey) -> R<()> {
     let ui = j.ui();
+    ui.self_test().await?;
     ui.view('1', "Phones").await?;
     phones_ready(ui).await?;
     ui.wait_text("No phone paired yet", WAIT).await?;
@@ -302,16 +310,25 @@ async fn pair_journey(j: &mut Journey) -> R<()> {
     )?;
     let ui = j.ui();
     let card = wait_connected(ui, "E2E phone", WAIT).await?;
-    ensure!(card.contains("ifp/1"), "the phone card shows no protocol version:\n{card}");
+    ensure!(
+        card.contains("ifp/1"),
+        "the phone card shows no protocol version:\n{card}"
+    );
     let text = ui.main_text().await?;
     ensure!(
         text.contains("Paired E2E phone") && text.contains("Verification code"),
         "no verification code after pairing:\n{text}"
     );
     let gone = ui
-        .js("return !document.querySelector('[aria-label=\"Pairing window\"]');", vec![])
+        .js(
+            "return !document.querySelector('[aria-label=\"Pairing window\"]');",
+            vec![],
+        )
         .await?;
-    ensure!(gone == true, "the single-use pairing window is still open after pairing");
+    ensure!(
+        gone == true,
+        "the single-use pairing window is still open after pairing"
+    );
     let device = device_id(&card)?;
     ui.assert_names("Phones (paired)").await?;
     ui.shot("phones-connected").await?;
@@ -382,7 +399,9 @@ async fn select_line(ui: &Ui, name: &str) -> R<()> {
         n = serde_json::to_string(name).unwrap()
     );
     let el = ui.find_by(&format!("the line {name}"), &body).await?;
-    el.click().await.map_err(|e| format!("clicking {name}: {e}"))?;
+    el.click()
+        .await
+        .map_err(|e| format!("clicking {name}: {e}"))?;
     let body = format!(
         "const d = document.querySelector('section.detail'); return !!d && d.getAttribute('aria-label') === {n};",
         n = serde_json::to_string(&format!("Details of {name}")).unwrap()
@@ -394,22 +413,42 @@ async fn select_line(ui: &Ui, name: &str) -> R<()> {
 
 async fn detail_text(ui: &Ui) -> R<String> {
     let v = ui
-        .js("const d = document.querySelector('section.detail'); return d ? d.innerText : '';", vec![])
+        .js(
+            "const d = document.querySelector('section.detail'); return d ? d.innerText : '';",
+            vec![],
+        )
         .await?;
     Ok(v.as_str().unwrap_or_default().to_string())
 }
 
+const STATUS_IN_DETAIL: &str = "return document.querySelector('section.detail p[role=status]');";
+
 async fn lines_journey(j: &mut Journey) -> R<()> {
-    let phone = pair_phone(j, "lines", "E2E phone", scenario_arg("settings.jsonl"), None).await?;
+    let phone = pair_phone(
+        j,
+        "lines",
+        "E2E phone",
+        scenario_arg("settings.jsonl"),
+        None,
+    )
+    .await?;
     wait_connected(j.ui(), "E2E phone", WAIT).await?;
     let ui = j.ui();
     ui.view('2', "Phone lines").await?;
-    ui.wait_text("Showing the phone-line settings of phone", WAIT).await?;
+    ui.wait_text("Showing the phone-line settings of phone", WAIT)
+        .await?;
 
     // LumiRealm: paired, with its surface and its exclusions.
     select_line(ui, "LumiRealm").await?;
     let d = detail_text(ui).await?;
-    for want in ["Paired", "Allowed", "module_envelope", "Risu modules", "Per character", "Excluded from search (19)"] {
+    for want in [
+        "Paired",
+        "Allowed",
+        "module_envelope",
+        "Risu modules",
+        "Per character",
+        "Excluded from search (19)",
+    ] {
         ensure!(d.contains(want), "LumiRealm's details lack {want:?}:\n{d}");
     }
     ui.assert_names("Phone lines").await?;
@@ -439,10 +478,15 @@ async fn lines_journey(j: &mut Journey) -> R<()> {
         WAIT,
     )
     .await?;
+    ui.reveal(STATUS_IN_DETAIL).await?;
     ui.shot("lines-exclusion-excluded").await?;
     ui.type_into(&field, "lumirealm.payload.name").await?;
-    ui.wait_text("Not excluded: none of the 19 prefixes covers lumirealm.payload.name", WAIT)
-        .await?;
+    ui.wait_text(
+        "Not excluded: none of the 19 prefixes covers lumirealm.payload.name",
+        WAIT,
+    )
+    .await?;
+    ui.reveal(STATUS_IN_DETAIL).await?;
     ui.shot("lines-exclusion-not-excluded").await?;
 
     // Revoke LumiRealm: the desktop asks the phone; the phone's new settings show it revoked.
@@ -454,7 +498,10 @@ async fn lines_journey(j: &mut Journey) -> R<()> {
     )
     .await?;
     let dialog = ui
-        .js("return document.querySelector('dialog[open]').innerText;", vec![])
+        .js(
+            "return document.querySelector('dialog[open]').innerText;",
+            vec![],
+        )
         .await?;
     let dialog = dialog.as_str().unwrap_or_default().to_string();
     ensure!(
@@ -475,6 +522,7 @@ async fn lines_journey(j: &mut Journey) -> R<()> {
         d.contains("Revoked") && !d.contains("Revoke LumiRealm…"),
         "LumiRealm's details do not show the revoke:\n{d}"
     );
+    ui.scroll_top().await?;
     ui.shot("lines-revoked").await?;
     ensure!(
         j.phones[phone].running(),
@@ -492,7 +540,8 @@ fn journey_3_bridge_status() {
     run_journey("3-bridge", |j| Box::pin(bridge_journey(j)));
 }
 
-const BANNER: &str = "LumiAgent is missing push_notification, required for LumiRealm communication.";
+const BANNER: &str =
+    "LumiAgent is missing push_notification, required for LumiRealm communication.";
 
 async fn section_text(ui: &Ui, heading_id: &str) -> R<String> {
     let v = ui
@@ -543,11 +592,17 @@ async fn bridge_journey(j: &mut Journey) -> R<()> {
          const m = {}; return !!c && !!h && !c.innerText.includes(m) && h.innerText.includes(m);",
         serde_json::to_string(BANNER).unwrap()
     );
-    ui.wait("the banner cleared into the history", WAIT, &body).await?;
+    ui.wait("the banner cleared into the history", WAIT, &body)
+        .await?;
+    ui.reveal("return document.querySelector('section[aria-labelledby=\"hist-h\"]');")
+        .await?;
     ui.shot("bridge-history").await?;
+    ui.scroll_top().await?;
 
     // Paste an error a user sent and read it explained.
-    let pasted = ui.find("textarea", "Error text from a user's report or a log").await?;
+    let pasted = ui
+        .find("textarea", "Error text from a user's report or a log")
+        .await?;
     let error = "Shared RPC endpoint \"lumiagent.phoneline_probe\" requires requester \"lumirealm\" to inherit owner \"lumiagent\" permissions: characters";
     ui.type_into(&pasted, error).await?;
     let v = ui
@@ -563,9 +618,12 @@ async fn bridge_journey(j: &mut Journey) -> R<()> {
         "the pasted error is not explained as expected:\n{explained}"
     );
     ensure!(
-        explained.contains("The banner it raises") && explained.contains("LumiRealm is missing characters"),
+        explained.contains("The banner it raises")
+            && explained.contains("LumiRealm is missing characters"),
         "the pasted error's banner is not shown:\n{explained}"
     );
+    ui.reveal("return document.querySelector('.explained dl');")
+        .await?;
     ui.assert_names("Bridge status (explained)").await?;
     ui.shot("bridge-explained").await?;
     Ok(())
@@ -581,7 +639,11 @@ fn journey_4_live_dials() {
 
 /// Dials in one play of the built-in demo, and how many of them are `read_item`.
 fn demo_dials() -> (u64, u64) {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/demo.jsonl")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/demo.jsonl"
+    ))
+    .unwrap();
     let mut dials = 0;
     let mut reads = 0;
     for line in text.lines().filter(|l| l.starts_with('{')) {
@@ -599,7 +661,10 @@ fn demo_dials() -> (u64, u64) {
 /// The dial count the toolbar shows ("27 dials", "6 dials matching").
 async fn dial_count(ui: &Ui) -> R<Option<u64>> {
     let v = ui
-        .js("const c = document.querySelector('.toolbar .counts'); return c ? c.innerText : null;", vec![])
+        .js(
+            "const c = document.querySelector('.toolbar .counts'); return c ? c.innerText : null;",
+            vec![],
+        )
         .await?;
     Ok(v.as_str()
         .and_then(|t| t.split_whitespace().next())
@@ -643,10 +708,16 @@ async fn dials_journey(j: &mut Journey) -> R<()> {
                 break;
             }
         }
-        ensure!(Instant::now() < deadline, "dials stopped arriving; counts seen {seen:?}, expected {total}");
+        ensure!(
+            Instant::now() < deadline,
+            "dials stopped arriving; counts seen {seen:?}, expected {total}"
+        );
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
-    ensure!(seen.last() == Some(&total), "expected {total} dials, saw {seen:?}");
+    ensure!(
+        seen.last() == Some(&total),
+        "expected {total} dials, saw {seen:?}"
+    );
     ensure!(
         seen.iter().any(|&n| n > 0 && n < total),
         "the dials did not stream in (counts seen {seen:?})"
@@ -659,14 +730,24 @@ async fn dials_journey(j: &mut Journey) -> R<()> {
     // Filter by op.
     let op = ui.find("input", "Op (exact)").await?;
     ui.type_into(&op, "read_item").await?;
-    wait_counts(ui, "the read_item filter", &format!("{} dials matching", reads * 2)).await?;
+    wait_counts(
+        ui,
+        "the read_item filter",
+        &format!("{} dials matching", reads * 2),
+    )
+    .await?;
     ui.shot("dials-filtered-read_item").await?;
 
     // Open one in the inspector (select with a click, Enter inspects).
     let row = ui
-        .find_by("the first dial row", "return document.getElementById('dial-row-0');")
+        .find_by(
+            "the first dial row",
+            "return document.getElementById('dial-row-0');",
+        )
         .await?;
-    row.click().await.map_err(|e| format!("clicking a dial: {e}"))?;
+    row.click()
+        .await
+        .map_err(|e| format!("clicking a dial: {e}"))?;
     ui.press('\u{E007}').await?; // Enter
     let v = ui
         .wait(
@@ -678,7 +759,8 @@ async fn dials_journey(j: &mut Journey) -> R<()> {
         .await?;
     let inspector = v.as_str().unwrap_or_default();
     ensure!(
-        inspector.contains("\"op\": \"read_item\"") && inspector.contains("lumiagent → lumirealm.phoneline"),
+        inspector.contains("\"op\": \"read_item\"")
+            && inspector.contains("lumiagent → lumirealm.phoneline"),
         "the inspector does not show the read_item dial:\n{inspector}"
     );
     ui.assert_names("Live dials (inspector)").await?;
@@ -710,7 +792,12 @@ async fn dials_journey(j: &mut Journey) -> R<()> {
     let more = j.phone("dials-more", vec![s("--rate"), s("max")])?;
     j.phones[more].finish(Duration::from_secs(60))?;
     let ui = j.ui();
-    wait_counts(ui, "dials waiting while paused", &format!("paused, {per_play} waiting")).await?;
+    wait_counts(
+        ui,
+        "dials waiting while paused",
+        &format!("paused, {per_play} waiting"),
+    )
+    .await?;
     ensure!(
         dial_count(ui).await? == Some(total),
         "dials were added to the table while paused"
@@ -724,19 +811,28 @@ async fn dials_journey(j: &mut Journey) -> R<()> {
         .await?;
     resume.click().await.map_err(|e| format!("Resume: {e}"))?;
     let all = total + per_play;
-    wait_counts(ui, "the waiting dials after Resume", &format!("{all} dials")).await?;
+    wait_counts(
+        ui,
+        "the waiting dials after Resume",
+        &format!("{all} dials"),
+    )
+    .await?;
     ui.shot("dials-resumed").await?;
 
     // Export to a file and read it back.
     let summary = ui.find("summary", "Export or import JSON Lines").await?;
-    summary.click().await.map_err(|e| format!("opening export: {e}"))?;
+    summary
+        .click()
+        .await
+        .map_err(|e| format!("opening export: {e}"))?;
     let path = j.env.root.path().join("export").join("dials.jsonl");
     let _ = std::fs::create_dir_all(path.parent().unwrap());
     let ui = j.ui();
     let field = ui.find("input", "Export the dials shown to").await?;
     ui.type_into(&field, &path.display().to_string()).await?;
     ui.click_button("Export").await?;
-    ui.wait_text(&format!("Wrote {all} dials to {}", path.display()), WAIT).await?;
+    ui.wait_text(&format!("Wrote {all} dials to {}", path.display()), WAIT)
+        .await?;
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     ensure!(
@@ -746,7 +842,10 @@ async fn dials_journey(j: &mut Journey) -> R<()> {
     );
     for l in &lines {
         let v: Value = serde_json::from_str(l).map_err(|e| format!("export line {l:?}: {e}"))?;
-        ensure!(v["op"].is_string() && v["caller"] == "lumiagent", "odd export line {l}");
+        ensure!(
+            v["op"].is_string() && v["caller"] == "lumiagent",
+            "odd export line {l}"
+        );
     }
     ui.assert_names("Live dials (export)").await?;
     ui.shot("dials-exported").await?;
@@ -764,7 +863,16 @@ fn journey_5_confirmations() {
 /// A control that would approve, decline or cancel something; `None` when it is harmless.
 /// "Cancel" is allowed only inside a local dialog, where it closes that dialog.
 fn answers_for_the_phone(c: &Control) -> Option<String> {
-    let all = format!("{} | {} | {}", c.name, c.text, c.title).to_lowercase();
+    // Words that say where answering happens ("Confirm on your phone", "Approved on the phone,
+    // waiting for the result") describe the phone, not this control.
+    let mut all = format!("{} | {} | {}", c.name, c.text, c.title).to_lowercase();
+    for phrase in [
+        "confirm on your phone",
+        "approved on the phone",
+        "declined on the phone",
+    ] {
+        all = all.replace(phrase, "");
+    }
     let words: Vec<&str> = all
         .split(|ch: char| !ch.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -816,14 +924,17 @@ async fn confirm_journey(j: &mut Journey) -> R<()> {
     let body = "const s = document.querySelector('section[aria-labelledby=\"waiting-h\"]'); \
                 const t = s && s.querySelector('[role=timer]'); \
                 return t && t.innerText.includes('expires in') ? t.innerText : null;";
-    let first = ui.wait("a waiting proposal with a countdown", WAIT, body).await?;
+    let first = ui
+        .wait("a waiting proposal with a countdown", WAIT, body)
+        .await?;
     j.phones[propose].finish(Duration::from_secs(60))?;
     let ui = j.ui();
     let waiting = section_text(ui, "waiting-h").await?;
     ensure!(
         waiting.contains("Waiting on the phone 1")
             && waiting.contains("Confirm on your phone")
-            && waiting.contains("E2E phone"),
+            && waiting.contains("Tell Sam you are running late")
+            && waiting.contains("E2E phone · messages.send"),
         "the proposal is not shown as waiting on the phone:\n{waiting}"
     );
     tokio::time::sleep(Duration::from_millis(2200)).await;
@@ -840,12 +951,14 @@ async fn confirm_journey(j: &mut Journey) -> R<()> {
             "const s = document.querySelector('section[aria-labelledby=\"waiting-h\"]'); return s ? s.querySelector('button.pick') : null;",
         )
         .await?;
-    pick.click().await.map_err(|e| format!("opening the proposal: {e}"))?;
+    pick.click()
+        .await
+        .map_err(|e| format!("opening the proposal: {e}"))?;
     let v = ui
         .wait(
             "the proposal's details",
             WAIT,
-            "const a = document.querySelector('aside[aria-label=\"Details\"]'); return a && a.innerText.includes('Parameters') ? a.innerText : null;",
+            "const a = document.querySelector('aside[aria-label=\"Details\"]'); return a && a.textContent.includes('Parameters') ? a.textContent : null;",
         )
         .await?;
     let detail = v.as_str().unwrap_or_default();
@@ -870,8 +983,11 @@ async fn confirm_journey(j: &mut Journey) -> R<()> {
 
     // Every view by keyboard: Tab into the sidebar, then the arrow keys; in each view, no
     // control answers for the phone and every control has a name.
-    ui.js("document.activeElement && document.activeElement.blur(); return true;", vec![])
-        .await?;
+    ui.js(
+        "document.activeElement && document.activeElement.blur(); return true;",
+        vec![],
+    )
+    .await?;
     ui.press('\u{E004}').await?; // Tab
     ui.wait(
         "Tab to reach the sidebar's current entry",
@@ -890,11 +1006,16 @@ async fn confirm_journey(j: &mut Journey) -> R<()> {
             v = serde_json::to_string(view).unwrap(),
             h = serde_json::to_string(view.split(' ').next().unwrap()).unwrap()
         );
-        ui.wait(&format!("the arrow keys to reach {view}"), WAIT, &body).await?;
+        ui.wait(&format!("the arrow keys to reach {view}"), WAIT, &body)
+            .await?;
         tokio::time::sleep(Duration::from_millis(400)).await;
         assert_no_answer_controls(ui, view).await?;
         ui.assert_names(view).await?;
-        ui.shot(&format!("keyboard-{}", view.to_lowercase().replace(' ', "-"))).await?;
+        ui.shot(&format!(
+            "keyboard-{}",
+            view.to_lowercase().replace(' ', "-")
+        ))
+        .await?;
     }
     ui.press('\u{E015}').await?; // ArrowDown wraps to Phones
     ui.wait(
@@ -910,6 +1031,20 @@ async fn confirm_journey(j: &mut Journey) -> R<()> {
         ui.view(digit, view).await?;
     }
 
+    // The tray menu (native, outside the page) answers nothing either.
+    for (id, label) in switchboard_desktop::tray::MENU_ITEMS {
+        let item = Control {
+            name: label.to_string(),
+            text: label.to_string(),
+            title: String::new(),
+            local_dialog: false,
+        };
+        ensure!(
+            answers_for_the_phone(&item).is_none(),
+            "the tray menu item {id} would answer for the phone: {label}"
+        );
+    }
+
     // It ends on the phone (declined there); the view follows.
     ui.view('5', "Confirmations").await?;
     let end = j.phone("confirm-end", scenario_arg("confirm-end.jsonl"))?;
@@ -920,16 +1055,60 @@ async fn confirm_journey(j: &mut Journey) -> R<()> {
         WAIT,
         "const w = document.querySelector('section[aria-labelledby=\"waiting-h\"]'); \
          const e = document.querySelector('section[aria-labelledby=\"ended-h\"]'); \
-         return !!w && !!e && w.innerText.includes('Nothing is waiting right now') && e.innerText.includes('Declined or refused');",
+         return !!w && !!e && w.innerText.includes('Nothing is waiting right now') && e.innerText.includes('declined on the phone');",
     )
     .await?;
     let ended = section_text(ui, "ended-h").await?;
     ensure!(
-        ended.contains("Ended 1") && ended.contains("E2E phone"),
+        ended.contains("Ended 1") && ended.contains("Declined") && ended.contains("E2E phone"),
         "the ended proposal is not in the timeline:\n{ended}"
     );
     assert_no_answer_controls(ui, "Confirmations (ended)").await?;
     ui.assert_names("Confirmations (ended)").await?;
     ui.shot("confirm-ended").await?;
     Ok(())
+}
+
+#[test]
+fn the_answer_check_catches_answer_controls() {
+    let c = |name: &str, text: &str, local_dialog: bool| Control {
+        name: name.into(),
+        text: text.into(),
+        title: String::new(),
+        local_dialog,
+    };
+    for bad in [
+        "Approve",
+        "Decline",
+        "Reject action",
+        "Cancel",
+        "Confirm",
+        "Allow once",
+        "Deny",
+    ] {
+        assert!(
+            answers_for_the_phone(&c(bad, bad, false)).is_some(),
+            "{bad} not caught"
+        );
+    }
+    assert!(answers_for_the_phone(&c("Details of X", "Approve", false)).is_some());
+    assert!(answers_for_the_phone(&c("Cancel", "Cancel", true)).is_none());
+    for ok in [
+        "Details of Tell Sam on dev_1",
+        "Confirmations",
+        "Unpair E2E phone",
+        "Pair a phone",
+        "Clear filters",
+    ] {
+        assert!(
+            answers_for_the_phone(&c(ok, ok, false)).is_none(),
+            "{ok} flagged"
+        );
+    }
+    let card = c(
+        "Details of Tell Sam",
+        "Tell Sam high Confirm on your phone expires in 4 min",
+        false,
+    );
+    assert!(answers_for_the_phone(&card).is_none());
 }

@@ -40,14 +40,11 @@ impl Proc {
         }
     }
 
-    /// The process id.
-    pub fn id(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
-    }
-
     /// Exit status if it has ended, without waiting.
     pub fn try_status(&mut self) -> Option<ExitStatus> {
-        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// Waits (bounded) for the process to end by itself.
@@ -118,7 +115,10 @@ fn need(tool: &str, hint: &str) -> R<PathBuf> {
     let home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
-    if let Some(p) = home.map(|h| h.join("bin").join(tool)).filter(|p| p.exists()) {
+    if let Some(p) = home
+        .map(|h| h.join("bin").join(tool))
+        .filter(|p| p.exists())
+    {
         return Ok(p);
     }
     Err(format!("{tool} is missing: {hint}"))
@@ -320,7 +320,9 @@ impl Env {
                 break;
             }
             if Instant::now() > deadline {
-                return Err("gnome-keyring did not take org.freedesktop.secrets within 20 s".into());
+                return Err(
+                    "gnome-keyring did not take org.freedesktop.secrets within 20 s".into(),
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -354,7 +356,12 @@ impl Env {
             .map_err(|e| format!("tauri-driver: {e}"))?;
         let driver = Proc::new("tauri-driver", d, false);
         wait_port(driver_port, true, Duration::from_secs(20), "tauri-driver")?;
-        wait_port(native_port, true, Duration::from_secs(20), "WebKitWebDriver")?;
+        wait_port(
+            native_port,
+            true,
+            Duration::from_secs(20),
+            "WebKitWebDriver",
+        )?;
 
         Ok(Env {
             home,
@@ -396,7 +403,10 @@ impl Env {
         let text = std::fs::read_to_string(&self.driver_log).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(40).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        format!("--- tauri-driver / app output (last 40 lines) ---\n{}", tail.join("\n"))
+        format!(
+            "--- tauri-driver / app output (last 40 lines) ---\n{}",
+            tail.join("\n")
+        )
     }
 
     /// The app's own log (`SWITCHBOARD_HOME/logs`), last lines.
@@ -408,7 +418,11 @@ impl Env {
                 let text = std::fs::read_to_string(e.path()).unwrap_or_default();
                 let lines: Vec<&str> = text.lines().collect();
                 let from = lines.len().saturating_sub(30);
-                out.push_str(&format!("--- {} ---\n{}\n", e.path().display(), lines[from..].join("\n")));
+                out.push_str(&format!(
+                    "--- {} ---\n{}\n",
+                    e.path().display(),
+                    lines[from..].join("\n")
+                ));
             }
         }
         out
@@ -466,7 +480,10 @@ impl Phone {
             .wait_exit(limit)
             .map_err(|e| format!("{e}\n{}", self.output()))?;
         if !status.success() {
-            return Err(format!("switchboard-phone failed ({status}):\n{}", self.output()));
+            return Err(format!(
+                "switchboard-phone failed ({status}):\n{}",
+                self.output()
+            ));
         }
         Ok(self.output())
     }

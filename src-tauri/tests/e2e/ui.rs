@@ -53,7 +53,7 @@ if (!window.__e2e) {
     }
     return (el.getAttribute("title") || "").trim();
   };
-  const INTERACTIVE = "button, a, input:not([type=hidden]), select, textarea, [role=button], [role=menuitem], summary";
+  const INTERACTIVE = "button, a, input:not([type=hidden]), select, textarea, [role=button], [role=menuitem], summary, [tabindex]:not([tabindex='-1']):not(main)";
   window.__e2e = {
     errors, name, vis, text,
     offenders: () => [...document.querySelectorAll(INTERACTIVE)].filter((el) => !name(el)).map((el) => el.outerHTML.slice(0, 200)),
@@ -132,8 +132,12 @@ impl Ui {
 
     /// Waits until the page has loaded the app, then installs the helpers and error trap.
     pub async fn start(&self) -> R<()> {
-        self.wait("the app's sidebar", WAIT, "return !!document.querySelector('nav.sidebar button')")
-            .await?;
+        self.wait(
+            "the app's sidebar",
+            WAIT,
+            "return !!document.querySelector('nav.sidebar button')",
+        )
+        .await?;
         self.js(PAGE_HELPERS, vec![]).await?;
         Ok(())
     }
@@ -141,7 +145,7 @@ impl Ui {
     /// Polls `body` (returns a value) until it is truthy; returns that value.
     pub async fn wait(&self, what: &str, limit: Duration, body: &str) -> R<Value> {
         let deadline = Instant::now() + limit;
-        let mut last = Value::Null;
+        let mut last;
         loop {
             match self.c.execute(body, vec![]).await {
                 Ok(v) => {
@@ -184,7 +188,10 @@ impl Ui {
     /// The main area's visible text.
     pub async fn main_text(&self) -> R<String> {
         let v = self
-            .js("const m = document.querySelector('main'); return m ? m.innerText : '';", vec![])
+            .js(
+                "const m = document.querySelector('main'); return m ? m.innerText : '';",
+                vec![],
+            )
             .await?;
         Ok(v.as_str().unwrap_or_default().to_string())
     }
@@ -213,7 +220,10 @@ impl Ui {
     /// Errors the page reported so far (console.error, uncaught errors, rejections).
     pub async fn console_errors(&self) -> R<Vec<String>> {
         let v = self
-            .js("return window.__e2e ? window.__e2e.errors : ['the error trap is not installed'];", vec![])
+            .js(
+                "return window.__e2e ? window.__e2e.errors : ['the error trap is not installed'];",
+                vec![],
+            )
             .await?;
         Ok(serde_json::from_value(v).unwrap_or_default())
     }
@@ -224,7 +234,50 @@ impl Ui {
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(format!("the page reported errors {when}:\n  {}", errors.join("\n  ")))
+            Err(format!(
+                "the page reported errors {when}:\n  {}",
+                errors.join("\n  ")
+            ))
+        }
+    }
+
+    /// Scrolls the element the script `body` returns to the middle of the view (for a
+    /// screenshot that shows it).
+    pub async fn reveal(&self, body: &str) -> R<()> {
+        let js = format!(
+            "const el = (() => {{ {body} }})(); if (!el) return false; el.scrollIntoView({{block: 'center'}}); return true;"
+        );
+        self.wait("an element to scroll to", WAIT, &js)
+            .await
+            .map(|_| ())
+    }
+
+    /// Scrolls the main area back to its top.
+    pub async fn scroll_top(&self) -> R<()> {
+        self.js(
+            "const m = document.querySelector('main'); if (m) m.scrollTop = 0; return true;",
+            vec![],
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Checks that the checks can fail: a nameless button is reported, and a console.error is
+    /// caught. Both probes are removed again.
+    pub async fn self_test(&self) -> R<()> {
+        let v = self
+            .js(
+                "const b = document.createElement('button'); b.id = 'e2e-probe'; document.body.appendChild(b); \
+                 const found = window.__e2e.offenders().some((h) => h.includes('e2e-probe')); b.remove(); \
+                 console.error('e2e probe'); const caught = window.__e2e.errors.includes('console.error: e2e probe'); \
+                 window.__e2e.errors.length = 0; return found && caught;",
+                vec![],
+            )
+            .await?;
+        if v == true {
+            Ok(())
+        } else {
+            Err("the accessible-name check or the console trap does not work".into())
         }
     }
 
@@ -281,9 +334,13 @@ impl Ui {
             t = serde_json::to_string(title).unwrap_or_default(),
             h = serde_json::to_string(title.split(' ').next().unwrap_or(title)).unwrap_or_default()
         );
-        self.wait(&format!("Ctrl+{digit} to open {title} and focus its sidebar entry"), WAIT, &body)
-            .await
-            .map(|_| ())
+        self.wait(
+            &format!("Ctrl+{digit} to open {title} and focus its sidebar entry"),
+            WAIT,
+            &body,
+        )
+        .await
+        .map(|_| ())
     }
 
     /// Marks the first visible element matching CSS `sel` whose accessible name or text is
@@ -294,7 +351,8 @@ impl Ui {
             serde_json::to_string(sel).unwrap_or_default(),
             serde_json::to_string(label).unwrap_or_default()
         );
-        self.wait(&format!("{sel} named {label:?}"), WAIT, &body).await?;
+        self.wait(&format!("{sel} named {label:?}"), WAIT, &body)
+            .await?;
         self.c
             .find(Locator::Css("[data-e2e='1']"))
             .await
@@ -321,7 +379,9 @@ impl Ui {
 
     /// Replaces the text of the field `el` with `text`, as typed.
     pub async fn type_into(&self, el: &fantoccini::elements::Element, text: &str) -> R<()> {
-        el.click().await.map_err(|e| format!("focusing a field: {e}"))?;
+        el.click()
+            .await
+            .map_err(|e| format!("focusing a field: {e}"))?;
         let select_all = format!("{}a{}", char::from(Key::Control), char::from(Key::Null));
         el.send_keys(&select_all)
             .await
