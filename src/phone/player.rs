@@ -630,3 +630,41 @@ impl<'a> Player<'a> {
 pub fn timestamp_text(ms: u64) -> String {
     rfc3339_ms(ms)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn frame(id: &str, session: Option<&str>) -> Frame {
+        let mut v = json!({"id": id, "type": "event.phoneline.settings"});
+        if let Some(s) = session {
+            v["session"] = Value::from(s);
+        }
+        Frame {
+            id: id.to_string(),
+            kind: "event.phoneline.settings".to_string(),
+            at_ms: 0,
+            text: v.to_string(),
+        }
+    }
+
+    #[test]
+    fn answers_overtake_only_frames_of_other_sessions() {
+        let held = frame("msg_held00", Some("ses_hold000000000001"));
+        let mut extra = VecDeque::new();
+        assert!(!answer_first(&held, &extra), "nothing to send first");
+        extra.push_back(frame("msg_answer", Some("ses_mirror0000000001")));
+        assert!(
+            answer_first(&held, &extra),
+            "another session's answer goes first"
+        );
+        let same = frame("msg_held01", Some("ses_mirror0000000001"));
+        assert!(
+            !answer_first(&same, &extra),
+            "a held frame of the same session keeps its place (its seq is lower)"
+        );
+        let no_session = frame("msg_held02", None);
+        assert!(answer_first(&no_session, &extra));
+    }
+}
