@@ -517,6 +517,8 @@ async fn lines_journey(j: &mut Journey) -> R<()> {
          return !!b && b.innerText.includes('Revoked') && b.innerText.includes('Not allowed');",
     )
     .await?;
+    ui.wait_text("LumiRealm revoked: the phone's new settings arrived.", WAIT)
+        .await?;
     let d = detail_text(ui).await?;
     ensure!(
         d.contains("Revoked") && !d.contains("Revoke LumiRealm…"),
