@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test: formatting, lints, the front end's type check and unit tests, the
-# Rust test suite (with the mock-runtime IPC tests and the real-window smoke test under Xvfb),
-# and the TypeScript-bindings drift check. Installs what is missing first.
+# Rust test suite (with the mock-runtime IPC tests, the real-window smoke test under Xvfb and the
+# end-to-end user journeys driven through WebDriver: src-tauri/tests/e2e.rs), and the
+# TypeScript-bindings drift check. Installs what is missing first (tauri-driver too).
 # Usage: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,13 @@ trap 'echo; echo "FAILED at: $current (see the output above; fix it and run bash
 
 step "installing what is missing"
 bash scripts/install-deps.sh
+
+step "WebDriver for the end-to-end journeys (tauri-driver)"
+cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
+export PATH="$cargo_bin:$PATH"
+if ! command -v tauri-driver >/dev/null 2>&1; then
+  cargo install tauri-driver --locked --version '^2'
+fi
 
 step "front end: type check"
 (cd ui && npm run check --silent)
@@ -25,7 +33,7 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "cargo test (unit, integration, mock runtime, real window under Xvfb)"
+step "cargo test (unit, integration, mock runtime, real window under Xvfb, e2e journeys)"
 cargo test --workspace --locked
 
 step "TypeScript bindings match the Rust types"

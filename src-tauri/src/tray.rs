@@ -17,13 +17,19 @@ pub fn tooltip(connected: usize) -> String {
     }
 }
 
+/// The tray menu's items, `(id, label)`: showing the window and quitting, nothing else (none
+/// answers anything on a phone; the end-to-end tests check these labels).
+pub const MENU_ITEMS: [(&str, &str); 2] =
+    [("show", "Show Switchboard"), ("quit", "Quit Switchboard")];
+
 /// Creates the tray icon with its menu.
 ///
 /// # Errors
 /// When the platform has no tray (the app then quits when its window closes).
 pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
-    let show = MenuItem::with_id(app, "show", "Show Switchboard", true, None::<&str>)?;
-    let quit = MenuItem::with_id(app, "quit", "Quit Switchboard", true, None::<&str>)?;
+    let [(show_id, show_label), (quit_id, quit_label)] = MENU_ITEMS;
+    let show = MenuItem::with_id(app, show_id, show_label, true, None::<&str>)?;
+    let quit = MenuItem::with_id(app, quit_id, quit_label, true, None::<&str>)?;
     let menu = Menu::with_items(app, &[&show, &quit])?;
     let icon = tauri::image::Image::from_bytes(include_bytes!("../../icons/tray.png"))?;
     TrayIconBuilder::with_id(TRAY_ID)

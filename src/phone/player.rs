@@ -121,6 +121,23 @@ impl Default for PlayOptions {
     }
 }
 
+/// The `session` of a resolved frame, if it has one.
+fn session_of(f: &Frame) -> Option<String> {
+    serde_json::from_str::<Value>(&f.text)
+        .ok()
+        .and_then(|v| v.get("session").and_then(Value::as_str).map(str::to_string))
+}
+
+/// Whether the frames in `extra` (answers to desktop requests) may overtake `held`, a frame
+/// waiting for its time: only when none of them shares its session.
+fn answer_first(held: &Frame, extra: &VecDeque<Frame>) -> bool {
+    if extra.is_empty() {
+        return false;
+    }
+    let session = session_of(held);
+    session.is_none() || extra.iter().all(|f| session_of(f) != session)
+}
+
 /// A random run seed (16 hex characters).
 pub fn random_run() -> String {
     use rand::Rng as _;
@@ -396,8 +413,19 @@ impl<'a> Player<'a> {
                 if due > Instant::now() {
                     tokio::select! {
                         msg = ws.next() => {
-                            pending = Some(frame);
-                            if !self.on_incoming(&mut ws, msg).await { conn = Conn::Gone; continue; }
+                            if !self.on_incoming(&mut ws, msg).await {
+                                pending = Some(frame);
+                                conn = Conn::Gone;
+                                continue;
+                            }
+                            // The answer to a desktop request goes out now, not after a frame
+                            // that is not due yet, unless that frame is of the same session
+                            // (its `seq` is lower, so it must go first).
+                            if answer_first(&frame, &self.extra_pending) {
+                                self.extra_pending.push_back(frame);
+                            } else {
+                                pending = Some(frame);
+                            }
                             conn = Conn::Open(ws);
                             continue;
                         }
@@ -601,4 +629,42 @@ impl<'a> Player<'a> {
 /// `ms` as the RFC 3339 text the scenarios use (re-exported for callers building messages).
 pub fn timestamp_text(ms: u64) -> String {
     rfc3339_ms(ms)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn frame(id: &str, session: Option<&str>) -> Frame {
+        let mut v = json!({"id": id, "type": "event.phoneline.settings"});
+        if let Some(s) = session {
+            v["session"] = Value::from(s);
+        }
+        Frame {
+            id: id.to_string(),
+            kind: "event.phoneline.settings".to_string(),
+            at_ms: 0,
+            text: v.to_string(),
+        }
+    }
+
+    #[test]
+    fn answers_overtake_only_frames_of_other_sessions() {
+        let held = frame("msg_held00", Some("ses_hold000000000001"));
+        let mut extra = VecDeque::new();
+        assert!(!answer_first(&held, &extra), "nothing to send first");
+        extra.push_back(frame("msg_answer", Some("ses_mirror0000000001")));
+        assert!(
+            answer_first(&held, &extra),
+            "another session's answer goes first"
+        );
+        let same = frame("msg_held01", Some("ses_mirror0000000001"));
+        assert!(
+            !answer_first(&same, &extra),
+            "a held frame of the same session keeps its place (its seq is lower)"
+        );
+        let no_session = frame("msg_held02", None);
+        assert!(answer_first(&no_session, &extra));
+    }
 }

@@ -147,7 +147,8 @@ pub struct PhoneLinesSnapshot {
     pub registry: Vec<RegistryEntry>,
     /// Extra lines in the settings that could not be used, in words.
     pub registry_problems: Vec<String>,
-    /// Whether a revoke can be made from here now (an opened file: yes).
+    /// Whether a revoke can be made from here now: an opened file (written after the
+    /// confirmation) or a paired phone's settings (the phone is asked through the link).
     pub can_revoke: bool,
 }
 
@@ -214,7 +215,7 @@ pub fn snapshot_of(
                 phone: phone.clone(),
             },
             lines.clone(),
-            false,
+            true,
         ),
     };
     PhoneLinesSnapshot {
@@ -358,8 +359,8 @@ pub fn attach_describe(
 /// is re-read first and written atomically, the previous file kept as `<file>.bak`.
 ///
 /// # Errors
-/// `invalid_input` without `confirm`, with nothing opened, for a phone source (revoking on the
-/// phone is not available yet) or a record already revoked; `not_found` without a record for
+/// `invalid_input` without `confirm`, with nothing opened, or a record already revoked; `link`
+/// when a phone's settings are shown but the link cannot ask the phone; `not_found` without a record for
 /// `identifier`; `conflict` when the file changed on disk since it was opened (the view then
 /// shows the file as it is now; nothing is written); `io` when reading or writing fails.
 #[tauri::command]

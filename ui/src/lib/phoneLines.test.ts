@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { warningWords, allowedWords, exclusionWords, filterLines, hashWords, revokePrompt, shortHash, stateInfo } from "./phoneLines";
+import { warningWords, allowedWords, exclusionWords, filterLines, hashWords, revokeOnPhonePrompt, revokePrompt, shortHash, stateInfo } from "./phoneLines";
 import { ago, localTime } from "./localTime";
 import type { PhoneLineSummary } from "../bindings/PhoneLineSummary";
 
@@ -57,6 +57,11 @@ describe("phone-line words", () => {
     expect(p.title).toBe("Revoke LumiRealm?");
     expect(p.body).toContain("This writes the file /tmp/p.json");
     expect(p.body).toContain("/tmp/p.json.bak");
+    const q = revokeOnPhonePrompt("LumiRealm", "dev_0123456789abcdef");
+    expect(q.title).toBe("Revoke LumiRealm?");
+    expect(q.body).toContain("asks the phone dev_0123456789abcdef");
+    expect(q.body).toContain("never grant one");
+    expect(q.body).not.toContain("writes the file");
     expect(
       exclusionWords({ identifier: "lumirealm", path: "x", relative_path: "lumirealm.source.a", matched: "lumirealm.source", exclusion_count: 3 }),
     ).toBe('Excluded: lumirealm.source.a is covered by "lumirealm.source", so LumiAgent\'s find tools skip it.');

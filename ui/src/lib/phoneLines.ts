@@ -68,6 +68,14 @@ export function revokePrompt(name: string, file: string, backup: string): { titl
   };
 }
 
+/** The revoke dialog's words when the lines are a paired phone's: the phone is asked, it decides. */
+export function revokeOnPhonePrompt(name: string, phone: string): { title: string; body: string } {
+  return {
+    title: `Revoke ${name}?`,
+    body: `Switchboard asks the phone ${phone} to set ${name}'s pairing record to allowed: false, so LumiAgent stops dialing it. Switchboard can take a permission away but never grant one; pairing it again is done on the phone. The phone's new settings show here when they arrive.`,
+  };
+}
+
 /** The result of testing a path against a line's exclusions, in words. */
 export function exclusionWords(t: ExclusionTest): string {
   if (t.matched) {

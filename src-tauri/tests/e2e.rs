@@ -1,0 +1,1116 @@
+//! End to end in the real window: the user journeys, driven through WebDriver.
+//!
+//! Each journey starts its own world (`e2e/env.rs`: Xvfb, a private D-Bus session with an
+//! unlocked gnome-keyring as the OS key store, tauri-driver + WebKitWebDriver on free ports),
+//! opens the real built `switchboard-desktop` (without `--demo`: the real link, keys in the key
+//! store) and pairs the real reference phone `switchboard-phone` on loopback through the
+//! window, reading the code from the screen. Journeys run one at a time (a lock) to keep CPU
+//! use low. Each saves a screenshot of every view it visits under `target/e2e-shots/`, fails on
+//! any error the page reports (console.error, uncaught errors, unhandled rejections), and checks
+//! that every interactive element has an accessible name and that the views are reachable by
+//! keyboard.
+//!
+//! Needs: Xvfb, dbus, gnome-keyring, WebKitWebDriver (`scripts/install-deps.sh`), tauri-driver
+//! (`scripts/test.sh` installs it), and the `switchboard-phone` binary built next to the app
+//! (`cargo test --workspace` builds it).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "e2e/env.rs"]
+mod env;
+#[path = "e2e/ui.rs"]
+mod ui;
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use env::{scenario, Env, Phone, R};
+use serde_json::Value;
+use ui::{Control, Ui, WAIT};
+
+/// Fails the journey step with a message when `cond` is false.
+macro_rules! ensure {
+    ($cond:expr, $($arg:tt)+) => {
+        if !$cond {
+            return Err(format!($($arg)+));
+        }
+    };
+}
+
+/// One journey at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `journey` in a fresh world and fails the test with everything needed to see why.
+fn run_journey<F>(name: &str, journey: F)
+where
+    F: for<'a> FnOnce(
+        &'a mut Journey,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = R<()>> + 'a>>,
+{
+    let _one = serial();
+    let started = Instant::now();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let outcome: R<()> = rt.block_on(async {
+        Ui::clear_old_shots(name);
+        let env = Env::start()?;
+        let client = match env.open_app().await {
+            Ok(c) => c,
+            Err(e) => return Err(format!("{e}\n{}", env.app_log())),
+        };
+        let ui = Ui::new(client, name);
+        let mut j = Journey {
+            env,
+            ui: Some(ui),
+            phones: Vec::new(),
+        };
+        let mut r = match j.ui().start().await {
+            Ok(()) => journey(&mut j).await,
+            Err(e) => Err(e),
+        };
+        if r.is_ok() {
+            r = j.ui().assert_no_console_errors("during the journey").await;
+        }
+        if let Err(e) = &r {
+            let shot = match j.ui.as_mut() {
+                Some(ui) => ui
+                    .shot("FAILED")
+                    .await
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|e| e),
+                None => "no window".into(),
+            };
+            let phones: Vec<String> = j
+                .phones
+                .iter()
+                .map(|p| format!("--- {} ---\n{}", p.log.display(), p.output()))
+                .collect();
+            r = Err(format!(
+                "{e}\n\nscreenshot: {shot}\n{}\n{}\n{}",
+                j.env.app_log(),
+                j.env.driver_output(),
+                phones.join("\n")
+            ));
+        }
+        j.close().await;
+        r
+    });
+    eprintln!(
+        "e2e journey {name}: {} in {:.1} s",
+        if outcome.is_ok() { "passed" } else { "FAILED" },
+        started.elapsed().as_secs_f64()
+    );
+    if let Err(e) = outcome {
+        panic!("journey {name} failed: {e}");
+    }
+}
+
+/// A journey's world, its window and its phones.
+struct Journey {
+    env: Env,
+    ui: Option<Ui>,
+    phones: Vec<Phone>,
+}
+
+impl Journey {
+    fn ui(&mut self) -> &mut Ui {
+        self.ui.as_mut().expect("the window is open")
+    }
+
+    /// Ends the WebDriver session (the app quits), then stops the phones and tauri-driver.
+    async fn close(&mut self) {
+        if let Some(ui) = self.ui.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(20), ui.c.close()).await;
+        }
+        for p in &mut self.phones {
+            p.proc.stop();
+        }
+        self.env.stop_driver();
+    }
+
+    /// Quits the app and opens it again with the same home and key store.
+    async fn restart(&mut self, link_port: u16) -> R<()> {
+        let old = self.ui.take().ok_or("no window to restart")?;
+        old.assert_no_console_errors("before the restart").await?;
+        tokio::time::timeout(Duration::from_secs(20), old.c.clone().close())
+            .await
+            .map_err(|_| "closing the session took over 20 s".to_string())?
+            .map_err(|e| format!("closing the session: {e}"))?;
+        // The first app is gone once its link stops listening.
+        env::wait_port(
+            link_port,
+            false,
+            Duration::from_secs(30),
+            "the first app's link",
+        )?;
+        let client = self.env.open_app().await?;
+        let ui = Ui::new(client, "").continue_from(&old);
+        self.ui = Some(ui);
+        self.ui().start().await
+    }
+
+    /// Starts `switchboard-phone` with `args` and keeps it for the failure report.
+    fn phone(&mut self, name: &str, args: Vec<String>) -> R<usize> {
+        let p = self.env.phone(name, &args)?;
+        self.phones.push(p);
+        Ok(self.phones.len() - 1)
+    }
+}
+
+/// What the pairing window shows.
+struct Invite {
+    code: String,
+    port: u16,
+    fingerprint: String,
+}
+
+impl Invite {
+    /// The pairing link the QR code holds, built from what the window shows.
+    fn link(&self) -> String {
+        format!(
+            "switchboard://pair?addr=127.0.0.1&port={}&code={}&fp={}",
+            self.port,
+            self.code.replace('-', ""),
+            self.fingerprint
+        )
+    }
+}
+
+/// Waits for the Phones view with a running link (the key store works).
+async fn phones_ready(ui: &Ui) -> R<()> {
+    let v = ui
+        .wait(
+            "the Phones view with the link running",
+            WAIT,
+            "const t = document.querySelector('main').innerText; \
+             if (t.includes('The phone link is not running')) return 'ERROR: ' + t; \
+             const b = window.__e2e.find('button', 'Pair a phone'); \
+             return b && !b.disabled ? 'ok' : null;",
+        )
+        .await?;
+    ensure!(v == "ok", "the link did not start (no key store?): {v}");
+    Ok(())
+}
+
+/// Opens the pairing window and reads the code, port and certificate fingerprint off it.
+async fn open_pairing(ui: &mut Ui, shot: bool) -> R<Invite> {
+    phones_ready(ui).await?;
+    ui.click_button("Pair a phone").await?;
+    let v = ui
+        .wait(
+            "a pairing code",
+            WAIT,
+            "const c = document.querySelector('[aria-label=\"Pairing code\"]'); \
+             const code = c ? c.textContent.trim() : ''; \
+             if (!/^\\d{3}-\\d{3}$/.test(code)) return null; \
+             return { code, port: window.__e2e.dd('Port'), fp: window.__e2e.dd('Certificate') };",
+        )
+        .await?;
+    let code = v["code"].as_str().unwrap_or_default().to_string();
+    let port: u16 = v["port"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| format!("no link port in the diagnostics: {v}"))?;
+    let fingerprint = v["fp"].as_str().unwrap_or_default().to_string();
+    ensure!(
+        fingerprint.len() == 64 && fingerprint.chars().all(|c| c.is_ascii_hexdigit()),
+        "the certificate fingerprint shown is not 64 hex digits: {fingerprint:?}"
+    );
+    let text = ui.main_text().await?;
+    ensure!(
+        text.contains("Valid for") && text.contains("single use"),
+        "the pairing window does not say how long the code is valid:\n{text}"
+    );
+    if shot {
+        ui.assert_names("Phones (pairing window)").await?;
+        ui.shot("phones-pairing").await?;
+    }
+    Ok(invite_checked(code, port, fingerprint))
+}
+
+fn invite_checked(code: String, port: u16, fingerprint: String) -> Invite {
+    Invite {
+        code,
+        port,
+        fingerprint,
+    }
+}
+
+fn s(x: &str) -> String {
+    x.to_string()
+}
+
+fn scenario_arg(name: &str) -> Vec<String> {
+    vec![s("--scenario"), scenario(name).display().to_string()]
+}
+
+/// The phone card for `label` shows Connected.
+async fn wait_connected(ui: &Ui, label: &str, limit: Duration) -> R<String> {
+    let body = format!(
+        "const li = [...document.querySelectorAll('li.phone')].find((l) => l.innerText.includes({l})); \
+         const st = li && li.querySelector('.status'); \
+         return st && st.innerText.trim() === 'Connected' ? li.innerText : null;",
+        l = serde_json::to_string(label).unwrap()
+    );
+    let v = ui
+        .wait(&format!("{label} shown as Connected"), limit, &body)
+        .await?;
+    Ok(v.as_str().unwrap_or_default().to_string())
+}
+
+/// Pairs a phone through the window: opens pairing, reads the code, then (optionally) opens
+/// another view with its shortcut, and starts `switchboard-phone` with the link.
+async fn pair_phone(
+    j: &mut Journey,
+    name: &str,
+    label: &str,
+    mut extra: Vec<String>,
+    then: Option<(char, &str)>,
+) -> R<usize> {
+    let invite = open_pairing(j.ui(), false).await?;
+    if let Some((digit, title)) = then {
+        j.ui().view(digit, title).await?;
+    }
+    let mut args = vec![s("--link"), invite.link(), s("--label"), s(label)];
+    args.append(&mut extra);
+    j.phone(name, args)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Journey 1: pair, restart and reconnect, unpair.
+
+#[test]
+fn journey_1_pair_restart_unpair() {
+    run_journey("1-pair", |j| Box::pin(pair_journey(j)));
+}
+
+async fn pair_journey(j: &mut Journey) -> R<()> {
+    let ui = j.ui();
+    ui.self_test().await?;
+    ui.view('1', "Phones").await?;
+    phones_ready(ui).await?;
+    ui.wait_text("No phone paired yet", WAIT).await?;
+    ui.assert_names("Phones (empty)").await?;
+    ui.shot("phones-empty").await?;
+
+    let invite = open_pairing(ui, true).await?;
+    let phone = j.phone(
+        "pair",
+        [
+            vec![s("--link"), invite.link(), s("--label"), s("E2E phone")],
+            scenario_arg("settings.jsonl"),
+        ]
+        .concat(),
+    )?;
+    let ui = j.ui();
+    let card = wait_connected(ui, "E2E phone", WAIT).await?;
+    ensure!(
+        card.contains("ifp/1"),
+        "the phone card shows no protocol version:\n{card}"
+    );
+    let text = ui.main_text().await?;
+    ensure!(
+        text.contains("Paired E2E phone") && text.contains("Verification code"),
+        "no verification code after pairing:\n{text}"
+    );
+    let gone = ui
+        .js(
+            "return !document.querySelector('[aria-label=\"Pairing window\"]');",
+            vec![],
+        )
+        .await?;
+    ensure!(
+        gone == true,
+        "the single-use pairing window is still open after pairing"
+    );
+    let device = device_id(&card)?;
+    ui.assert_names("Phones (paired)").await?;
+    ui.shot("phones-connected").await?;
+
+    // Restart: the same home and key store; the phone reconnects by itself, without a code.
+    j.restart(invite.port).await?;
+    let ui = j.ui();
+    ui.view('1', "Phones").await?;
+    let card = wait_connected(ui, "E2E phone", Duration::from_secs(60)).await?;
+    ensure!(
+        device_id(&card)? == device,
+        "after the restart a different device is shown:\n{card}"
+    );
+    let text = ui.main_text().await?;
+    ensure!(
+        !text.contains("Verification code") && !text.contains("Valid for"),
+        "the phone was paired again after the restart:\n{text}"
+    );
+    ensure!(
+        j.phones[phone].running(),
+        "the phone stopped instead of reconnecting:\n{}",
+        j.phones[phone].output()
+    );
+    let ui = j.ui();
+    ui.shot("phones-reconnected").await?;
+
+    // Unpair: two steps (Unpair…, then Unpair); the phone is told and forgets the desktop.
+    ui.click_button("Unpair E2E phone").await?;
+    ui.wait_text("Forget this phone's key?", WAIT).await?;
+    ui.shot("phones-unpair-confirm").await?;
+    ui.click_button("Unpair").await?;
+    ui.wait_text("No phone paired yet", WAIT).await?;
+    ui.shot("phones-unpaired").await?;
+    let out = j.phones[phone].finish(Duration::from_secs(30))?;
+    ensure!(
+        out.contains("the desktop unpaired this phone"),
+        "the phone was not told it was unpaired:\n{out}"
+    );
+    let identity: Value =
+        serde_json::from_str(&std::fs::read_to_string(j.env.identity_file()).unwrap_or_default())
+            .map_err(|e| format!("phone identity file: {e}"))?;
+    ensure!(
+        identity["desktop"].is_null(),
+        "the phone still keeps the desktop after unpairing: {identity}"
+    );
+    Ok(())
+}
+
+fn device_id(card: &str) -> R<String> {
+    card.split_whitespace()
+        .find(|w| w.starts_with("dev_"))
+        .map(str::to_string)
+        .ok_or_else(|| format!("no device id on the phone card:\n{card}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Journey 2: phone lines.
+
+#[test]
+fn journey_2_phone_lines() {
+    run_journey("2-lines", |j| Box::pin(lines_journey(j)));
+}
+
+/// Clicks the phone line named `name` in the list and waits for its details.
+async fn select_line(ui: &Ui, name: &str) -> R<()> {
+    let body = format!(
+        "return [...document.querySelectorAll('ul.lines button')].find((b) => b.querySelector('.name') && b.querySelector('.name').innerText.startsWith({n})) || null;",
+        n = serde_json::to_string(name).unwrap()
+    );
+    let el = ui.find_by(&format!("the line {name}"), &body).await?;
+    el.click()
+        .await
+        .map_err(|e| format!("clicking {name}: {e}"))?;
+    let body = format!(
+        "const d = document.querySelector('section.detail'); return !!d && d.getAttribute('aria-label') === {n};",
+        n = serde_json::to_string(&format!("Details of {name}")).unwrap()
+    );
+    ui.wait(&format!("the details of {name}"), WAIT, &body)
+        .await
+        .map(|_| ())
+}
+
+async fn detail_text(ui: &Ui) -> R<String> {
+    let v = ui
+        .js(
+            "const d = document.querySelector('section.detail'); return d ? d.innerText : '';",
+            vec![],
+        )
+        .await?;
+    Ok(v.as_str().unwrap_or_default().to_string())
+}
+
+const STATUS_IN_DETAIL: &str = "return document.querySelector('section.detail p[role=status]');";
+
+async fn lines_journey(j: &mut Journey) -> R<()> {
+    let phone = pair_phone(
+        j,
+        "lines",
+        "E2E phone",
+        scenario_arg("settings.jsonl"),
+        None,
+    )
+    .await?;
+    wait_connected(j.ui(), "E2E phone", WAIT).await?;
+    let ui = j.ui();
+    ui.view('2', "Phone lines").await?;
+    ui.wait_text("Showing the phone-line settings of phone", WAIT)
+        .await?;
+
+    // LumiRealm: paired, with its surface and its exclusions.
+    select_line(ui, "LumiRealm").await?;
+    let d = detail_text(ui).await?;
+    for want in [
+        "Paired",
+        "Allowed",
+        "module_envelope",
+        "Risu modules",
+        "Per character",
+        "Excluded from search (19)",
+    ] {
+        ensure!(d.contains(want), "LumiRealm's details lack {want:?}:\n{d}");
+    }
+    ui.assert_names("Phone lines").await?;
+    ui.shot("lines-lumirealm").await?;
+
+    // LumiWeather: its describe declares another name, so it is skipped, with a warning.
+    select_line(ui, "LumiWeather").await?;
+    let d = detail_text(ui).await?;
+    ensure!(
+        d.contains("Skipped: name mismatch") && d.contains("declares another extension.name"),
+        "LumiWeather is not shown as skipped for its name:\n{d}"
+    );
+    ensure!(d.contains("Warnings"), "LumiWeather shows no warning:\n{d}");
+    ui.shot("lines-lumiweather-skipped").await?;
+
+    // Test paths against LumiRealm's exclusions.
+    select_line(ui, "LumiRealm").await?;
+    let field = ui
+        .find_by(
+            "the exclusion test field",
+            "const l = [...document.querySelectorAll('section.detail label')].find((x) => x.innerText.startsWith('Test a path')); return l ? l.querySelector('input') : null;",
+        )
+        .await?;
+    ui.type_into(&field, "lumirealm.payload.first_mes").await?;
+    ui.wait_text(
+        "Excluded: lumirealm.payload.first_mes is covered by \"lumirealm.payload.first_mes\"",
+        WAIT,
+    )
+    .await?;
+    ui.reveal(STATUS_IN_DETAIL).await?;
+    ui.shot("lines-exclusion-excluded").await?;
+    ui.type_into(&field, "lumirealm.payload.name").await?;
+    ui.wait_text(
+        "Not excluded: none of the 19 prefixes covers lumirealm.payload.name",
+        WAIT,
+    )
+    .await?;
+    ui.reveal(STATUS_IN_DETAIL).await?;
+    ui.shot("lines-exclusion-not-excluded").await?;
+
+    // Revoke LumiRealm: the desktop asks the phone; the phone's new settings show it revoked.
+    ui.click_button("Revoke LumiRealm…").await?;
+    ui.wait(
+        "the revoke dialog",
+        WAIT,
+        "const d = document.querySelector('dialog[open]'); return d ? d.innerText : null;",
+    )
+    .await?;
+    let dialog = ui
+        .js(
+            "return document.querySelector('dialog[open]').innerText;",
+            vec![],
+        )
+        .await?;
+    let dialog = dialog.as_str().unwrap_or_default().to_string();
+    ensure!(
+        dialog.contains("Revoke LumiRealm?") && dialog.contains("asks the phone"),
+        "the revoke dialog does not say the phone is asked:\n{dialog}"
+    );
+    ui.shot("lines-revoke-dialog").await?;
+    ui.click_button("Ask the phone to revoke").await?;
+    ui.wait(
+        "LumiRealm revoked in the phone's new settings",
+        WAIT,
+        "const b = [...document.querySelectorAll('ul.lines button')].find((x) => x.innerText.startsWith('LumiRealm')); \
+         return !!b && b.innerText.includes('Revoked') && b.innerText.includes('Not allowed');",
+    )
+    .await?;
+    ui.wait_text("LumiRealm revoked: the phone's new settings arrived.", WAIT)
+        .await?;
+    let d = detail_text(ui).await?;
+    ensure!(
+        d.contains("Revoked") && !d.contains("Revoke LumiRealm…"),
+        "LumiRealm's details do not show the revoke:\n{d}"
+    );
+    ui.scroll_top().await?;
+    ui.shot("lines-revoked").await?;
+    ensure!(
+        j.phones[phone].running(),
+        "the phone stopped during the revoke:\n{}",
+        j.phones[phone].output()
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Journey 3: bridge status.
+
+#[test]
+fn journey_3_bridge_status() {
+    run_journey("3-bridge", |j| Box::pin(bridge_journey(j)));
+}
+
+const BANNER: &str =
+    "LumiAgent is missing push_notification, required for LumiRealm communication.";
+
+async fn section_text(ui: &Ui, heading_id: &str) -> R<String> {
+    let v = ui
+        .js(
+            &format!(
+                "const s = document.querySelector('section[aria-labelledby=\"{heading_id}\"]'); return s ? s.innerText : '';"
+            ),
+            vec![],
+        )
+        .await?;
+    Ok(v.as_str().unwrap_or_default().to_string())
+}
+
+async fn bridge_journey(j: &mut Journey) -> R<()> {
+    let phone = pair_phone(
+        j,
+        "bridge-fail",
+        "E2E phone",
+        scenario_arg("bridge-fail.jsonl"),
+        Some(('3', "Bridge status")),
+    )
+    .await?;
+    let ui = j.ui();
+    ui.wait_text("No banners.", WAIT).await?;
+    // The failing dial raises the banner, in the spec's words.
+    let body = format!(
+        "const s = document.querySelector('section[aria-labelledby=\"current-h\"]'); return !!s && s.innerText.includes({});",
+        serde_json::to_string(BANNER).unwrap()
+    );
+    ui.wait("the push_notification banner", WAIT, &body).await?;
+    j.phones[phone].finish(Duration::from_secs(60))?;
+    let ui = j.ui();
+    let current = section_text(ui, "current-h").await?;
+    ensure!(
+        current.contains("Fix:") && current.contains("lumirealm.phoneline"),
+        "the banner has no fix or endpoint:\n{current}"
+    );
+    ui.assert_names("Bridge status (banner)").await?;
+    ui.shot("bridge-banner").await?;
+
+    // The same call succeeding later clears the banner into the history.
+    let ok = j.phone("bridge-ok", scenario_arg("bridge-ok.jsonl"))?;
+    j.phones[ok].finish(Duration::from_secs(60))?;
+    let ui = j.ui();
+    let body = format!(
+        "const c = document.querySelector('section[aria-labelledby=\"current-h\"]'); \
+         const h = document.querySelector('section[aria-labelledby=\"hist-h\"]'); \
+         const m = {}; return !!c && !!h && !c.innerText.includes(m) && h.innerText.includes(m);",
+        serde_json::to_string(BANNER).unwrap()
+    );
+    ui.wait("the banner cleared into the history", WAIT, &body)
+        .await?;
+    ui.reveal("return document.querySelector('section[aria-labelledby=\"hist-h\"]');")
+        .await?;
+    ui.shot("bridge-history").await?;
+    ui.scroll_top().await?;
+
+    // Paste an error a user sent and read it explained.
+    let pasted = ui
+        .find("textarea", "Error text from a user's report or a log")
+        .await?;
+    let error = "Shared RPC endpoint \"lumiagent.phoneline_probe\" requires requester \"lumirealm\" to inherit owner \"lumiagent\" permissions: characters";
+    ui.type_into(&pasted, error).await?;
+    let v = ui
+        .wait(
+            "the pasted error explained",
+            WAIT,
+            "const x = document.querySelector('.explained'); return x ? x.innerText : null;",
+        )
+        .await?;
+    let explained = v.as_str().unwrap_or_default();
+    ensure!(
+        explained.contains("Permission check failed on lumiagent.phoneline_probe: lumirealm is missing characters."),
+        "the pasted error is not explained as expected:\n{explained}"
+    );
+    ensure!(
+        explained.contains("The banner it raises")
+            && explained.contains("LumiRealm is missing characters"),
+        "the pasted error's banner is not shown:\n{explained}"
+    );
+    ui.reveal("return document.querySelector('.explained dl');")
+        .await?;
+    ui.assert_names("Bridge status (explained)").await?;
+    ui.shot("bridge-explained").await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Journey 4: live dials.
+
+#[test]
+fn journey_4_live_dials() {
+    run_journey("4-dials", |j| Box::pin(dials_journey(j)));
+}
+
+/// Dials in one play of the built-in demo, and how many of them are `read_item`.
+fn demo_dials() -> (u64, u64) {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/demo.jsonl"
+    ))
+    .unwrap();
+    let mut dials = 0;
+    let mut reads = 0;
+    for line in text.lines().filter(|l| l.starts_with('{')) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["msg"]["type"] == "event.phoneline.dial" {
+            dials += 1;
+            if v["msg"]["payload"]["op"] == "read_item" {
+                reads += 1;
+            }
+        }
+    }
+    (dials, reads)
+}
+
+/// The dial count the toolbar shows ("27 dials", "6 dials matching").
+async fn dial_count(ui: &Ui) -> R<Option<u64>> {
+    let v = ui
+        .js(
+            "const c = document.querySelector('.toolbar .counts'); return c ? c.innerText : null;",
+            vec![],
+        )
+        .await?;
+    Ok(v.as_str()
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.replace(',', "").parse().ok()))
+}
+
+async fn wait_counts(ui: &Ui, what: &str, needle: &str) -> R<()> {
+    let body = format!(
+        "const c = document.querySelector('.toolbar .counts'); return !!c && c.innerText.includes({});",
+        serde_json::to_string(needle).unwrap()
+    );
+    ui.wait(what, WAIT, &body).await.map(|_| ())
+}
+
+async fn dials_journey(j: &mut Journey) -> R<()> {
+    let (per_play, reads) = demo_dials();
+    ensure!(per_play > 0 && reads > 0, "the demo scenario has no dials");
+    let phone = pair_phone(
+        j,
+        "dials-stream",
+        "E2E phone",
+        vec![s("--rate"), s("12/s"), s("--count"), s("2")],
+        Some(('4', "Live dials")),
+    )
+    .await?;
+    let ui = j.ui();
+    ui.wait_text("No dials yet", WAIT).await?;
+    ui.assert_names("Live dials (empty)").await?;
+    ui.shot("dials-empty").await?;
+
+    // Dials stream in: the count grows while the phone plays, then reaches every dial.
+    let total = per_play * 2;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut seen = Vec::new();
+    loop {
+        if let Some(n) = dial_count(ui).await? {
+            if seen.last() != Some(&n) {
+                seen.push(n);
+            }
+            if n >= total {
+                break;
+            }
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "dials stopped arriving; counts seen {seen:?}, expected {total}"
+        );
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    ensure!(
+        seen.last() == Some(&total),
+        "expected {total} dials, saw {seen:?}"
+    );
+    ensure!(
+        seen.iter().any(|&n| n > 0 && n < total),
+        "the dials did not stream in (counts seen {seen:?})"
+    );
+    j.phones[phone].finish(Duration::from_secs(60))?;
+    let ui = j.ui();
+    ui.assert_names("Live dials").await?;
+    ui.shot("dials-streamed").await?;
+
+    // Filter by op.
+    let op = ui.find("input", "Op (exact)").await?;
+    ui.type_into(&op, "read_item").await?;
+    wait_counts(
+        ui,
+        "the read_item filter",
+        &format!("{} dials matching", reads * 2),
+    )
+    .await?;
+    ui.shot("dials-filtered-read_item").await?;
+
+    // Open one in the inspector (select with a click, Enter inspects).
+    let row = ui
+        .find_by(
+            "the first dial row",
+            "return document.getElementById('dial-row-0');",
+        )
+        .await?;
+    row.click()
+        .await
+        .map_err(|e| format!("clicking a dial: {e}"))?;
+    ui.press('\u{E007}').await?; // Enter
+    let v = ui
+        .wait(
+            "the dial inspector",
+            WAIT,
+            "const a = document.querySelector('aside[aria-label=\"Dial inspector\"]'); \
+             return a && a.innerText.includes('Request') && a.innerText.includes('Call id') ? a.innerText : null;",
+        )
+        .await?;
+    let inspector = v.as_str().unwrap_or_default();
+    ensure!(
+        inspector.contains("\"op\": \"read_item\"")
+            && inspector.contains("lumiagent → lumirealm.phoneline"),
+        "the inspector does not show the read_item dial:\n{inspector}"
+    );
+    ui.assert_names("Live dials (inspector)").await?;
+    ui.shot("dials-inspector").await?;
+    ui.press('\u{E00C}').await?; // Escape
+    ui.wait(
+        "the inspector to close",
+        WAIT,
+        "return !document.querySelector('aside[aria-label=\"Dial inspector\"]');",
+    )
+    .await?;
+    ui.click_button("Clear filters").await?;
+    wait_counts(ui, "the filters cleared", &format!("{total} dials")).await?;
+
+    // Pause; the phone plays the demo again; the new dials wait until Resume.
+    let pause = ui
+        .find_by(
+            "the Pause button",
+            "return [...document.querySelectorAll('.toolbar button')].find((b) => b.innerText.includes('Pause')) || null;",
+        )
+        .await?;
+    pause.click().await.map_err(|e| format!("Pause: {e}"))?;
+    ui.wait(
+        "Pause to be pressed",
+        WAIT,
+        "const b = document.querySelector('.toolbar button[aria-pressed=true]'); return !!b && b.innerText.includes('Resume');",
+    )
+    .await?;
+    let more = j.phone("dials-more", vec![s("--rate"), s("max")])?;
+    j.phones[more].finish(Duration::from_secs(60))?;
+    let ui = j.ui();
+    wait_counts(
+        ui,
+        "dials waiting while paused",
+        &format!("paused, {per_play} waiting"),
+    )
+    .await?;
+    ensure!(
+        dial_count(ui).await? == Some(total),
+        "dials were added to the table while paused"
+    );
+    ui.shot("dials-paused").await?;
+    let resume = ui
+        .find_by(
+            "the Resume button",
+            "return [...document.querySelectorAll('.toolbar button')].find((b) => b.innerText.includes('Resume')) || null;",
+        )
+        .await?;
+    resume.click().await.map_err(|e| format!("Resume: {e}"))?;
+    let all = total + per_play;
+    wait_counts(
+        ui,
+        "the waiting dials after Resume",
+        &format!("{all} dials"),
+    )
+    .await?;
+    ui.shot("dials-resumed").await?;
+
+    // Export to a file and read it back.
+    let summary = ui.find("summary", "Export or import JSON Lines").await?;
+    summary
+        .click()
+        .await
+        .map_err(|e| format!("opening export: {e}"))?;
+    let path = j.env.root.path().join("export").join("dials.jsonl");
+    let _ = std::fs::create_dir_all(path.parent().unwrap());
+    let ui = j.ui();
+    let field = ui.find("input", "Export the dials shown to").await?;
+    ui.type_into(&field, &path.display().to_string()).await?;
+    ui.click_button("Export").await?;
+    ui.wait_text(&format!("Wrote {all} dials to {}", path.display()), WAIT)
+        .await?;
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    ensure!(
+        lines.len() as u64 == all,
+        "the export holds {} lines, expected {all}",
+        lines.len()
+    );
+    for l in &lines {
+        let v: Value = serde_json::from_str(l).map_err(|e| format!("export line {l:?}: {e}"))?;
+        ensure!(
+            v["op"].is_string() && v["caller"] == "lumiagent",
+            "odd export line {l}"
+        );
+    }
+    ui.assert_names("Live dials (export)").await?;
+    ui.shot("dials-exported").await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Journey 5: confirmations, and no control anywhere that answers for the phone.
+
+#[test]
+fn journey_5_confirmations() {
+    run_journey("5-confirm", |j| Box::pin(confirm_journey(j)));
+}
+
+/// A control that would approve, decline or cancel something; `None` when it is harmless.
+/// "Cancel" is allowed only inside a local dialog, where it closes that dialog.
+fn answers_for_the_phone(c: &Control) -> Option<String> {
+    // Words that say where answering happens ("Confirm on your phone", "Approved on the phone,
+    // waiting for the result") describe the phone, not this control.
+    let mut all = format!("{} | {} | {}", c.name, c.text, c.title).to_lowercase();
+    for phrase in [
+        "confirm on your phone",
+        "approved on the phone",
+        "declined on the phone",
+    ] {
+        all = all.replace(phrase, "");
+    }
+    let words: Vec<&str> = all
+        .split(|ch: char| !ch.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    const FORBIDDEN: [&str; 14] = [
+        "approve", "approves", "approved", "approval", "decline", "declines", "reject", "deny",
+        "accept", "allow", "confirm", "answer", "grant", "ok",
+    ];
+    if let Some(w) = words.iter().find(|w| FORBIDDEN.contains(w)) {
+        return Some(format!("{c:?} ({w})"));
+    }
+    if words.contains(&"cancel") && !c.local_dialog {
+        return Some(format!("{c:?} (cancel)"));
+    }
+    None
+}
+
+async fn assert_no_answer_controls(ui: &Ui, view: &str) -> R<usize> {
+    let controls = ui.controls().await?;
+    let bad: Vec<String> = controls.iter().filter_map(answers_for_the_phone).collect();
+    ensure!(
+        bad.is_empty(),
+        "{view}: controls that would answer for the phone:\n  {}",
+        bad.join("\n  ")
+    );
+    Ok(controls.len())
+}
+
+const VIEWS: [&str; 6] = [
+    "Phones",
+    "Phone lines",
+    "Bridge status",
+    "Live dials",
+    "Confirmations",
+    "Settings",
+];
+
+async fn confirm_journey(j: &mut Journey) -> R<()> {
+    let propose = pair_phone(
+        j,
+        "confirm-propose",
+        "E2E phone",
+        scenario_arg("confirm-propose.jsonl"),
+        Some(('5', "Confirmations")),
+    )
+    .await?;
+    let ui = j.ui();
+    // The proposal waits on the phone, with a live countdown.
+    let body = "const s = document.querySelector('section[aria-labelledby=\"waiting-h\"]'); \
+                const t = s && s.querySelector('[role=timer]'); \
+                return t && t.innerText.includes('expires in') ? t.innerText : null;";
+    let first = ui
+        .wait("a waiting proposal with a countdown", WAIT, body)
+        .await?;
+    j.phones[propose].finish(Duration::from_secs(60))?;
+    let ui = j.ui();
+    let waiting = section_text(ui, "waiting-h").await?;
+    ensure!(
+        waiting.contains("Waiting on the phone 1")
+            && waiting.contains("Confirm on your phone")
+            && waiting.contains("Tell Sam you are running late")
+            && waiting.contains("E2E phone · messages.send"),
+        "the proposal is not shown as waiting on the phone:\n{waiting}"
+    );
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let second = ui.js(body, vec![]).await?;
+    ensure!(
+        second.is_string() && second != first,
+        "the countdown does not run: {first} then {second}"
+    );
+    ui.assert_names("Confirmations (waiting)").await?;
+    ui.shot("confirm-waiting").await?;
+    let pick = ui
+        .find_by(
+            "the waiting proposal",
+            "const s = document.querySelector('section[aria-labelledby=\"waiting-h\"]'); return s ? s.querySelector('button.pick') : null;",
+        )
+        .await?;
+    pick.click()
+        .await
+        .map_err(|e| format!("opening the proposal: {e}"))?;
+    let v = ui
+        .wait(
+            "the proposal's details",
+            WAIT,
+            "const a = document.querySelector('aside[aria-label=\"Details\"]'); return a && a.textContent.includes('Parameters') ? a.textContent : null;",
+        )
+        .await?;
+    let detail = v.as_str().unwrap_or_default();
+    ensure!(
+        detail.contains("messages.send") && detail.contains("params_hash matches the parameters"),
+        "the proposal's details lack the tool or the hash check:\n{detail}"
+    );
+    let n = assert_no_answer_controls(ui, "Confirmations (waiting, details open)").await?;
+    let main_buttons = ui
+        .js(
+            "return [...document.querySelectorAll('main button, main [role=button], main [role=menuitem]')].map((b) => window.__e2e.name(b));",
+            vec![],
+        )
+        .await?;
+    let main_buttons: Vec<String> = serde_json::from_value(main_buttons).unwrap_or_default();
+    ensure!(
+        main_buttons.iter().all(|b| b.starts_with("Details of ")),
+        "the Confirmations view has buttons other than the ones opening details: {main_buttons:?}"
+    );
+    ensure!(n > 0, "no controls found at all");
+    ui.shot("confirm-details").await?;
+
+    // Every view by keyboard: Tab into the sidebar, then the arrow keys; in each view, no
+    // control answers for the phone and every control has a name.
+    ui.js(
+        "document.activeElement && document.activeElement.blur(); return true;",
+        vec![],
+    )
+    .await?;
+    ui.press('\u{E004}').await?; // Tab
+    ui.wait(
+        "Tab to reach the sidebar's current entry",
+        WAIT,
+        "const a = document.activeElement; return !!a && a.closest('nav.sidebar') !== null && a.getAttribute('aria-current') === 'page' && a.innerText.trim() === 'Confirmations';",
+    )
+    .await?;
+    ui.press('\u{E011}').await?; // Home
+    for (i, view) in VIEWS.iter().enumerate() {
+        if i > 0 {
+            ui.press('\u{E015}').await?; // ArrowDown
+        }
+        let body = format!(
+            "const a = document.activeElement; const h = document.querySelector('main h1'); \
+             return !!a && a.getAttribute('aria-current') === 'page' && a.innerText.trim() === {v} && !!h && h.innerText.startsWith({h});",
+            v = serde_json::to_string(view).unwrap(),
+            h = serde_json::to_string(view.split(' ').next().unwrap()).unwrap()
+        );
+        ui.wait(&format!("the arrow keys to reach {view}"), WAIT, &body)
+            .await?;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert_no_answer_controls(ui, view).await?;
+        ui.assert_names(view).await?;
+        ui.shot(&format!(
+            "keyboard-{}",
+            view.to_lowercase().replace(' ', "-")
+        ))
+        .await?;
+    }
+    ui.press('\u{E015}').await?; // ArrowDown wraps to Phones
+    ui.wait(
+        "ArrowDown on the last view to wrap to Phones",
+        WAIT,
+        "const a = document.activeElement; return !!a && a.getAttribute('aria-current') === 'page' && a.innerText.trim() === 'Phones';",
+    )
+    .await?;
+
+    // Ctrl+1..6 open every view too.
+    for (i, view) in VIEWS.iter().enumerate() {
+        let digit = char::from(b'1' + i as u8);
+        ui.view(digit, view).await?;
+    }
+
+    // The tray menu (native, outside the page) answers nothing either.
+    for (id, label) in switchboard_desktop::tray::MENU_ITEMS {
+        let item = Control {
+            name: label.to_string(),
+            text: label.to_string(),
+            title: String::new(),
+            local_dialog: false,
+        };
+        ensure!(
+            answers_for_the_phone(&item).is_none(),
+            "the tray menu item {id} would answer for the phone: {label}"
+        );
+    }
+
+    // It ends on the phone (declined there); the view follows.
+    ui.view('5', "Confirmations").await?;
+    let end = j.phone("confirm-end", scenario_arg("confirm-end.jsonl"))?;
+    j.phones[end].finish(Duration::from_secs(60))?;
+    let ui = j.ui();
+    ui.wait(
+        "the proposal to end",
+        WAIT,
+        "const w = document.querySelector('section[aria-labelledby=\"waiting-h\"]'); \
+         const e = document.querySelector('section[aria-labelledby=\"ended-h\"]'); \
+         return !!w && !!e && w.innerText.includes('Nothing is waiting right now') && e.innerText.includes('declined on the phone');",
+    )
+    .await?;
+    let ended = section_text(ui, "ended-h").await?;
+    ensure!(
+        ended.contains("Ended 1") && ended.contains("Declined") && ended.contains("E2E phone"),
+        "the ended proposal is not in the timeline:\n{ended}"
+    );
+    assert_no_answer_controls(ui, "Confirmations (ended)").await?;
+    ui.assert_names("Confirmations (ended)").await?;
+    ui.shot("confirm-ended").await?;
+    Ok(())
+}
+
+#[test]
+fn the_answer_check_catches_answer_controls() {
+    let c = |name: &str, text: &str, local_dialog: bool| Control {
+        name: name.into(),
+        text: text.into(),
+        title: String::new(),
+        local_dialog,
+    };
+    for bad in [
+        "Approve",
+        "Decline",
+        "Reject action",
+        "Cancel",
+        "Confirm",
+        "Allow once",
+        "Deny",
+    ] {
+        assert!(
+            answers_for_the_phone(&c(bad, bad, false)).is_some(),
+            "{bad} not caught"
+        );
+    }
+    assert!(answers_for_the_phone(&c("Details of X", "Approve", false)).is_some());
+    assert!(answers_for_the_phone(&c("Cancel", "Cancel", true)).is_none());
+    for ok in [
+        "Details of Tell Sam on dev_1",
+        "Confirmations",
+        "Unpair E2E phone",
+        "Pair a phone",
+        "Clear filters",
+    ] {
+        assert!(
+            answers_for_the_phone(&c(ok, ok, false)).is_none(),
+            "{ok} flagged"
+        );
+    }
+    let card = c(
+        "Details of Tell Sam",
+        "Tell Sam high Confirm on your phone expires in 4 min",
+        false,
+    );
+    assert!(answers_for_the_phone(&card).is_none());
+}
