@@ -24,6 +24,7 @@ registry: Array<RegistryEntry>,
  */
 registry_problems: Array<string>, 
 /**
- * Whether a revoke can be made from here now (an opened file: yes).
+ * Whether a revoke can be made from here now: an opened file (written after the
+ * confirmation) or a paired phone's settings (the phone is asked through the link).
  */
 can_revoke: boolean, };
