@@ -231,15 +231,11 @@ async fn open_pairing(ui: &mut Ui, shot: bool) -> R<Invite> {
         ui.assert_names("Phones (pairing window)").await?;
         ui.shot("phones-pairing").await?;
     }
-    Ok(invite_checked(code, port, fingerprint))
-}
-
-fn invite_checked(code: String, port: u16, fingerprint: String) -> Invite {
-    Invite {
+    Ok(Invite {
         code,
         port,
         fingerprint,
-    }
+    })
 }
 
 fn s(x: &str) -> String {
