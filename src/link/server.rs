@@ -434,20 +434,7 @@ impl Link {
     /// `action.reject` or `action.cancel`. Errors: [`LinkError::NotConnected`], or
     /// [`LinkError::Refused`] when the ifp module will not frame the message.
     pub fn send(&self, device_id: &str, message: ifp::OutgoingMessage) -> Result<(), LinkError> {
-        let frame = wire::frame(
-            &self.shared.sender(),
-            &message,
-            self.shared.config.clock.now_ms(),
-            None,
-            Map::new(),
-        )
-        .map_err(LinkError::Refused)?;
-        let sessions = lock(&self.shared.sessions);
-        let s = sessions
-            .get(device_id)
-            .ok_or_else(|| LinkError::NotConnected(device_id.to_string()))?;
-        s.tx.send(Command::Send(frame))
-            .map_err(|_| LinkError::NotConnected(device_id.to_string()))
+        self.send_reply(device_id, message, None)
     }
 
     /// [`Link::send`] with `parent` = the id of the phone's message this one answers (e.g. an
