@@ -1,30 +1,18 @@
 //! The Bridge view's commands through IPC under the mock runtime, on the real host-error corpus.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+use common::request;
 use serde_json::{json, Value};
 use switchboard::bridge::CallPath;
 use switchboard_desktop::commands::bridge::BridgeState;
-use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, INVOKE_KEY};
-use tauri::webview::InvokeRequest;
+use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets};
 use tauri::{Manager, WebviewWindowBuilder};
 
 const HOST_ERRORS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../shared/corpus/lumiverse/host-errors.json"
 );
-
-fn request(cmd: &str, body: Value) -> InvokeRequest {
-    InvokeRequest {
-        cmd: cmd.into(),
-        callback: CallbackFn(0),
-        error: CallbackFn(1),
-        url: "tauri://localhost".parse().unwrap(),
-        body: InvokeBody::Json(body),
-        headers: Default::default(),
-        invoke_key: INVOKE_KEY.to_string(),
-    }
-}
 
 fn cases() -> Vec<Value> {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(HOST_ERRORS).unwrap()).unwrap();

@@ -4,6 +4,8 @@
 //! produce an `action.approve`, `action.reject` or `action.cancel` frame.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+use common::request;
 use std::sync::Mutex;
 
 use serde_json::{json, Value};
@@ -11,11 +13,7 @@ use switchboard::ifp::outgoing::OutgoingType;
 use switchboard::ifp::{validate, Receiver};
 use switchboard_desktop::commands::confirmations::ConfirmationsState;
 use switchboard_desktop::commands::ALL_COMMANDS;
-use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{
-    get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime, INVOKE_KEY,
-};
-use tauri::webview::InvokeRequest;
+use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime};
 use tauri::{App, Manager, WebviewWindow, WebviewWindowBuilder};
 
 /// SWITCHBOARD_HOME is process-wide: one app at a time.
@@ -25,18 +23,6 @@ const SEQUENCES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../shared/corpus/ifp1/fixtures/sequences.json"
 );
-
-fn request(cmd: &str, body: Value) -> InvokeRequest {
-    InvokeRequest {
-        cmd: cmd.into(),
-        callback: CallbackFn(0),
-        error: CallbackFn(1),
-        url: "tauri://localhost".parse().unwrap(),
-        body: InvokeBody::Json(body),
-        headers: Default::default(),
-        invoke_key: INVOKE_KEY.to_string(),
-    }
-}
 
 fn boot(home: &std::path::Path) -> (App<MockRuntime>, WebviewWindow<MockRuntime>) {
     std::env::set_var("SWITCHBOARD_HOME", home);

@@ -3,6 +3,8 @@
 //! count, end on a failed send).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+use common::request;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,24 +13,11 @@ use switchboard::dials::{
     Dial, DialFilter, DialLog, DialLogConfig, DialOutcome, JsonText, Retention, SubscribeOptions,
 };
 use switchboard_desktop::dials::{forward, DialBatchMsg, DialsState, ForwardEnd};
-use tauri::ipc::{CallbackFn, Channel, InvokeBody, InvokeResponseBody};
-use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, INVOKE_KEY};
-use tauri::webview::InvokeRequest;
+use tauri::ipc::{Channel, InvokeResponseBody};
+use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets};
 use tauri::{Manager, WebviewWindowBuilder};
 
 const PERMISSION_TEXT: &str = "Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\" to inherit owner \"lumirealm\" permissions: push_notification";
-
-fn request(cmd: &str, body: Value) -> InvokeRequest {
-    InvokeRequest {
-        cmd: cmd.into(),
-        callback: CallbackFn(0),
-        error: CallbackFn(1),
-        url: "tauri://localhost".parse().unwrap(),
-        body: InvokeBody::Json(body),
-        headers: Default::default(),
-        invoke_key: INVOKE_KEY.to_string(),
-    }
-}
 
 #[allow(clippy::too_many_arguments)]
 fn dial(

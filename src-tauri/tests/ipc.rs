@@ -1,24 +1,12 @@
 //! The whole app booted under tauri's mock runtime: real commands invoked through IPC.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+use common::request;
 use serde_json::json;
 use switchboard::settings::{Settings, Theme};
-use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, INVOKE_KEY};
-use tauri::webview::InvokeRequest;
+use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets};
 use tauri::WebviewWindowBuilder;
-
-fn request(cmd: &str, body: serde_json::Value) -> InvokeRequest {
-    InvokeRequest {
-        cmd: cmd.into(),
-        callback: CallbackFn(0),
-        error: CallbackFn(1),
-        url: "tauri://localhost".parse().unwrap(),
-        body: InvokeBody::Json(body),
-        headers: Default::default(),
-        invoke_key: INVOKE_KEY.to_string(),
-    }
-}
 
 /// One test boots one app with a private SWITCHBOARD_HOME (env is process-wide, so all checks
 /// that need it live in this test).

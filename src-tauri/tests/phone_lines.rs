@@ -2,30 +2,18 @@
 //! a temp folder, the corpus describe manifest, revoke with confirmation and backup.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+use common::request;
 use serde_json::{json, Value};
 use switchboard::phone_line::manifest::manifest_hash;
 use switchboard::phone_line::pairings::PairingsFile;
-use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, INVOKE_KEY};
-use tauri::webview::InvokeRequest;
+use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets};
 use tauri::WebviewWindowBuilder;
 
 const DESCRIBE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../shared/corpus/lumiverse/lumirealm.describe.json"
 );
-
-fn request(cmd: &str, body: Value) -> InvokeRequest {
-    InvokeRequest {
-        cmd: cmd.into(),
-        callback: CallbackFn(0),
-        error: CallbackFn(1),
-        url: "tauri://localhost".parse().unwrap(),
-        body: InvokeBody::Json(body),
-        headers: Default::default(),
-        invoke_key: INVOKE_KEY.to_string(),
-    }
-}
 
 fn line<'a>(snap: &'a Value, id: &str) -> &'a Value {
     snap["lines"]
