@@ -199,6 +199,178 @@ pub fn js_number(f: f64) -> String {
     format!("{sign}{body}")
 }
 
+/// Whether `text`, already known to be one valid JSON value (a [`serde_json::value::RawValue`]),
+/// is exactly what [`stringify`] writes for it: `stringify(parse(text)) == text`.
+///
+/// A conservative one-pass scan with no allocation for objects of up to 16 keys: `true` only when
+/// there is no whitespace, every string uses `JSON.stringify`'s escapes (no `\/`, no `\u` except
+/// the lowercase `\u00xx` of a control character without a short name), every number is written
+/// as JavaScript writes it, no object repeats a key, and no object has an array-index key (which
+/// [`stringify`] would move first). `false` means "not proven": the caller falls back to parsing
+/// and [`stringify`]. Used to keep a dial's request and response as received without re-writing
+/// them ([`crate::dials::JsonText`]).
+pub fn is_stringify_form(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = 0;
+    // One entry per open object: the keys seen so far (byte ranges in `text`).
+    let mut objects: Vec<Vec<(usize, usize)>> = Vec::new();
+    let mut depth_kinds: Vec<u8> = Vec::new();
+    loop {
+        // A value starts at `i`.
+        let Some(&c) = b.get(i) else { return false };
+        match c {
+            b'{' => {
+                i += 1;
+                depth_kinds.push(b'{');
+                objects.push(Vec::new());
+                if b.get(i) == Some(&b'}') {
+                    i += 1;
+                    depth_kinds.pop();
+                    objects.pop();
+                } else {
+                    match object_key(b, i, &mut objects) {
+                        Some(next) => i = next,
+                        None => return false,
+                    }
+                    continue;
+                }
+            }
+            b'[' => {
+                i += 1;
+                if b.get(i) == Some(&b']') {
+                    i += 1;
+                } else {
+                    depth_kinds.push(b'[');
+                    continue;
+                }
+            }
+            b'"' => match string_end(b, i) {
+                Some(end) => i = end,
+                None => return false,
+            },
+            b't' if b[i..].starts_with(b"true") => i += 4,
+            b'f' if b[i..].starts_with(b"false") => i += 5,
+            b'n' if b[i..].starts_with(b"null") => i += 4,
+            b'-' | b'0'..=b'9' => match number_end(text, i) {
+                Some(end) => i = end,
+                None => return false,
+            },
+            _ => return false,
+        }
+        // After a value: close containers or move to the next element.
+        loop {
+            match (depth_kinds.last(), b.get(i)) {
+                (None, None) => return true,
+                (None, Some(_)) => return false,
+                (Some(b'['), Some(b',')) => {
+                    i += 1;
+                    break;
+                }
+                (Some(b'['), Some(b']')) | (Some(b'{'), Some(b'}')) => {
+                    if depth_kinds.pop() == Some(b'{') {
+                        objects.pop();
+                    }
+                    i += 1;
+                }
+                (Some(b'{'), Some(b',')) => {
+                    match object_key(b, i + 1, &mut objects) {
+                        Some(next) => i = next,
+                        None => return false,
+                    }
+                    break;
+                }
+                _ => return false,
+            }
+        }
+    }
+}
+
+/// Reads `"key":` at `i` for the innermost open object; checks the key is canonical, not an
+/// array index and not repeated. Returns where the value starts.
+fn object_key(b: &[u8], i: usize, objects: &mut [Vec<(usize, usize)>]) -> Option<usize> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let end = string_end(b, i)?;
+    let key = b.get(i + 1..end - 1)?;
+    if !key.is_empty() && key.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let seen = objects.last_mut()?;
+    if seen.len() >= 16 {
+        return None;
+    }
+    if seen
+        .iter()
+        .any(|&(s, e)| b.get(s..e).is_some_and(|k| k == key))
+    {
+        return None;
+    }
+    seen.push((i + 1, end - 1));
+    if b.get(end) != Some(&b':') {
+        return None;
+    }
+    Some(end + 1)
+}
+
+/// The index after the string literal starting at `i` (a `"`), when its escapes are the ones
+/// [`write_string`] writes.
+fn string_end(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        let rest = b.get(j..)?;
+        let k = memchr::memchr2(b'"', b'\\', rest)?;
+        j += k;
+        if b[j] == b'"' {
+            return Some(j + 1);
+        }
+        match b.get(j + 1)? {
+            b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => j += 2,
+            b'u' => {
+                let hex = b.get(j + 2..j + 6)?;
+                if hex[0] != b'0' || hex[1] != b'0' || !matches!(hex[2], b'0' | b'1') {
+                    return None;
+                }
+                let low = match hex[3] {
+                    d @ b'0'..=b'9' => d - b'0',
+                    d @ b'a'..=b'f' => d - b'a' + 10,
+                    _ => return None,
+                };
+                let code = (hex[2] - b'0') * 16 + low;
+                if matches!(code, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
+                    return None;
+                }
+                j += 6;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The index after the number starting at `i`, when JavaScript writes that number the same way.
+fn number_end(text: &str, i: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut j = i;
+    while let Some(c) = b.get(j) {
+        if matches!(c, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+            j += 1;
+        } else {
+            break;
+        }
+    }
+    let token = text.get(i..j)?;
+    let digits = token.strip_prefix('-').unwrap_or(token);
+    let plain_integer = digits.bytes().all(|c| c.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+        && digits.len() <= 15;
+    if plain_integer {
+        // Exact in f64 and written as is, except "-0" (written "0").
+        return (token != "-0").then_some(j);
+    }
+    let value: f64 = token.parse().ok()?;
+    (js_number(value) == token).then_some(j)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

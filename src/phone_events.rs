@@ -26,6 +26,9 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+mod dial_frame;
+pub use dial_frame::DialFrame;
+
 use crate::dials::{Dial, DialOutcome, JsonText, Retention};
 use crate::ifp::{Envelope, Timestamp};
 use crate::phone_line::pairing::DescribeOutcome;

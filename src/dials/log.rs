@@ -277,8 +277,13 @@ impl DialLog {
                 pending_since: None,
                 pending_upto: 0,
                 evicted_unwritten: HashMap::new(),
+                outside: HashSet::new(),
+                outside_rebuild_at: 0,
                 done: Some(done_rx),
             });
+            if let Some(db) = actor.db.as_mut() {
+                db.rebuild_outside(&actor.ids, config.capacity);
+            }
         }
         let (tx, rx) = mpsc::channel(config.command_queue);
         tokio::spawn(actor.run(rx));
@@ -442,6 +447,14 @@ pub(crate) fn now_epoch_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// A 64-bit hash of a dial id (SipHash with fixed keys), for [`Db::outside`].
+fn id_hash(id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish()
+}
+
 struct Entry {
     arrival: u64,
     dial: Arc<Dial>,
@@ -456,6 +469,12 @@ struct Db {
     pending_upto: u64,
     /// Persisting dials that left the ring before the writer committed them: id -> arrival.
     evicted_unwritten: HashMap<Arc<str>, u64>,
+    /// Hashes ([`id_hash`]) of every stored id that is not in the ring (and maybe of some no
+    /// longer stored): an id whose hash is not here, not in the ring and not in
+    /// `evicted_unwritten` is not in SQLite, so most dials need no lookup there.
+    outside: HashSet<u64>,
+    /// `outside` is rebuilt from SQLite when it grows past this (stale hashes of pruned rows).
+    outside_rebuild_at: usize,
     done: Option<oneshot::Receiver<()>>,
 }
 
@@ -492,9 +511,35 @@ impl Db {
         self.evicted_unwritten.retain(|_, a| *a > upto);
     }
 
+    /// Rebuilds `outside` from SQLite: every stored id not in `ring_ids`, plus the evicted dials
+    /// whose write may still be on its way.
+    fn rebuild_outside(&mut self, ring_ids: &HashSet<Arc<str>>, capacity: usize) {
+        let mut outside = HashSet::new();
+        let read = store::for_each_id(&self.read, |id| {
+            if !ring_ids.contains(id) {
+                outside.insert(id_hash(id));
+            }
+        });
+        match read {
+            Ok(()) => {
+                outside.extend(self.evicted_unwritten.keys().map(|id| id_hash(id)));
+                self.outside_rebuild_at = (outside.len() * 2).max(capacity);
+                self.outside = outside;
+            }
+            Err(e) => {
+                // Keep the old (larger, still complete) set and try again later.
+                tracing::warn!(target: "switchboard::dials", "reading the stored dial ids failed: {e}");
+                self.outside_rebuild_at = self.outside.len() * 2;
+            }
+        }
+    }
+
     fn seen(&self, id: &str) -> bool {
         if self.evicted_unwritten.contains_key(id) {
             return true;
+        }
+        if !self.outside.contains(&id_hash(id)) {
+            return false;
         }
         match store::contains(&self.read, id) {
             Ok(found) => found,
@@ -812,9 +857,15 @@ impl Actor {
     fn forget(&mut self, e: Entry) {
         self.ids.remove(&*e.dial.id);
         if let Some(db) = self.db.as_mut() {
-            if e.dial.retention.persists() && e.arrival > db.written_upto() {
-                db.evicted_unwritten
-                    .insert(Arc::clone(&e.dial.id), e.arrival);
+            if e.dial.retention.persists() {
+                if e.arrival > db.written_upto() {
+                    db.evicted_unwritten
+                        .insert(Arc::clone(&e.dial.id), e.arrival);
+                }
+                db.outside.insert(id_hash(&e.dial.id));
+                if db.outside.len() > db.outside_rebuild_at {
+                    db.rebuild_outside(&self.ids, self.cfg.capacity);
+                }
             }
         }
     }
@@ -864,6 +915,7 @@ impl Actor {
                 db.pending.clear();
                 db.pending_since = None;
                 db.evicted_unwritten.clear();
+                db.outside.clear();
                 let (tx, rx) = oneshot::channel();
                 let _ = db.writer.send(WriterMsg::Clear { reply: tx });
                 Some(rx)

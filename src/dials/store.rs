@@ -157,6 +157,20 @@ pub(crate) fn contains(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
         .map(|o| o.is_some())
 }
 
+/// Calls `each` with every stored dial id (read from the primary-key index).
+pub(crate) fn for_each_id(conn: &Connection, mut each: impl FnMut(&str)) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached("SELECT id FROM dials")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        if let rusqlite::types::ValueRef::Text(t) = row.get_ref(0)? {
+            if let Ok(id) = std::str::from_utf8(t) {
+                each(id);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Inserts `dials` in one transaction; ids already stored are ignored. Returns rows inserted.
 /// Transient dials are skipped (they must never reach the file).
 pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqlite::Result<usize> {

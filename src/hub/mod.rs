@@ -268,8 +268,34 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// An accepted dial waiting for its batch to the dial log ([`Hub::run`]).
 struct PendingDial {
     device_id: String,
-    dial: Box<DialEvent>,
+    note: DialNote,
     record: crate::dials::Dial,
+}
+
+/// What the hub still needs of a dial once the dial log has it: the bridge result it implies.
+struct DialNote {
+    id: Arc<str>,
+    caller: Arc<str>,
+    endpoint: Arc<str>,
+    outcome: DialOutcome,
+    error: Option<Arc<str>>,
+    /// When the dial ended (epoch ms): its start plus its duration.
+    end_ms: u64,
+}
+
+impl DialNote {
+    fn of(d: &crate::dials::Dial) -> Self {
+        DialNote {
+            id: Arc::clone(&d.id),
+            caller: Arc::clone(&d.caller),
+            endpoint: Arc::clone(&d.endpoint),
+            outcome: d.outcome,
+            error: d.error.clone(),
+            end_ms: u64::try_from(d.start_ms)
+                .unwrap_or(0)
+                .saturating_add(d.duration_ms),
+        }
+    }
 }
 
 /// What to do after the state lock is released.
@@ -342,9 +368,41 @@ impl Hub {
         self.flush_acks();
     }
 
+    /// A dial read in one pass ([`LinkEvent::Dial`]): the receiver rules now, the ingest with the
+    /// next batch of `pending`.
+    async fn apply_dial_frame(
+        &self,
+        device_id: String,
+        frame: crate::phone_events::DialFrame,
+        pending: &mut Vec<PendingDial>,
+    ) {
+        let accepted = self.apply_dial_frame_state(&device_id, frame);
+        let ack = self.ack_due(&device_id);
+        if let Some(record) = accepted {
+            pending.push(PendingDial {
+                device_id: device_id.clone(),
+                note: DialNote::of(&record),
+                record,
+            });
+        }
+        if pending.len() >= MAX_DIAL_BATCH {
+            self.flush_dials(pending).await;
+        }
+        if let Some((last_id, applied)) = ack {
+            self.flush_dials(pending).await;
+            self.send_ack(&device_id, last_id, applied);
+        }
+    }
+
     /// [`Hub::apply`], except that an accepted dial's ingest (and what follows from it) waits in
     /// `pending` for the next [`Hub::flush_dials`]; anything else flushes `pending` first.
     async fn apply_deferring(&self, event: LinkEvent, pending: &mut Vec<PendingDial>) {
+        let event = match event {
+            LinkEvent::Dial {
+                device_id, frame, ..
+            } => return self.apply_dial_frame(device_id, *frame, pending).await,
+            other => other,
+        };
         let LinkEvent::Message {
             device_id,
             envelope,
@@ -364,7 +422,7 @@ impl Hub {
                 let record = dial.to_dial(&device_id, retention);
                 pending.push(PendingDial {
                     device_id: device_id.clone(),
-                    dial,
+                    note: DialNote::of(&record),
                     record,
                 });
                 if pending.len() >= MAX_DIAL_BATCH {
@@ -388,26 +446,65 @@ impl Hub {
         let batch = std::mem::take(pending);
         let (records, rest): (Vec<_>, Vec<_>) = batch
             .into_iter()
-            .map(|p| (p.record, (p.device_id, p.dial)))
+            .map(|p| (p.record, (p.device_id, p.note)))
             .unzip();
         let n = records.len();
-        match self.inner.dials.ingest_batch(records).await {
-            Ok(verdicts) if verdicts.len() == n => {
-                for ((device_id, dial), verdict) in rest.into_iter().zip(verdicts) {
-                    self.after_ingest(&device_id, &dial, Ok(verdict));
-                }
-            }
-            Ok(_) => {
-                for (device_id, dial) in rest {
-                    self.after_ingest(&device_id, &dial, Err(&DialLogError::Closed));
-                }
-            }
-            Err(e) => {
-                for (device_id, dial) in rest {
-                    self.after_ingest(&device_id, &dial, Err(&e));
+        let result = self.inner.dials.ingest_batch(records).await;
+        let closed = DialLogError::Closed;
+        let verdicts: Vec<Result<&IngestVerdict, &DialLogError>> = match &result {
+            Ok(v) if v.len() == n => v.iter().map(Ok).collect(),
+            Ok(_) => (0..n).map(|_| Err(&closed)).collect(),
+            Err(e) => (0..n).map(|_| Err(e)).collect(),
+        };
+        // One dial-count notice per phone per batch, with the total after it.
+        let mut counted: Vec<(String, u64)> = Vec::new();
+        for ((device_id, note), verdict) in rest.into_iter().zip(verdicts) {
+            if let Some(total) = self.after_ingest(&device_id, &note, verdict) {
+                match counted.iter_mut().find(|(d, _)| *d == device_id) {
+                    Some(slot) => slot.1 = total,
+                    None => counted.push((device_id, total)),
                 }
             }
         }
+        for (device_id, total) in counted {
+            self.notify(HubNotice::DialCount { device_id, total });
+        }
+    }
+
+    /// The receiver rules for a dial read in one pass ([`LinkEvent::Dial`]), as
+    /// [`Hub::apply_message_state`] applies them to an envelope; the dial when accepted.
+    fn apply_dial_frame_state(
+        &self,
+        device_id: &str,
+        frame: crate::phone_events::DialFrame,
+    ) -> Option<crate::dials::Dial> {
+        let mut st = lock(&self.inner.state);
+        let p = self.phone_mut(&mut st, device_id);
+        let outcome = p.receiver.receive_event_fields(
+            crate::phone_events::DIAL_EVENT,
+            Some(&frame.session),
+            Some(frame.generation),
+            frame.seq,
+            &frame.dial.id,
+        );
+        let accepted = match outcome.verdict {
+            Verdict::Accepted => Some(frame.dial),
+            Verdict::AcknowledgedDuplicate => None,
+            Verdict::Rejected => {
+                p.problem(format!(
+                    "{} {} refused: {}",
+                    crate::phone_events::DIAL_EVENT,
+                    frame.id,
+                    outcome.reason.clone().unwrap_or_default()
+                ));
+                self.refuse(device_id, &frame.id, &outcome);
+                None
+            }
+        };
+        p.applied = p.applied.saturating_add(1);
+        p.last_id = Some(frame.id);
+        p.unacked = p.unacked.saturating_add(1);
+        accepted
     }
 
     /// Applies one link event (module docs). Never fails: problems are answered to the phone
@@ -464,6 +561,13 @@ impl Hub {
                 envelope,
                 ..
             } => self.apply_message(&device_id, *envelope).await,
+            LinkEvent::Dial {
+                device_id, frame, ..
+            } => {
+                let mut pending = Vec::new();
+                self.apply_dial_frame(device_id, *frame, &mut pending).await;
+                self.flush_dials(&mut pending).await;
+            }
             _ => {}
         }
     }
@@ -725,18 +829,25 @@ impl Hub {
 
     async fn apply_dial(&self, device_id: &str, dial: &DialEvent, retention: Retention) {
         let record = dial.to_dial(device_id, retention);
+        let note = DialNote::of(&record);
         let verdict = self.inner.dials.ingest(record).await;
-        self.after_ingest(device_id, dial, verdict.as_ref().map(Clone::clone));
+        if let Some(total) = self.after_ingest(device_id, &note, verdict.as_ref()) {
+            self.notify(HubNotice::DialCount {
+                device_id: device_id.to_string(),
+                total,
+            });
+        }
     }
 
-    /// What follows from the dial log's verdict on one dial: counts, problems, the dial-count
-    /// notice and the bridge result.
+    /// What follows from the dial log's verdict on one dial: counts, problems and the bridge
+    /// result. Returns the phone's count of held dials when this one was held (the caller sends
+    /// the dial-count notice).
     fn after_ingest(
         &self,
         device_id: &str,
-        dial: &DialEvent,
-        verdict: Result<IngestVerdict, &DialLogError>,
-    ) {
+        dial: &DialNote,
+        verdict: Result<&IngestVerdict, &DialLogError>,
+    ) -> Option<u64> {
         let held = match verdict {
             Ok(IngestVerdict::Held) => true,
             Ok(IngestVerdict::Duplicate) => {
@@ -747,18 +858,18 @@ impl Hub {
             Ok(IngestVerdict::Rejected(why)) => {
                 let mut st = lock(&self.inner.state);
                 self.phone_mut(&mut st, device_id)
-                    .problem(format!("dial {} not kept: {why}", dial.dedup));
+                    .problem(format!("dial {} not kept: {why}", dial.id));
                 false
             }
             Err(e) => {
                 let mut st = lock(&self.inner.state);
                 self.phone_mut(&mut st, device_id)
-                    .problem(format!("dial {} not kept: {e}", dial.dedup));
+                    .problem(format!("dial {} not kept: {e}", dial.id));
                 false
             }
         };
         if !held {
-            return;
+            return None;
         }
         let total = {
             let mut st = lock(&self.inner.state);
@@ -766,23 +877,17 @@ impl Hub {
             p.dials_held += 1;
             p.dials_held
         };
-        self.notify(HubNotice::DialCount {
-            device_id: device_id.to_string(),
-            total,
-        });
-        let end_ms = u64::try_from(dial.start_ms())
-            .unwrap_or(0)
-            .saturating_add(dial.duration_ms);
-        let path = CallPath::new(dial.caller.clone(), dial.endpoint.clone());
+        let path = CallPath::new(&*dial.caller, &*dial.endpoint);
         match dial.outcome {
-            DialOutcome::Ok => self.bridge_result(device_id, &path, None, end_ms),
+            DialOutcome::Ok => self.bridge_result(device_id, &path, None, dial.end_ms),
             DialOutcome::Error | DialOutcome::TimedOut => {
-                let text = dial.error.clone().unwrap_or_default();
-                self.bridge_result(device_id, &path, Some(&text), end_ms);
+                let text = dial.error.as_deref().unwrap_or_default();
+                self.bridge_result(device_id, &path, Some(text), dial.end_ms);
             }
             // The handler answered: the bridge worked, but a tool error says nothing new.
             DialOutcome::ToolError => {}
         }
+        Some(total)
     }
 
     fn apply_bridge(&self, device_id: &str, b: &BridgeEvent, at_ms: u64) {
@@ -798,12 +903,16 @@ impl Hub {
 
     /// Records a bridge result for `path` and tells about banners raised or cleared.
     fn bridge_result(&self, device_id: &str, path: &CallPath, error: Option<&str>, at_ms: u64) {
-        let dir = {
-            let st = lock(&self.inner.state);
-            st.phones
-                .get(device_id)
-                .map(|p| p.directory.clone())
-                .unwrap_or_default()
+        // The phone's extension directory (declared permissions) only matters to a failure.
+        let dir = match error {
+            Some(_) => {
+                let st = lock(&self.inner.state);
+                st.phones
+                    .get(device_id)
+                    .map(|p| p.directory.clone())
+                    .unwrap_or_default()
+            }
+            None => Default::default(),
         };
         let (before, after) = {
             let mut store = lock(&self.inner.bridge);

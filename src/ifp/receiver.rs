@@ -347,33 +347,66 @@ impl Receiver {
     }
 
     fn receive_event(&mut self, env: &Envelope, common: &EventCommon) -> Outcome {
-        let Some(session) = env.session.as_deref() else {
+        self.event_rules(
+            &env.r#type,
+            env.session.as_deref(),
+            env.generation,
+            common.seq,
+            &common.dedup,
+        )
+    }
+
+    /// The event rules of [`Receiver::receive`] applied to an event's fields alone (for callers
+    /// that validated and typed the frame themselves, such as the link's one-pass reading of
+    /// `event.phoneline.dial`): dedup per session, the generation fence, then `seq` ordering
+    /// (`ifp1-notes.md`, "Events: dedup, generation fence, ordering"). `msg_type` only words the
+    /// reason of a missing `session`. Same outcomes as `receive` gives the whole envelope.
+    pub fn receive_event_fields(
+        &mut self,
+        msg_type: &str,
+        session: Option<&str>,
+        generation: Option<u64>,
+        seq: u64,
+        dedup: &str,
+    ) -> Outcome {
+        self.tick = self.tick.wrapping_add(1);
+        self.event_rules(msg_type, session, generation, seq, dedup)
+    }
+
+    fn event_rules(
+        &mut self,
+        msg_type: &str,
+        session: Option<&str>,
+        generation: Option<u64>,
+        seq: u64,
+        dedup: &str,
+    ) -> Outcome {
+        let Some(session) = session else {
             return Outcome::rejected(
                 ErrorClass::InvalidEnvelope,
-                format!("session: required on {} messages", env.r#type),
+                format!("session: required on {msg_type} messages"),
             );
         };
-        let key = digest(&common.dedup);
+        let key = digest(dedup);
         let tick = self.tick;
         if let Some(state) = self.sessions.get_mut(session) {
             state.last_used = tick;
             if state.dedup.contains(&key) {
                 return Outcome::duplicate(format!(
-                    "payload.dedup: {:?} already received in {session}",
-                    common.dedup
+                    "payload.dedup: {dedup:?} already received in {session}"
                 ));
             }
         }
-        if let Some(fenced) = self.fence(env.generation) {
+        if let Some(fenced) = self.fence(generation) {
             return fenced;
         }
         if let Some(last) = self.sessions.get(session).and_then(|s| s.last_seq) {
-            if common.seq < last {
+            if seq < last {
                 return Outcome::rejected(
                     ErrorClass::OrderingViolation,
                     format!(
                         "payload.seq: {} is below the last accepted seq {last} of {session}",
-                        common.seq
+                        seq
                     ),
                 );
             }
@@ -384,7 +417,7 @@ impl Receiver {
         let max_keys = self.limits.max_dedup_keys;
         let state = self.sessions.entry(session.to_string()).or_default();
         state.last_used = tick;
-        state.last_seq = Some(common.seq);
+        state.last_seq = Some(seq);
         if state.dedup.insert(key) {
             state.dedup_order.push_back(key);
         }

@@ -43,6 +43,7 @@ use super::pairing::{
 };
 use super::trust::{PairedPhone, TrustError, TrustFile};
 use super::wire::{self, ifp, Sender};
+use crate::phone_events::DialFrame;
 
 /// The link's default TCP port.
 pub const DEFAULT_PORT: u16 = 47470;
@@ -188,6 +189,17 @@ pub enum LinkEvent {
         /// One of the connection's [`MAX_UNAPPLIED`] slots, freed when the event (and every
         /// clone of it) is dropped: a phone sending faster than the app applies its messages
         /// waits (its connection stops reading) instead of queueing without bound.
+        credit: MessageCredit,
+    },
+    /// A validated `event.phoneline.dial` from a connected phone, read in one pass
+    /// ([`DialFrame::parse`]). A dial frame the shortcut declines arrives as
+    /// [`LinkEvent::Message`] instead; both mean the same to the app.
+    Dial {
+        /// The sending phone.
+        device_id: String,
+        /// The frame's envelope fields and the dial.
+        frame: Box<DialFrame>,
+        /// As for [`LinkEvent::Message`].
         credit: MessageCredit,
     },
     /// Something failed (also kept in diagnostics).
@@ -667,7 +679,11 @@ async fn connection(
 enum Stage {
     Fresh,
     Granted(Box<Grant>),
-    Live { device_id: String },
+    /// `phone` is `device_id` again, shared by the dials read on this connection.
+    Live {
+        device_id: String,
+        phone: Arc<str>,
+    },
 }
 
 struct Grant {
@@ -804,7 +820,7 @@ impl Conn {
                 }
             }
         }
-        if let Stage::Live { device_id } = &self.stage {
+        if let Stage::Live { device_id, .. } = &self.stage {
             let mut sessions = lock(&self.shared.sessions);
             if sessions.get(device_id).map(|s| s.conn) == Some(self.conn) {
                 sessions.remove(device_id);
@@ -830,7 +846,25 @@ impl Conn {
                 *reason = "the phone closed the connection".into();
                 Flow::Close
             }
-            Some(Ok(Message::Text(t))) => self.on_frame(t.as_bytes(), tx).await,
+            Some(Ok(Message::Text(t))) => {
+                if let Stage::Live { device_id, phone } = &self.stage {
+                    // Dials, the bulk of what a phone sends, are read in one pass; any other
+                    // frame, and any dial the shortcut does not vouch for, takes `on_frame`.
+                    if let Some(frame) = DialFrame::parse(t.as_str(), phone) {
+                        let device_id = device_id.clone();
+                        let Ok(permit) = Arc::clone(&self.unapplied).acquire_owned().await else {
+                            return Flow::Close;
+                        };
+                        self.shared.emit(LinkEvent::Dial {
+                            device_id,
+                            frame: Box::new(frame),
+                            credit: MessageCredit(Arc::new(permit)),
+                        });
+                        return Flow::Continue;
+                    }
+                }
+                self.on_frame(t.as_bytes(), tx).await
+            }
             Some(Ok(Message::Binary(_))) => {
                 self.refuse_frame(
                     "binary WebSocket frames are not used by ifp/1; send JSON text".into(),
@@ -866,7 +900,7 @@ impl Conn {
 
     fn device(&self) -> Option<&str> {
         match &self.stage {
-            Stage::Live { device_id } => Some(device_id),
+            Stage::Live { device_id, .. } => Some(device_id),
             Stage::Granted(g) => Some(&g.device_id),
             Stage::Fresh => None,
         }
@@ -958,7 +992,7 @@ impl Conn {
             return Flow::Continue;
         }
         match &self.stage {
-            Stage::Live { device_id } => {
+            Stage::Live { device_id, .. } => {
                 let device_id = device_id.clone();
                 if kind == "control.hello" || kind.starts_with("pair.") {
                     self.refuse(
@@ -1336,6 +1370,7 @@ impl Conn {
         }
         self.stage = Stage::Live {
             device_id: device_id.clone(),
+            phone: Arc::from(device_id.as_str()),
         };
         let proof = self.shared.identity.sign_b64(&desktop_hello_signed_bytes(
             &self.nonce,
