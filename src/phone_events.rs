@@ -412,9 +412,14 @@ impl DialEvent {
 
 /// Epoch milliseconds of an ifp/1 timestamp (sub-millisecond digits dropped).
 pub fn timestamp_ms(t: &Timestamp) -> i64 {
-    t.unix_seconds()
+    epoch_ms(t.unix_seconds(), t.nanos())
+}
+
+/// Epoch milliseconds of `(unix seconds, nanoseconds)` (sub-millisecond digits dropped).
+fn epoch_ms(unix_seconds: i64, nanos: u32) -> i64 {
+    unix_seconds
         .saturating_mul(1000)
-        .saturating_add(i64::from(t.nanos() / 1_000_000))
+        .saturating_add(i64::from(nanos / 1_000_000))
 }
 
 // ---------------------------------------------------------------------------------------------

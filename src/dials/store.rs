@@ -5,7 +5,8 @@
 //! `ifp1-notes.md`, "Envelope", `labels.retention`) ever reach this file; `transient` dials are
 //! filtered out before a batch is built, and [`insert_batch`] refuses them again. Each row keeps
 //! `expires_ms` (start + the label's age, `NULL` for `permanent`) so pruning is one indexed
-//! `DELETE`. The dial id (ifp/1 `dedup` key) is the primary key, so a replayed dial is never
+//! `DELETE`. Rows are read back in rowid (arrival) order, so there is no start-time index to keep
+//! up on every insert (an older file's `dials_start` index is dropped). The dial id (ifp/1 `dedup` key) is the primary key, so a replayed dial is never
 //! stored twice, even across restarts.
 
 use std::path::{Path, PathBuf};
@@ -39,7 +40,7 @@ CREATE TABLE IF NOT EXISTS dials (
     retention   TEXT NOT NULL,
     expires_ms  INTEGER
 );
-CREATE INDEX IF NOT EXISTS dials_start ON dials(start_ms);
+DROP INDEX IF EXISTS dials_start;
 CREATE INDEX IF NOT EXISTS dials_expires ON dials(expires_ms) WHERE expires_ms IS NOT NULL;
 ";
 
@@ -61,7 +62,8 @@ pub(crate) fn open(dir: &Path) -> Result<(Connection, PathBuf), DialLogError> {
     Ok((conn, path))
 }
 
-/// Loads the newest `limit` dials (by start time), oldest first, for the ring.
+/// Loads the `limit` dials stored last (by rowid: the order they arrived in, as the ring keeps
+/// them), oldest first, for the ring.
 pub(crate) fn load_newest(
     conn: &Connection,
     path: &Path,
@@ -71,7 +73,7 @@ pub(crate) fn load_newest(
         .prepare(
             "SELECT id, phone, call_id, caller, callee, endpoint, op, request, start_ms,
                     duration_ms, outcome, response, error, retention
-             FROM dials ORDER BY start_ms DESC, rowid DESC LIMIT ?1",
+             FROM dials ORDER BY rowid DESC LIMIT ?1",
         )
         .map_err(|e| storage(path, "reading", e))?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);

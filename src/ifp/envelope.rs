@@ -243,6 +243,18 @@ impl Timestamp {
     /// Errors: [`TimestampError::Shape`] for any other shape (a numeric offset such as `+02:00`,
     /// a missing `Z`, an empty fraction), [`TimestampError::Range`] for impossible dates/times.
     pub fn parse(text: &str) -> Result<Self, TimestampError> {
+        let (unix_seconds, nanos) = Timestamp::unix_parts(text)?;
+        Ok(Timestamp {
+            text: text.to_string(),
+            unix_seconds,
+            nanos,
+        })
+    }
+
+    /// The checks of [`Timestamp::parse`] without keeping the text: `(unix seconds, nanoseconds)`.
+    ///
+    /// Errors: as [`Timestamp::parse`].
+    pub fn unix_parts(text: &str) -> Result<(i64, u32), TimestampError> {
         let shape = || TimestampError::Shape(text.to_string());
         let b = text.as_bytes();
         if b.len() < 20 || b.last() != Some(&b'Z') {
@@ -289,11 +301,7 @@ impl Timestamp {
         let days = days_from_civil(i64::from(year), month, day);
         let unix_seconds =
             days * 86_400 + i64::from(hour) * 3_600 + i64::from(minute) * 60 + i64::from(second);
-        Ok(Timestamp {
-            text: text.to_string(),
-            unix_seconds,
-            nanos,
-        })
+        Ok((unix_seconds, nanos))
     }
 
     /// The timestamp of an instant, written with milliseconds (`2026-07-21T00:00:00.000Z`), as

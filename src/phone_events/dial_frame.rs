@@ -12,18 +12,20 @@
 //! It is a shortcut, never a second set of rules: it accepts a frame only when every rule of the
 //! general path holds (`ifp1-notes.md`, "Envelope"; the event rules; [`super::DialEvent`]'s
 //! payload rules) and it produces the same record; anything else, including anything merely
-//! unusual (an `ext` object, a `parent`, an escaped id, a repeated key, a provenance chain), gives
-//! `None` and the frame takes the general path, which accepts it or names what is wrong. The
-//! tests in `tests/dial_frame.rs` hold it to that: for every frame they make, `parse` either
-//! declines or agrees with the general path field for field.
+//! unusual (an `ext` object, a `parent`, an escaped id, a repeated key, a provenance chain, an
+//! unknown payload key, an array where an object belongs), gives `None` and the frame takes the
+//! general path, which accepts it or names what is wrong. The tests in `tests/dial_frame.rs` hold
+//! it to that: for every frame they make, `parse` either declines or agrees with the general path
+//! field for field.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::de::Visitor;
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::{timestamp_ms, DIAL_EVENT};
+use super::{epoch_ms, DIAL_EVENT};
 use crate::dials::{Dial, DialOutcome, JsonText, Retention};
 use crate::ifp::envelope::{Consent, IFP_VERSION};
 use crate::ifp::validate::{is_device, is_entity, is_message_id, is_session};
@@ -64,11 +66,11 @@ struct WireFrame<'a> {
     #[serde(borrow, default)]
     device: Option<&'a str>,
     generation: u64,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "object")]
     provenance: WireProvenance<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "object")]
     labels: WireLabels<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "object")]
     payload: WirePayload<'a>,
 }
 
@@ -90,9 +92,12 @@ struct WireLabels<'a> {
     retention: &'a str,
 }
 
-/// The payload as [`super::DialEvent`] reads it (unknown keys ignored, `call_id` defaulting to
-/// empty, `response` and `error` optional).
+/// The payload as [`super::DialEvent`] reads it (`call_id` defaulting to empty, `response` and
+/// `error` optional), except that an unknown key declines: serde_json skips the value of a key it
+/// does not keep without the checks of the general path's parse (nesting limit, lone surrogate
+/// escapes, numbers out of range).
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct WirePayload<'a> {
     seq: u64,
     #[serde(borrow)]
@@ -123,6 +128,89 @@ struct WirePayload<'a> {
 /// path.
 const MAX_SAFE: u64 = 1 << 53;
 
+/// Deepest nesting of arrays and objects in the request or the response: serde_json parses at
+/// most 127 levels (the general path's parse of the whole frame fails beyond), but skips a
+/// [`RawValue`] without counting them; the request and response sit two levels down (frame,
+/// payload).
+const MAX_RAW_NESTING: usize = 127 - 2;
+
+/// Reads a struct only from a JSON object: serde's derived `Deserialize` also takes a struct from
+/// an array of its field values in order, which the general path refuses (the frame,
+/// `provenance`, `labels` and `payload` are objects).
+struct ObjectOnly<D>(D);
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for ObjectOnly<D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_any(visitor)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        self.0.deserialize_map(visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option
+        unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+    }
+}
+
+/// `deserialize_with` for a struct field that must be a JSON object ([`ObjectOnly`]).
+fn object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
+    T::deserialize(ObjectOnly(d))
+}
+
+/// [`JsonText::from_raw`] of the request or the response; `None` when it nests deeper than
+/// [`MAX_RAW_NESTING`].
+fn json_text(raw: &RawValue) -> Option<JsonText> {
+    if !nesting_within(raw.get(), MAX_RAW_NESTING) {
+        return None;
+    }
+    JsonText::from_raw(raw).ok()
+}
+
+/// Whether the JSON value `text` nests arrays and objects at most `max` levels deep.
+fn nesting_within(text: &str, max: usize) -> bool {
+    let b = text.as_bytes();
+    // Cheap bound first: no more opening brackets than `max` anywhere (strings included).
+    if memchr::memchr2_iter(b'[', b'{', b).count() <= max {
+        return true;
+    }
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &c in b {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == b'\\' {
+                escaped = true;
+            } else if c == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return false;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    true
+}
+
 impl DialFrame {
     /// Reads `frame` (one WebSocket text message) from the phone whose device id is `phone`.
     ///
@@ -134,19 +222,21 @@ impl DialFrame {
         if frame.len() > crate::ifp::MAX_FRAME_BYTES {
             return None;
         }
-        let w: WireFrame<'_> = serde_json::from_str(frame).ok()?;
+        let mut de = serde_json::Deserializer::from_str(frame);
+        let w = WireFrame::deserialize(ObjectOnly(&mut de)).ok()?;
+        de.end().ok()?;
         let p = &w.payload;
         let retention = Retention::from_wire(w.labels.retention)?;
         let checks = w.ifp == IFP_VERSION
             && w.kind == DIAL_EVENT
             && is_message_id(w.id)
-            && Timestamp::parse(w.ts).is_ok()
+            && Timestamp::unix_parts(w.ts).is_ok()
             && is_entity(w.entity)
             && is_session(w.session)
             && w.device.map_or(true, |d| is_device(d) && d == &**phone)
             && (1..=MAX_SAFE).contains(&w.generation)
             && !w.provenance.sensor.is_empty()
-            && Timestamp::parse(w.provenance.captured_at).is_ok()
+            && Timestamp::unix_parts(w.provenance.captured_at).is_ok()
             && Consent::from_wire(w.labels.consent).is_some()
             && p.seq <= MAX_SAFE
             && !p.dedup.is_empty()
@@ -160,9 +250,9 @@ impl DialFrame {
         if matches!(p.outcome, DialOutcome::Error | DialOutcome::TimedOut) && error.is_none() {
             return None;
         }
-        let started_at = Timestamp::parse(p.started_at).ok()?;
+        let (start_s, start_ns) = Timestamp::unix_parts(p.started_at).ok()?;
         let response = match p.response {
-            Some(r) => Some(JsonText::from_raw(r).ok()?),
+            Some(r) => Some(json_text(r)?),
             None => None,
         };
         let mut dial = Dial {
@@ -173,8 +263,8 @@ impl DialFrame {
             callee: Arc::from(&*p.callee),
             endpoint: Arc::from(&*p.endpoint),
             op: Arc::from(&*p.op),
-            request: JsonText::from_raw(p.request).ok()?,
-            start_ms: timestamp_ms(&started_at),
+            request: json_text(p.request)?,
+            start_ms: epoch_ms(start_s, start_ns),
             duration_ms: p.duration_ms,
             outcome: p.outcome,
             response,
