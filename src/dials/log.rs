@@ -20,7 +20,9 @@
 //! at start the newest `capacity` rows of SQLite by start time). Older history stays in SQLite
 //! until pruned but is not queried.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use foldhash::{HashMap, HashMapExt as _, HashSet, HashSetExt as _};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -447,12 +449,11 @@ pub(crate) fn now_epoch_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// A 64-bit hash of a dial id (SipHash with fixed keys), for [`Db::outside`].
+/// A 64-bit hash of a dial id (foldhash with a fixed seed), for [`Db::outside`]; a collision only
+/// costs a SQLite lookup.
 fn id_hash(id: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    id.hash(&mut h);
-    h.finish()
+    use std::hash::BuildHasher as _;
+    foldhash::quality::FixedState::with_seed(0x5317_c4b0_a2d1_8e6f).hash_one(id)
 }
 
 struct Entry {

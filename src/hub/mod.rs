@@ -267,7 +267,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// An accepted dial waiting for its batch to the dial log ([`Hub::run`]).
 struct PendingDial {
-    device_id: String,
     note: DialNote,
     record: crate::dials::Dial,
 }
@@ -368,19 +367,18 @@ impl Hub {
         self.flush_acks();
     }
 
-    /// A dial read in one pass ([`LinkEvent::Dial`]): the receiver rules now, the ingest with the
+    /// A dial read in one pass ([`LinkEvent::Dials`]): the receiver rules now, the ingest with the
     /// next batch of `pending`.
     async fn apply_dial_frame(
         &self,
-        device_id: String,
+        device_id: &str,
         frame: crate::phone_events::DialFrame,
         pending: &mut Vec<PendingDial>,
     ) {
-        let accepted = self.apply_dial_frame_state(&device_id, frame);
-        let ack = self.ack_due(&device_id);
+        let accepted = self.apply_dial_frame_state(device_id, frame);
+        let ack = self.ack_due(device_id);
         if let Some(record) = accepted {
             pending.push(PendingDial {
-                device_id: device_id.clone(),
                 note: DialNote::of(&record),
                 record,
             });
@@ -390,7 +388,7 @@ impl Hub {
         }
         if let Some((last_id, applied)) = ack {
             self.flush_dials(pending).await;
-            self.send_ack(&device_id, last_id, applied);
+            self.send_ack(device_id, last_id, applied);
         }
     }
 
@@ -398,9 +396,14 @@ impl Hub {
     /// `pending` for the next [`Hub::flush_dials`]; anything else flushes `pending` first.
     async fn apply_deferring(&self, event: LinkEvent, pending: &mut Vec<PendingDial>) {
         let event = match event {
-            LinkEvent::Dial {
-                device_id, frame, ..
-            } => return self.apply_dial_frame(device_id, *frame, pending).await,
+            LinkEvent::Dials {
+                device_id, frames, ..
+            } => {
+                for frame in frames {
+                    self.apply_dial_frame(&device_id, frame, pending).await;
+                }
+                return;
+            }
             other => other,
         };
         let LinkEvent::Message {
@@ -421,7 +424,6 @@ impl Hub {
             After::Dial { dial, retention } => {
                 let record = dial.to_dial(&device_id, retention);
                 pending.push(PendingDial {
-                    device_id: device_id.clone(),
                     note: DialNote::of(&record),
                     record,
                 });
@@ -446,7 +448,11 @@ impl Hub {
         let batch = std::mem::take(pending);
         let (records, rest): (Vec<_>, Vec<_>) = batch
             .into_iter()
-            .map(|p| (p.record, (p.device_id, p.note)))
+            .map(|p| {
+                // The record's phone is the reporting phone's device id.
+                let device_id = Arc::clone(&p.record.phone);
+                (p.record, (device_id, p.note))
+            })
             .unzip();
         let n = records.len();
         let result = self.inner.dials.ingest_batch(records).await;
@@ -457,7 +463,7 @@ impl Hub {
             Err(e) => (0..n).map(|_| Err(e)).collect(),
         };
         // One dial-count notice per phone per batch, with the total after it.
-        let mut counted: Vec<(String, u64)> = Vec::new();
+        let mut counted: Vec<(Arc<str>, u64)> = Vec::new();
         for ((device_id, note), verdict) in rest.into_iter().zip(verdicts) {
             if let Some(total) = self.after_ingest(&device_id, &note, verdict) {
                 match counted.iter_mut().find(|(d, _)| *d == device_id) {
@@ -467,11 +473,14 @@ impl Hub {
             }
         }
         for (device_id, total) in counted {
-            self.notify(HubNotice::DialCount { device_id, total });
+            self.notify(HubNotice::DialCount {
+                device_id: device_id.to_string(),
+                total,
+            });
         }
     }
 
-    /// The receiver rules for a dial read in one pass ([`LinkEvent::Dial`]), as
+    /// The receiver rules for a dial read in one pass ([`LinkEvent::Dials`]), as
     /// [`Hub::apply_message_state`] applies them to an envelope; the dial when accepted.
     fn apply_dial_frame_state(
         &self,
@@ -561,11 +570,13 @@ impl Hub {
                 envelope,
                 ..
             } => self.apply_message(&device_id, *envelope).await,
-            LinkEvent::Dial {
-                device_id, frame, ..
+            LinkEvent::Dials {
+                device_id, frames, ..
             } => {
                 let mut pending = Vec::new();
-                self.apply_dial_frame(device_id, *frame, &mut pending).await;
+                for frame in frames {
+                    self.apply_dial_frame(&device_id, frame, &mut pending).await;
+                }
                 self.flush_dials(&mut pending).await;
             }
             _ => {}

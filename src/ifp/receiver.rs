@@ -52,7 +52,9 @@
 //! key is judged by the remaining rules (usually `ordering_violation`); a forgotten action's late
 //! messages are `invalid_envelope`.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use foldhash::{HashMap, HashMapExt as _, HashSet};
 
 use serde::Serialize;
 use serde_json::Value;

@@ -50,7 +50,7 @@ pub const DEFAULT_PORT: u16 = 47470;
 
 /// Most frames already buffered on a connection handled in one go, before the connection
 /// looks at its timers, commands and shutdown again.
-const DRAIN_MAX: usize = 64;
+pub const DRAIN_MAX: usize = 64;
 
 /// Most messages of one connection delivered as [`LinkEvent::Message`] and not yet dropped by
 /// the app; past it the connection stops reading until the app catches up (backpressure to the
@@ -191,15 +191,16 @@ pub enum LinkEvent {
         /// waits (its connection stops reading) instead of queueing without bound.
         credit: MessageCredit,
     },
-    /// A validated `event.phoneline.dial` from a connected phone, read in one pass
-    /// ([`DialFrame::parse`]). A dial frame the shortcut declines arrives as
-    /// [`LinkEvent::Message`] instead; both mean the same to the app.
-    Dial {
+    /// Validated `event.phoneline.dial` frames from a connected phone, consecutive on its
+    /// connection and in the order received, each read in one pass ([`DialFrame::parse`]). A
+    /// dial frame the shortcut declines arrives as [`LinkEvent::Message`] instead; both mean the
+    /// same to the app. At most [`DRAIN_MAX`] frames.
+    Dials {
         /// The sending phone.
         device_id: String,
-        /// The frame's envelope fields and the dial.
-        frame: Box<DialFrame>,
-        /// As for [`LinkEvent::Message`].
+        /// The frames' envelope fields and dials.
+        frames: Vec<DialFrame>,
+        /// As for [`LinkEvent::Message`], one slot per frame.
         credit: MessageCredit,
     },
     /// Something failed (also kept in diagnostics).
@@ -672,6 +673,8 @@ async fn connection(
         conn,
         stage: Stage::Fresh,
         unapplied: Arc::new(Semaphore::new(MAX_UNAPPLIED)),
+        dials: Vec::new(),
+        dials_permit: None,
     };
     c.run(stop).await;
 }
@@ -708,6 +711,9 @@ struct Conn {
     stage: Stage,
     /// [`MAX_UNAPPLIED`] slots for this connection's messages held by the app.
     unapplied: Arc<Semaphore>,
+    /// Dials read but not yet handed to the app ([`Conn::emit_dials`]), and their slots.
+    dials: Vec<DialFrame>,
+    dials_permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Conn {
@@ -816,10 +822,12 @@ impl Conn {
                         drained += 1;
                         flow = self.on_message(msg, &mut tx, &mut reason).await;
                     }
+                    self.emit_dials();
                     if let Flow::Close = flow { break; }
                 }
             }
         }
+        self.emit_dials();
         if let Stage::Live { device_id, .. } = &self.stage {
             let mut sessions = lock(&self.shared.sessions);
             if sessions.get(device_id).map(|s| s.conn) == Some(self.conn) {
@@ -841,30 +849,40 @@ impl Conn {
         tx: &mut Option<mpsc::UnboundedSender<Command>>,
         reason: &mut String,
     ) -> Flow {
+        // Dials, the bulk of what a phone sends, are read in one pass and go to the app together
+        // (`emit_dials`); anything else, including a dial the shortcut does not vouch for, is
+        // handled after the dials before it.
+        if let (Some(Ok(Message::Text(t))), Stage::Live { phone, .. }) = (&msg, &self.stage) {
+            if let Some(frame) = DialFrame::parse(t.as_str(), phone) {
+                let permit = match Arc::clone(&self.unapplied).try_acquire_owned() {
+                    Ok(p) => p,
+                    Err(_) => {
+                        // The app holds the budget: hand it what is read, then wait.
+                        self.emit_dials();
+                        let Ok(p) = Arc::clone(&self.unapplied).acquire_owned().await else {
+                            return Flow::Close;
+                        };
+                        p
+                    }
+                };
+                match &mut self.dials_permit {
+                    Some(p) => p.merge(permit),
+                    None => self.dials_permit = Some(permit),
+                }
+                self.dials.push(frame);
+                if self.dials.len() >= DRAIN_MAX {
+                    self.emit_dials();
+                }
+                return Flow::Continue;
+            }
+        }
+        self.emit_dials();
         match msg {
             None => {
                 *reason = "the phone closed the connection".into();
                 Flow::Close
             }
-            Some(Ok(Message::Text(t))) => {
-                if let Stage::Live { device_id, phone } = &self.stage {
-                    // Dials, the bulk of what a phone sends, are read in one pass; any other
-                    // frame, and any dial the shortcut does not vouch for, takes `on_frame`.
-                    if let Some(frame) = DialFrame::parse(t.as_str(), phone) {
-                        let device_id = device_id.clone();
-                        let Ok(permit) = Arc::clone(&self.unapplied).acquire_owned().await else {
-                            return Flow::Close;
-                        };
-                        self.shared.emit(LinkEvent::Dial {
-                            device_id,
-                            frame: Box::new(frame),
-                            credit: MessageCredit(Arc::new(permit)),
-                        });
-                        return Flow::Continue;
-                    }
-                }
-                self.on_frame(t.as_bytes(), tx).await
-            }
+            Some(Ok(Message::Text(t))) => self.on_frame(t.as_bytes(), tx).await,
             Some(Ok(Message::Binary(_))) => {
                 self.refuse_frame(
                     "binary WebSocket frames are not used by ifp/1; send JSON text".into(),
@@ -895,6 +913,24 @@ impl Conn {
                 *reason = format!("connection error: {e}");
                 Flow::Close
             }
+        }
+    }
+
+    /// Hands the dials read so far to the app as one [`LinkEvent::Dials`].
+    fn emit_dials(&mut self) {
+        if self.dials.is_empty() {
+            return;
+        }
+        let frames = std::mem::take(&mut self.dials);
+        let Some(permit) = self.dials_permit.take() else {
+            return;
+        };
+        if let Stage::Live { device_id, .. } = &self.stage {
+            self.shared.emit(LinkEvent::Dials {
+                device_id: device_id.clone(),
+                frames,
+                credit: MessageCredit(Arc::new(permit)),
+            });
         }
     }
 
