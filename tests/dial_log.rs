@@ -238,6 +238,107 @@ async fn replayed_dials_are_held_once_even_after_restart() {
 }
 
 #[tokio::test]
+async fn replays_beyond_the_ring_are_caught_after_restart_by_the_stored_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = || DialLogConfig {
+        capacity: 2,
+        ..disk_config(dir.path())
+    };
+    let log = DialLog::spawn(small()).unwrap();
+    for i in 0..5 {
+        let d = simple(&format!("evt_old_{i}"), Retention::Standard, T0 + i);
+        assert_eq!(log.ingest(d).await.unwrap(), IngestVerdict::Held);
+    }
+    log.shutdown().await.unwrap();
+    // A new run: the ring holds the last two; the first three are known only by their keys.
+    let log = DialLog::spawn(small()).unwrap();
+    assert_eq!(
+        ids_of(&log, DialFilter::default()).await,
+        vec!["evt_old_4", "evt_old_3"]
+    );
+    for i in 0..5 {
+        let d = simple(&format!("evt_old_{i}"), Retention::Standard, T0 + i);
+        assert_eq!(
+            log.ingest(d).await.unwrap(),
+            IngestVerdict::Duplicate,
+            "evt_old_{i}"
+        );
+    }
+    let fresh = simple("evt_new", Retention::Standard, T0 + 9);
+    assert_eq!(log.ingest(fresh).await.unwrap(), IngestVerdict::Held);
+    log.flush().await.unwrap();
+    assert_eq!(db_ids(dir.path()).len(), 6);
+    log.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_file_of_the_first_schema_is_migrated_with_its_rows_and_dedup() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(switchboard::dials::store::DB_FILE);
+    {
+        // The schema Switchboard wrote before version 2: the id text as the primary key.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL;
+             CREATE TABLE dials (
+                id TEXT PRIMARY KEY NOT NULL, phone TEXT NOT NULL, call_id TEXT NOT NULL,
+                caller TEXT NOT NULL, callee TEXT NOT NULL, endpoint TEXT NOT NULL,
+                op TEXT NOT NULL, request TEXT NOT NULL, start_ms INTEGER NOT NULL,
+                duration_ms INTEGER NOT NULL, outcome TEXT NOT NULL, response TEXT, error TEXT,
+                retention TEXT NOT NULL, expires_ms INTEGER);
+             CREATE INDEX dials_start ON dials(start_ms);
+             CREATE INDEX dials_expires ON dials(expires_ms) WHERE expires_ms IS NOT NULL;
+             INSERT INTO dials VALUES ('evt_v1_b', 'dev_alpha1', 'c1', 'lumiagent', 'lumirealm',
+                'lumirealm.phoneline', 'describe', '{\"op\":\"describe\"}', 1000, 12, 'ok',
+                '{\"ok\":true}', NULL, 'permanent', NULL);
+             INSERT INTO dials VALUES ('evt_v1_a', 'dev_alpha1', 'c2', 'lumiagent', 'lumirealm',
+                'lumirealm.phoneline', 'read_item', '{}', 2000, 1500, 'error', NULL,
+                'boom', 'permanent', NULL);",
+        )
+        .unwrap();
+    }
+    let log = DialLog::spawn(disk_config(dir.path())).unwrap();
+    // Rows kept, in their arrival (rowid) order, with every field.
+    let page = log.query(DialFilter::default()).await.unwrap();
+    let ids: Vec<&str> = page.dials.iter().map(|d| &*d.id).collect();
+    assert_eq!(ids, vec!["evt_v1_a", "evt_v1_b"]);
+    let a = &page.dials[0];
+    assert_eq!(
+        (
+            a.op.as_ref(),
+            a.duration_ms,
+            a.outcome,
+            a.error.as_deref(),
+            a.slow
+        ),
+        ("read_item", 1500, DialOutcome::Error, Some("boom"), true)
+    );
+    assert_eq!(page.dials[1].request.as_str(), r#"{"op":"describe"}"#);
+    // Dedup still knows them, also once they leave the ring.
+    log.clear(ClearScope::Memory).await.unwrap();
+    for id in ["evt_v1_a", "evt_v1_b"] {
+        let d = simple(id, Retention::Permanent, T0);
+        assert_eq!(
+            log.ingest(d).await.unwrap(),
+            IngestVerdict::Duplicate,
+            "{id}"
+        );
+    }
+    log.shutdown().await.unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
+    let keys: i64 = conn
+        .query_row("SELECT count(*) FROM dial_keys", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(keys, 2);
+    drop(conn);
+    assert_eq!(db_ids(dir.path()), vec!["evt_v1_a", "evt_v1_b"]);
+}
+
+#[tokio::test]
 async fn replay_of_a_dial_evicted_before_it_was_written_is_caught() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = DialLogConfig {

@@ -6,14 +6,17 @@
 //! filtered out before a batch is built, and [`insert_batch`] refuses them again. Each row keeps
 //! `expires_ms` (start + the label's age, `NULL` for `permanent`) so pruning is one indexed
 //! `DELETE`. Rows are read back in rowid (arrival) order, so there is no start-time index to keep
-//! up on every insert (an older file's `dials_start` index is dropped). The dial id (ifp/1 `dedup` key) is the primary key, so a replayed dial is never
-//! stored twice, even across restarts.
+//! up on every insert (an older file's `dials_start` index is dropped). There is no index on the
+//! dial id (ifp/1 `dedup` key) either: ids are random, so an index of them takes a write to a
+//! random page per dial. Instead each row's 64-bit [`id_key`] is appended to `dial_keys`, which
+//! the dial log reads whole at start and keeps in memory; its dedup treats a known key as a
+//! replay, so a replayed dial is never stored twice, even across restarts.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 use tokio::sync::oneshot;
 
 use super::record::{Dial, DialOutcome, JsonText, Retention};
@@ -22,9 +25,14 @@ use super::DialLogError;
 /// File name of the dial database inside the data folder.
 pub const DB_FILE: &str = "dials.sqlite3";
 
+/// The schema version this code writes (`PRAGMA user_version`). Version 2 has no index on the
+/// id: each dial's [`id_key`] goes to `dial_keys` (same rowid), appended in arrival order and
+/// read back whole at start. Files of version 0/1 (`id TEXT PRIMARY KEY`) are migrated on open.
+const SCHEMA_VERSION: i64 = 2;
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS dials (
-    id          TEXT PRIMARY KEY NOT NULL,
+    id          TEXT NOT NULL,
     phone       TEXT NOT NULL,
     call_id     TEXT NOT NULL,
     caller      TEXT NOT NULL,
@@ -40,6 +48,9 @@ CREATE TABLE IF NOT EXISTS dials (
     retention   TEXT NOT NULL,
     expires_ms  INTEGER
 );
+CREATE TABLE IF NOT EXISTS dial_keys (
+    k           INTEGER NOT NULL
+);
 DROP INDEX IF EXISTS dials_start;
 CREATE INDEX IF NOT EXISTS dials_expires ON dials(expires_ms) WHERE expires_ms IS NOT NULL;
 ";
@@ -54,12 +65,65 @@ pub(crate) fn open(dir: &Path) -> Result<(Connection, PathBuf), DialLogError> {
         DialLogError::Storage(format!("creating data folder {}: {e}", dir.display()))
     })?;
     let path = dir.join(DB_FILE);
-    let conn = Connection::open(&path).map_err(|e| storage(&path, "opening", e))?;
+    let mut conn = Connection::open(&path).map_err(|e| storage(&path, "opening", e))?;
     conn.pragma_update(None, "journal_mode", "WAL")
         .and_then(|_| conn.pragma_update(None, "synchronous", "NORMAL"))
-        .and_then(|_| conn.execute_batch(SCHEMA))
+        .map_err(|e| storage(&path, "preparing", e))?;
+    migrate(&mut conn).map_err(|e| storage(&path, "upgrading", e))?;
+    conn.execute_batch(SCHEMA)
+        .and_then(|_| conn.pragma_update(None, "user_version", SCHEMA_VERSION))
         .map_err(|e| storage(&path, "preparing", e))?;
     Ok((conn, path))
+}
+
+/// The index key of a dial id: its 64-bit FNV-1a hash as a signed integer. It is stored, so it
+/// must never change (unlike the in-memory hashers, which may). Two ids may share a key; lookups
+/// compare the id too.
+pub(crate) fn id_key(id: &str) -> i64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let h = id
+        .bytes()
+        .fold(OFFSET, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME));
+    i64::from_ne_bytes(h.to_ne_bytes())
+}
+
+/// Moves a file written before version 2 (id text as the primary key) to the current schema,
+/// rows and their order (rowid) kept, in one transaction. Nothing to do for a new or current
+/// file.
+fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let has_table: bool = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'dials'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if version >= SCHEMA_VERSION || !has_table {
+        return Ok(());
+    }
+    let tx = conn.transaction()?;
+    tx.execute_batch("ALTER TABLE dials RENAME TO dials_v1;")?;
+    tx.execute_batch(SCHEMA)?;
+    {
+        let mut read = tx.prepare("SELECT rowid, id FROM dials_v1 ORDER BY rowid")?;
+        let mut key = tx.prepare("INSERT INTO dial_keys (rowid, k) VALUES (?1, ?2)")?;
+        let mut rows = read.query([])?;
+        while let Some(row) = rows.next()? {
+            let rowid: i64 = row.get(0)?;
+            let id: String = row.get(1)?;
+            key.execute(params![rowid, id_key(&id)])?;
+        }
+        tx.execute_batch(
+            "INSERT INTO dials (rowid, id, phone, call_id, caller, callee, endpoint, op, request,
+                start_ms, duration_ms, outcome, response, error, retention, expires_ms)
+             SELECT rowid, id, phone, call_id, caller, callee, endpoint, op, request, start_ms,
+                duration_ms, outcome, response, error, retention, expires_ms
+             FROM dials_v1 ORDER BY rowid;",
+        )?;
+    }
+    tx.execute_batch("DROP TABLE dials_v1;")?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()
 }
 
 /// Loads the `limit` dials stored last (by rowid: the order they arrived in, as the ring keeps
@@ -148,42 +212,41 @@ pub(crate) fn load_newest(
         out.push(d);
     }
     out.reverse();
+    // The file has no uniqueness constraint: should an id ever be there twice, the ring keeps
+    // its first arrival only.
+    let mut seen = std::collections::HashSet::with_capacity(out.len());
+    out.retain(|d| seen.insert(Arc::clone(&d.id)));
     Ok(out)
 }
 
-/// Whether a dial with this id is stored.
-pub(crate) fn contains(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
-    conn.prepare_cached("SELECT 1 FROM dials WHERE id = ?1")?
-        .query_row(params![id], |_| Ok(()))
-        .optional()
-        .map(|o| o.is_some())
-}
-
-/// Calls `each` with every stored dial id (read from the primary-key index).
-pub(crate) fn for_each_id(conn: &Connection, mut each: impl FnMut(&str)) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached("SELECT id FROM dials")?;
+/// Calls `each` with the [`id_key`] of every stored dial (from `dial_keys`, a few bytes a row).
+pub(crate) fn for_each_id_key(
+    conn: &Connection,
+    mut each: impl FnMut(i64),
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached("SELECT k FROM dial_keys")?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
-        if let rusqlite::types::ValueRef::Text(t) = row.get_ref(0)? {
-            if let Ok(id) = std::str::from_utf8(t) {
-                each(id);
-            }
-        }
+        each(row.get(0)?);
     }
     Ok(())
 }
 
-/// Inserts `dials` in one transaction; ids already stored are ignored. Returns rows inserted.
-/// Transient dials are skipped (they must never reach the file).
+/// Inserts `dials` in one transaction. Returns rows inserted. Transient dials are skipped (they
+/// must never reach the file). The dial log never hands the writer a dial whose id is stored
+/// (its dedup checks the ring, the writes on their way and this file), so there is no
+/// uniqueness constraint to check on every insert.
 pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqlite::Result<usize> {
     let tx = conn.transaction()?;
     let mut n = 0;
     {
         let mut stmt = tx.prepare_cached(
-            "INSERT OR IGNORE INTO dials (id, phone, call_id, caller, callee, endpoint, op,
-                request, start_ms, duration_ms, outcome, response, error, retention, expires_ms)
+            "INSERT INTO dials (id, phone, call_id, caller, callee, endpoint, op, request,
+                start_ms, duration_ms, outcome, response, error, retention, expires_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         )?;
+        let mut key =
+            tx.prepare_cached("INSERT INTO dial_keys (rowid, k) VALUES (last_insert_rowid(), ?1)")?;
         for d in dials.iter().filter(|d| d.retention.persists()) {
             n += stmt.execute(params![
                 &*d.id,
@@ -202,6 +265,7 @@ pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqli
                 d.retention.as_str(),
                 d.expires_ms(),
             ])?;
+            key.execute(params![id_key(&d.id)])?;
         }
     }
     tx.commit()?;
@@ -210,15 +274,27 @@ pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqli
 
 /// Deletes rows whose retention has run out at `now_ms`. Returns rows deleted.
 pub(crate) fn prune(conn: &Connection, now_ms: i64) -> rusqlite::Result<usize> {
-    conn.execute(
+    let tx = conn.unchecked_transaction()?;
+    tx.execute(
+        "DELETE FROM dial_keys WHERE rowid IN
+            (SELECT rowid FROM dials WHERE expires_ms IS NOT NULL AND expires_ms <= ?1)",
+        params![now_ms],
+    )?;
+    let n = tx.execute(
         "DELETE FROM dials WHERE expires_ms IS NOT NULL AND expires_ms <= ?1",
         params![now_ms],
-    )
+    )?;
+    tx.commit()?;
+    Ok(n)
 }
 
 /// Deletes every row. Returns rows deleted.
 pub(crate) fn clear(conn: &Connection) -> rusqlite::Result<usize> {
-    conn.execute("DELETE FROM dials", [])
+    let tx = conn.unchecked_transaction()?;
+    tx.execute("DELETE FROM dial_keys", [])?;
+    let n = tx.execute("DELETE FROM dials", [])?;
+    tx.commit()?;
+    Ok(n)
 }
 
 /// Work for the writer thread.
@@ -254,6 +330,11 @@ pub(crate) struct WriterShared {
     pub error: Mutex<Option<String>>,
 }
 
+/// Page cache of the writer's connection, in KiB.
+const WRITER_CACHE_KIB: i64 = 8 * 1024;
+/// WAL pages between automatic checkpoints (4 KiB pages: 16 MiB).
+const WRITER_CHECKPOINT_PAGES: i64 = 4096;
+
 /// Runs the writer loop on the current (dedicated) thread until the sender side is dropped.
 pub(crate) fn writer_loop(
     mut conn: Connection,
@@ -261,6 +342,15 @@ pub(crate) fn writer_loop(
     rx: std::sync::mpsc::Receiver<WriterMsg>,
     shared: Arc<WriterShared>,
 ) {
+    // The writer's page cache holds the id index's pages (ids are random, so inserts touch
+    // pages all over it); WAL checkpoints every WRITER_CHECKPOINT_PAGES pages rather than every
+    // 1000 (fewer fsyncs).
+    let tuned = conn
+        .pragma_update(None, "cache_size", -WRITER_CACHE_KIB)
+        .and_then(|_| conn.pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_PAGES));
+    if let Err(e) = tuned {
+        tracing::warn!(target: "switchboard::dials", "tuning the dial writer's connection: {e}");
+    }
     let record_error = |msg: String| {
         tracing::error!(target: "switchboard::dials", "{msg}");
         if let Ok(mut slot) = shared.error.lock() {
