@@ -189,10 +189,6 @@ pub struct DialLogStatus {
 type RowsReply = oneshot::Receiver<Result<usize, DialLogError>>;
 
 enum Command {
-    Ingest {
-        dials: Vec<Dial>,
-        reply: oneshot::Sender<Vec<IngestVerdict>>,
-    },
     Query {
         filter: DialFilter,
         reply: oneshot::Sender<DialPage>,
@@ -288,16 +284,95 @@ impl DialLog {
             }
         }
         let (tx, rx) = mpsc::channel(config.command_queue);
-        tokio::spawn(actor.run(rx));
-        Ok(DialLogHandle { tx })
+        let shared = Arc::new(Shared {
+            actor: std::sync::Mutex::new(Some(actor)),
+            wake: tokio::sync::Notify::new(),
+        });
+        tokio::spawn(run(Arc::clone(&shared), rx));
+        Ok(DialLogHandle { tx, shared })
     }
 }
 
-/// Cloneable handle to a running [`DialLog`]. Every call is a message to the actor; calls fail
-/// with [`DialLogError::Closed`] once the log has shut down.
-#[derive(Clone, Debug)]
+/// The log's state, shared by its task (commands, timers) and [`DialLogHandle::ingest_batch`],
+/// which works under the lock in the caller's task: a dial is held and handed to subscribers
+/// without a hop to another task. `None` once shut down.
+struct Shared {
+    actor: std::sync::Mutex<Option<Actor>>,
+    /// Tells the task to look at its timers again after an ingest (a batch may now be due).
+    wake: tokio::sync::Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Actor>> {
+        self.actor.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The log's task: commands, the subscribers' and the writer's timers, periodic pruning.
+async fn run(shared: Arc<Shared>, mut rx: mpsc::Receiver<Command>) {
+    let prune_interval = shared.lock().as_ref().and_then(|a| a.cfg.prune_interval);
+    let mut prune_tick = prune_interval.map(|p| {
+        let mut t = tokio::time::interval_at(Instant::now() + p, p);
+        t.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        t
+    });
+    loop {
+        let deadline = match shared.lock().as_ref() {
+            Some(a) => a.next_deadline(),
+            None => return,
+        };
+        tokio::select! {
+            cmd = rx.recv() => match cmd {
+                Some(Command::Shutdown { reply }) => {
+                    let done = shared.lock().take().and_then(|mut a| a.shutdown());
+                    let _ = reply.send(done);
+                    return;
+                }
+                Some(cmd) => {
+                    if let Some(a) = shared.lock().as_mut() {
+                        a.handle(cmd);
+                    }
+                }
+                None => {
+                    if let Some(mut a) = shared.lock().take() {
+                        a.shutdown();
+                    }
+                    return;
+                }
+            },
+            () = tokio::time::sleep_until(deadline.unwrap_or_else(far_future)), if deadline.is_some() => {}
+            () = shared.wake.notified() => {}
+            _ = async {
+                match prune_tick.as_mut() {
+                    Some(t) => t.tick().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                if let Some(a) = shared.lock().as_mut() {
+                    let n = a.prune(now_epoch_ms(), None);
+                    tracing::debug!(target: "switchboard::dials", "pruned {n} dials from memory");
+                }
+            }
+        }
+        if let Some(a) = shared.lock().as_mut() {
+            a.flush_due(Instant::now());
+        }
+    }
+}
+
+/// Cloneable handle to a running [`DialLog`]. Ingest runs in the caller's task under the log's
+/// lock; every other call is a message to the log's task. Calls fail with
+/// [`DialLogError::Closed`] once the log has shut down.
+#[derive(Clone)]
 pub struct DialLogHandle {
     tx: mpsc::Sender<Command>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for DialLogHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DialLogHandle").finish_non_exhaustive()
+    }
 }
 
 impl DialLogHandle {
@@ -328,7 +403,15 @@ impl DialLogHandle {
     /// # Errors
     /// [`DialLogError::Closed`] when the log has shut down.
     pub async fn ingest_batch(&self, dials: Vec<Dial>) -> Result<Vec<IngestVerdict>, DialLogError> {
-        self.ask(|reply| Command::Ingest { dials, reply }).await
+        let verdicts = {
+            let mut guard = self.shared.lock();
+            let actor = guard.as_mut().ok_or(DialLogError::Closed)?;
+            let verdicts = dials.into_iter().map(|d| actor.ingest(d)).collect();
+            actor.flush_due(Instant::now());
+            verdicts
+        };
+        self.shared.wake.notify_one();
+        Ok(verdicts)
     }
 
     /// The page of held dials matching `filter`, newest first.
@@ -646,42 +729,6 @@ impl Actor {
         }
     }
 
-    async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
-        let mut prune_tick = self.cfg.prune_interval.map(|p| {
-            let mut t = tokio::time::interval_at(Instant::now() + p, p);
-            t.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            t
-        });
-        loop {
-            let deadline = self.next_deadline();
-            tokio::select! {
-                cmd = rx.recv() => match cmd {
-                    Some(Command::Shutdown { reply }) => {
-                        let done = self.shutdown();
-                        let _ = reply.send(done);
-                        return;
-                    }
-                    Some(cmd) => self.handle(cmd),
-                    None => {
-                        self.shutdown();
-                        return;
-                    }
-                },
-                () = tokio::time::sleep_until(deadline.unwrap_or_else(far_future)), if deadline.is_some() => {}
-                _ = async {
-                    match prune_tick.as_mut() {
-                        Some(t) => t.tick().await,
-                        None => std::future::pending().await,
-                    }
-                } => {
-                    let n = self.prune(now_epoch_ms(), None);
-                    tracing::debug!(target: "switchboard::dials", "pruned {n} dials from memory");
-                }
-            }
-            self.flush_due(Instant::now());
-        }
-    }
-
     fn next_deadline(&self) -> Option<Instant> {
         let now = Instant::now();
         let subs = self.subs.iter().filter_map(|s| s.due_at(now)).min();
@@ -713,10 +760,6 @@ impl Actor {
 
     fn handle(&mut self, cmd: Command) {
         match cmd {
-            Command::Ingest { dials, reply } => {
-                let verdicts = dials.into_iter().map(|d| self.ingest(d)).collect();
-                let _ = reply.send(verdicts);
-            }
             Command::Query { filter, reply } => {
                 let _ = reply.send(run_query(self.ring.iter().map(|e| &e.dial), &filter));
             }
