@@ -326,12 +326,13 @@ impl DialsState {
     }
 }
 
-/// Starts the dial log for `state` and manages [`DialsState`] (called once from `init`). A log
+/// Starts the dial log with its SQLite file (and export folder) in `dir` (the data folder, or
+/// `<data>/demo` with `--demo`) and manages [`DialsState`] (called once from `init`). A log
 /// that cannot start at all is reported in the app log and the dials commands answer
 /// `internal` errors.
-pub fn manage<R: Runtime>(app: &tauri::AppHandle<R>, state: &AppState) {
+pub fn manage<R: Runtime>(app: &tauri::AppHandle<R>, state: &AppState, dir: &Path) {
     let capacity = state.settings().dial_ring_capacity as usize;
-    match DialsState::start(&state.paths.data_dir, capacity) {
+    match DialsState::start(dir, capacity) {
         Ok(dials) => {
             #[cfg(debug_assertions)]
             sample::start_from_env(&dials.log);

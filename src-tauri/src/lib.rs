@@ -73,12 +73,18 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         data = %app_state.paths.data_dir.display(),
         "Switchboard starting"
     );
-    dials::manage(app, &app_state);
-    app.manage(app_state);
     let options = app
         .try_state::<link::LaunchOptions>()
         .map(|o| o.inner().clone())
         .unwrap_or_default();
+    // The demo phone's dials stay with the demo's other data, out of the real dial history.
+    let dials_dir = if options.demo {
+        app_state.paths.data_dir.join("demo")
+    } else {
+        app_state.paths.data_dir.clone()
+    };
+    dials::manage(app, &app_state, &dials_dir);
+    app.manage(app_state);
     app.manage(link::LinkState::new(options));
     app.manage(commands::bridge::BridgeState::from_env());
     app.manage(commands::phone_lines::PhoneLinesState::new());

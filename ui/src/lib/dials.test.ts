@@ -142,6 +142,10 @@ describe("live feed", () => {
 describe("filters", () => {
   it("leaves empty fields out and trims the rest", () => {
     expect(filterFromForm(emptyForm())).toEqual({});
+    const names = { dev_a1b2c3d4: "Demo phone", dev_ffff0000: "Pixel" };
+    expect(filterFromForm({ ...emptyForm(), phone: " demo PHONE " }, names)).toEqual({ phone: "dev_a1b2c3d4" });
+    expect(filterFromForm({ ...emptyForm(), phone: "dev_ffff0000" }, names)).toEqual({ phone: "dev_ffff0000" });
+    expect(filterFromForm({ ...emptyForm(), phone: "Pix" }, names)).toEqual({ phone: "Pix" });
     expect(isFiltered(filterFromForm(emptyForm()))).toBe(false);
     const f = filterFromForm({ ...emptyForm(), op: " read_item ", outcome: "error", slowOnly: true, timedOutOnly: true, text: "item_7" });
     expect(f).toEqual({ op: "read_item", outcome: "error", slow: true, timed_out: true, text: "item_7" });

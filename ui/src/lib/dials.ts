@@ -193,10 +193,14 @@ export function emptyForm(): FilterForm {
   return { phone: "", caller: "", callee: "", op: "", outcome: "", slowOnly: false, timedOutOnly: false, text: "" };
 }
 
-/** The host filter for a form: trimmed, empty fields left out. */
-export function filterFromForm(f: FilterForm): DialFilter {
+/** The host filter for a form: trimmed, empty fields left out. The phone may be typed as the
+ * name it was paired under (`phoneNames`: device id -> name, matched ignoring case) or as its
+ * device id. */
+export function filterFromForm(f: FilterForm, phoneNames: Record<string, string> = {}): DialFilter {
   const out: DialFilter = {};
-  const phone = f.phone.trim();
+  const typed = f.phone.trim();
+  const named = Object.entries(phoneNames).find(([, name]) => name.toLowerCase() === typed.toLowerCase());
+  const phone = typed && named ? named[0] : typed;
   const caller = f.caller.trim();
   const callee = f.callee.trim();
   const op = f.op.trim();

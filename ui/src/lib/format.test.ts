@@ -15,6 +15,7 @@ describe("format", () => {
     expect(ago(now - 1_000, now)).toBe("just now");
     expect(ago(now - 5 * 60_000, now)).toBe("5 min ago");
     expect(ago(now - 2 * 3_600_000, now)).toBe("2 h ago");
+    expect(ago(now - 3 * 86_400_000, now)).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
   });
 
   it("shortens capability names", () => {

@@ -1,5 +1,7 @@
 // Small, pure formatting helpers shared by the views (unit-tested).
 
+import { localTime } from "./localTime";
+
 /** "12 s", "1 min 05 s" until `targetMs` from `nowMs`; "expired" at or after it. */
 export function countdown(targetMs: number, nowMs: number): string {
   const left = Math.floor((targetMs - nowMs) / 1000);
@@ -10,14 +12,15 @@ export function countdown(targetMs: number, nowMs: number): string {
   return `${m} min ${String(s).padStart(2, "0")} s`;
 }
 
-/** "just now", "5 min ago", "3 h ago", or a local date for older times; "never" for null. */
+/** "just now", "5 min ago", "3 h ago", or the local date and time (`2026-11-29 14:03:07`, as
+ * every view writes times) for older ones; "never" for null. */
 export function ago(ms: number | null | undefined, nowMs: number): string {
   if (ms === null || ms === undefined) return "never";
   const d = Math.max(0, nowMs - ms);
   if (d < 45_000) return "just now";
   if (d < 3_600_000) return `${Math.round(d / 60_000)} min ago`;
   if (d < 86_400_000) return `${Math.round(d / 3_600_000)} h ago`;
-  return new Date(ms).toLocaleString();
+  return localTime(ms);
 }
 
 /** Capability values as short labels (`tool:messages.send` -> `messages.send`). */

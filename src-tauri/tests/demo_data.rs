@@ -1,0 +1,58 @@
+//! `--demo` keeps the demo phone's dials out of the real dial history: the dial log of a demo
+//! launch lives in `<data>/demo`, beside the demo's link data, and a normal launch's in `<data>`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::json;
+use switchboard::dials::{Dial, DialOutcome, JsonText, Retention};
+use switchboard_desktop::dials::DialsState;
+use switchboard_desktop::link::LaunchOptions;
+use tauri::test::{mock_builder, mock_context, noop_assets};
+use tauri::Manager;
+
+fn dial(id: &str) -> Dial {
+    Dial {
+        id: id.into(),
+        phone: "dev_demo01".into(),
+        call_id: "call-1".into(),
+        caller: "lumiagent".into(),
+        callee: "lumirealm".into(),
+        endpoint: "lumirealm.phoneline".into(),
+        op: "describe".into(),
+        request: JsonText::from_value(&json!({ "op": "describe" })),
+        start_ms: 1_000,
+        duration_ms: 12,
+        outcome: DialOutcome::Ok,
+        response: None,
+        error: None,
+        retention: Retention::Permanent,
+        slow: false,
+    }
+}
+
+#[test]
+fn a_demo_launch_keeps_its_dials_apart_from_the_real_history() {
+    let home = tempfile::tempdir().unwrap();
+    std::env::set_var("SWITCHBOARD_HOME", home.path());
+    let app = switchboard_desktop::setup(mock_builder())
+        .build(mock_context(noop_assets()))
+        .expect("app builds under the mock runtime");
+    app.manage(LaunchOptions { demo: true });
+    switchboard_desktop::init(app.handle(), false).expect("state initialises");
+
+    let state = app.state::<DialsState>();
+    let log = state.log.clone();
+    tauri::async_runtime::block_on(async {
+        log.ingest(dial("evt_demo_1")).await.unwrap();
+        log.flush().await.unwrap();
+    });
+    let data = home.path().join("data");
+    assert!(
+        data.join("demo").join("dials.sqlite3").exists(),
+        "the demo's dial history is in <data>/demo"
+    );
+    assert!(
+        !data.join("dials.sqlite3").exists(),
+        "a demo launch wrote the real dial history"
+    );
+    assert_eq!(state.export_dir, data.join("demo").join("exports"));
+}
