@@ -10,7 +10,7 @@
 //!
 //! - [`record`]: the [`Dial`] record, [`DialOutcome`], [`Retention`], compact [`JsonText`].
 //! - [`query`]: [`DialFilter`], [`DialPage`], per-op [`OpStats`] (nearest-rank percentiles).
-//! - [`log`]: the actor ([`DialLog::spawn`] -> [`DialLogHandle`]): ring, SQLite, subscriptions.
+//! - [`log`]: the log ([`DialLog::spawn`] -> [`DialLogHandle`]): ring, SQLite, subscriptions.
 //! - [`store`]: the SQLite schema and background writer.
 //! - [`jsonl`]: export to JSON Lines and import into a read-only [`ImportedLog`].
 //!
@@ -21,8 +21,15 @@
 //!
 //! ## Dedup
 //! The dial id is the event's `dedup` key. A dial whose id is in the ring, in a batch not yet
-//! committed, or in SQLite is a replay ([`IngestVerdict::Duplicate`]): not held, not written, not
-//! sent to subscribers. A `transient` dial is recognised only while the ring holds it.
+//! committed, or in SQLite (known by its 64-bit key, [`store`]'s `dial_keys`, held in memory) is
+//! a replay ([`IngestVerdict::Duplicate`]): not held, not written, not sent to subscribers. A
+//! `transient` dial is recognised only while the ring holds it.
+//!
+//! ## Who does what
+//! [`DialLogHandle::ingest_batch`] works in the caller's task under the log's lock (held, handed
+//! to subscribers, queued for the writer), so a dial reaches a live view without a hop to
+//! another task; the log's own task answers the other calls, runs the subscribers' and the
+//! writer's timers and prunes; SQLite is written on its own thread.
 
 pub mod jsonl;
 pub mod log;
