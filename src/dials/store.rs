@@ -3,12 +3,12 @@
 //!
 //! Only dials whose ifp/1 retention label persists (`standard`, `extended`, `permanent`;
 //! `ifp1-notes.md`, "Envelope", `labels.retention`) ever reach this file; `transient` dials are
-//! filtered out before a batch is built, and [`insert_batch`] refuses them again. Each row keeps
+//! filtered out before a batch is built, and `insert_batch` refuses them again. Each row keeps
 //! `expires_ms` (start + the label's age, `NULL` for `permanent`) so pruning is one indexed
 //! `DELETE`. Rows are read back in rowid (arrival) order, so there is no start-time index to keep
 //! up on every insert (an older file's `dials_start` index is dropped). There is no index on the
 //! dial id (ifp/1 `dedup` key) either: ids are random, so an index of them takes a write to a
-//! random page per dial. Instead each row's 64-bit [`id_key`] is appended to `dial_keys`, which
+//! random page per dial. Instead each row's 64-bit `id_key` is appended to `dial_keys`, which
 //! the dial log reads whole at start and keeps in memory; its dedup treats a known key as a
 //! replay, so a replayed dial is never stored twice, even across restarts.
 
