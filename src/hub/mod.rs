@@ -19,7 +19,10 @@
 //!   - settings: kept as the phone's latest; phone-line summaries recomputed with
 //!     [`summarize`]; the extensions' declared permissions feed the banner judgement;
 //!   - dial: converted with [`DialEvent::to_dial`] and ingested into the [`DialLogHandle`] (which
-//!     dedups by dial id again, so a dial is never counted twice even across desktop restarts);
+//!     dedups by dial id again, so a dial is never counted twice even across desktop restarts).
+//!     Dials read by the link in one pass arrive as [`LinkEvent::Dials`] with the record already
+//!     built ([`crate::phone_events::DialFrame`]); the receiver's event rules are applied to
+//!     their fields ([`Receiver::receive_event_fields`]) with the same outcomes;
 //!     a failed dial goes to [`BridgeStatusStore::record_failure`] (a permission error raises a
 //!     banner), an `ok` dial to [`BridgeStatusStore::record_success`] (clears the path's banner);
 //!   - bridge status: the same, for a probe read or a permission change;
