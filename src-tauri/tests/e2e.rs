@@ -1053,7 +1053,7 @@ async fn confirm_journey(j: &mut Journey) -> R<()> {
         WAIT,
         "const w = document.querySelector('section[aria-labelledby=\"waiting-h\"]'); \
          const e = document.querySelector('section[aria-labelledby=\"ended-h\"]'); \
-         return !!w && !!e && w.innerText.includes('Nothing is waiting right now') && e.innerText.includes('declined on the phone');",
+         return !!w && !!e && w.innerText.includes('Nothing is waiting right now') && e.innerText.toLowerCase().includes('declined on the phone');",
     )
     .await?;
     let ended = section_text(ui, "ended-h").await?;
