@@ -431,7 +431,8 @@ async fn lines_journey(j: &mut Journey) -> R<()> {
     wait_connected(j.ui(), "E2E phone", WAIT).await?;
     let ui = j.ui();
     ui.view('2', "Phone lines").await?;
-    ui.wait_text("Showing the phone-line settings of phone", WAIT)
+    // The view names the phone as it was paired, with its device id.
+    ui.wait_text("Showing the phone-line settings of E2E phone (dev_", WAIT)
         .await?;
 
     // LumiRealm: paired, with its surface and its exclusions.
