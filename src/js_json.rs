@@ -215,28 +215,36 @@ const MAX_NESTING: usize = 127;
 /// [`stringify`]. Used to keep a dial's request and response as received without re-writing them
 /// ([`crate::dials::JsonText`]).
 pub fn is_stringify_form(text: &str) -> bool {
+    is_stringify_form_within(text, MAX_NESTING)
+}
+
+/// [`is_stringify_form`] with at most `max_depth` levels of arrays and objects (capped at 127).
+pub fn is_stringify_form_within(text: &str, max_depth: usize) -> bool {
+    let max_depth = max_depth.min(MAX_NESTING);
     let b = text.as_bytes();
     let mut i = 0;
-    // One entry per open object: the keys seen so far (byte ranges in `text`).
-    let mut objects: Vec<Vec<(usize, usize)>> = Vec::new();
+    // The keys of the open objects (byte ranges in `text`), innermost last; `objects` holds
+    // where each open object's keys start in `keys`.
+    let mut keys: Vec<(usize, usize)> = Vec::new();
+    let mut objects: Vec<usize> = Vec::new();
     let mut depth_kinds: Vec<u8> = Vec::new();
     loop {
         // A value starts at `i`.
         let Some(&c) = b.get(i) else { return false };
-        if matches!(c, b'{' | b'[') && depth_kinds.len() >= MAX_NESTING {
+        if matches!(c, b'{' | b'[') && depth_kinds.len() >= max_depth {
             return false;
         }
         match c {
             b'{' => {
                 i += 1;
                 depth_kinds.push(b'{');
-                objects.push(Vec::new());
+                objects.push(keys.len());
                 if b.get(i) == Some(&b'}') {
                     i += 1;
                     depth_kinds.pop();
                     objects.pop();
                 } else {
-                    match object_key(b, i, &mut objects) {
+                    match object_key(b, i, &mut keys, &objects) {
                         Some(next) => i = next,
                         None => return false,
                     }
@@ -276,12 +284,14 @@ pub fn is_stringify_form(text: &str) -> bool {
                 }
                 (Some(b'['), Some(b']')) | (Some(b'{'), Some(b'}')) => {
                     if depth_kinds.pop() == Some(b'{') {
-                        objects.pop();
+                        if let Some(start) = objects.pop() {
+                            keys.truncate(start);
+                        }
                     }
                     i += 1;
                 }
                 (Some(b'{'), Some(b',')) => {
-                    match object_key(b, i + 1, &mut objects) {
+                    match object_key(b, i + 1, &mut keys, &objects) {
                         Some(next) => i = next,
                         None => return false,
                     }
@@ -295,7 +305,12 @@ pub fn is_stringify_form(text: &str) -> bool {
 
 /// Reads `"key":` at `i` for the innermost open object; checks the key is canonical, not an
 /// array index and not repeated. Returns where the value starts.
-fn object_key(b: &[u8], i: usize, objects: &mut [Vec<(usize, usize)>]) -> Option<usize> {
+fn object_key(
+    b: &[u8],
+    i: usize,
+    keys: &mut Vec<(usize, usize)>,
+    objects: &[usize],
+) -> Option<usize> {
     if b.get(i) != Some(&b'"') {
         return None;
     }
@@ -304,7 +319,8 @@ fn object_key(b: &[u8], i: usize, objects: &mut [Vec<(usize, usize)>]) -> Option
     if !key.is_empty() && key.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let seen = objects.last_mut()?;
+    let start = *objects.last()?;
+    let seen = keys.get(start..)?;
     if seen.len() >= 16 {
         return None;
     }
@@ -314,7 +330,7 @@ fn object_key(b: &[u8], i: usize, objects: &mut [Vec<(usize, usize)>]) -> Option
     {
         return None;
     }
-    seen.push((i + 1, end - 1));
+    keys.push((i + 1, end - 1));
     if b.get(end) != Some(&b':') {
         return None;
     }

@@ -152,6 +152,12 @@ impl JsonText {
         Self::parse(text)
     }
 
+    /// Wraps text already proven compact by [`crate::js_json::is_stringify_form`] (one copy).
+    pub(crate) fn from_compact(text: &str) -> Self {
+        debug_assert!(crate::js_json::is_stringify_form(text));
+        Self(text.into())
+    }
+
     /// The compact JSON text.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -169,6 +169,10 @@ fn object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::
 /// [`JsonText::from_raw`] of the request or the response; `None` when it nests deeper than
 /// [`MAX_RAW_NESTING`].
 fn json_text(raw: &RawValue) -> Option<JsonText> {
+    // Already compact and shallow enough: kept as received, in one scan.
+    if crate::js_json::is_stringify_form_within(raw.get(), MAX_RAW_NESTING) {
+        return Some(JsonText::from_compact(raw.get()));
+    }
     if !nesting_within(raw.get(), MAX_RAW_NESTING) {
         return None;
     }
