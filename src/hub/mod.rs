@@ -891,10 +891,20 @@ impl Hub {
             p.dials_held += 1;
             p.dials_held
         };
-        let path = CallPath::new(&*dial.caller, &*dial.endpoint);
         match dial.outcome {
-            DialOutcome::Ok => self.bridge_result(device_id, &path, None, dial.end_ms),
+            DialOutcome::Ok => {
+                // A success only retires the path's banner: nothing to do when it has none.
+                let has_banner = lock(&self.inner.bridge)
+                    .banners()
+                    .iter()
+                    .any(|b| b.path.caller == *dial.caller && b.path.endpoint == *dial.endpoint);
+                if has_banner {
+                    let path = CallPath::new(&*dial.caller, &*dial.endpoint);
+                    self.bridge_result(device_id, &path, None, dial.end_ms);
+                }
+            }
             DialOutcome::Error | DialOutcome::TimedOut => {
+                let path = CallPath::new(&*dial.caller, &*dial.endpoint);
                 let text = dial.error.as_deref().unwrap_or_default();
                 self.bridge_result(device_id, &path, Some(text), dial.end_ms);
             }
