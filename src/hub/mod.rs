@@ -378,8 +378,7 @@ impl Hub {
         frame: crate::phone_events::DialFrame,
         pending: &mut Vec<PendingDial>,
     ) {
-        let accepted = self.apply_dial_frame_state(device_id, frame);
-        let ack = self.ack_due(device_id);
+        let (accepted, ack) = self.apply_dial_frame_state(device_id, frame);
         if let Some(record) = accepted {
             pending.push(PendingDial {
                 note: DialNote::of(&record),
@@ -484,12 +483,13 @@ impl Hub {
     }
 
     /// The receiver rules for a dial read in one pass ([`LinkEvent::Dials`]), as
-    /// [`Hub::apply_message_state`] applies them to an envelope; the dial when accepted.
+    /// [`Hub::apply_message_state`] applies them to an envelope; the dial when accepted, and
+    /// `(last_id, applied)` when an acknowledgement is due ([`Hub::ack_due`]).
     fn apply_dial_frame_state(
         &self,
         device_id: &str,
         frame: crate::phone_events::DialFrame,
-    ) -> Option<crate::dials::Dial> {
+    ) -> (Option<crate::dials::Dial>, Option<(String, u64)>) {
         let mut st = lock(&self.inner.state);
         let p = self.phone_mut(&mut st, device_id);
         let outcome = p.receiver.receive_event_fields(
@@ -514,9 +514,10 @@ impl Hub {
             }
         };
         p.applied = p.applied.saturating_add(1);
-        p.last_id = Some(frame.id);
         p.unacked = p.unacked.saturating_add(1);
-        accepted
+        let ack = (p.unacked >= ACK_EVERY).then(|| (frame.id.clone(), p.applied));
+        p.last_id = Some(frame.id);
+        (accepted, ack)
     }
 
     /// Applies one link event (module docs). Never fails: problems are answered to the phone
