@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 mod dial_frame;
-pub use dial_frame::DialFrame;
+pub use dial_frame::{DialFrame, SharedStrings};
 
 use crate::dials::{Dial, DialOutcome, JsonText, Retention};
 use crate::ifp::{Envelope, Timestamp};

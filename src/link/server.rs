@@ -43,7 +43,7 @@ use super::pairing::{
 };
 use super::trust::{PairedPhone, TrustError, TrustFile};
 use super::wire::{self, ifp, Sender};
-use crate::phone_events::DialFrame;
+use crate::phone_events::{DialFrame, SharedStrings};
 
 /// The link's default TCP port.
 pub const DEFAULT_PORT: u16 = 47470;
@@ -675,6 +675,7 @@ async fn connection(
         unapplied: Arc::new(Semaphore::new(MAX_UNAPPLIED)),
         dials: Vec::new(),
         dials_permit: None,
+        shared_strings: SharedStrings::default(),
     };
     c.run(stop).await;
 }
@@ -714,6 +715,8 @@ struct Conn {
     /// Dials read but not yet handed to the app ([`Conn::emit_dials`]), and their slots.
     dials: Vec<DialFrame>,
     dials_permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// The strings this connection's dials repeat ([`SharedStrings`]).
+    shared_strings: SharedStrings,
 }
 
 impl Conn {
@@ -853,7 +856,9 @@ impl Conn {
         // (`emit_dials`); anything else, including a dial the shortcut does not vouch for, is
         // handled after the dials before it.
         if let (Some(Ok(Message::Text(t))), Stage::Live { phone, .. }) = (&msg, &self.stage) {
-            if let Some(frame) = DialFrame::parse(t.as_str(), phone) {
+            if let Some(frame) =
+                DialFrame::parse_shared(t.as_str(), phone, &mut self.shared_strings)
+            {
                 let permit = match Arc::clone(&self.unapplied).try_acquire_owned() {
                     Ok(p) => p,
                     Err(_) => {

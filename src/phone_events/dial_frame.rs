@@ -215,14 +215,50 @@ fn nesting_within(text: &str, max: usize) -> bool {
     true
 }
 
+/// The strings a connection's dials repeat (caller, callee, endpoint, op), shared: a dial reuses
+/// the `Arc<str>` of an earlier one instead of allocating its own (the dial log interns them to
+/// the same value anyway). At most [`SharedStrings::MAX`] strings; then it starts over.
+#[derive(Debug, Default)]
+pub struct SharedStrings {
+    set: foldhash::HashSet<Arc<str>>,
+}
+
+impl SharedStrings {
+    /// Most strings kept.
+    pub const MAX: usize = 256;
+
+    /// The shared `Arc<str>` equal to `s`.
+    pub fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(found) = self.set.get(s) {
+            return Arc::clone(found);
+        }
+        if self.set.len() >= Self::MAX {
+            self.set.clear();
+        }
+        let a: Arc<str> = Arc::from(s);
+        self.set.insert(Arc::clone(&a));
+        a
+    }
+}
+
 impl DialFrame {
-    /// Reads `frame` (one WebSocket text message) from the phone whose device id is `phone`.
+    /// [`DialFrame::parse_shared`] with strings of its own.
+    pub fn parse(frame: &str, phone: &Arc<str>) -> Option<DialFrame> {
+        DialFrame::parse_shared(frame, phone, &mut SharedStrings::default())
+    }
+
+    /// Reads `frame` (one WebSocket text message) from the phone whose device id is `phone`,
+    /// taking the repeated strings from `shared`.
     ///
     /// `Some` only when the frame is an `event.phoneline.dial` that the general path
     /// ([`crate::ifp::validate_frame`], the event rules, [`super::DialEvent::from_payload`])
     /// accepts, with a `device` that is absent or `phone`; the record then equals
     /// [`super::DialEvent::to_dial`]'s. `None` means "take the general path", never "invalid".
-    pub fn parse(frame: &str, phone: &Arc<str>) -> Option<DialFrame> {
+    pub fn parse_shared(
+        frame: &str,
+        phone: &Arc<str>,
+        shared: &mut SharedStrings,
+    ) -> Option<DialFrame> {
         if frame.len() > crate::ifp::MAX_FRAME_BYTES {
             return None;
         }
@@ -263,10 +299,10 @@ impl DialFrame {
             id: Arc::from(&*p.dedup),
             phone: Arc::clone(phone),
             call_id: Arc::from(&*p.call_id),
-            caller: Arc::from(&*p.caller),
-            callee: Arc::from(&*p.callee),
-            endpoint: Arc::from(&*p.endpoint),
-            op: Arc::from(&*p.op),
+            caller: shared.get(&p.caller),
+            callee: shared.get(&p.callee),
+            endpoint: shared.get(&p.endpoint),
+            op: shared.get(&p.op),
             request: json_text(p.request)?,
             start_ms: epoch_ms(start_s, start_ns),
             duration_ms: p.duration_ms,
