@@ -52,7 +52,7 @@ fn assert_agrees(text: &str, phone: &str) -> bool {
     );
     assert_eq!(fast.id, env.id, "id differs:\n{text}");
     assert_eq!(
-        Some(fast.session.as_str()),
+        Some(&*fast.session),
         env.session.as_deref(),
         "session differs:\n{text}"
     );
@@ -71,7 +71,7 @@ fn assert_agrees(text: &str, phone: &str) -> bool {
             let a = whole.receive(&env, &env.ts);
             let b = fields.receive_event_fields(
                 DIAL_EVENT,
-                Some(&fast.session),
+                Some(&*fast.session),
                 Some(fast.generation),
                 fast.seq,
                 &fast.dial.id,

@@ -494,7 +494,7 @@ impl Hub {
         let p = self.phone_mut(&mut st, device_id);
         let outcome = p.receiver.receive_event_fields(
             crate::phone_events::DIAL_EVENT,
-            Some(&frame.session),
+            Some(&*frame.session),
             Some(frame.generation),
             frame.seq,
             &frame.dial.id,

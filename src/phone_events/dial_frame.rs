@@ -38,7 +38,7 @@ pub struct DialFrame {
     /// The envelope `id` (`msg_...`), acknowledged to the phone once applied.
     pub id: String,
     /// The envelope `session` (`ses_...`): the scope of `seq` and `dedup`.
-    pub session: String,
+    pub session: Arc<str>,
     /// The envelope `generation` (>= 1), checked against the home generation.
     pub generation: u64,
     /// The payload `seq`.
@@ -215,7 +215,7 @@ fn nesting_within(text: &str, max: usize) -> bool {
     true
 }
 
-/// The strings a connection's dials repeat (caller, callee, endpoint, op), shared: a dial reuses
+/// The strings a connection's dials repeat (caller, callee, endpoint, op, session), shared: a dial reuses
 /// the `Arc<str>` of an earlier one instead of allocating its own (the dial log interns them to
 /// the same value anyway). At most [`SharedStrings::MAX`] strings; then it starts over.
 #[derive(Debug, Default)]
@@ -315,7 +315,7 @@ impl DialFrame {
         dial.normalise();
         Some(DialFrame {
             id: w.id.to_string(),
-            session: w.session.to_string(),
+            session: shared.get(w.session),
             generation: w.generation,
             seq: p.seq,
             dial,
