@@ -136,22 +136,6 @@ impl JsonText {
         Ok(Self::from_value(&v))
     }
 
-    /// The compact text of a raw JSON value as received: taken as is (one copy, no parse) when it
-    /// is already what [`crate::js_json::stringify`] writes ([`crate::js_json::is_stringify_form`]),
-    /// otherwise parsed and re-written. Either way the result equals
-    /// `JsonText::from_value(&parse(raw))`.
-    ///
-    /// # Errors
-    /// Never in practice: a [`RawValue`] is valid JSON (kept as a `Result` for a value with
-    /// numbers serde_json cannot hold).
-    pub fn from_raw(raw: &RawValue) -> Result<Self, JsonTextError> {
-        let text = raw.get();
-        if crate::js_json::is_stringify_form(text) {
-            return Ok(Self(text.into()));
-        }
-        Self::parse(text)
-    }
-
     /// Wraps text already proven compact by [`crate::js_json::is_stringify_form`] (one copy).
     pub(crate) fn from_compact(text: &str) -> Self {
         debug_assert!(crate::js_json::is_stringify_form(text));

@@ -166,17 +166,18 @@ fn object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::
     T::deserialize(ObjectOnly(d))
 }
 
-/// [`JsonText::from_raw`] of the request or the response; `None` when it nests deeper than
+/// The request or the response as [`JsonText`]: kept as received when it is already compact
+/// (one scan), otherwise parsed and re-written; `None` when it nests deeper than
 /// [`MAX_RAW_NESTING`].
 fn json_text(raw: &RawValue) -> Option<JsonText> {
-    // Already compact and shallow enough: kept as received, in one scan.
-    if crate::js_json::is_stringify_form_within(raw.get(), MAX_RAW_NESTING) {
-        return Some(JsonText::from_compact(raw.get()));
+    let text = raw.get();
+    if crate::js_json::is_stringify_form_within(text, MAX_RAW_NESTING) {
+        return Some(JsonText::from_compact(text));
     }
-    if !nesting_within(raw.get(), MAX_RAW_NESTING) {
+    if !nesting_within(text, MAX_RAW_NESTING) {
         return None;
     }
-    JsonText::from_raw(raw).ok()
+    JsonText::parse(text).ok()
 }
 
 /// Whether the JSON value `text` nests arrays and objects at most `max` levels deep.
