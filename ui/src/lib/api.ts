@@ -59,6 +59,12 @@ export const api = {
   diagnostics: () => call<Diagnostics>("diagnostics"),
   // Phones
   phonesSnapshot: () => call<PhonesSnapshot>("phones_snapshot"),
+  /** The name each paired phone was paired under, by device id; empty when the link cannot
+   * say (views then show device ids). */
+  phoneNames: (): Promise<Record<string, string>> =>
+    call<PhonesSnapshot>("phones_snapshot")
+      .then((s) => Object.fromEntries(s.phones.map((p) => [p.record.device_id, p.record.label])))
+      .catch(() => ({})),
   openPairing: () => call<PairingInvite>("open_pairing"),
   closePairing: () => call<void>("close_pairing"),
   unpairPhone: (deviceId: string) => call<boolean>("unpair_phone", { deviceId }),
