@@ -303,6 +303,15 @@ impl Desk {
     }
 }
 
+/// A live view of every dial (a snapshot of one, then every new dial) with `options`.
+async fn live_view(dials: &DialLogHandle, options: SubscribeOptions) -> R<Subscription> {
+    let filter = DialFilter {
+        limit: Some(1),
+        ..DialFilter::default()
+    };
+    Ok(dials.subscribe(filter, options).await?)
+}
+
 /// Counts dials handed to `sub` until `n` arrived; stamps each dial's arrival when `index` is
 /// given. Returns (clock when the n-th arrived, per-index stamps).
 fn watch(
@@ -455,16 +464,7 @@ async fn ingest_desk(n: usize, run: &str) -> R<IngestRun> {
     let ws = d.phone(&me).await?;
     let f = frames(&me, n, run, false)?;
     let n = f.msgs.len();
-    let sub = d
-        .dials
-        .subscribe(
-            DialFilter {
-                limit: Some(1),
-                ..DialFilter::default()
-            },
-            SubscribeOptions::default(),
-        )
-        .await?;
+    let sub = live_view(&d.dials, SubscribeOptions::default()).await?;
     let window = watch(sub, n, None);
     let incoming = Arc::new(Mutex::new(Incoming::default()));
     let inc = Arc::clone(&incoming);
@@ -544,30 +544,16 @@ async fn latency_desk(run: &str) -> R<(Lat, Lat)> {
     let f = frames(&me, LATENCY_N, run, true)?;
     let n = f.msgs.len();
     let index = Arc::new(f.index);
-    let quick = d
-        .dials
-        .subscribe(
-            DialFilter {
-                limit: Some(1),
-                ..DialFilter::default()
-            },
-            SubscribeOptions {
-                interval: Some(Duration::ZERO),
-                queue: Some(4096),
-                max_pending: None,
-            },
-        )
-        .await?;
-    let window = d
-        .dials
-        .subscribe(
-            DialFilter {
-                limit: Some(1),
-                ..DialFilter::default()
-            },
-            SubscribeOptions::default(),
-        )
-        .await?;
+    let quick = live_view(
+        &d.dials,
+        SubscribeOptions {
+            interval: Some(Duration::ZERO),
+            queue: Some(4096),
+            max_pending: None,
+        },
+    )
+    .await?;
+    let window = live_view(&d.dials, SubscribeOptions::default()).await?;
     let quick = watch(quick, n, Some(Arc::clone(&index)));
     let window = watch(window, n, Some(index));
     let msgs = Arc::new(f.msgs);
