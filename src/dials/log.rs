@@ -48,9 +48,9 @@ pub struct DialLogConfig {
     pub data_dir: Option<PathBuf>,
     /// Dials held in memory (the ring). Default 100 000.
     pub capacity: usize,
-    /// Bound of the command channel to the actor. Default 1024. A full channel makes
-    /// [`DialLogHandle`] calls wait (backpressure on the producer from the log itself, never from
-    /// a subscriber).
+    /// Bound of the command channel to the log's task (queries, stats, subscribe, prune, clear,
+    /// flush, status). Default 1024. A full channel makes those calls wait; ingest does not use
+    /// the channel (it runs under the log's lock), and a subscriber never makes anything wait.
     pub command_queue: usize,
     /// Dials per SQLite transaction at most. Default 1000.
     pub db_batch_size: usize,
