@@ -18,6 +18,7 @@
 //! `switchboard explain-error` does without `--manifests`, so the spec's example still prints
 //! the spec's banner words.
 
+pub mod explain;
 pub mod store;
 
 use std::collections::{BTreeMap, HashSet};

@@ -21,10 +21,14 @@
 //! - [`phone_events`]: the phone-line event types a phone mirrors (settings, dials, bridge, autonomy).
 //! - [`hub`]: the desktop applies what phones mirror (settings, dials, banners, proposals).
 //! - [`phone`]: the reference phone (`switchboard-phone`): scenarios, player, embedded demo.
+//! - [`app`]: the application layer the desktop shell is a thin layer over: the views' state,
+//!   the loops between link and hub, and the one shutdown, behind a small host trait.
+//! - [`sync`]: locks whose poisoning is recovered.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
 //! `../shared/specs`).
 
+pub mod app;
 pub mod app_info;
 pub mod bridge;
 pub mod confirmations;
@@ -42,3 +46,4 @@ pub mod phone_events;
 pub mod phone_line;
 pub mod runtime;
 pub mod settings;
+pub mod sync;

@@ -1,29 +1,46 @@
-//! Switchboard's desktop shell: a thin Tauri 2 layer over the `switchboard` core crate.
+//! Switchboard's desktop shell: a thin Tauri 2 layer over the core's application layer
+//! ([`switchboard::app`]).
 //!
 //! - [`setup`] wires commands, state, tray and window behaviour into any [`tauri::Builder`], so
 //!   the whole app boots under tauri's mock runtime in tests as well as on Wry.
-//! - [`run`] adds the plugins that need a real desktop (single instance, window state) and runs.
+//! - [`run`] adds the plugins that need a real desktop (single instance, window state), runs,
+//!   and calls the app's one shutdown on every way out (tray Quit, window close, SIGTERM,
+//!   SIGINT, SIGHUP at session end).
 //!
-//! Rules: commands live in `commands/` grouped by view, each a few lines that call the core and
-//! map errors to [`switchboard::error::IpcError`]; state is `manage()`d, never global; no command
-//! can approve, reject or cancel anything on a phone.
+//! Rules: commands live in `commands/` grouped by view, each one call into the core; state is
+//! `manage()`d, never global; no command can approve, reject or cancel anything on a phone.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use switchboard::app::{App, AppConfig, AppPaths};
+use switchboard::confirmations::ConfirmationMirror;
 use tauri::{Builder, Manager, Runtime, WindowEvent};
 
 pub mod commands;
-pub mod dials;
-pub mod hub;
-pub mod link;
+pub mod host;
 pub mod logging;
 pub mod notify;
-#[cfg(debug_assertions)]
-pub mod sample;
-pub mod state;
 pub mod tray;
 
-use state::AppState;
+/// How the app was launched.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchOptions {
+    /// `--demo`: an embedded demo phone on loopback pairs by itself and plays the demo scenario.
+    pub demo: bool,
+}
+
+impl LaunchOptions {
+    /// Reads the options from the command line (`--demo`).
+    pub fn from_args() -> Self {
+        Self {
+            demo: std::env::args().any(|a| a == "--demo"),
+        }
+    }
+}
+
+/// Keeps the log file writer alive for the app's lifetime (managed).
+pub struct LogGuard(pub Option<logging::LogHandle>);
 
 /// Wires Switchboard's commands, managed state, tray and window behaviour into `builder`.
 ///
@@ -38,9 +55,8 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
         .on_window_event(|window, event| {
             if let WindowEvent::CloseRequested { api, .. } = event {
                 let keep = window
-                    .try_state::<AppState>()
-                    .map(|s| s.settings().close_to_tray)
-                    .unwrap_or(false);
+                    .try_state::<Arc<App>>()
+                    .is_some_and(|core| core.get_settings().close_to_tray);
                 if keep && window.app_handle().tray_by_id(tray::TRAY_ID).is_some() {
                     api.prevent_close();
                     if let Err(e) = window.hide() {
@@ -51,51 +67,145 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
         })
 }
 
-/// Loads settings, starts logging, manages the [`AppState`] and, with `with_tray` (the real
-/// desktop), creates the tray icon and starts the phone link. GTK's tray needs a real display
-/// and the link a key store, so mock-runtime tests pass `false`.
+/// The OS's app folders, or those under `SWITCHBOARD_HOME` when it is set.
+fn resolve_paths<R: Runtime>(app: &tauri::AppHandle<R>) -> tauri::Result<AppPaths> {
+    if let Some(paths) = AppPaths::from_env() {
+        return Ok(paths);
+    }
+    let p = app.path();
+    Ok(AppPaths {
+        config_dir: p.app_config_dir()?,
+        data_dir: p.app_data_dir()?,
+        log_dir: p.app_log_dir()?,
+    })
+}
+
+/// The mirror the app starts with: the bundled tool catalogue's; in debug builds,
+/// `SWITCHBOARD_SAMPLE_CONFIRMATIONS=1` fills it with corpus-like sample proposals.
+fn start_mirror() -> ConfirmationMirror {
+    #[allow(unused_mut)]
+    let mut mirror = ConfirmationMirror::with_bundled_catalogue();
+    #[cfg(debug_assertions)]
+    if std::env::var("SWITCHBOARD_SAMPLE_CONFIRMATIONS").as_deref() == Ok("1") {
+        switchboard::app::sample::fill_confirmations(&mut mirror);
+    }
+    mirror
+}
+
+/// Debug builds only: sample data from the environment (`SWITCHBOARD_SAMPLE_DIALS=N`,
+/// `SWITCHBOARD_SAMPLE_DIALS_RATE=R`, `SWITCHBOARD_DEMO_BRIDGE=FILE`).
+#[cfg(debug_assertions)]
+fn start_samples(core: &App) {
+    let env_u64 = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let (n, rate) = (
+        env_u64("SWITCHBOARD_SAMPLE_DIALS"),
+        env_u64("SWITCHBOARD_SAMPLE_DIALS_RATE"),
+    );
+    if let (Ok(d), true) = (core.dials(), n > 0 || rate > 0) {
+        let log = d.log.clone();
+        tauri::async_runtime::spawn(switchboard::app::sample::ingest_samples(log, n, rate));
+    }
+    if let Some(file) = std::env::var_os("SWITCHBOARD_DEMO_BRIDGE") {
+        if let Err(e) = core.bridge.record_demo(std::path::Path::new(&file)) {
+            tracing::warn!("SWITCHBOARD_DEMO_BRIDGE not used: {e}");
+        }
+    }
+}
+
+/// Loads settings, starts logging, builds and manages the core [`App`] and, with `with_tray`
+/// (the real desktop), creates the tray icon and starts the phone link. GTK's tray needs a real
+/// display and the link a key store, so mock-runtime tests pass `false`.
 ///
-/// The setup hook calls it when the app starts; tests under the mock runtime (where the hook
-/// does not run until the event loop does) call it right after `build()`. Calling it twice is
-/// harmless: the second call finds the state managed and does nothing.
+/// The setup hook calls it when the app starts; tests under the mock runtime call it right
+/// after `build()`. Calling it twice is harmless: the second call finds the app managed.
 ///
 /// # Errors
 /// When the OS gives no folders for the app's files.
 pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Result<()> {
-    if app.try_state::<AppState>().is_some() {
+    if app.try_state::<Arc<App>>().is_some() {
         return Ok(());
     }
-    let paths = state::AppPaths::resolve(app)?;
-    let log_guard = logging::init(&paths.log_dir);
-    let app_state = AppState::load(paths, log_guard);
-    tracing::info!(
-        config = %app_state.paths.config_dir.display(),
-        data = %app_state.paths.data_dir.display(),
-        "Switchboard starting"
-    );
+    let paths = resolve_paths(app)?;
+    let log = logging::init(&paths.log_dir);
     let options = app
-        .try_state::<link::LaunchOptions>()
+        .try_state::<LaunchOptions>()
         .map(|o| o.inner().clone())
         .unwrap_or_default();
-    // The demo phone's dials stay with the demo's other data, out of the real dial history.
-    let dials_dir = if options.demo {
-        app_state.paths.data_dir.join("demo")
-    } else {
-        app_state.paths.data_dir.clone()
-    };
-    dials::manage(app, &app_state, &dials_dir);
-    app.manage(app_state);
-    app.manage(link::LinkState::new(options));
-    app.manage(commands::bridge::BridgeState::from_env());
-    app.manage(commands::phone_lines::PhoneLinesState::new());
-    app.manage(commands::confirmations::ConfirmationsState::new());
+    let mut config = AppConfig::new(paths, options.demo);
+    config.log_dir = log.as_ref().map(|l| l.dir.clone());
+    tracing::info!(
+        config = %config.paths.config_dir.display(),
+        data = %config.paths.data_dir.display(),
+        "Switchboard starting"
+    );
+    let notifier = Arc::new(notify::Notifier::new());
+    let host = Arc::new(host::TauriHost::new(app.clone(), Arc::clone(&notifier)));
+    let rt = tauri::async_runtime::handle().inner().clone();
+    let core = App::new(config, host, rt, start_mirror());
+    #[cfg(debug_assertions)]
+    start_samples(&core);
+    app.manage(LogGuard(log));
+    app.manage(notifier);
+    app.manage(Arc::clone(&core));
     if with_tray {
         if let Err(e) = tray::create(app) {
             tracing::warn!("no tray icon: {e}");
         }
-        link::start(app, app.state::<AppState>().paths.data_dir.clone());
+        core.start_link();
+        watch_signals(app.clone());
     }
     Ok(())
+}
+
+/// SIGTERM, SIGINT and SIGHUP (the session ending) ask the app to exit, which runs the
+/// shutdown ([`run`]).
+fn watch_signals<R: Runtime>(app: tauri::AppHandle<R>) {
+    tauri::async_runtime::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::hangup()),
+            ) else {
+                tracing::warn!("could not watch for SIGTERM/SIGINT/SIGHUP");
+                return;
+            };
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM: quitting"),
+                _ = int.recv() => tracing::info!("SIGINT: quitting"),
+                _ = hup.recv() => tracing::info!("SIGHUP: quitting"),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if tokio::signal::ctrl_c().await.is_err() {
+                return;
+            }
+            tracing::info!("Ctrl-C: quitting");
+        }
+        app.exit(0);
+    });
+}
+
+/// Runs the app's one shutdown ([`App::shutdown`]) and waits for it (at most about 2 s).
+/// Every way out calls it; the second call does nothing.
+pub fn shutdown<R: Runtime>(app: &tauri::AppHandle<R>) {
+    if let Some(core) = app.try_state::<Arc<App>>() {
+        match core.shutdown_blocking() {
+            Some(report) if !report.already => {
+                tracing::info!(?report, "shutdown finished");
+            }
+            Some(_) => {}
+            None => tracing::warn!("shutdown did not finish in time"),
+        }
+    }
 }
 
 /// Shows, unminimises and focuses the main window (tray "Show", a second instance's start).
@@ -110,13 +220,20 @@ pub fn show_main_window<R: Runtime>(app: &tauri::AppHandle<R>) {
 /// Runs the desktop app on Wry with single-instance and remembered window size and position.
 pub fn run() -> ExitCode {
     let builder = tauri::Builder::default()
-        .manage(link::LaunchOptions::from_args())
+        .manage(LaunchOptions::from_args())
         .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
             show_main_window(app);
         }))
         .plugin(tauri_plugin_window_state::Builder::default().build());
-    match setup(builder).run(tauri::generate_context!("../tauri.conf.json")) {
-        Ok(()) => ExitCode::SUCCESS,
+    match setup(builder).build(tauri::generate_context!("../tauri.conf.json")) {
+        Ok(app) => {
+            app.run(|handle, event| {
+                if let tauri::RunEvent::Exit = event {
+                    shutdown(handle);
+                }
+            });
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("switchboard-desktop: {e}");
             ExitCode::FAILURE

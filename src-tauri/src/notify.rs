@@ -18,9 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
-use switchboard::confirmations::notify::{banner_notification, notification_for, Notification};
-use switchboard::confirmations::MirrorChange;
-use switchboard::settings::NotificationSettings;
+use switchboard::confirmations::notify::Notification;
 use ts_rs::TS;
 
 /// The app name notifications carry.
@@ -86,10 +84,7 @@ impl Notifier {
 
     /// The current status.
     pub fn status(&self) -> NotifyStatus {
-        self.status
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        switchboard::sync::lock(&self.status).clone()
     }
 
     /// The status in words, for the Settings view.
@@ -103,7 +98,7 @@ impl Notifier {
     }
 
     fn set_status(&self, s: NotifyStatus) {
-        *self.status.lock().unwrap_or_else(|p| p.into_inner()) = s;
+        *switchboard::sync::lock(&self.status) = s;
     }
 
     /// Shows `n` now (blocking D-Bus call). A missing service is logged once and remembered;
@@ -158,19 +153,14 @@ impl Notifier {
             tracing::warn!("could not start the notification thread: {e}");
         }
     }
+}
 
-    /// Shows the notification a mirror change deserves under `settings`, if any (background).
-    pub fn on_change(self: &Arc<Self>, change: &MirrorChange, settings: &NotificationSettings) {
-        if let Some(n) = notification_for(change, settings) {
-            self.show_in_background(n);
-        }
-    }
-
-    /// Shows a new bridge-status banner (title `Bridge status`) unless banners are muted
-    /// (background).
-    pub fn on_banner(self: &Arc<Self>, text: &str, settings: &NotificationSettings) {
-        if let Some(n) = banner_notification(text, settings) {
-            self.show_in_background(n);
-        }
-    }
+/// The desktop-notification status for the Settings view.
+#[derive(Debug, Clone, Serialize, TS)]
+#[ts(export)]
+pub struct NotificationStatus {
+    /// What the notifier knows.
+    pub status: NotifyStatus,
+    /// The same in words.
+    pub text: String,
 }

@@ -4,8 +4,9 @@
 mod common;
 use common::request;
 use serde_json::{json, Value};
+use std::sync::Arc;
+use switchboard::app::App;
 use switchboard::bridge::CallPath;
-use switchboard_desktop::commands::bridge::BridgeState;
 use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets};
 use tauri::{Manager, WebviewWindowBuilder};
 
@@ -130,7 +131,8 @@ fn bridge_commands_through_ipc() {
     // The snapshot starts empty, then shows what the shared store records (as the hub will).
     let s = ok("bridge_snapshot", json!({}));
     assert_eq!(s, json!({"banners": [], "history": [], "diagnostics": []}));
-    let state = app.state::<BridgeState>();
+    let core = app.state::<Arc<App>>();
+    let state = &core.bridge;
     let shared = state.store.clone();
     let handler = CallPath::new("lumiagent", "lumirealm.phoneline");
     let probe = CallPath::new("lumirealm", "lumiagent.phoneline_probe");

@@ -9,9 +9,10 @@ use common::request;
 use std::sync::Mutex;
 
 use serde_json::{json, Value};
+use std::sync::Arc;
+use switchboard::app::App as Core;
 use switchboard::ifp::outgoing::OutgoingType;
 use switchboard::ifp::{validate, Receiver};
-use switchboard_desktop::commands::confirmations::ConfirmationsState;
 use switchboard_desktop::commands::ALL_COMMANDS;
 use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime};
 use tauri::{App, Manager, WebviewWindow, WebviewWindowBuilder};
@@ -56,7 +57,8 @@ fn the_snapshot_through_ipc_shows_the_corpus_sequences() {
     // Fill the managed mirror the way the hub will: receiver first, then the mirror.
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(SEQUENCES).unwrap()).unwrap();
     {
-        let state = app.state::<ConfirmationsState>();
+        let core = app.state::<Arc<Core>>();
+        let state = &core.confirmations;
         let mut mirror = state.lock();
         for sc in doc["scenarios"].as_array().unwrap() {
             let mut rx = Receiver::new(3);
@@ -185,7 +187,7 @@ fn no_command_can_approve_reject_or_cancel_an_action() {
     // none of them changes the mirror's view of any action.
     let home = tempfile::tempdir().unwrap();
     let (app, window) = boot(home.path());
-    let before = app.state::<ConfirmationsState>().lock().snapshot();
+    let before = app.state::<Arc<Core>>().confirmations.lock().snapshot();
     for name in ALL_COMMANDS {
         match call(&window, name, plausible_args(name, home.path())) {
             Ok(_) => {}
@@ -195,7 +197,7 @@ fn no_command_can_approve_reject_or_cancel_an_action() {
             ),
         }
     }
-    let after = app.state::<ConfirmationsState>().lock().snapshot();
+    let after = app.state::<Arc<Core>>().confirmations.lock().snapshot();
     assert_eq!(before, after);
     // An approve-like command does not exist.
     let missing = call(

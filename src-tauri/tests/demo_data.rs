@@ -3,9 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::json;
+use std::sync::Arc;
+use switchboard::app::App;
 use switchboard::dials::{Dial, DialOutcome, JsonText, Retention};
-use switchboard_desktop::dials::DialsState;
-use switchboard_desktop::link::LaunchOptions;
+use switchboard_desktop::LaunchOptions;
 use tauri::test::{mock_builder, mock_context, noop_assets};
 use tauri::Manager;
 
@@ -39,7 +40,8 @@ fn a_demo_launch_keeps_its_dials_apart_from_the_real_history() {
     app.manage(LaunchOptions { demo: true });
     switchboard_desktop::init(app.handle(), false).expect("state initialises");
 
-    let state = app.state::<DialsState>();
+    let core = app.state::<Arc<App>>();
+    let state = core.dials().unwrap();
     let log = state.log.clone();
     tauri::async_runtime::block_on(async {
         log.ingest(dial("evt_demo_1")).await.unwrap();

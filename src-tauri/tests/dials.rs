@@ -9,10 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use switchboard::app::dials::{forward, DialBatchMsg, ForwardEnd};
+use switchboard::app::App;
 use switchboard::dials::{
     Dial, DialFilter, DialLog, DialLogConfig, DialOutcome, JsonText, Retention, SubscribeOptions,
 };
-use switchboard_desktop::dials::{forward, DialBatchMsg, DialsState, ForwardEnd};
 use tauri::ipc::{Channel, InvokeResponseBody};
 use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets};
 use tauri::{Manager, WebviewWindowBuilder};
@@ -109,7 +110,7 @@ fn dials_commands_answer_through_ipc() {
     };
 
     // The app's own log: ingest known dials through the handle the hub will get.
-    let log = app.state::<DialsState>().log.clone();
+    let log = app.state::<Arc<App>>().dials().unwrap().log.clone();
     let verdicts = tauri::async_runtime::block_on(log.ingest_batch(known_dials())).unwrap();
     assert_eq!(verdicts.len(), 6);
 
@@ -293,7 +294,8 @@ fn dials_commands_answer_through_ipc() {
         }
         Ok(())
     });
-    let state = app.state::<DialsState>();
+    let core = app.state::<Arc<App>>();
+    let state = core.dials().unwrap();
     let sub = tauri::async_runtime::block_on(
         log.subscribe(DialFilter::default(), SubscribeOptions::default()),
     )

@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::json;
-use switchboard::bridge::{derive_banner, CallPath, Derived, ExtensionDirectory};
+use switchboard::bridge::explain::assumed_path;
+use switchboard::bridge::{derive_banner, Derived, ExtensionDirectory};
 use switchboard::host_error::{self, HostError, HostErrorKind, PermissionForm};
 
 use super::CliResult;
@@ -52,7 +53,7 @@ pub fn run(args: Args) -> CliResult {
         None => ExtensionDirectory::new(),
     };
     let error = host_error::parse(&text);
-    let path = call_path(&error, args.caller, args.endpoint);
+    let path = assumed_path(&error, args.caller.as_deref(), args.endpoint.as_deref());
     let at_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -144,18 +145,6 @@ fn read_stdin() -> Result<String, String> {
     }
     let text = String::from_utf8_lossy(&buf);
     Ok(text.trim_end_matches(['\n', '\r']).to_string())
-}
-
-/// The call the text came from: the given caller and endpoint, else the requester and endpoint
-/// the text names.
-fn call_path(error: &HostError, caller: Option<String>, endpoint: Option<String>) -> CallPath {
-    let p = error.permission();
-    let caller = caller.unwrap_or_else(|| match p {
-        Some(p) if p.form != PermissionForm::Owner => p.missing_extension.clone(),
-        _ => String::new(),
-    });
-    let endpoint = endpoint.unwrap_or_else(|| p.map(|p| p.endpoint.clone()).unwrap_or_default());
-    CallPath::new(caller, endpoint)
 }
 
 fn print_classification(e: &HostError) {

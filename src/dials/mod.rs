@@ -67,9 +67,9 @@ pub enum DialLogError {
 impl From<DialLogError> for crate::error::IpcError {
     fn from(e: DialLogError) -> Self {
         let kind = match &e {
-            DialLogError::Storage(_) | DialLogError::Export(_) => "io",
-            DialLogError::Config(_) => "invalid_input",
-            DialLogError::Closed => "internal",
+            DialLogError::Storage(_) | DialLogError::Export(_) => crate::error::IpcErrorKind::Io,
+            DialLogError::Config(_) => crate::error::IpcErrorKind::InvalidInput,
+            DialLogError::Closed => crate::error::IpcErrorKind::Internal,
         };
         crate::error::IpcError::new(kind, e.to_string())
     }
@@ -78,8 +78,8 @@ impl From<DialLogError> for crate::error::IpcError {
 impl From<ImportError> for crate::error::IpcError {
     fn from(e: ImportError) -> Self {
         let kind = match &e {
-            ImportError::Io { .. } => "io",
-            ImportError::BadLines { .. } => "invalid_input",
+            ImportError::Io { .. } => crate::error::IpcErrorKind::Io,
+            ImportError::BadLines { .. } => crate::error::IpcErrorKind::InvalidInput,
         };
         crate::error::IpcError::new(kind, e.to_string())
     }

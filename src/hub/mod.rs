@@ -43,6 +43,7 @@
 //! The hub's own state is behind one `std` mutex, never held across an `.await`; the bridge store
 //! is the shared `Arc<Mutex<BridgeStatusStore>>` the shell also reads.
 
+mod observer;
 mod view;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -50,6 +51,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{broadcast, mpsc};
 
+pub use observer::HubObserver;
 pub use view::{HubNotice, PhoneView, ProposalStep, ProposalView, SessionAutonomy};
 
 use crate::bridge::store::BridgeStatusStore;
@@ -95,12 +97,12 @@ pub enum HubError {
 
 impl From<HubError> for crate::error::IpcError {
     fn from(e: HubError) -> Self {
-        crate::error::IpcError::new("link", e.to_string())
+        crate::error::IpcError::new(crate::error::IpcErrorKind::Link, e.to_string())
     }
 }
 
 /// The components a [`Hub`] feeds, shared with the shell's views.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HubParts {
     /// The dial log every dial goes to.
     pub dials: DialLogHandle,
@@ -117,6 +119,19 @@ pub struct HubParts {
     /// Capacity of the notice channel; a subscriber that falls further behind misses notices
     /// (it gets `Lagged`) and should re-read the state. Default 1024.
     pub notice_capacity: usize,
+    /// Hears every link event before it is applied and every notice after, in order and
+    /// without loss ([`HubObserver`]); the app layer's way to follow the hub.
+    pub observer: Option<Arc<dyn HubObserver>>,
+}
+
+impl std::fmt::Debug for HubParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubParts")
+            .field("home_generation", &self.home_generation)
+            .field("notice_capacity", &self.notice_capacity)
+            .field("observer", &self.observer.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl HubParts {
@@ -133,6 +148,7 @@ impl HubParts {
             confirmations: None,
             home_generation: 1,
             notice_capacity: 1024,
+            observer: None,
         }
     }
 }
@@ -248,6 +264,9 @@ struct Inner {
     home_generation: u64,
     state: Mutex<HubState>,
     notices: broadcast::Sender<HubNotice>,
+    observer: Option<Arc<dyn HubObserver>>,
+    /// Notices waiting for the observer (raised under the state lock, delivered outside it).
+    undelivered: Mutex<Vec<HubNotice>>,
 }
 
 /// The desktop's hub (cheap to clone; clones share one state). See the module docs.
@@ -323,6 +342,8 @@ impl Hub {
                 home_generation: parts.home_generation.max(1),
                 state: Mutex::new(HubState::default()),
                 notices,
+                observer: parts.observer,
+                undelivered: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -349,25 +370,80 @@ impl Hub {
     /// batch goes before any other event is applied, before an acknowledgement is sent (an
     /// acknowledged dial is always held) and when the queue runs dry, so the effects happen in
     /// the order the events came, as with [`Hub::apply`] one by one.
-    pub async fn run(self, mut link_events: mpsc::UnboundedReceiver<LinkEvent>) {
+    pub async fn run(self, link_events: mpsc::UnboundedReceiver<LinkEvent>) {
+        self.run_until(link_events, std::future::pending::<()>())
+            .await;
+    }
+
+    /// [`Hub::run`] until the channel closes or `stop` completes; then it stops taking new
+    /// events, applies those already queued, flushes its dials and acknowledgements, and
+    /// returns. The observer ([`HubParts::observer`]) hears each event before it is applied
+    /// and each notice after.
+    pub async fn run_until(
+        self,
+        mut link_events: mpsc::UnboundedReceiver<LinkEvent>,
+        stop: impl std::future::Future<Output = ()>,
+    ) {
         let mut pending = Vec::new();
-        while let Some(event) = link_events.recv().await {
-            self.apply_deferring(event, &mut pending).await;
+        tokio::pin!(stop);
+        let mut stopping = false;
+        loop {
+            let event = if stopping {
+                link_events.recv().await
+            } else {
+                tokio::select! {
+                    e = link_events.recv() => e,
+                    () = &mut stop => {
+                        stopping = true;
+                        // No new events; what is queued is still received below.
+                        link_events.close();
+                        continue;
+                    }
+                }
+            };
+            let Some(event) = event else { break };
+            self.observe_and_apply(event, &mut pending).await;
             let mut burst = 0u32;
             while burst < 1024 {
                 match link_events.try_recv() {
                     Ok(e) => {
-                        self.apply_deferring(e, &mut pending).await;
+                        self.observe_and_apply(e, &mut pending).await;
                         burst += 1;
                     }
                     Err(_) => break,
                 }
             }
             self.flush_dials(&mut pending).await;
+            self.deliver();
             self.flush_acks();
         }
         self.flush_dials(&mut pending).await;
+        self.deliver();
         self.flush_acks();
+    }
+
+    async fn observe_and_apply(&self, event: LinkEvent, pending: &mut Vec<PendingDial>) {
+        if let Some(o) = &self.inner.observer {
+            o.link_event(&event);
+        }
+        self.apply_deferring(event, pending).await;
+        self.deliver();
+    }
+
+    /// Hands the notices raised so far to the observer, oldest first (outside every lock).
+    fn deliver(&self) {
+        let Some(o) = &self.inner.observer else {
+            return;
+        };
+        loop {
+            let batch = std::mem::take(&mut *lock(&self.inner.undelivered));
+            if batch.is_empty() {
+                return;
+            }
+            for n in &batch {
+                o.notice(self, n);
+            }
+        }
     }
 
     /// A dial read in one pass ([`LinkEvent::Dials`]): the receiver rules now, the ingest with the
@@ -594,6 +670,9 @@ impl Hub {
     }
 
     fn notify(&self, notice: HubNotice) {
+        if self.inner.observer.is_some() {
+            lock(&self.inner.undelivered).push(notice.clone());
+        }
         let _ = self.inner.notices.send(notice);
     }
 
@@ -701,6 +780,10 @@ impl Hub {
             PhoneEvent::Bridge(b) => After::Bridge(b, ts_ms(env)),
             PhoneEvent::Autonomy(a) => {
                 p.autonomy.insert(a.session.clone(), a.autonomy);
+                // The Confirmations table shows the phone's latest session level.
+                if let Some(mirror) = &self.inner.confirmations {
+                    lock(mirror).set_autonomy(device_id, a.autonomy);
+                }
                 self.notify(HubNotice::AutonomyChanged {
                     device_id: device_id.to_string(),
                     session: a.session,
@@ -1006,6 +1089,14 @@ impl Hub {
     pub fn phones(&self) -> Vec<PhoneView> {
         let st = lock(&self.inner.state);
         st.phones.iter().map(|(d, p)| p.view(d)).collect()
+    }
+
+    /// The extension directory `device_id`'s call results are judged with (the declared
+    /// permissions from its latest settings; empty before any); `None` for a phone the hub has
+    /// not heard of.
+    pub fn extensions(&self, device_id: &str) -> Option<ExtensionDirectory> {
+        let st = lock(&self.inner.state);
+        st.phones.get(device_id).map(|p| p.directory.clone())
     }
 
     /// One phone's state, if the hub has heard of it.

@@ -56,12 +56,12 @@ pub use wire::{rfc3339_ms, FORBIDDEN_OUTGOING};
 
 impl From<LinkError> for crate::error::IpcError {
     fn from(e: LinkError) -> Self {
-        crate::error::IpcError::new("link", e.to_string())
+        crate::error::IpcError::new(crate::error::IpcErrorKind::Link, e.to_string())
     }
 }
 
 impl From<IdentityError> for crate::error::IpcError {
     fn from(e: IdentityError) -> Self {
-        crate::error::IpcError::new("key_store", e.to_string())
+        crate::error::IpcError::new(crate::error::IpcErrorKind::KeyStore, e.to_string())
     }
 }

@@ -78,9 +78,13 @@ impl From<PairingsError> for crate::error::IpcError {
     /// for read and write failures; the message is the error's words (field, line, column).
     fn from(e: PairingsError) -> Self {
         let kind = match &e {
-            PairingsError::Syntax { .. } | PairingsError::Shape { .. } => "invalid_input",
-            PairingsError::NotFound(_) => "not_found",
-            PairingsError::Read { .. } | PairingsError::Write { .. } => "io",
+            PairingsError::Syntax { .. } | PairingsError::Shape { .. } => {
+                crate::error::IpcErrorKind::InvalidInput
+            }
+            PairingsError::NotFound(_) => crate::error::IpcErrorKind::NotFound,
+            PairingsError::Read { .. } | PairingsError::Write { .. } => {
+                crate::error::IpcErrorKind::Io
+            }
         };
         Self::new(kind, e.to_string())
     }

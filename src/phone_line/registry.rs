@@ -48,8 +48,8 @@ impl From<RegistryError> for crate::error::IpcError {
     /// `io` for read and write failures, `invalid_input` for everything else.
     fn from(e: RegistryError) -> Self {
         let kind = match &e {
-            RegistryError::Io { .. } => "io",
-            _ => "invalid_input",
+            RegistryError::Io { .. } => crate::error::IpcErrorKind::Io,
+            _ => crate::error::IpcErrorKind::InvalidInput,
         };
         Self::new(kind, e.to_string())
     }

@@ -1,88 +1,21 @@
-//! Commands of the Confirmations view: the mirror's snapshot, the autonomy table of a phone and
-//! the desktop-notification status.
+//! Commands of the Confirmations view ([`switchboard::app::confirmations`]): the mirror's
+//! snapshot, the autonomy table of a phone and the desktop-notification status.
 //!
 //! There is deliberately no command that approves, declines or cancels anything: the person
-//! confirms on the phone (`ifp1-notes.md`, "Action lifecycle (confirmation is local to the
-//! surface)"). `tests/confirmations.rs` checks the command list for it.
+//! confirms on the phone. `tests/confirmations.rs` checks the command list for it.
 
-use std::sync::{Arc, Mutex, MutexGuard};
-
-use serde::Serialize;
-use switchboard::confirmations::{ConfirmationMirror, ConfirmationsSnapshot};
+use switchboard::app::confirmations::PhoneAutonomy;
+use switchboard::confirmations::ConfirmationsSnapshot;
 use switchboard::error::IpcError;
-use switchboard::runtime::{Autonomy, AutonomyTable};
 use tauri::State;
-use ts_rs::TS;
 
-use crate::notify::{Notifier, NotifyStatus};
-
-/// The Confirmations view's managed state: the mirror the link's hub feeds (the hub is given
-/// the same `Arc`) and the desktop notifier.
-pub struct ConfirmationsState {
-    /// The mirror of every proposal seen from every phone.
-    pub mirror: Arc<Mutex<ConfirmationMirror>>,
-    /// Desktop notifications.
-    pub notifier: Arc<Notifier>,
-}
-
-impl ConfirmationsState {
-    /// An empty mirror with the bundled OpenPhone tool list, and a notifier that has not tried
-    /// yet. In debug builds only, `SWITCHBOARD_SAMPLE_CONFIRMATIONS=1` fills the mirror with
-    /// corpus-like sample proposals (see [`crate::sample`]); release builds ignore the variable.
-    pub fn new() -> Self {
-        #[allow(unused_mut)]
-        let mut mirror = ConfirmationMirror::with_bundled_catalogue();
-        #[cfg(debug_assertions)]
-        if std::env::var("SWITCHBOARD_SAMPLE_CONFIRMATIONS").as_deref() == Ok("1") {
-            crate::sample::fill_confirmations(&mut mirror);
-        }
-        Self {
-            mirror: Arc::new(Mutex::new(mirror)),
-            notifier: Arc::new(Notifier::new()),
-        }
-    }
-
-    /// Locks the mirror (a poisoned lock is recovered: the mirror is plain data).
-    pub fn lock(&self) -> MutexGuard<'_, ConfirmationMirror> {
-        self.mirror.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl Default for ConfirmationsState {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// "What this phone will ask you to confirm".
-#[derive(Debug, Clone, Serialize, TS)]
-#[ts(export)]
-pub struct PhoneAutonomy {
-    /// The phone asked about.
-    pub phone: String,
-    /// The autonomy level used.
-    pub autonomy: Autonomy,
-    /// False when the phone has not said its level (then `ask_before_action`, the spec's
-    /// fallback, is shown).
-    pub autonomy_known: bool,
-    /// The table over the phone's tools.
-    pub table: AutonomyTable,
-}
-
-/// The desktop-notification status for the Settings view.
-#[derive(Debug, Clone, Serialize, TS)]
-#[ts(export)]
-pub struct NotificationStatus {
-    /// What the notifier knows.
-    pub status: NotifyStatus,
-    /// The same in words.
-    pub text: String,
-}
+use super::Core;
+use crate::notify::{NotificationStatus, Notifier};
 
 /// Everything the Confirmations view shows: waiting, ended, stray messages.
 #[tauri::command]
-pub fn confirmations_snapshot(state: State<'_, ConfirmationsState>) -> ConfirmationsSnapshot {
-    state.lock().snapshot()
+pub fn confirmations_snapshot(core: Core<'_>) -> ConfirmationsSnapshot {
+    core.confirmations_snapshot()
 }
 
 /// The autonomy table for `phone` at its autonomy level (`ask_before_action` when unknown).
@@ -90,34 +23,15 @@ pub fn confirmations_snapshot(state: State<'_, ConfirmationsState>) -> Confirmat
 /// # Errors
 /// `invalid_input` for an empty phone name; `not_found` when no tool list is loaded.
 #[tauri::command]
-pub fn autonomy_table(
-    state: State<'_, ConfirmationsState>,
-    phone: String,
-) -> Result<PhoneAutonomy, IpcError> {
-    if phone.trim().is_empty() {
-        return Err(IpcError::invalid_input("phone: a phone name is required"));
-    }
-    let mirror = state.lock();
-    let (autonomy, autonomy_known) = mirror.autonomy_of(&phone);
-    let table = mirror.autonomy_table(&phone).ok_or_else(|| {
-        IpcError::new(
-            "not_found",
-            "no OpenPhone tool list is loaded, so the autonomy table cannot be computed",
-        )
-    })?;
-    Ok(PhoneAutonomy {
-        phone,
-        autonomy,
-        autonomy_known,
-        table,
-    })
+pub fn autonomy_table(core: Core<'_>, phone: String) -> Result<PhoneAutonomy, IpcError> {
+    core.autonomy_table(&phone)
 }
 
 /// Whether desktop notifications can be shown.
 #[tauri::command]
-pub fn notification_status(state: State<'_, ConfirmationsState>) -> NotificationStatus {
+pub fn notification_status(notifier: State<'_, std::sync::Arc<Notifier>>) -> NotificationStatus {
     NotificationStatus {
-        status: state.notifier.status(),
-        text: state.notifier.status_text(),
+        status: notifier.status(),
+        text: notifier.status_text(),
     }
 }

@@ -1,8 +1,15 @@
-//! IPC commands, grouped by view. Each is a few lines over the core crate and returns
-//! `Result<T, IpcError>` (`{ kind, message }` on the front end).
+//! IPC commands, grouped by view. Each is a few lines over the core's application layer
+//! ([`switchboard::app::App`]) and returns `Result<T, IpcError>` (`{ kind, message }` on the
+//! front end).
 //!
-//! The list in [`handler`] is every command the front end can call. None of them approves,
-//! rejects or cancels anything on a phone (`tests/no_answers.rs` drives them all).
+//! [`commands!`] below is the one list of commands: it registers the handlers
+//! ([`handler`]), names them ([`ALL_COMMANDS`]) and describes their arguments and answers for
+//! the generated TypeScript map (`ui/src/bindings/ipc.ts`, [`ipc_bindings`]) that
+//! `ui/src/lib/api.ts` types its calls against. A listed command without a handler does not
+//! compile; a call from the front end of a command that is not listed does not type-check.
+//!
+//! None of them approves, rejects or cancels anything on a phone (`tests/confirmations.rs`
+//! drives them all).
 
 use tauri::{ipc::Invoke, Runtime};
 
@@ -13,76 +20,82 @@ pub mod dials;
 pub mod phone_lines;
 pub mod phones;
 
-/// The names of every command in [`handler`], for tests that drive them all.
-pub const ALL_COMMANDS: &[&str] = &[
-    "app_info",
-    "get_settings",
-    "save_settings",
-    "diagnostics",
-    "phones_snapshot",
-    "open_pairing",
-    "close_pairing",
-    "unpair_phone",
-    "bridge_snapshot",
-    "explain_error",
-    "phone_lines_snapshot",
-    "open_pairings_file",
-    "close_pairings_file",
-    "attach_describe",
-    "revoke_phone_line",
-    "test_exclusion",
-    "add_known_phone_line",
-    "remove_known_phone_line",
-    "dials_query",
-    "dials_stats",
-    "dials_subscribe",
-    "dials_unsubscribe",
-    "dials_get",
-    "dials_export",
-    "dials_import",
-    "dials_close_import",
-    "dials_clear",
-    "dials_status",
-    "dial_banner",
-    "confirmations_snapshot",
-    "autonomy_table",
-    "notification_status",
-];
+mod ts;
+pub use ts::{ipc_bindings, CommandSpec};
 
-/// The invoke handler with every command.
-pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
-    tauri::generate_handler![
-        app::app_info,
-        app::get_settings,
-        app::save_settings,
-        app::diagnostics,
-        phones::phones_snapshot,
-        phones::open_pairing,
-        phones::close_pairing,
-        phones::unpair_phone,
-        bridge::bridge_snapshot,
-        bridge::explain_error,
-        phone_lines::phone_lines_snapshot,
-        phone_lines::open_pairings_file,
-        phone_lines::close_pairings_file,
-        phone_lines::attach_describe,
-        phone_lines::revoke_phone_line,
-        phone_lines::test_exclusion,
-        phone_lines::add_known_phone_line,
-        phone_lines::remove_known_phone_line,
-        dials::dials_query,
-        dials::dials_stats,
-        dials::dials_subscribe,
-        dials::dials_unsubscribe,
-        dials::dials_get,
-        dials::dials_export,
-        dials::dials_import,
-        dials::dials_close_import,
-        dials::dials_clear,
-        dials::dials_status,
-        dials::dial_banner,
-        confirmations::confirmations_snapshot,
-        confirmations::autonomy_table,
-        confirmations::notification_status,
-    ]
+/// The core app as the commands receive it (`manage()`d once by [`crate::init`]).
+pub type Core<'a> = tauri::State<'a, std::sync::Arc<switchboard::app::App>>;
+
+/// The one command list (module docs). Each entry: `module::command(arg: Type, ...) -> Ok
+/// type;` where the argument names and types are the ones the window sends (Tauri's managed
+/// state is not listed) and `@channel T` marks a `tauri::ipc::Channel<T>` argument.
+macro_rules! commands {
+    ($( $module:ident :: $name:ident ( $( $arg:ident : $(@$ch:ident)? $ty:ty ),* ) -> $ret:ty ; )*) => {
+        /// The names of every command in [`handler`], for tests that drive them all.
+        pub const ALL_COMMANDS: &[&str] = &[ $( stringify!($name) ),* ];
+
+        /// The invoke handler with every command.
+        pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
+            tauri::generate_handler![ $( $module::$name ),* ]
+        }
+
+        /// Every command's name, arguments and answer as TypeScript types.
+        pub fn command_specs() -> Vec<CommandSpec> {
+            vec![ $( CommandSpec {
+                name: stringify!($name),
+                args: vec![ $( ts::arg(stringify!($arg), ts::arg_ty!($(@$ch)? $ty)) ),* ],
+                ret: ts::ty::<$ret>(),
+            } ),* ]
+        }
+    };
+}
+
+use switchboard::app::dials::{
+    DialBatchMsg, DialClearScope, DialSource, DialsStatus, ExportSummary, ImportSummary,
+};
+use switchboard::app::phone_lines::{ExclusionTest, PhoneLinesSnapshot};
+use switchboard::app::phones::PhonesSnapshot;
+use switchboard::app::{confirmations::PhoneAutonomy, Diagnostics};
+use switchboard::app_info::AppInfo;
+use switchboard::bridge::explain::ErrorExplanation;
+use switchboard::bridge::store::BridgeSnapshot;
+use switchboard::bridge::Banner;
+use switchboard::confirmations::ConfirmationsSnapshot;
+use switchboard::dials::{Dial, DialFilter, DialPage, OpStats};
+use switchboard::link::PairingInvite;
+use switchboard::settings::Settings;
+
+commands! {
+    app::app_info() -> AppInfo;
+    app::get_settings() -> Settings;
+    app::save_settings(settings: Settings) -> Settings;
+    app::diagnostics() -> Diagnostics;
+    phones::phones_snapshot() -> PhonesSnapshot;
+    phones::open_pairing() -> PairingInvite;
+    phones::close_pairing() -> ();
+    phones::unpair_phone(device_id: String) -> bool;
+    bridge::bridge_snapshot() -> BridgeSnapshot;
+    bridge::explain_error(text: String, caller: Option<String>, endpoint: Option<String>) -> ErrorExplanation;
+    phone_lines::phone_lines_snapshot() -> PhoneLinesSnapshot;
+    phone_lines::open_pairings_file(path: String) -> PhoneLinesSnapshot;
+    phone_lines::close_pairings_file() -> PhoneLinesSnapshot;
+    phone_lines::attach_describe(identifier: String, text: String) -> PhoneLinesSnapshot;
+    phone_lines::revoke_phone_line(identifier: String, confirm: bool) -> PhoneLinesSnapshot;
+    phone_lines::test_exclusion(identifier: String, path: String) -> ExclusionTest;
+    phone_lines::add_known_phone_line(identifier: String, name: String) -> PhoneLinesSnapshot;
+    phone_lines::remove_known_phone_line(identifier: String) -> PhoneLinesSnapshot;
+    dials::dials_query(filter: Option<DialFilter>, source: Option<DialSource>) -> DialPage;
+    dials::dials_stats(filter: Option<DialFilter>, source: Option<DialSource>) -> Vec<OpStats>;
+    dials::dials_subscribe(filter: Option<DialFilter>, source: Option<DialSource>, channel: @channel DialBatchMsg) -> u64;
+    dials::dials_unsubscribe(id: u64) -> bool;
+    dials::dials_get(id: String, start_ms: Option<i64>, source: Option<DialSource>) -> Option<Dial>;
+    dials::dials_export(filter: Option<DialFilter>, path: String, source: Option<DialSource>) -> ExportSummary;
+    dials::dials_import(path: String) -> ImportSummary;
+    dials::dials_close_import() -> ();
+    dials::dials_clear(scope: DialClearScope) -> u64;
+    dials::dials_status() -> DialsStatus;
+    dials::dial_banner(dial_id: String, start_ms: Option<i64>, source: Option<DialSource>) -> Option<Banner>;
+    confirmations::confirmations_snapshot() -> ConfirmationsSnapshot;
+    confirmations::autonomy_table(phone: String) -> PhoneAutonomy;
+    confirmations::notification_status() -> crate::notify::NotificationStatus;
 }

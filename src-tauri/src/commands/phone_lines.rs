@@ -1,565 +1,95 @@
-//! Commands of the Phone lines view (phone-line.md, "Discovery and pairing" and "Manifest"):
-//! each phone line with its state, pairing decision and manifest, a test of a path against a
-//! line's `excludeFromSearch`, the registry of known lines, and the desktop's revoke.
-//!
-//! Where the lines come from is [`LineSource`]: for now a `phoneline-pairings.json` the person
-//! opened (support staff working from a user's file, or the person's own), with any describe
-//! responses pasted for its lines; later the per-phone settings a paired phone sends.
-//!
-//! Rules kept here:
-//! - Opening a file only reads it; a bad file is refused with the field, line and column, and
-//!   the previously opened source stays.
-//! - Taking a permission away (revoke) is allowed from the desktop; granting is only ever done
-//!   on the phone, so there is no command to allow or re-pair a line. Until the phone link
-//!   exists, revoke edits the opened file, and only when the call carries `confirm: true` (the
-//!   view's "Revoke <Name>? … This writes the file" dialog): atomically, keeping the previous
-//!   file as `<file>.bak`, and refusing when the file changed on disk since it was opened.
-//! - The registry is LumiRealm (built in) plus `extra_phone_lines` from the settings.
+//! Commands of the Phone lines view ([`switchboard::app::phone_lines`]): each phone line with
+//! its state, pairing decision and manifest, a test of a path against its exclusions, the
+//! registry of known lines, and the desktop's revoke (never a grant: granting is done on the
+//! phone).
 
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
-
-use serde::Serialize;
+use switchboard::app::phone_lines::{ExclusionTest, PhoneLinesSnapshot};
 use switchboard::error::IpcError;
-use switchboard::phone_line::exclusions::{matching_prefix, relative_to_extensions};
-use switchboard::phone_line::pairing::DescribeOutcome;
-use switchboard::phone_line::pairings::{backup_path, now_ms, PairingsFile, PAIRINGS_FILE_NAME};
-use switchboard::phone_line::registry::{KnownPhoneLine, PhoneLineRegistry, BUILTIN_PHONE_LINES};
-use switchboard::phone_line::summary::{summarize, DialResult, PhoneLineSummary};
-use switchboard::settings::{KnownLineSetting, Settings};
-use tauri::State;
-use ts_rs::TS;
 
-use crate::state::AppState;
-
-/// Largest describe response [`attach_describe`] accepts, in bytes (1 MiB).
-pub const MAX_DESCRIBE_BYTES: usize = 1024 * 1024;
-
-/// Where the phone lines shown come from.
-#[derive(Debug, Clone, Default)]
-pub enum LineSource {
-    /// Nothing opened, no phone reporting.
-    #[default]
-    None,
-    /// A `phoneline-pairings.json` opened from disk.
-    OpenedFile {
-        /// The file.
-        path: PathBuf,
-        /// Its records as read (and as last written by a revoke).
-        file: PairingsFile,
-        /// The registry the lines are judged against (LumiRealm + the settings' extra lines).
-        registry: PhoneLineRegistry,
-        /// Describe responses pasted for lines of this file, latest per line.
-        describes: Vec<DialResult>,
-    },
-    /// A paired phone's own phone-line settings (filled by the hub once the phone link
-    /// reports them).
-    Phone {
-        /// The phone's id.
-        phone: String,
-        /// The lines as the phone reports them.
-        lines: Vec<PhoneLineSummary>,
-    },
-}
-
-/// The Phone lines view's managed state.
-#[derive(Debug, Default)]
-pub struct PhoneLinesState {
-    source: Mutex<LineSource>,
-}
-
-impl PhoneLinesState {
-    /// Nothing opened.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Locks the source (a poisoned lock is recovered: it is plain data).
-    pub fn lock(&self) -> MutexGuard<'_, LineSource> {
-        self.source.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The registry built from settings: LumiRealm, then each extra line in order. Entries that
-/// are not valid (bad identifier, empty name, a duplicate) are left out and described in the
-/// returned problems.
-pub fn registry_from_settings(settings: &Settings) -> (PhoneLineRegistry, Vec<String>) {
-    let mut registry = PhoneLineRegistry::builtin();
-    let mut problems = Vec::new();
-    for (i, l) in settings.extra_phone_lines.iter().enumerate() {
-        let added = KnownPhoneLine::new(l.identifier.trim(), l.name.trim())
-            .and_then(|line| registry.add(line));
-        if let Err(e) = added {
-            problems.push(format!("extra phone line {} not used: {e}", i + 1));
-        }
-    }
-    (registry, problems)
-}
-
-/// Where the lines come from, for the view.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-#[ts(export)]
-pub enum SourceInfo {
-    /// Nothing opened, no phone reporting.
-    None,
-    /// An opened `phoneline-pairings.json`.
-    OpenedFile {
-        /// The file's path.
-        path: String,
-        /// Where a revoke keeps the previous file.
-        backup_path: String,
-        /// How many pairing records it holds.
-        records: u32,
-        /// Top-level members the format does not define (kept when writing).
-        unknown_fields: Vec<String>,
-        /// Lines a describe response was pasted for.
-        described: Vec<String>,
-    },
-    /// A paired phone's settings.
-    Phone {
-        /// The phone's id.
-        phone: String,
-    },
-}
-
-/// One entry of the registry of known phone lines.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-#[ts(export)]
-pub struct RegistryEntry {
-    /// The extension id.
-    pub identifier: String,
-    /// The name its describe must declare.
-    pub name: String,
-    /// Built in (LumiRealm, cannot be removed) or added in settings.
-    pub builtin: bool,
-}
-
-/// Everything the Phone lines view shows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-#[ts(export)]
-pub struct PhoneLinesSnapshot {
-    /// Where the lines come from.
-    pub source: SourceInfo,
-    /// The lines: registry order first, then other recorded lines.
-    pub lines: Vec<PhoneLineSummary>,
-    /// The registry of known lines.
-    pub registry: Vec<RegistryEntry>,
-    /// Extra lines in the settings that could not be used, in words.
-    pub registry_problems: Vec<String>,
-    /// Whether a revoke can be made from here now: an opened file (written after the
-    /// confirmation) or a paired phone's settings (the phone is asked through the link).
-    pub can_revoke: bool,
-}
-
-/// Which `excludeFromSearch` prefix, if any, covers a path.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-#[ts(export)]
-pub struct ExclusionTest {
-    /// The line whose exclusions were used.
-    pub identifier: String,
-    /// The path as given.
-    pub path: String,
-    /// The path under `character.extensions` that was matched.
-    pub relative_path: String,
-    /// The longest prefix covering it; `null` when none does (the find tools search it).
-    pub matched: Option<String>,
-    /// How many exclusions the line's manifest has.
-    pub exclusion_count: u32,
-}
-
-fn settings_registry(app: &AppState) -> (PhoneLineRegistry, Vec<String>) {
-    registry_from_settings(&app.settings())
-}
-
-fn registry_entries(registry: &PhoneLineRegistry) -> Vec<RegistryEntry> {
-    registry
-        .lines()
-        .iter()
-        .map(|l| RegistryEntry {
-            identifier: l.identifier.clone(),
-            name: l.name.clone(),
-            builtin: BUILTIN_PHONE_LINES
-                .iter()
-                .any(|(id, _)| *id == l.identifier),
-        })
-        .collect()
-}
-
-/// The view's data for `source`, judging lines with `registry`.
-pub fn snapshot_of(
-    source: &LineSource,
-    registry: &PhoneLineRegistry,
-    registry_problems: Vec<String>,
-) -> PhoneLinesSnapshot {
-    let (info, lines, can_revoke) = match source {
-        LineSource::None => (SourceInfo::None, Vec::new(), false),
-        LineSource::OpenedFile {
-            path,
-            file,
-            registry,
-            describes,
-        } => (
-            SourceInfo::OpenedFile {
-                path: path.display().to_string(),
-                backup_path: backup_path(path).display().to_string(),
-                records: u32::try_from(file.records().count()).unwrap_or(u32::MAX),
-                unknown_fields: file.unknown_fields().map(|(k, _)| k.clone()).collect(),
-                described: describes.iter().map(|d| d.namespace.clone()).collect(),
-            },
-            summarize(registry, Some(file), describes),
-            true,
-        ),
-        LineSource::Phone { phone, lines } => (
-            SourceInfo::Phone {
-                phone: phone.clone(),
-            },
-            lines.clone(),
-            true,
-        ),
-    };
-    PhoneLinesSnapshot {
-        source: info,
-        lines,
-        registry: registry_entries(registry),
-        registry_problems,
-        can_revoke,
-    }
-}
-
-/// The snapshot now, with the registry as the settings have it (an opened file's registry is
-/// brought up to date first, so lines are judged by the registry shown).
-fn current(app: &AppState, state: &PhoneLinesState) -> PhoneLinesSnapshot {
-    let (registry, problems) = settings_registry(app);
-    let mut source = state.lock();
-    if let LineSource::OpenedFile { registry: r, .. } = &mut *source {
-        r.clone_from(&registry);
-    }
-    snapshot_of(&source, &registry, problems)
-}
-
-/// The file a given path means: the path itself, or `phoneline-pairings.json` inside it when
-/// it is a folder.
-fn pairings_path(given: &str) -> Result<PathBuf, IpcError> {
-    let given = given.trim();
-    if given.is_empty() {
-        return Err(IpcError::invalid_input(format!(
-            "give the path of a {PAIRINGS_FILE_NAME} file (the box is empty)"
-        )));
-    }
-    let path = PathBuf::from(given);
-    Ok(if path.is_dir() {
-        path.join(PAIRINGS_FILE_NAME)
-    } else {
-        path
-    })
-}
-
-fn load(path: &Path) -> Result<PairingsFile, IpcError> {
-    PairingsFile::load(path).map_err(|e| {
-        let mut err = IpcError::from(e);
-        err.message = format!("{}: {}", path.display(), err.message);
-        err
-    })
-}
+use super::Core;
 
 /// The phone lines from the current source, with the registry.
 #[tauri::command]
-pub fn phone_lines_snapshot(
-    app: State<'_, AppState>,
-    state: State<'_, PhoneLinesState>,
-) -> PhoneLinesSnapshot {
-    current(&app, &state)
+pub fn phone_lines_snapshot(core: Core<'_>) -> PhoneLinesSnapshot {
+    core.phone_lines_snapshot()
 }
 
-/// Opens a `phoneline-pairings.json` (or a folder holding one) and shows its records. Only
-/// reads: nothing is written.
+/// Opens a `phoneline-pairings.json` (or a folder holding one); only reads.
 ///
 /// # Errors
-/// `invalid_input` naming the field, line and column for a file of the wrong shape (or line
-/// and column for text that is not JSON); `io` when it cannot be read. The source shown before
-/// stays.
+/// `invalid_input` naming the field, line and column; `io` when it cannot be read.
 #[tauri::command]
-pub fn open_pairings_file(
-    app: State<'_, AppState>,
-    state: State<'_, PhoneLinesState>,
-    path: String,
-) -> Result<PhoneLinesSnapshot, IpcError> {
-    let path = pairings_path(&path)?;
-    let file = load(&path)?;
-    let (registry, _) = settings_registry(&app);
-    *state.lock() = LineSource::OpenedFile {
-        path,
-        file,
-        registry,
-        describes: Vec::new(),
-    };
-    Ok(current(&app, &state))
+pub fn open_pairings_file(core: Core<'_>, path: String) -> Result<PhoneLinesSnapshot, IpcError> {
+    core.open_pairings_file(&path)
 }
 
 /// Stops showing the opened file (nothing is written).
 #[tauri::command]
-pub fn close_pairings_file(
-    app: State<'_, AppState>,
-    state: State<'_, PhoneLinesState>,
-) -> PhoneLinesSnapshot {
-    {
-        let mut source = state.lock();
-        if matches!(*source, LineSource::OpenedFile { .. }) {
-            *source = LineSource::None;
-        }
-    }
-    current(&app, &state)
+pub fn close_pairings_file(core: Core<'_>) -> PhoneLinesSnapshot {
+    core.close_pairings_file()
 }
 
-/// Uses a pasted `describe` response as the latest describe of line `identifier` in the opened
-/// file: its surfaces, exclusions, name check and manifest hash then show.
+/// Uses a pasted `describe` response as the latest describe of line `identifier`.
 ///
 /// # Errors
-/// `invalid_input` when no file is open, the text is too long, or it is not JSON (with line
-/// and column). A JSON answer that is not a manifest is accepted and shown as "describe
-/// failed" with the reason.
+/// `invalid_input` when no file is open, the text is too long, or it is not JSON.
 #[tauri::command]
 pub fn attach_describe(
-    app: State<'_, AppState>,
-    state: State<'_, PhoneLinesState>,
+    core: Core<'_>,
     identifier: String,
     text: String,
 ) -> Result<PhoneLinesSnapshot, IpcError> {
-    if text.len() > MAX_DESCRIBE_BYTES {
-        return Err(IpcError::invalid_input(format!(
-            "the describe response is {} bytes; at most {MAX_DESCRIBE_BYTES} are read",
-            text.len()
-        )));
-    }
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        IpcError::invalid_input(format!(
-            "the describe response is not JSON: {e} (paste the whole response object)"
-        ))
-    })?;
-    {
-        let mut source = state.lock();
-        let LineSource::OpenedFile { describes, .. } = &mut *source else {
-            return Err(IpcError::invalid_input(
-                "open a phoneline-pairings.json first; describe responses are shown with its records",
-            ));
-        };
-        let id = identifier.trim().to_string();
-        describes.retain(|d| d.namespace != id);
-        describes.push(DialResult {
-            namespace: id,
-            outcome: DescribeOutcome::Answered(value),
-        });
-    }
-    Ok(current(&app, &state))
+    core.attach_describe(&identifier, &text)
 }
 
-/// Revokes line `identifier`: its pairing record gets `allowed: false` and `decidedAt` now.
-/// Only with `confirm: true` (the view's confirmation dialog). With an opened file, the file
-/// is re-read first and written atomically, the previous file kept as `<file>.bak`.
+/// Revokes line `identifier` (only with `confirm: true`).
 ///
 /// # Errors
-/// `invalid_input` without `confirm`, with nothing opened, or a record already revoked; `link`
-/// when a phone's settings are shown but the link cannot ask the phone; `not_found` without a record for
-/// `identifier`; `conflict` when the file changed on disk since it was opened (the view then
-/// shows the file as it is now; nothing is written); `io` when reading or writing fails.
+/// `invalid_input`, `link`, `not_found`, `conflict` or `io`, as
+/// [`switchboard::app::App::revoke_phone_line`] says.
 #[tauri::command]
-pub fn revoke_phone_line<R: tauri::Runtime>(
-    handle: tauri::AppHandle<R>,
-    app: State<'_, AppState>,
-    state: State<'_, PhoneLinesState>,
+pub fn revoke_phone_line(
+    core: Core<'_>,
     identifier: String,
     confirm: bool,
 ) -> Result<PhoneLinesSnapshot, IpcError> {
-    if !confirm {
-        return Err(IpcError::invalid_input(
-            "revoking writes the pairings file: confirm it first",
-        ));
-    }
-    {
-        let mut source = state.lock();
-        match &mut *source {
-            LineSource::None => {
-                return Err(IpcError::invalid_input(
-                    "nothing to revoke in: open a phoneline-pairings.json first",
-                ))
-            }
-            LineSource::Phone { phone, .. } => {
-                use tauri::Manager;
-                let Some(hub) = handle.try_state::<crate::hub::HubState>() else {
-                    return Err(IpcError::new(
-                        "link",
-                        "the phone link is not running, so the phone cannot be asked to revoke",
-                    ));
-                };
-                hub.0
-                    .revoke_phone_line(phone, identifier.trim())
-                    .map_err(|e| IpcError::new("link", e.to_string()))?;
-                // The phone answers with fresh settings; the view follows the notice.
-                let (registry, problems) = settings_registry(&app);
-                return Ok(snapshot_of(&source, &registry, problems));
-            }
-            LineSource::OpenedFile { path, file, .. } => {
-                let on_disk = load(path)?;
-                if on_disk != *file {
-                    *file = on_disk;
-                    return Err(IpcError::new(
-                        "conflict",
-                        format!(
-                            "{} changed on disk since it was opened; it is now shown as it is. Check the line and revoke again if you still want to",
-                            path.display()
-                        ),
-                    ));
-                }
-                let mut changed = file.clone();
-                let record = changed.get(&identifier).ok_or_else(|| {
-                    IpcError::new(
-                        "not_found",
-                        format!(
-                            "{} has no pairing record for {identifier:?}",
-                            path.display()
-                        ),
-                    )
-                })?;
-                if !record.allowed() {
-                    return Err(IpcError::invalid_input(format!(
-                        "{identifier:?} is already revoked"
-                    )));
-                }
-                changed.revoke(&identifier, now_ms())?;
-                changed.save(path)?;
-                tracing::info!(line = %identifier, file = %path.display(), "phone line revoked");
-                *file = changed;
-            }
-        }
-    }
-    Ok(current(&app, &state))
+    core.revoke_phone_line(&identifier, confirm)
 }
 
-/// Tests `path` (under `character.extensions`, with or without that prefix) against line
-/// `identifier`'s `excludeFromSearch`: which prefix, if any, covers it.
+/// Which `excludeFromSearch` prefix of line `identifier`, if any, covers `path`.
 ///
 /// # Errors
-/// `not_found` when no line has that identifier or its describe manifest is not known.
+/// `not_found` when no line has that identifier or its manifest is not known.
 #[tauri::command]
 pub fn test_exclusion(
-    app: State<'_, AppState>,
-    state: State<'_, PhoneLinesState>,
+    core: Core<'_>,
     identifier: String,
     path: String,
 ) -> Result<ExclusionTest, IpcError> {
-    let snap = current(&app, &state);
-    let line = snap
-        .lines
-        .iter()
-        .find(|l| l.identifier == identifier)
-        .ok_or_else(|| IpcError::new("not_found", format!("no phone line {identifier:?}")))?;
-    if line.current_manifest_hash.is_none() {
-        return Err(IpcError::new(
-            "not_found",
-            format!(
-                "no describe manifest known for {}: its exclusions come from its describe response",
-                line.display_name
-            ),
-        ));
-    }
-    let given = path.trim();
-    let relative = relative_to_extensions(given);
-    Ok(ExclusionTest {
-        identifier: line.identifier.clone(),
-        path: given.to_string(),
-        relative_path: relative.to_string(),
-        matched: matching_prefix(&line.exclusions, relative).map(str::to_string),
-        exclusion_count: u32::try_from(line.exclusions.len()).unwrap_or(u32::MAX),
-    })
+    core.test_exclusion(&identifier, &path)
 }
 
-fn save_registry(app: &AppState, settings: Settings) -> Result<(), IpcError> {
-    settings
-        .save(&app.paths.settings_file())
-        .map_err(|e| IpcError::io(e.to_string()))?;
-    *app.lock_settings() = settings;
-    Ok(())
-}
-
-/// Adds a known phone line to the registry (saved in the settings' `extra_phone_lines`).
+/// Adds a known phone line to the registry (saved in the settings).
 ///
 /// # Errors
-/// `invalid_input` for a bad identifier (letters, digits, `_`, `-`), an empty name or an
-/// identifier already known; `io` when the settings cannot be saved.
+/// `invalid_input` for a bad or known identifier or an empty name; `io` when saving fails.
 #[tauri::command]
 pub fn add_known_phone_line(
-    app: State<'_, AppState>,
-    state: State<'_, PhoneLinesState>,
+    core: Core<'_>,
     identifier: String,
     name: String,
 ) -> Result<PhoneLinesSnapshot, IpcError> {
-    let line = KnownPhoneLine::new(identifier.trim(), name.trim())?;
-    let mut settings = app.settings();
-    let (mut registry, _) = registry_from_settings(&settings);
-    registry.add(line.clone())?;
-    settings.extra_phone_lines.push(KnownLineSetting {
-        identifier: line.identifier,
-        name: line.name,
-    });
-    save_registry(&app, settings)?;
-    Ok(current(&app, &state))
+    core.add_known_phone_line(&identifier, &name)
 }
 
-/// Removes a phone line added in settings from the registry. LumiRealm is built in and stays.
+/// Removes a phone line added in settings from the registry (LumiRealm is built in).
 ///
 /// # Errors
-/// `invalid_input` for a built-in line; `not_found` when no added line has that identifier;
-/// `io` when the settings cannot be saved.
+/// `invalid_input` for a built-in line; `not_found`; `io` when saving fails.
 #[tauri::command]
 pub fn remove_known_phone_line(
-    app: State<'_, AppState>,
-    state: State<'_, PhoneLinesState>,
+    core: Core<'_>,
     identifier: String,
 ) -> Result<PhoneLinesSnapshot, IpcError> {
-    if BUILTIN_PHONE_LINES.iter().any(|(id, _)| *id == identifier) {
-        return Err(IpcError::invalid_input(format!(
-            "{identifier:?} is built in and cannot be removed"
-        )));
-    }
-    let mut settings = app.settings();
-    let before = settings.extra_phone_lines.len();
-    settings
-        .extra_phone_lines
-        .retain(|l| l.identifier.trim() != identifier);
-    if settings.extra_phone_lines.len() == before {
-        return Err(IpcError::new(
-            "not_found",
-            format!("no added phone line {identifier:?}"),
-        ));
-    }
-    save_registry(&app, settings)?;
-    Ok(current(&app, &state))
+    core.remove_known_phone_line(&identifier)
 }
-
-/// Shows a phone's own phone-line settings (called when the hub applied a new snapshot from
-/// `phone`). An opened pairings file stays shown: the person opened it on purpose.
-pub fn on_phone_settings<R: tauri::Runtime>(app: &tauri::AppHandle<R>, phone: &str) {
-    use tauri::{Emitter, Manager};
-    let Some(hub) = app.try_state::<crate::hub::HubState>() else {
-        return;
-    };
-    let Some(view) = hub.0.phone(phone) else {
-        return;
-    };
-    let state = app.state::<PhoneLinesState>();
-    {
-        let mut source = state.lock();
-        if matches!(&*source, LineSource::OpenedFile { .. }) {
-            return;
-        }
-        *source = LineSource::Phone {
-            phone: phone.to_string(),
-            lines: view.lines,
-        };
-    }
-    let _ = app.emit(PHONE_LINES_EVENT, ());
-}
-
-/// The app event the Phone lines view reloads on.
-pub const PHONE_LINES_EVENT: &str = "switchboard://phone-lines";

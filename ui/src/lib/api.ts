@@ -4,6 +4,8 @@ import { listen, type UnlistenFn } from "@tauri-apps/api/event";
 import { Channel, invoke as tauriInvoke } from "@tauri-apps/api/core";
 import type { AppInfo } from "../bindings/AppInfo";
 import type { IpcError } from "../bindings/IpcError";
+import type { IpcErrorKind } from "../bindings/IpcErrorKind";
+import type { AppEventName, AppEvents, CommandName, Commands } from "../bindings/ipc";
 import type { Settings } from "../bindings/Settings";
 import type { Diagnostics } from "../bindings/Diagnostics";
 import type { PhonesSnapshot } from "../bindings/PhonesSnapshot";
@@ -32,82 +34,94 @@ export function inTauri(): boolean {
   return typeof window !== "undefined" && "__TAURI_INTERNALS__" in window;
 }
 
-/** Normalises anything thrown by the host into `{ kind, message }`. */
+/** Every error kind the host sends (a closed set; see `IpcErrorKind` in Rust). */
+export const IPC_ERROR_KINDS: readonly IpcErrorKind[] = [
+  "invalid_input", "not_found", "io", "key_store", "link", "conflict", "internal", "no_host",
+];
+
+function isKind(k: unknown): k is IpcErrorKind {
+  return typeof k === "string" && (IPC_ERROR_KINDS as readonly string[]).includes(k);
+}
+
+/** Normalises anything thrown by the host into `{ kind, message }`; an unknown kind becomes
+ * `internal` (with the kind kept in the message). */
 export function toIpcError(e: unknown): IpcError {
   if (e && typeof e === "object" && "kind" in e && "message" in e) {
     const o = e as { kind: unknown; message: unknown };
-    return { kind: String(o.kind), message: String(o.message) };
+    if (isKind(o.kind)) return { kind: o.kind, message: String(o.message) };
+    return { kind: "internal", message: `${String(o.kind)}: ${String(o.message)}` };
   }
   return { kind: "internal", message: e instanceof Error ? e.message : String(e) };
 }
 
-async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
+/** Calls host command `cmd` with its arguments, as the generated map `Commands` types them. */
+async function call<K extends CommandName>(cmd: K, args?: Commands[K]["args"]): Promise<Commands[K]["ret"]> {
   if (!inTauri()) {
     throw { kind: "no_host", message: "Switchboard's desktop host is not running; open the app window." } as IpcError;
   }
   try {
-    return await tauriInvoke<T>(cmd, args);
+    return await tauriInvoke<Commands[K]["ret"]>(cmd, args);
   } catch (e) {
     throw toIpcError(e);
   }
 }
 
 export const api = {
-  appInfo: () => call<AppInfo>("app_info"),
-  getSettings: () => call<Settings>("get_settings"),
-  saveSettings: (settings: Settings) => call<Settings>("save_settings", { settings }),
-  diagnostics: () => call<Diagnostics>("diagnostics"),
+  appInfo: () => call("app_info"),
+  getSettings: () => call("get_settings"),
+  saveSettings: (settings: Settings) => call("save_settings", { settings }),
+  diagnostics: () => call("diagnostics"),
   // Phones
-  phonesSnapshot: () => call<PhonesSnapshot>("phones_snapshot"),
+  phonesSnapshot: () => call("phones_snapshot"),
   /** The name each paired phone was paired under, by device id; empty when the link cannot
    * say (views then show device ids). */
   phoneNames: (): Promise<Record<string, string>> =>
-    call<PhonesSnapshot>("phones_snapshot")
+    call("phones_snapshot")
       .then((s) => Object.fromEntries(s.phones.map((p) => [p.record.device_id, p.record.label])))
       .catch(() => ({})),
-  openPairing: () => call<PairingInvite>("open_pairing"),
-  closePairing: () => call<void>("close_pairing"),
-  unpairPhone: (deviceId: string) => call<boolean>("unpair_phone", { deviceId }),
-  bridgeSnapshot: () => call<BridgeSnapshot>("bridge_snapshot"),
+  openPairing: () => call("open_pairing"),
+  closePairing: () => call("close_pairing"),
+  unpairPhone: (deviceId: string) => call("unpair_phone", { deviceId }),
+  bridgeSnapshot: () => call("bridge_snapshot"),
   explainError: (text: string, caller?: string, endpoint?: string) =>
-    call<ErrorExplanation>("explain_error", { text, caller: caller || null, endpoint: endpoint || null }),
-  phoneLinesSnapshot: () => call<PhoneLinesSnapshot>("phone_lines_snapshot"),
-  openPairingsFile: (path: string) => call<PhoneLinesSnapshot>("open_pairings_file", { path }),
-  closePairingsFile: () => call<PhoneLinesSnapshot>("close_pairings_file"),
-  attachDescribe: (identifier: string, text: string) => call<PhoneLinesSnapshot>("attach_describe", { identifier, text }),
-  revokePhoneLine: (identifier: string, confirm: boolean) => call<PhoneLinesSnapshot>("revoke_phone_line", { identifier, confirm }),
-  testExclusion: (identifier: string, path: string) => call<ExclusionTest>("test_exclusion", { identifier, path }),
-  addKnownPhoneLine: (identifier: string, name: string) => call<PhoneLinesSnapshot>("add_known_phone_line", { identifier, name }),
-  removeKnownPhoneLine: (identifier: string) => call<PhoneLinesSnapshot>("remove_known_phone_line", { identifier }),
+    call("explain_error", { text, caller: caller || null, endpoint: endpoint || null }),
+  phoneLinesSnapshot: () => call("phone_lines_snapshot"),
+  openPairingsFile: (path: string) => call("open_pairings_file", { path }),
+  closePairingsFile: () => call("close_pairings_file"),
+  attachDescribe: (identifier: string, text: string) => call("attach_describe", { identifier, text }),
+  revokePhoneLine: (identifier: string, confirm: boolean) => call("revoke_phone_line", { identifier, confirm }),
+  testExclusion: (identifier: string, path: string) => call("test_exclusion", { identifier, path }),
+  addKnownPhoneLine: (identifier: string, name: string) => call("add_known_phone_line", { identifier, name }),
+  removeKnownPhoneLine: (identifier: string) => call("remove_known_phone_line", { identifier }),
   // Live dials
-  dialsQuery: (filter: DialFilter, source: DialSource = "live") => call<DialPage>("dials_query", { filter, source }),
-  dialsStats: (filter: DialFilter, source: DialSource = "live") => call<OpStats[]>("dials_stats", { filter, source }),
+  dialsQuery: (filter: DialFilter, source: DialSource = "live") => call("dials_query", { filter, source }),
+  dialsStats: (filter: DialFilter, source: DialSource = "live") => call("dials_stats", { filter, source }),
   /** Streams a view: `onMessage` gets a snapshot, then batches (live only). Resolves to the subscription id. */
   dialsSubscribe: (filter: DialFilter, source: DialSource, onMessage: (m: DialBatchMsg) => void) => {
-    if (!inTauri()) return call<number>("dials_subscribe");
+    if (!inTauri()) return call("dials_subscribe", { filter, source, channel: { onmessage: onMessage } });
     const channel = new Channel<DialBatchMsg>();
     channel.onmessage = onMessage;
-    return call<number>("dials_subscribe", { filter, source, channel });
+    return call("dials_subscribe", { filter, source, channel });
   },
-  dialsUnsubscribe: (id: number) => call<boolean>("dials_unsubscribe", { id }),
-  dialsGet: (id: string, startMs: number, source: DialSource) => call<Dial | null>("dials_get", { id, startMs, source }),
-  dialBanner: (dialId: string, startMs: number, source: DialSource) => call<Banner | null>("dial_banner", { dialId, startMs, source }),
-  dialsExport: (filter: DialFilter, path: string, source: DialSource) => call<ExportSummary>("dials_export", { filter, path, source }),
-  dialsImport: (path: string) => call<ImportSummary>("dials_import", { path }),
-  dialsCloseImport: () => call<null>("dials_close_import"),
-  dialsClear: (scope: DialClearScope) => call<number>("dials_clear", { scope }),
-  dialsStatus: () => call<DialsStatus>("dials_status"),
+  dialsUnsubscribe: (id: number) => call("dials_unsubscribe", { id }),
+  dialsGet: (id: string, startMs: number, source: DialSource) => call("dials_get", { id, startMs, source }),
+  dialBanner: (dialId: string, startMs: number, source: DialSource) => call("dial_banner", { dialId, startMs, source }),
+  dialsExport: (filter: DialFilter, path: string, source: DialSource) => call("dials_export", { filter, path, source }),
+  dialsImport: (path: string) => call("dials_import", { path }),
+  dialsCloseImport: () => call("dials_close_import"),
+  dialsClear: (scope: DialClearScope) => call("dials_clear", { scope }),
+  dialsStatus: () => call("dials_status"),
   // Confirmations (mirror only: there is no call that approves, declines or cancels)
-  confirmationsSnapshot: () => call<ConfirmationsSnapshot>("confirmations_snapshot"),
-  autonomyTable: (phone: string) => call<PhoneAutonomy>("autonomy_table", { phone }),
-  notificationStatus: () => call<NotificationStatus>("notification_status"),
+  confirmationsSnapshot: () => call("confirmations_snapshot"),
+  autonomyTable: (phone: string) => call("autonomy_table", { phone }),
+  notificationStatus: () => call("notification_status"),
 };
 
 /**
  * Subscribes to a host notice (e.g. `switchboard://phones`); returns the unsubscribe function.
  * Outside the desktop window this does nothing.
  */
-export async function onNotice(name: string, handler: () => void): Promise<UnlistenFn> {
+export async function onNotice<K extends AppEventName>(name: K, handler: (payload: AppEvents[K]) => void): Promise<UnlistenFn> {
   if (!inTauri()) return () => {};
-  return listen(name, () => handler());
+  return listen<AppEvents[K]>(name, (e) => handler(e.payload));
 }

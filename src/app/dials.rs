@@ -1,0 +1,648 @@
+//! The "Live dials" view: the app's one [`DialLogHandle`], the imported capture, the live
+//! subscriptions streaming to the window, the forwarding loop, and what the view's commands do
+//! (query, stats, stream, one whole dial, export, import, clear, status, a dial's banner).
+//!
+//! Why it exists: the dial log (`crate::dials`) is an actor on a tokio runtime with no notion
+//! of windows. This module starts it on the app's runtime (data folder = the link's folder,
+//! ring capacity = `settings.dial_ring_capacity`), keeps what the view's commands share
+//! ([`DialsState`]), and turns a [`Subscription`] into messages for a sink such as the shell's
+//! `tauri::ipc::Channel` ([`forward`]).
+//!
+//! Streaming (spec `phone-line.md`, "Operations"; rate as in the core's log docs): a new view gets
+//! one [`DialBatchMsg::Snapshot`], then [`DialBatchMsg::Batch`]es at most 30 times a second. The
+//! forwarder never waits on the window: `Channel::send` queues the message and returns. When the
+//! forwarder is slower than the log (a slow sink), the log's bounded queue fills and the log
+//! merges the waiting dials into a later batch; the batch says how many (`merged`) and how many
+//! were dropped (`skipped`), and the view shows both. A failed send ends the forwarding task,
+//! which drops the receiver and so ends the subscription in the log.
+//!
+//! Rows sent to the window are [`DialRow`]s (no request or response bodies): 100 000 of them fit
+//! comfortably in the page; the inspector fetches one whole [`Dial`] with `dials_get`.
+//!
+//! Nothing here can approve, reject or cancel anything on a phone: the view only mirrors.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::sync::lock;
+
+use serde::{Deserialize, Serialize};
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+use ts_rs::TS;
+
+use super::App;
+use crate::bridge::explain::banner_for_dial;
+use crate::bridge::Banner;
+use crate::dials::{
+    ClearScope, Dial, DialBatch, DialFilter, DialLog, DialLogConfig, DialLogHandle, DialLogStatus,
+    DialOutcome, DialPage, ImportedLog, OpStats, SubscribeOptions, Subscription,
+};
+use crate::error::IpcError;
+
+/// One dial as a row of the live table: everything but the request and response bodies and the
+/// error text. Shape: `{ id, phone, call_id, caller, callee, endpoint, op, start_ms,
+/// duration_ms, outcome, slow, has_error }` (times in epoch ms, durations in ms).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct DialRow {
+    /// Dial id (the ifp/1 event's `dedup` key).
+    pub id: Arc<str>,
+    /// The phone that reported it (`dev_...`).
+    pub phone: Arc<str>,
+    /// The request's `callId` (empty when none).
+    pub call_id: Arc<str>,
+    /// The caller's extension id.
+    pub caller: Arc<str>,
+    /// The callee's extension id.
+    pub callee: Arc<str>,
+    /// The endpoint dialed.
+    pub endpoint: Arc<str>,
+    /// The op.
+    pub op: Arc<str>,
+    /// Start, epoch milliseconds (UTC).
+    #[ts(type = "number")]
+    pub start_ms: i64,
+    /// Duration, milliseconds.
+    #[ts(type = "number")]
+    pub duration_ms: u64,
+    /// How it ended.
+    pub outcome: DialOutcome,
+    /// Over one second (`phone-line.md`, "Good neighbour notes").
+    pub slow: bool,
+    /// Whether the dial carries an error text.
+    pub has_error: bool,
+}
+
+impl From<&Dial> for DialRow {
+    fn from(d: &Dial) -> Self {
+        Self {
+            id: Arc::clone(&d.id),
+            phone: Arc::clone(&d.phone),
+            call_id: Arc::clone(&d.call_id),
+            caller: Arc::clone(&d.caller),
+            callee: Arc::clone(&d.callee),
+            endpoint: Arc::clone(&d.endpoint),
+            op: Arc::clone(&d.op),
+            start_ms: d.start_ms,
+            duration_ms: d.duration_ms,
+            outcome: d.outcome,
+            slow: d.slow,
+            has_error: d.error.is_some(),
+        }
+    }
+}
+
+/// One message on a dials channel, tagged by `kind`:
+///
+/// - `{ kind: "snapshot", id, rows, total }`: first message of a subscription: the matching
+///   dials held when it started, **oldest first** (`total` counts all matches, `rows` may be
+///   fewer when the filter has a `limit`).
+/// - `{ kind: "batch", rows, merged, skipped }`: new matching dials, oldest first; `merged` of
+///   them were held back from an earlier batch because the forwarder fell behind, `skipped`
+///   matching dials were dropped for this view (re-query to see them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[ts(export)]
+pub enum DialBatchMsg {
+    /// The subscription's starting rows.
+    Snapshot {
+        /// The subscription id (for `dials_unsubscribe`).
+        #[ts(type = "number")]
+        id: u64,
+        /// Matching dials, oldest first.
+        rows: Vec<DialRow>,
+        /// All matching dials (before `limit`).
+        #[ts(type = "number")]
+        total: u64,
+    },
+    /// New dials since the last message.
+    Batch {
+        /// New matching dials, oldest first.
+        rows: Vec<DialRow>,
+        /// How many of `rows` were held back from an earlier batch.
+        #[ts(type = "number")]
+        merged: u64,
+        /// Matching dials dropped for this view since the last batch.
+        #[ts(type = "number")]
+        skipped: u64,
+    },
+}
+
+impl DialBatchMsg {
+    /// The snapshot message of subscription `id`: the page's dials reversed to oldest first.
+    pub fn snapshot(id: u64, page: &DialPage) -> Self {
+        Self::Snapshot {
+            id,
+            rows: page
+                .dials
+                .iter()
+                .rev()
+                .map(|d| DialRow::from(&**d))
+                .collect(),
+            total: page.total,
+        }
+    }
+
+    /// A batch message from a core [`DialBatch`].
+    pub fn batch(b: &DialBatch) -> Self {
+        Self::Batch {
+            rows: b.dials.iter().map(|d| DialRow::from(&**d)).collect(),
+            merged: b.merged,
+            skipped: b.skipped,
+        }
+    }
+}
+
+/// How a [`forward`] loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForwardEnd {
+    /// The sink refused a message (the window closed the channel or went away).
+    SinkClosed,
+    /// The log ended the subscription (it shut down).
+    LogClosed,
+}
+
+/// Forwards a subscription to `sink`: first the snapshot (as subscription `id`), then every
+/// batch as it arrives, until the sink fails or the log ends the subscription. Dropping the
+/// receiver on return ends the subscription in the log.
+///
+/// The sink is called synchronously and should not block (a `Channel::send` queues and returns);
+/// while it does block, the log merges the waiting dials into the next batch and reports
+/// `merged`.
+pub async fn forward<E>(
+    id: u64,
+    sub: Subscription,
+    mut sink: impl FnMut(DialBatchMsg) -> Result<(), E>,
+) -> ForwardEnd {
+    let Subscription {
+        snapshot,
+        mut batches,
+    } = sub;
+    if sink(DialBatchMsg::snapshot(id, &snapshot)).is_err() {
+        return ForwardEnd::SinkClosed;
+    }
+    drop(snapshot);
+    while let Some(b) = batches.recv().await {
+        if sink(DialBatchMsg::batch(&b)).is_err() {
+            return ForwardEnd::SinkClosed;
+        }
+    }
+    ForwardEnd::LogClosed
+}
+
+/// Which set of dials a command reads: `"live"` (the log) or `"imported"` (the read-only
+/// capture loaded with `dials_import`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum DialSource {
+    /// The live dial log.
+    #[default]
+    Live,
+    /// The imported JSON Lines capture (read only).
+    Imported,
+}
+
+/// A JSON Lines file imported for reading.
+#[derive(Debug)]
+pub struct ImportedCapture {
+    /// The file it came from (absolute when given so).
+    pub path: PathBuf,
+    /// Its dials.
+    pub log: ImportedLog,
+}
+
+/// Live subscriptions by id: the forwarding task of each, so it can be ended.
+type Subs = Arc<Mutex<HashMap<u64, JoinHandle<()>>>>;
+
+/// Everything the dials commands share (started once with the app).
+pub struct DialsState {
+    /// The app's dial log. The phone hub gets a clone to ingest dials from phones.
+    pub log: DialLogHandle,
+    /// Why the log runs in memory only (its SQLite file could not be opened), if it does.
+    pub storage_error: Option<String>,
+    /// The folder relative export paths are resolved in (`<data_dir>/exports`).
+    pub export_dir: PathBuf,
+    imported: Mutex<Option<Arc<ImportedCapture>>>,
+    subs: Subs,
+    next_id: AtomicU64,
+    rt: Handle,
+}
+
+impl std::fmt::Debug for DialsState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DialsState")
+            .field("storage_error", &self.storage_error)
+            .field("export_dir", &self.export_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DialsState {
+    /// Starts the dial log on the runtime `rt`, keeping its SQLite file in `data_dir` with
+    /// `capacity` dials in memory. When the file cannot be opened the log runs in memory only and
+    /// [`DialsState::storage_error`] says why.
+    ///
+    /// # Errors
+    /// Only when even the in-memory log cannot start (a zero capacity).
+    pub fn start(
+        rt: &Handle,
+        data_dir: &Path,
+        capacity: usize,
+    ) -> Result<Self, crate::dials::DialLogError> {
+        // DialLog::spawn spawns its actor with tokio::spawn: enter the runtime first.
+        let _guard = rt.enter();
+        let cfg = DialLogConfig {
+            data_dir: Some(data_dir.to_owned()),
+            capacity,
+            ..DialLogConfig::default()
+        };
+        let (log, storage_error) = match DialLog::spawn(cfg.clone()) {
+            Ok(log) => (log, None),
+            Err(e) => {
+                tracing::error!("dial history not stored, keeping dials in memory only: {e}");
+                let mem = DialLogConfig {
+                    data_dir: None,
+                    ..cfg
+                };
+                (DialLog::spawn(mem)?, Some(e.to_string()))
+            }
+        };
+        Ok(Self {
+            log,
+            storage_error,
+            export_dir: data_dir.join("exports"),
+            imported: Mutex::new(None),
+            subs: Arc::default(),
+            next_id: AtomicU64::new(1),
+            rt: rt.clone(),
+        })
+    }
+
+    /// The imported capture, if one is loaded.
+    pub fn imported(&self) -> Option<Arc<ImportedCapture>> {
+        lock(&self.imported).clone()
+    }
+
+    /// Replaces the imported capture (`None` closes it).
+    pub fn set_imported(&self, capture: Option<ImportedCapture>) {
+        *lock(&self.imported) = capture.map(Arc::new);
+    }
+
+    /// Starts forwarding `sub` to `sink` in a task on the app's runtime; returns the subscription
+    /// id. The task ends (and the subscription with it) when the sink fails, the log closes, or
+    /// [`DialsState::unsubscribe`] is called.
+    pub fn start_forwarding<E: 'static>(
+        &self,
+        sub: Subscription,
+        sink: impl FnMut(DialBatchMsg) -> Result<(), E> + Send + 'static,
+    ) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let subs = Arc::clone(&self.subs);
+        // Held across the spawn so the task's own removal cannot run before the insert.
+        let mut map = lock(&self.subs);
+        let task = self.rt.spawn(async move {
+            let end = forward(id, sub, sink).await;
+            tracing::debug!("dial view {id} ended: {end:?}");
+            lock(&subs).remove(&id);
+        });
+        map.insert(id, task);
+        id
+    }
+
+    /// Ends subscription `id`; `false` when no such subscription is running (already ended).
+    pub fn unsubscribe(&self, id: u64) -> bool {
+        match lock(&self.subs).remove(&id) {
+            Some(task) => {
+                task.abort();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// How many views are subscribed.
+    pub fn subscriptions(&self) -> usize {
+        lock(&self.subs).len()
+    }
+
+    /// Resolves an export path: relative paths go to [`DialsState::export_dir`].
+    pub fn resolve_export_path(&self, path: &str) -> PathBuf {
+        let p = PathBuf::from(path);
+        if p.is_absolute() {
+            p
+        } else {
+            self.export_dir.join(p)
+        }
+    }
+}
+
+/// What `dials_clear` removes: `"memory"` empties the view (the history file keeps its rows and
+/// they come back at the next start), `"all"` also deletes the stored history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum DialClearScope {
+    /// Only the dials held in memory.
+    Memory,
+    /// Memory and the stored dial history, `permanent` dials included.
+    All,
+}
+
+/// The answer of `dials_export`: where the file was written and how many dials it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ExportSummary {
+    /// The file written (absolute).
+    pub path: String,
+    /// Dials written (one per line).
+    #[ts(type = "number")]
+    pub lines: u64,
+}
+
+/// The imported capture: its file and how many dials it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ImportSummary {
+    /// The file read.
+    pub path: String,
+    /// Dials imported.
+    #[ts(type = "number")]
+    pub dials: u64,
+}
+
+/// The state of the dials view: the live log's counters, storage trouble, the imported capture.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct DialsStatus {
+    /// Counters of the live log.
+    pub live: DialLogStatus,
+    /// Why dials are kept in memory only (the history file could not be opened), if so.
+    pub storage_error: Option<String>,
+    /// The imported capture, if one is loaded.
+    pub imported: Option<ImportSummary>,
+    /// Where relative export paths are written.
+    pub export_dir: String,
+}
+
+impl DialsState {
+    fn imported_capture(&self) -> Result<Arc<ImportedCapture>, IpcError> {
+        self.imported().ok_or_else(|| {
+            IpcError::not_found("no capture is imported: import a JSON Lines file first")
+        })
+    }
+
+    async fn page(&self, filter: DialFilter, source: DialSource) -> Result<DialPage, IpcError> {
+        match source {
+            DialSource::Live => Ok(self.log.query(filter).await?),
+            DialSource::Imported => Ok(self.imported_capture()?.log.query(&filter)),
+        }
+    }
+
+    /// Finds one dial by id. `start_ms`, when given, narrows the search to dials that started then.
+    async fn find(
+        &self,
+        id: &str,
+        start_ms: Option<i64>,
+        source: DialSource,
+    ) -> Result<Option<Arc<Dial>>, IpcError> {
+        let filter = DialFilter {
+            from_ms: start_ms,
+            to_ms: start_ms.map(|s| s.saturating_add(1)),
+            ..DialFilter::default()
+        };
+        let page = self.page(filter, source).await?;
+        Ok(page.dials.into_iter().find(|d| &*d.id == id))
+    }
+
+    /// The dials matching `filter` (default: all), newest first, from `source` (default live).
+    ///
+    /// # Errors
+    /// `not_found` when `source` is `imported` and nothing is imported; `internal` when the log has
+    /// shut down.
+    pub async fn dials_query(
+        &self,
+        filter: Option<DialFilter>,
+        source: Option<DialSource>,
+    ) -> Result<DialPage, IpcError> {
+        self.page(filter.unwrap_or_default(), source.unwrap_or_default())
+            .await
+    }
+
+    /// Per-op stats (count, outcomes, error rate, p50/p95/p99 by nearest rank) over the dials
+    /// matching `filter`, sorted by op.
+    ///
+    /// # Errors
+    /// As [`dials_query`].
+    pub async fn dials_stats(
+        &self,
+        filter: Option<DialFilter>,
+        source: Option<DialSource>,
+    ) -> Result<Vec<OpStats>, IpcError> {
+        let filter = filter.unwrap_or_default();
+        match source.unwrap_or_default() {
+            DialSource::Live => Ok(self.log.stats(filter).await?),
+            DialSource::Imported => Ok(self.imported_capture()?.log.stats(&filter)),
+        }
+    }
+
+    /// Starts a view of `filter` streamed over `channel`: a `snapshot` message, then `batch`
+    /// messages at most 30 times a second (see [`DialBatchMsg`]). Returns the subscription id. For
+    /// the `imported` source only the snapshot is sent (a capture does not change).
+    ///
+    /// The stream ends when a send fails (the window went away) or on `dials_unsubscribe`.
+    ///
+    /// # Errors
+    /// As [`dials_query`].
+    pub async fn dials_subscribe<E: std::fmt::Display + 'static>(
+        &self,
+        filter: Option<DialFilter>,
+        source: Option<DialSource>,
+        sink: impl FnMut(DialBatchMsg) -> Result<(), E> + Send + 'static,
+    ) -> Result<u64, IpcError> {
+        let filter = filter.unwrap_or_default();
+        match source.unwrap_or_default() {
+            DialSource::Live => {
+                let sub = self
+                    .log
+                    .subscribe(filter, SubscribeOptions::default())
+                    .await?;
+                Ok(self.start_forwarding(sub, sink))
+            }
+            DialSource::Imported => {
+                let capture = self.imported_capture()?;
+                let page = capture.log.query(&filter);
+                let mut sink = sink;
+                sink(DialBatchMsg::snapshot(0, &page))
+                    .map_err(|e| IpcError::internal(format!("sending the snapshot: {e}")))?;
+                Ok(0)
+            }
+        }
+    }
+
+    /// Ends live view `id`; `false` when it had already ended.
+    pub fn dials_unsubscribe(&self, id: u64) -> bool {
+        self.unsubscribe(id)
+    }
+
+    /// One whole dial (request, response, error) by id, or `null` when it is no longer held.
+    /// `start_ms` (the row's start) makes the look-up cheap.
+    ///
+    /// # Errors
+    /// As [`dials_query`].
+    pub async fn dials_get(
+        &self,
+        id: String,
+        start_ms: Option<i64>,
+        source: Option<DialSource>,
+    ) -> Result<Option<Arc<Dial>>, IpcError> {
+        self.find(&id, start_ms, source.unwrap_or_default()).await
+    }
+
+    /// Exports the dials matching `filter` (default all) from `source` to `path` as JSON Lines,
+    /// newest first, atomically. A relative `path` is written in the export folder
+    /// (`<data folder>/exports`, created when missing).
+    ///
+    /// # Errors
+    /// `invalid_input` for an empty path; `io` naming the file when it cannot be written;
+    /// `not_found` when exporting an absent capture.
+    pub async fn dials_export(
+        &self,
+        filter: Option<DialFilter>,
+        path: String,
+        source: Option<DialSource>,
+    ) -> Result<ExportSummary, IpcError> {
+        if path.trim().is_empty() {
+            return Err(IpcError::invalid_input(
+                "export path is empty: give a file name",
+            ));
+        }
+        let target = self.resolve_export_path(path.trim());
+        if target.starts_with(&self.export_dir) {
+            std::fs::create_dir_all(&self.export_dir).map_err(|e| {
+                IpcError::io(format!(
+                    "creating the export folder {}: {e}",
+                    self.export_dir.display()
+                ))
+            })?;
+        }
+        let filter = filter.unwrap_or_default();
+        let lines = match source.unwrap_or_default() {
+            DialSource::Live => self.log.export_jsonl(filter, target.clone()).await?,
+            DialSource::Imported => {
+                let page = self.imported_capture()?.log.query(&filter);
+                let t = target.clone();
+                tokio::task::spawn_blocking(move || {
+                    crate::dials::jsonl::export_jsonl_file(&page.dials, &t)
+                })
+                .await
+                .map_err(|e| IpcError::internal(format!("export task: {e}")))??
+            }
+        };
+        Ok(ExportSummary {
+            path: target.display().to_string(),
+            lines,
+        })
+    }
+
+    /// Imports a JSON Lines file of dials into the read-only `imported` view (replacing any earlier
+    /// capture). All or nothing: a file with any bad line imports nothing.
+    ///
+    /// # Errors
+    /// `invalid_input` for an empty path or bad lines (the message names the first bad line and
+    /// field and the count); `io` when the file cannot be read.
+    pub async fn dials_import(&self, path: String) -> Result<ImportSummary, IpcError> {
+        if path.trim().is_empty() {
+            return Err(IpcError::invalid_input(
+                "import path is empty: give a JSON Lines file",
+            ));
+        }
+        let file = PathBuf::from(path.trim());
+        let f = file.clone();
+        let log = tokio::task::spawn_blocking(move || ImportedLog::read_jsonl_file(&f))
+            .await
+            .map_err(|e| IpcError::internal(format!("import task: {e}")))??;
+        let summary = ImportSummary {
+            path: file.display().to_string(),
+            dials: log.len() as u64,
+        };
+        self.set_imported(Some(ImportedCapture { path: file, log }));
+        Ok(summary)
+    }
+
+    /// Closes the imported capture (the live view is untouched).
+    pub fn dials_close_import(&self) {
+        self.set_imported(None);
+    }
+
+    /// Clears the live log (`memory` or `all`, see [`DialClearScope`]); returns the stored rows
+    /// deleted. An imported capture is never cleared (it is read only). Open views keep their rows:
+    /// re-subscribe to see the cleared log.
+    ///
+    /// # Errors
+    /// `io` when the history file cannot be changed; `internal` when the log has shut down.
+    pub async fn dials_clear(&self, scope: DialClearScope) -> Result<u64, IpcError> {
+        let scope = match scope {
+            DialClearScope::Memory => ClearScope::Memory,
+            DialClearScope::All => ClearScope::All,
+        };
+        Ok(self.log.clear(scope).await?)
+    }
+
+    /// The live log's counters, storage trouble and the imported capture.
+    ///
+    /// # Errors
+    /// `internal` when the log has shut down.
+    pub async fn dials_status(&self) -> Result<DialsStatus, IpcError> {
+        Ok(DialsStatus {
+            live: self.log.status().await?,
+            storage_error: self.storage_error.clone(),
+            imported: self.imported().map(|c| ImportSummary {
+                path: c.path.display().to_string(),
+                dials: c.log.len() as u64,
+            }),
+            export_dir: self.export_dir.display().to_string(),
+        })
+    }
+}
+
+impl App {
+    /// The dials state, or `internal` when the dial log did not start.
+    ///
+    /// # Errors
+    /// `internal` when even the in-memory dial log could not start.
+    pub fn dials(&self) -> Result<&DialsState, IpcError> {
+        self.dials
+            .as_ref()
+            .ok_or_else(|| IpcError::internal("the dial log did not start; see the app's log"))
+    }
+
+    /// The banner of dial `dial_id` when it failed on permissions: its error text parsed with
+    /// the host-error classifier and the banner derived with the extension directory of the
+    /// phone that reported it (the one the hub judged it with; the built-in manifests for an
+    /// imported capture or a phone that sent none); `null` otherwise or when the dial is no
+    /// longer held.
+    ///
+    /// # Errors
+    /// As [`DialsState::dials_query`].
+    pub async fn dial_banner(
+        &self,
+        dial_id: &str,
+        start_ms: Option<i64>,
+        source: Option<DialSource>,
+    ) -> Result<Option<Banner>, IpcError> {
+        let source = source.unwrap_or_default();
+        let dial = self.dials()?.find(dial_id, start_ms, source).await?;
+        Ok(dial.and_then(|d| {
+            let dir = match source {
+                DialSource::Live => self.extensions_of(&d.phone),
+                DialSource::Imported => None,
+            };
+            let dir = dir.unwrap_or_else(|| (*self.bridge.extensions).clone());
+            banner_for_dial(&d, &dir)
+        }))
+    }
+}

@@ -1,0 +1,249 @@
+//! The Phones view's state: the running link, each paired phone's live connection, the last
+//! completed pairing and why the link is not running; the pairing window and unpair.
+//!
+//! The link's events reach it synchronously, in order, from the hub's task
+//! ([`PhonesState::on_link_event`]), before the hub applies them.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Mutex;
+
+use serde::Serialize;
+use ts_rs::TS;
+
+use crate::error::{IpcError, IpcErrorKind};
+use crate::link::{Link, LinkDiagnostics, LinkEvent, PairedPhone, PairingInvite};
+use crate::sync::lock;
+
+/// One paired phone as the Phones view shows it.
+#[derive(Debug, Clone, Serialize, TS)]
+#[ts(export)]
+pub struct PhoneStatus {
+    /// The pairing record (device id, key, label, capabilities, paired at, last seen).
+    pub record: PairedPhone,
+    /// Connected now.
+    pub connected: bool,
+    /// The `ip:port` of the live connection, when connected.
+    pub address: Option<String>,
+    /// The ifp version chosen for the live connection, when connected.
+    pub protocol_version: Option<u32>,
+    /// Short fingerprint of the pinned key, for comparing with the phone's screen.
+    pub key_fingerprint: String,
+}
+
+/// The last completed pairing, so both screens can compare the verification code.
+#[derive(Debug, Clone, Serialize, TS)]
+#[ts(export)]
+pub struct PairingResult {
+    /// The phone's device id.
+    pub device_id: String,
+    /// The phone's label.
+    pub label: String,
+    /// The code both screens show (`123 456`).
+    pub verification_code: String,
+}
+
+/// Everything the Phones view shows.
+#[derive(Debug, Clone, Serialize, TS)]
+#[ts(export)]
+pub struct PhonesSnapshot {
+    /// Running with the built-in demo phone.
+    pub demo: bool,
+    /// Why the link is not running (no key store, no free port), in words with what to do.
+    pub link_error: Option<String>,
+    /// The paired phones.
+    pub phones: Vec<PhoneStatus>,
+    /// The open pairing window, if any.
+    pub pairing: Option<PairingInvite>,
+    /// The last completed pairing.
+    pub last_paired: Option<PairingResult>,
+    /// Addresses, port, mDNS, recent failures; `None` while the link is not running.
+    pub diagnostics: Option<LinkDiagnostics>,
+}
+
+#[derive(Debug, Default)]
+struct Live {
+    /// device id -> (address, version)
+    connections: HashMap<String, (String, u32)>,
+    last_paired: Option<PairingResult>,
+    error: Option<String>,
+}
+
+/// The link as the app holds it.
+#[derive(Debug)]
+pub struct PhonesState {
+    link: Mutex<Option<Link>>,
+    live: Mutex<Live>,
+    demo: bool,
+}
+
+/// What a link event changed for the Phones view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PhonesChange {
+    /// Nothing the view shows.
+    None,
+    /// The view should reload; the tray shows `connected` phones.
+    Changed {
+        /// Phones connected now.
+        connected: usize,
+    },
+}
+
+impl PhonesState {
+    /// No link yet; `demo` when running with the built-in demo phone.
+    pub fn new(demo: bool) -> Self {
+        Self {
+            link: Mutex::new(None),
+            live: Mutex::new(Live::default()),
+            demo,
+        }
+    }
+
+    /// The running link, if any.
+    pub fn link(&self) -> Option<Link> {
+        lock(&self.link).clone()
+    }
+
+    /// Records the running link.
+    pub fn set_link(&self, link: Link) {
+        *lock(&self.link) = Some(link);
+    }
+
+    /// Records why the link is not running (shown in the Phones view).
+    pub fn set_error(&self, words: String) {
+        lock(&self.live).error = Some(words);
+    }
+
+    /// What the Phones view shows now.
+    pub fn snapshot(&self) -> PhonesSnapshot {
+        let link = self.link();
+        let live = lock(&self.live);
+        let phones = link
+            .as_ref()
+            .map(|l| {
+                l.paired_phones()
+                    .into_iter()
+                    .map(|record| {
+                        let conn = live.connections.get(&record.device_id).cloned();
+                        PhoneStatus {
+                            connected: conn.is_some(),
+                            address: conn.as_ref().map(|c| c.0.clone()),
+                            protocol_version: conn.map(|c| c.1),
+                            key_fingerprint: key_fp(&record.public_key),
+                            record,
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        PhonesSnapshot {
+            demo: self.demo,
+            link_error: live.error.clone(),
+            phones,
+            pairing: link.as_ref().and_then(|l| l.pairing_invite()),
+            last_paired: live.last_paired.clone(),
+            diagnostics: link.as_ref().map(|l| l.diagnostics()),
+        }
+    }
+
+    /// How many phones are connected now.
+    pub fn connected_count(&self) -> usize {
+        lock(&self.live).connections.len()
+    }
+
+    /// Applies a link event to the view's state; says whether the view should reload.
+    pub fn on_link_event(&self, event: &LinkEvent) -> PhonesChange {
+        let mut live = lock(&self.live);
+        match event {
+            LinkEvent::PhoneConnected {
+                device_id,
+                address,
+                version,
+                ..
+            } => {
+                live.connections
+                    .insert(device_id.clone(), (address.clone(), *version));
+            }
+            LinkEvent::PhoneDisconnected { device_id, .. } | LinkEvent::Unpaired { device_id } => {
+                live.connections.remove(device_id);
+            }
+            LinkEvent::Paired {
+                device_id,
+                label,
+                verification_code,
+            } => {
+                live.last_paired = Some(PairingResult {
+                    device_id: device_id.clone(),
+                    label: label.clone(),
+                    verification_code: verification_code.clone(),
+                });
+            }
+            LinkEvent::PairingCodeReplaced(_) | LinkEvent::Failure(_) => {}
+            _ => return PhonesChange::None,
+        }
+        PhonesChange::Changed {
+            connected: live.connections.len(),
+        }
+    }
+
+    /// The running link, or a `link` error saying why there is none.
+    ///
+    /// # Errors
+    /// `link` when the link is not running (no key store, no free port, still starting).
+    pub fn running(&self) -> Result<Link, IpcError> {
+        self.link().ok_or_else(|| {
+            let why = lock(&self.live)
+                .error
+                .clone()
+                .unwrap_or_else(|| "the link is still starting; try again in a moment".to_string());
+            IpcError::new(
+                IpcErrorKind::Link,
+                format!("The phone link is not running: {why}"),
+            )
+        })
+    }
+
+    /// Opens (or renews) the pairing window: a 6-digit code that lives 2 minutes, the
+    /// `switchboard://pair` link and its QR code, naming the LAN address (loopback for the
+    /// demo).
+    ///
+    /// # Errors
+    /// `link` when the link is not running.
+    pub fn open_pairing(&self) -> Result<PairingInvite, IpcError> {
+        let link = self.running()?;
+        let addr = if self.demo {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        } else {
+            crate::link::diagnostics::lan_address().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+        };
+        Ok(link.open_pairing(addr))
+    }
+
+    /// Closes the pairing window; the code stops working at once.
+    pub fn close_pairing(&self) {
+        if let Some(link) = self.link() {
+            link.close_pairing();
+        }
+    }
+
+    /// Forgets a phone's pinned key and, when it is connected, tells it. Returns whether it was
+    /// paired.
+    ///
+    /// # Errors
+    /// `link` when the link is not running or the trust file cannot be written.
+    pub fn unpair(&self, device_id: &str) -> Result<bool, IpcError> {
+        let link = self.running()?;
+        link.unpair(device_id)
+            .map_err(|e| IpcError::new(IpcErrorKind::Link, e.to_string()))
+    }
+}
+
+/// The short fingerprint of a pinned key given as URL-safe base64 (`unreadable key` when it
+/// does not decode).
+pub fn key_fp(public_key_b64: &str) -> String {
+    use base64::Engine;
+    match base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(public_key_b64) {
+        Ok(bytes) => crate::link::identity::key_fingerprint(&bytes),
+        Err(_) => "unreadable key".to_string(),
+    }
+}

@@ -1,0 +1,269 @@
+//! The app's loops: starting the link (identity, bind, demo phone), the hub applying the link's
+//! events with the app's observer beside it, and the one [`App::shutdown`] every way out calls.
+//!
+//! Start: the identity comes from the OS key store (or memory for the demo and tests); when
+//! there is none, or the port is taken, the reason is kept for the Phones view, never a crash.
+//!
+//! Shutdown (tray Quit, window close, SIGTERM/SIGINT, session end), within
+//! [`SHUTDOWN_BUDGET`]: stop accepting and close every link with a close frame (the link's
+//! shutdown), wait for the link's connections to end so no event is still on its way, let the
+//! hub apply what is queued and flush its dials and acknowledgements, then flush and stop the
+//! dial log. Calling it again does nothing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::event::AppEvent;
+use super::phones::PhonesChange;
+use super::App;
+use crate::confirmations::notify::{banner_notification, notification_for};
+use crate::hub::{Hub, HubNotice, HubObserver, HubParts};
+use crate::link::{DesktopIdentity, KeyringStore, Link, LinkConfig, LinkEvent, MemoryStore};
+use crate::sync::lock;
+
+/// How long [`App::shutdown`] may take in all (2 s).
+pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(2);
+
+/// The running loops' handles and stop signals.
+#[derive(Debug)]
+pub(super) struct Running {
+    link_stop: watch::Sender<bool>,
+    hub_stop: watch::Sender<bool>,
+    tasks: Mutex<Tasks>,
+    shut: AtomicBool,
+}
+
+#[derive(Debug, Default)]
+struct Tasks {
+    link: Option<JoinHandle<()>>,
+    hub: Option<JoinHandle<()>>,
+    demo: Option<JoinHandle<()>>,
+}
+
+impl Default for Running {
+    fn default() -> Self {
+        Self {
+            link_stop: watch::channel(false).0,
+            hub_stop: watch::channel(false).0,
+            tasks: Mutex::new(Tasks::default()),
+            shut: AtomicBool::new(false),
+        }
+    }
+}
+
+/// Resolves once `stop` is set (or its sender is gone).
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    while !*stop.borrow_and_update() {
+        if stop.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// What [`App::shutdown`] did, for the log and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// It had already run (nothing was done this time).
+    pub already: bool,
+    /// Every step finished within [`SHUTDOWN_BUDGET`].
+    pub in_time: bool,
+    /// How long it took, in milliseconds.
+    pub took_ms: u64,
+}
+
+/// The app's side of the hub: keeps the Phones view current and turns notices into window
+/// events and desktop notifications, synchronously and in order (see the module docs).
+struct Observer {
+    app: Weak<App>,
+}
+
+impl HubObserver for Observer {
+    fn link_event(&self, event: &LinkEvent) {
+        let Some(app) = self.app.upgrade() else {
+            return;
+        };
+        if let PhonesChange::Changed { connected } = app.phones.on_link_event(event) {
+            app.host.set_tray(connected);
+            app.host.emit(&AppEvent::Phones);
+        }
+    }
+
+    fn notice(&self, hub: &Hub, notice: &HubNotice) {
+        let Some(app) = self.app.upgrade() else {
+            return;
+        };
+        match notice {
+            HubNotice::BannerRaised { message, .. } => {
+                let settings = app.settings.get().notifications;
+                if let Some(n) = banner_notification(message, &settings) {
+                    app.host.notify(n);
+                }
+            }
+            HubNotice::ConfirmationChanged { change, .. } => {
+                let settings = app.settings.get().notifications;
+                if let Some(n) = notification_for(change, &settings) {
+                    app.host.notify(n);
+                }
+                app.host.emit(&AppEvent::Confirmations);
+            }
+            // The hub has set the level in the mirror; the view reloads.
+            HubNotice::AutonomyChanged { .. } => app.host.emit(&AppEvent::Confirmations),
+            HubNotice::SettingsUpdated { device_id, .. } => {
+                if let Some(view) = hub.phone(device_id) {
+                    if app.phone_lines.on_phone_settings(device_id, view.lines) {
+                        app.host.emit(&AppEvent::PhoneLines);
+                    }
+                }
+            }
+            _ => {}
+        }
+        app.host.emit(&AppEvent::Notice(notice.clone()));
+    }
+}
+
+impl App {
+    /// Starts the link in the background: loads or creates the identity, binds, runs, starts
+    /// the hub over the app's stores and, with the demo, the demo phone. A failure is kept
+    /// for the Phones view (which is told to reload), never a crash.
+    pub fn start_link(self: &Arc<Self>) {
+        let app = Arc::clone(self);
+        self.rt.spawn(async move {
+            if let Err(words) = app.start_link_now().await {
+                tracing::error!("link not started: {words}");
+                app.phones.set_error(words);
+                app.host.emit(&AppEvent::Phones);
+            }
+        });
+    }
+
+    async fn start_link_now(self: &Arc<Self>) -> Result<(), String> {
+        let cfg = &self.config;
+        let identity = match cfg.identity {
+            super::IdentityStore::Memory => DesktopIdentity::load_or_create(&MemoryStore::new()),
+            super::IdentityStore::KeyStore => DesktopIdentity::load_or_create(&KeyringStore::new()),
+        }
+        .map_err(|e| e.to_string())?;
+        let dir = cfg.paths.link_dir(cfg.demo);
+        let mut link_config = LinkConfig::new(dir.clone());
+        link_config.mdns = cfg.mdns;
+        let (link, events) = Link::new(identity, link_config).map_err(|e| e.to_string())?;
+        let (ip, port) = cfg.listen;
+        let listener = crate::link::bind(ip, port).await.map_err(|e| {
+            format!("{e}. Close the other program using these ports, or restart Switchboard.")
+        })?;
+        let run = link.run(listener, stopped(self.running.link_stop.subscribe()));
+        self.phones.set_link(link.clone());
+        let link_task = self.rt.spawn(async move {
+            if let Err(e) = run.await {
+                tracing::error!("link stopped: {e}");
+            }
+        });
+        tracing::info!(addr = ?link.local_addr(), demo = cfg.demo, "link listening");
+
+        let Some(dials) = self.dials.as_ref() else {
+            return Err("the dial log did not start, so phone messages cannot be applied".into());
+        };
+        let mut parts = HubParts::new(
+            dials.log.clone(),
+            Arc::clone(&self.bridge.store),
+            Some(link.clone()),
+        );
+        parts.confirmations = Some(Arc::clone(&self.confirmations.mirror));
+        parts.observer = Some(Arc::new(Observer {
+            app: Arc::downgrade(self),
+        }));
+        let hub = Hub::new(parts);
+        *lock(&self.hub) = Some(hub.clone());
+        let hub_task = self.rt.spawn(
+            hub.clone()
+                .run_until(events, stopped(self.running.hub_stop.subscribe())),
+        );
+        let demo_task = (cfg.demo_phone).then(|| {
+            let options = crate::phone::demo::DemoOptions::new(dir);
+            let demo_link = link.clone();
+            self.rt.spawn(async move {
+                match crate::phone::demo::run_demo_phone(&demo_link, options).await {
+                    Ok(report) => tracing::info!(?report, "demo scenario played"),
+                    Err(e) => tracing::error!("demo phone stopped: {e}"),
+                }
+            })
+        });
+        {
+            let mut tasks = lock(&self.running.tasks);
+            tasks.link = Some(link_task);
+            tasks.hub = Some(hub_task);
+            tasks.demo = demo_task;
+        }
+        self.host.emit(&AppEvent::Phones);
+        Ok(())
+    }
+
+    /// Stops everything in order (module docs), within [`SHUTDOWN_BUDGET`]; what does not
+    /// finish in time is logged and abandoned. Safe to call more than once and from any way
+    /// out.
+    pub async fn shutdown(&self) -> ShutdownReport {
+        let started = std::time::Instant::now();
+        if self.running.shut.swap(true, Ordering::SeqCst) {
+            return ShutdownReport {
+                already: true,
+                in_time: true,
+                took_ms: 0,
+            };
+        }
+        let (link_task, hub_task, demo_task) = {
+            let mut t = lock(&self.running.tasks);
+            (t.link.take(), t.hub.take(), t.demo.take())
+        };
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_BUDGET;
+        let mut in_time = true;
+        if let Some(demo) = demo_task {
+            demo.abort();
+        }
+        // 1. Stop accepting and close every connection; wait until none is left, so every
+        //    event a phone sent is in the hub's queue.
+        let _ = self.running.link_stop.send(true);
+        if let Some(t) = link_task {
+            in_time &= tokio::time::timeout_at(deadline, t).await.is_ok();
+        }
+        // 2. The hub applies what is queued, flushes its dials and acknowledgements, and ends.
+        let _ = self.running.hub_stop.send(true);
+        if let Some(t) = hub_task {
+            in_time &= tokio::time::timeout_at(deadline, t).await.is_ok();
+        }
+        // 3. The dial log commits what it holds and stops.
+        if let Some(d) = &self.dials {
+            match tokio::time::timeout_at(deadline, d.log.shutdown()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!("the dial log did not stop cleanly: {e}"),
+                Err(_) => in_time = false,
+            }
+        }
+        let took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if in_time {
+            tracing::info!(took_ms, "Switchboard stopped cleanly");
+        } else {
+            tracing::warn!(took_ms, "Switchboard's shutdown ran out of time");
+        }
+        ShutdownReport {
+            already: false,
+            in_time,
+            took_ms,
+        }
+    }
+
+    /// [`App::shutdown`] from a thread outside the app's runtime (the shell's event loop):
+    /// runs it on the runtime and waits for it, a little longer than its budget at most.
+    pub fn shutdown_blocking(self: &Arc<Self>) -> Option<ShutdownReport> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let app = Arc::clone(self);
+        self.rt.spawn(async move {
+            let _ = tx.send(app.shutdown().await);
+        });
+        rx.recv_timeout(SHUTDOWN_BUDGET + Duration::from_millis(500))
+            .ok()
+    }
+}

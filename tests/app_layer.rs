@@ -1,0 +1,384 @@
+//! The application layer without Tauri: a real [`App`] on loopback with a [`RecordingHost`],
+//! a phone paired through the real link, and the app's own stores read back.
+//!
+//! - the Phones snapshot across connect and disconnect (and the tray and events the host got);
+//! - phone-line settings and autonomy applied in order under a burst of 10 000 dials, with
+//!   every notice reaching the host (nothing dropped);
+//! - revoke in an opened pairings file that changed on disk (a conflict, nothing written);
+//! - quit: dials the hub holds just before [`App::shutdown`] are all in SQLite after it.
+//!
+//! Every test binds 127.0.0.1:0 and every wait is bounded.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use switchboard::app::{App, AppConfig, AppPaths, HostCall, IdentityStore, RecordingHost};
+use switchboard::confirmations::ConfirmationMirror;
+use switchboard::error::IpcErrorKind;
+use switchboard::hub::HubNotice;
+use switchboard::link::phone_client::{envelope, PhoneClient, PhoneIdentity};
+use switchboard::link::rfc3339_ms;
+use switchboard::runtime::Autonomy;
+
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+const WAIT: Duration = Duration::from_secs(30);
+
+struct Desk {
+    app: Arc<App>,
+    host: Arc<RecordingHost>,
+    home: tempfile::TempDir,
+}
+
+fn build() -> Desk {
+    let home = tempfile::tempdir().unwrap();
+    let mut config = AppConfig::new(AppPaths::under(home.path()), false);
+    config.identity = IdentityStore::Memory;
+    config.listen = (LOOPBACK, 0);
+    config.mdns = false;
+    let host = Arc::new(RecordingHost::new());
+    let app = App::new(
+        config,
+        host.clone(),
+        tokio::runtime::Handle::current(),
+        ConfirmationMirror::with_bundled_catalogue(),
+    );
+    Desk { app, host, home }
+}
+
+async fn until(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !ok() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn start() -> Desk {
+    let desk = build();
+    desk.app.start_link();
+    until("the link to listen", || {
+        desk.app.phones.link().is_some() && desk.app.hub().is_some()
+    })
+    .await;
+    desk
+}
+
+/// A phone paired through the link's pairing window, still connected (pairing says hello).
+async fn pair(desk: &Desk, label: &str) -> (PhoneIdentity, PhoneClient) {
+    let link = desk.app.phones.link().unwrap();
+    let invite = link.open_pairing(LOOPBACK);
+    let me = PhoneIdentity::generate(label);
+    let addr = link.local_addr().unwrap();
+    let mut phone = PhoneClient::connect(addr, link.identity().cert_fingerprint())
+        .await
+        .unwrap();
+    phone
+        .pair(&me, &invite.code, vec![], (1, 1))
+        .await
+        .expect("pairing succeeds");
+    (me, phone)
+}
+
+/// An `event.*` message of `me` in `session` with `seq` and `dedup`.
+fn event(me: &PhoneIdentity, kind: &str, session: &str, seq: u64, mut payload: Value) -> Value {
+    payload["seq"] = json!(seq);
+    payload["dedup"] = json!(format!("{kind}-{session}-{seq}"));
+    let mut v = envelope(kind, Some(&me.entity_id()), payload);
+    v["session"] = json!(session);
+    v["device"] = json!(me.device_id());
+    v["generation"] = json!(1);
+    v["provenance"] =
+        json!({"sensor": format!("{}:phoneline", me.device_id()), "captured_at": v["ts"]});
+    v["labels"] = json!({"consent": "product_operation", "retention": "standard"});
+    v
+}
+
+fn dial(i: u64) -> Value {
+    let start = 1_790_000_000_000 + i;
+    json!({
+        "call_id": format!("c{i}"), "caller": "lumiagent", "callee": "lumirealm",
+        "endpoint": "lumirealm.phoneline", "op": "describe",
+        "request": {"op": "describe", "callId": format!("c{i}")},
+        "started_at": rfc3339_ms(start), "duration_ms": 3, "outcome": "ok",
+        "response": {"name": "LumiRealm"}
+    })
+}
+
+fn settings(lines: &[&str]) -> Value {
+    json!({
+        "registry": {"version": 1, "phoneLines":
+            lines.iter().map(|l| json!({"identifier": l, "name": l})).collect::<Vec<_>>()},
+        "lines": lines.iter().map(|l| json!({"identifier": l, "name": l, "permissions": []})).collect::<Vec<_>>()
+    })
+}
+
+fn notices(host: &RecordingHost) -> Vec<HubNotice> {
+    host.calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            HostCall::Emit(switchboard::app::AppEvent::Notice(n)) => Some(n),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_phones_snapshot_follows_connect_and_disconnect() {
+    let desk = start().await;
+    let before = desk.app.phones.snapshot();
+    assert!(before.phones.is_empty() && before.link_error.is_none());
+    assert!(before.diagnostics.is_some(), "the link runs");
+
+    let (me, phone) = pair(&desk, "Test phone").await;
+    until("the phone to show as connected", || {
+        desk.app
+            .phones
+            .snapshot()
+            .phones
+            .iter()
+            .any(|p| p.record.device_id == me.device_id() && p.connected)
+    })
+    .await;
+    let snap = desk.app.phones.snapshot();
+    let status = &snap.phones[0];
+    assert_eq!(status.record.label, "Test phone");
+    assert_eq!(status.protocol_version, Some(1));
+    assert!(status.address.as_deref().unwrap().starts_with("127.0.0.1:"));
+    assert_eq!(
+        snap.last_paired.as_ref().map(|p| p.device_id.as_str()),
+        Some(me.device_id())
+    );
+    assert!(desk.host.calls().contains(&HostCall::Tray(1)));
+
+    phone.close().await;
+    until("the phone to show as disconnected", || {
+        desk.app
+            .phones
+            .snapshot()
+            .phones
+            .iter()
+            .any(|p| p.record.device_id == me.device_id() && !p.connected)
+    })
+    .await;
+    until("the tray to say no phone", || {
+        desk.host.calls().last() == Some(&HostCall::Tray(0))
+            || desk.host.calls().contains(&HostCall::Tray(0))
+    })
+    .await;
+    let names = desk.host.event_names();
+    assert!(
+        names
+            .iter()
+            .filter(|n| **n == "switchboard://phones")
+            .count()
+            >= 3
+    );
+    assert!(desk.app.shutdown().await.in_time);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_and_autonomy_apply_in_order_under_a_burst_of_dials() {
+    const DIALS: u64 = 10_000;
+    let desk = start().await;
+    let (me, mut phone) = pair(&desk, "Busy phone").await;
+    let mirror_session = "ses_mirror0000000001";
+    let runtime_session = "ses_runtime000000001";
+    let mut seq = 0;
+    let mut next = || {
+        seq += 1;
+        seq
+    };
+    phone
+        .send_value(&event(
+            &me,
+            "event.phoneline.settings",
+            mirror_session,
+            next(),
+            settings(&["lumirealm"]),
+        ))
+        .await
+        .unwrap();
+    for i in 0..DIALS {
+        let s = next();
+        phone
+            .send_value(&event(
+                &me,
+                "event.phoneline.dial",
+                mirror_session,
+                s,
+                dial(i),
+            ))
+            .await
+            .unwrap();
+        if i == DIALS / 2 {
+            phone
+                .send_value(&event(
+                    &me,
+                    "event.runtime.autonomy",
+                    runtime_session,
+                    1,
+                    json!({"autonomy": "trusted_actions"}),
+                ))
+                .await
+                .unwrap();
+        }
+    }
+    let s = next();
+    phone
+        .send_value(&event(
+            &me,
+            "event.phoneline.settings",
+            mirror_session,
+            s,
+            settings(&["lumirealm", "lumiweather"]),
+        ))
+        .await
+        .unwrap();
+
+    let device = me.device_id().to_string();
+    until("the second settings snapshot to be applied", || {
+        notices(&desk.host)
+            .iter()
+            .filter(|n| matches!(n, HubNotice::SettingsUpdated { .. }))
+            .count()
+            == 2
+    })
+    .await;
+    let seen = notices(&desk.host);
+    // Every dial-count notice reached the host, in order, ending at the total.
+    let counts: Vec<u64> = seen
+        .iter()
+        .filter_map(|n| match n {
+            HubNotice::DialCount { total, .. } => Some(*total),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(counts.last(), Some(&DIALS), "{counts:?}");
+    assert!(counts.windows(2).all(|w| w[0] < w[1]), "counts go up");
+    let pos = |f: &dyn Fn(&HubNotice) -> bool| seen.iter().position(f).unwrap();
+    let first_settings = pos(&|n| matches!(n, HubNotice::SettingsUpdated { lines: 1, .. }));
+    let autonomy = pos(&|n| matches!(n, HubNotice::AutonomyChanged { .. }));
+    let second_settings = pos(&|n| matches!(n, HubNotice::SettingsUpdated { lines: 2, .. }));
+    assert!(first_settings < autonomy && autonomy < second_settings);
+    // The dial counted just before the autonomy notice is the one sent before it.
+    let before_autonomy = seen[..autonomy]
+        .iter()
+        .rev()
+        .find_map(|n| match n {
+            HubNotice::DialCount { total, .. } => Some(*total),
+            _ => None,
+        })
+        .unwrap();
+    assert!(before_autonomy <= DIALS / 2 + 1, "{before_autonomy}");
+
+    // The hub set the autonomy in the Confirmations mirror itself.
+    assert_eq!(
+        desk.app.confirmations.lock().autonomy_of(&device),
+        (Autonomy::TrustedActions, true)
+    );
+    // The Phone lines view shows the phone's latest settings.
+    let lines = desk.app.phone_lines_snapshot();
+    assert_eq!(
+        lines.source,
+        switchboard::app::phone_lines::SourceInfo::Phone {
+            phone: device.clone()
+        }
+    );
+    let ids: Vec<_> = lines.lines.iter().map(|l| l.identifier.as_str()).collect();
+    assert!(ids.contains(&"lumiweather"), "{ids:?}");
+    assert!(desk
+        .host
+        .event_names()
+        .contains(&"switchboard://phone-lines"));
+    let held = desk.app.dials().unwrap().log.status().await.unwrap();
+    assert_eq!(held.held, DIALS, "{held:?}");
+    phone.close().await;
+    assert!(desk.app.shutdown().await.in_time);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dials_held_just_before_quit_are_all_in_sqlite_after_it() {
+    const DIALS: u64 = 2_000;
+    let desk = start().await;
+    let (me, mut phone) = pair(&desk, "Quitting phone").await;
+    for i in 0..DIALS {
+        phone
+            .send_value(&event(
+                &me,
+                "event.phoneline.dial",
+                "ses_mirror0000000001",
+                i + 1,
+                dial(i),
+            ))
+            .await
+            .unwrap();
+    }
+    let hub = desk.app.hub().unwrap();
+    until("the hub to hold every dial", || {
+        hub.phone(me.device_id()).is_some_and(|p| p.dials == DIALS)
+    })
+    .await;
+    let report = desk.app.shutdown().await;
+    assert!(report.in_time && !report.already, "{report:?}");
+    assert!(
+        desk.app.shutdown().await.already,
+        "a second call does nothing"
+    );
+    let db =
+        rusqlite::Connection::open(desk.home.path().join("data").join("dials.sqlite3")).unwrap();
+    let stored: i64 = db
+        .query_row("SELECT COUNT(*) FROM dials", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(stored as u64, DIALS);
+    drop(phone);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoke_refuses_a_file_changed_on_disk_and_writes_nothing() {
+    let desk = build();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("phoneline-pairings.json");
+    // LumiAgent's file shape (`phone-line.md`, "Discovery and pairing").
+    let original = serde_json::to_string_pretty(&json!({
+        "version": 1,
+        "pairings": {
+            "lumirealm": {"identifier": "lumirealm", "displayName": "LumiRealm", "allowed": true,
+                          "manifestHash": "cd".repeat(32), "decidedAt": 1_726_000_000_000u64}
+        }
+    }))
+    .unwrap();
+    std::fs::write(&file, &original).unwrap();
+    desk.app.open_pairings_file(file.to_str().unwrap()).unwrap();
+    let id = "lumirealm".to_string();
+
+    let e = desk.app.revoke_phone_line(&id, false).unwrap_err();
+    assert_eq!(e.kind, IpcErrorKind::InvalidInput);
+
+    // Someone else changes the file after it was opened.
+    let mut changed: Value = serde_json::from_str(&original).unwrap();
+    changed["note"] = json!("edited elsewhere");
+    let changed = serde_json::to_string_pretty(&changed).unwrap();
+    std::fs::write(&file, &changed).unwrap();
+    let e = desk.app.revoke_phone_line(&id, true).unwrap_err();
+    assert_eq!(e.kind, IpcErrorKind::Conflict, "{e}");
+    assert!(e.message.contains("changed on disk"), "{e}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), changed);
+    assert!(!dir.path().join("phoneline-pairings.json.bak").exists());
+
+    // Now shown as it is, a second revoke goes through and keeps the previous file.
+    desk.app.revoke_phone_line(&id, true).unwrap();
+    let after: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(after["note"], "edited elsewhere");
+    assert_eq!(after["pairings"]["lumirealm"]["allowed"], false);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("phoneline-pairings.json.bak")).unwrap(),
+        changed
+    );
+    desk.app.shutdown().await;
+}
