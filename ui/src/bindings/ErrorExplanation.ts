@@ -5,7 +5,7 @@ import type { HostError } from "./HostError";
 import type { NoBannerReason } from "./NoBannerReason";
 
 /**
- * What [`explain_error`] finds in a pasted error text.
+ * What the explainer finds in a pasted error text.
  */
 export type ErrorExplanation = { 
 /**

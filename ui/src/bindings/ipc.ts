@@ -1,0 +1,76 @@
+// Generated from the command list in src-tauri/src/commands/mod.rs and
+// switchboard::app::AppEvent::ALL by `cargo test`; do not edit.
+import type { AppInfo } from "./AppInfo";
+import type { Banner } from "./Banner";
+import type { BridgeSnapshot } from "./BridgeSnapshot";
+import type { ConfirmationsSnapshot } from "./ConfirmationsSnapshot";
+import type { Diagnostics } from "./Diagnostics";
+import type { Dial } from "./Dial";
+import type { DialBatchMsg } from "./DialBatchMsg";
+import type { DialClearScope } from "./DialClearScope";
+import type { DialFilter } from "./DialFilter";
+import type { DialPage } from "./DialPage";
+import type { DialSource } from "./DialSource";
+import type { DialsStatus } from "./DialsStatus";
+import type { ErrorExplanation } from "./ErrorExplanation";
+import type { ExclusionTest } from "./ExclusionTest";
+import type { ExportSummary } from "./ExportSummary";
+import type { HubNotice } from "./HubNotice";
+import type { ImportSummary } from "./ImportSummary";
+import type { NotificationStatus } from "./NotificationStatus";
+import type { OpStats } from "./OpStats";
+import type { PairingInvite } from "./PairingInvite";
+import type { PhoneAutonomy } from "./PhoneAutonomy";
+import type { PhoneLinesSnapshot } from "./PhoneLinesSnapshot";
+import type { PhonesSnapshot } from "./PhonesSnapshot";
+import type { Settings } from "./Settings";
+
+/** Every command: what the window sends and what it gets back. */
+export type Commands = {
+  app_info: { args: Record<string, never>; ret: AppInfo };
+  get_settings: { args: Record<string, never>; ret: Settings };
+  save_settings: { args: { settings: Settings }; ret: Settings };
+  diagnostics: { args: Record<string, never>; ret: Diagnostics };
+  phones_snapshot: { args: Record<string, never>; ret: PhonesSnapshot };
+  open_pairing: { args: Record<string, never>; ret: PairingInvite };
+  close_pairing: { args: Record<string, never>; ret: void };
+  unpair_phone: { args: { deviceId: string }; ret: boolean };
+  bridge_snapshot: { args: Record<string, never>; ret: BridgeSnapshot };
+  explain_error: { args: { text: string; caller?: string | null; endpoint?: string | null }; ret: ErrorExplanation };
+  phone_lines_snapshot: { args: Record<string, never>; ret: PhoneLinesSnapshot };
+  open_pairings_file: { args: { path: string }; ret: PhoneLinesSnapshot };
+  close_pairings_file: { args: Record<string, never>; ret: PhoneLinesSnapshot };
+  attach_describe: { args: { identifier: string; text: string }; ret: PhoneLinesSnapshot };
+  revoke_phone_line: { args: { identifier: string; confirm: boolean }; ret: PhoneLinesSnapshot };
+  test_exclusion: { args: { identifier: string; path: string }; ret: ExclusionTest };
+  add_known_phone_line: { args: { identifier: string; name: string }; ret: PhoneLinesSnapshot };
+  remove_known_phone_line: { args: { identifier: string }; ret: PhoneLinesSnapshot };
+  dials_query: { args: { filter?: DialFilter | null; source?: DialSource | null }; ret: DialPage };
+  dials_stats: { args: { filter?: DialFilter | null; source?: DialSource | null }; ret: Array<OpStats> };
+  dials_subscribe: { args: { filter?: DialFilter | null; source?: DialSource | null; channel: { onmessage: (message: DialBatchMsg) => void } }; ret: number };
+  dials_unsubscribe: { args: { id: number }; ret: boolean };
+  dials_get: { args: { id: string; startMs?: number | null; source?: DialSource | null }; ret: Dial | null };
+  dials_export: { args: { filter?: DialFilter | null; path: string; source?: DialSource | null }; ret: ExportSummary };
+  dials_import: { args: { path: string }; ret: ImportSummary };
+  dials_close_import: { args: Record<string, never>; ret: void };
+  dials_clear: { args: { scope: DialClearScope }; ret: number };
+  dials_status: { args: Record<string, never>; ret: DialsStatus };
+  dial_banner: { args: { dialId: string; startMs?: number | null; source?: DialSource | null }; ret: Banner | null };
+  confirmations_snapshot: { args: Record<string, never>; ret: ConfirmationsSnapshot };
+  autonomy_table: { args: { phone: string }; ret: PhoneAutonomy };
+  notification_status: { args: Record<string, never>; ret: NotificationStatus };
+};
+
+/** A command's name. */
+export type CommandName = keyof Commands;
+
+/** Every event the window listens to, with its payload. */
+export type AppEvents = {
+  "switchboard://phones": null;
+  "switchboard://phone-lines": null;
+  "switchboard://confirmations": null;
+  "switchboard://notice": HubNotice;
+};
+
+/** An event's name. */
+export type AppEventName = keyof AppEvents;
