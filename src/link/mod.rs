@@ -10,8 +10,14 @@
 //! - [`identity`]: the desktop's Ed25519 key and self-signed TLS certificate, made once.
 //! - [`trust`]: the trust file of paired phones (pairing records), written atomically.
 //! - [`pairing`]: pairing windows and codes, the invitation link and QR, the signed bytes.
-//! - [`server`]: [`Link`] — [`bind`], [`Link::run`], [`Link::open_pairing`], [`Link::send`],
-//!   [`Link::unpair`], [`Link::diagnostics`]; the app receives [`LinkEvent`]s.
+//! - [`server`]: the listener and [`Link`] — [`bind`], [`Link::run`], [`Link::open_pairing`],
+//!   [`Link::send`], [`Link::unpair`], [`Link::diagnostics`].
+//! - `config`: [`LinkConfig`], [`DEFAULT_PORT`], [`FrameLog`].
+//! - `event`: the [`LinkEvent`]s the app receives, and the [`MessageCredit`] they carry.
+//! - `shared`: the state the [`Link`] handle and every connection share.
+//! - `connection`: one phone's socket: handshakes, the read/write loop, credits, drains; its
+//!   children `connection::pair` (`pair.request` / `pair.complete`) and `connection::hello`
+//!   (the phone's `control.hello`).
 //! - [`diagnostics`]: addresses, port, mDNS state, recent failures in plain words.
 //! - [`tls`]: TLS 1.3 server config and the phone's certificate-pinning verifier.
 //! - [`phone_client`]: a phone end in Rust, for tests and the `switchboard-phone` tool.
@@ -31,13 +37,17 @@
 //! `pair.grant` declare no capabilities, [`Link::send`] takes only the ifp outgoing type, and
 //! the one writer refuses `action.approve`, `action.reject` and `action.cancel` as a last guard.
 
+mod config;
+mod connection;
 pub mod diagnostics;
+mod event;
 pub mod identity;
 mod mdns;
 pub mod pairing;
 pub mod phone_client;
 pub mod secret_store;
 pub mod server;
+mod shared;
 pub mod tls;
 pub mod trust;
 mod wire;

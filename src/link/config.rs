@@ -1,0 +1,60 @@
+//! The link's settings: the default port, where the trust file lives, timers, limits, the clock.
+//!
+//! Why a file of its own: the listener ([`super::server`]), the state every connection shares
+//! ([`super::shared`]) and the connections ([`super::connection`]) all read these settings,
+//! so they sit below all three. `docs/protocol.md`, "Link: pairing and sessions".
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::pairing::{Clock, SystemClock, PAIRING_TTL_MS};
+
+/// The link's default TCP port.
+pub const DEFAULT_PORT: u16 = 47470;
+
+/// A shared log of every frame the desktop writes (text as sent), for tests and support.
+pub type FrameLog = Arc<Mutex<Vec<String>>>;
+
+/// Settings of a [`Link`].
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    /// Folder holding the trust file.
+    pub data_dir: PathBuf,
+    /// ifp versions this desktop speaks, inclusive (default [`crate::app_info::IFP_RANGE`]).
+    pub protocol: (u32, u32),
+    /// How often the desktop sends `control.ping` to a connected phone (default 15 s).
+    pub ping_interval: Duration,
+    /// Silence after which a phone counts as gone (default 45 s).
+    pub dead_after: Duration,
+    /// How long a connection may stay without a valid hello (default 60 s).
+    pub hello_timeout: Duration,
+    /// Most connections at once (default 32).
+    pub max_connections: usize,
+    /// How long a pairing code lives, ms (default [`PAIRING_TTL_MS`]).
+    pub pairing_ttl_ms: u64,
+    /// Advertise over mDNS (default true; tests turn it off).
+    pub mdns: bool,
+    /// Wall clock (default [`SystemClock`]).
+    pub clock: Arc<dyn Clock>,
+    /// If set, every frame the desktop writes is appended here.
+    pub frame_log: Option<FrameLog>,
+}
+
+impl LinkConfig {
+    /// Defaults, with the trust file in `data_dir`.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            data_dir: data_dir.into(),
+            protocol: crate::app_info::IFP_RANGE,
+            ping_interval: Duration::from_secs(15),
+            dead_after: Duration::from_secs(45),
+            hello_timeout: Duration::from_secs(60),
+            max_connections: 32,
+            pairing_ttl_ms: PAIRING_TTL_MS,
+            mdns: true,
+            clock: Arc::new(SystemClock),
+            frame_log: None,
+        }
+    }
+}

@@ -1,0 +1,530 @@
+//! One phone's connection: TLS and WebSocket handshakes, the desktop's first `control.hello`,
+//! then the per-socket read/write loop (keepalive, commands from the [`Link`](super::Link),
+//! message credits, bounded drains of buffered frames, the dial shortcut).
+//!
+//! Why a file of its own: the listener ([`super::server`]) only accepts sockets and hands each
+//! to [`serve`]; everything that happens on one socket is here. The two protocols a connection
+//! speaks before it is live are its children: [`pair`] (`pair.request` / `pair.complete`) and
+//! [`hello`] (the phone's `control.hello`). `ifp1-notes.md`, "Pairing and identity";
+//! `docs/protocol.md`, "Link: pairing and sessions".
+
+mod hello;
+mod pair;
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
+use serde_json::{Map, Value};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::time::{sleep_until, timeout, Instant};
+use tokio_rustls::server::TlsStream;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_tungstenite::WebSocketStream;
+
+use self::pair::Grant;
+use super::diagnostics::FailureKind;
+use super::event::{LinkEvent, MessageCredit, MAX_UNAPPLIED};
+use super::pairing::desktop_intro_signed_bytes;
+use super::shared::{lock, Command, Shared};
+use super::trust::PairedPhone;
+use super::wire::{self, ifp};
+use crate::phone_events::{DialFrame, SharedStrings};
+
+/// Most frames already buffered on a connection handled in one go, before the connection
+/// looks at its timers, commands and shutdown again.
+pub const DRAIN_MAX: usize = 64;
+
+fn ws_config() -> WebSocketConfig {
+    WebSocketConfig::default()
+        .max_message_size(Some(ifp::MAX_FRAME_BYTES))
+        .max_frame_size(Some(ifp::MAX_FRAME_BYTES))
+}
+
+/// Serves one accepted socket until it closes or `stop` turns true.
+pub(super) async fn serve(
+    shared: Arc<Shared>,
+    tcp: TcpStream,
+    peer: SocketAddr,
+    stop: watch::Receiver<bool>,
+) {
+    let handshake = Duration::from_secs(10);
+    // Frames and acknowledgements are small and latency matters: no Nagle delay.
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!("link: TCP_NODELAY on {peer}: {e}");
+    }
+    let tls = match timeout(handshake, shared.acceptor.accept(tcp)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            let alert = e
+                .get_ref()
+                .and_then(|i| i.downcast_ref::<rustls::Error>())
+                .map(|r| matches!(r, rustls::Error::AlertReceived(_)))
+                .unwrap_or(false);
+            if alert {
+                shared.fail(
+                    FailureKind::CertificateMismatch,
+                    format!("the peer at {peer} refused this desktop's TLS certificate ({e}): it expects another certificate fingerprint; this desktop's is {}", shared.identity.cert_fingerprint()),
+                    None,
+                    Some(peer),
+                );
+            } else {
+                shared.fail(
+                    FailureKind::Handshake,
+                    format!("TLS handshake with {peer} failed: {e}"),
+                    None,
+                    Some(peer),
+                );
+            }
+            return;
+        }
+        Err(_) => {
+            shared.fail(
+                FailureKind::Handshake,
+                format!("TLS handshake with {peer} took over 10 s"),
+                None,
+                Some(peer),
+            );
+            return;
+        }
+    };
+    let ws = match timeout(
+        handshake,
+        tokio_tungstenite::accept_async_with_config(tls, Some(ws_config())),
+    )
+    .await
+    {
+        Ok(Ok(ws)) => ws,
+        Ok(Err(e)) => {
+            shared.fail(
+                FailureKind::Handshake,
+                format!("WebSocket upgrade from {peer} failed: {e}"),
+                None,
+                Some(peer),
+            );
+            return;
+        }
+        Err(_) => return,
+    };
+    let conn = shared.next_conn.fetch_add(1, Ordering::SeqCst);
+    let mut c = Conn {
+        nonce: wire::random_token(),
+        shared,
+        ws,
+        peer,
+        conn,
+        stage: Stage::Fresh,
+        unapplied: Arc::new(Semaphore::new(MAX_UNAPPLIED)),
+        dials: Vec::new(),
+        dials_permit: None,
+        shared_strings: SharedStrings::default(),
+    };
+    c.run(stop).await;
+}
+
+enum Stage {
+    Fresh,
+    Granted(Box<Grant>),
+    /// `phone` is `device_id` again, shared by the dials read on this connection.
+    Live {
+        device_id: String,
+        phone: Arc<str>,
+    },
+}
+
+enum Flow {
+    Continue,
+    Close,
+}
+
+struct Conn {
+    shared: Arc<Shared>,
+    ws: WebSocketStream<TlsStream<TcpStream>>,
+    peer: SocketAddr,
+    nonce: String,
+    conn: u64,
+    stage: Stage,
+    /// [`MAX_UNAPPLIED`] slots for this connection's messages held by the app.
+    unapplied: Arc<Semaphore>,
+    /// Dials read but not yet handed to the app ([`Conn::emit_dials`]), and their slots.
+    dials: Vec<DialFrame>,
+    dials_permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// The strings this connection's dials repeat ([`SharedStrings`]).
+    shared_strings: SharedStrings,
+}
+
+impl Conn {
+    async fn run(&mut self, mut stop: watch::Receiver<bool>) {
+        let cfg = self.shared.config.clone();
+        let fp = self.shared.identity.cert_fingerprint().to_string();
+        let intro = ifp::OutgoingMessage::Hello(ifp::ControlHello {
+            device_id: self.shared.identity.device_id(),
+            proof: self
+                .shared
+                .identity
+                .sign_b64(&desktop_intro_signed_bytes(&self.nonce, &fp)),
+            capabilities: vec![],
+            protocol: ifp::ProtocolVersions {
+                min: cfg.protocol.0.into(),
+                max: cfg.protocol.1.into(),
+            },
+        });
+        let mut ext = Map::new();
+        ext.insert("x-ifp-nonce".into(), Value::from(self.nonce.clone()));
+        let mut reason = String::from("connection closed");
+        if self.send(intro, None, ext).await.is_err() {
+            return;
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
+        let mut tx = Some(tx);
+        let started = Instant::now();
+        let mut last_rx = Instant::now();
+        let mut next_ping = Instant::now() + cfg.ping_interval;
+        loop {
+            let live = matches!(self.stage, Stage::Live { .. });
+            let deadline = if live {
+                last_rx + cfg.dead_after
+            } else {
+                started + cfg.hello_timeout
+            };
+            let ping_at = if live {
+                next_ping
+            } else {
+                deadline + Duration::from_secs(3600)
+            };
+            tokio::select! {
+                _ = stop.changed() => {
+                    reason = "the desktop is shutting down".into();
+                    self.close(CloseCode::Away, &reason).await;
+                    break;
+                }
+                _ = sleep_until(deadline) => {
+                    reason = if live {
+                        format!("no frame within {} s (keepalive)", cfg.dead_after.as_secs_f32())
+                    } else {
+                        format!("no valid control.hello within {} s", cfg.hello_timeout.as_secs_f32())
+                    };
+                    if live {
+                        let dev = self.device().map(str::to_string);
+                        self.shared.fail(FailureKind::Timeout, format!("phone {} went silent: {reason}", dev.as_deref().unwrap_or("?")), dev.as_deref(), Some(self.peer));
+                    }
+                    self.close(CloseCode::Policy, &reason).await;
+                    break;
+                }
+                _ = sleep_until(ping_at) => {
+                    next_ping = Instant::now() + cfg.ping_interval;
+                    if self.send(ifp::OutgoingMessage::Ping, None, Map::new()).await.is_err() {
+                        reason = "write failed".into();
+                        break;
+                    }
+                }
+                cmd = rx.recv(), if live => {
+                    match cmd {
+                        Some(Command::Send(f)) => {
+                            let written = self.write_frame(f).await;
+                            if written.is_err() {
+                                reason = "write failed".into();
+                                break;
+                            }
+                        }
+                        Some(Command::Revoke(why)) => {
+                            let target = self.device().map(str::to_string);
+                            let revoke = ifp::OutgoingMessage::DesktopRequest(ifp::DesktopRequest {
+                                kind: ifp::DesktopRequestKind::Unpair,
+                                target,
+                            });
+                            let _ = self.send(revoke, None, Map::new()).await;
+                            reason = why;
+                            self.close(CloseCode::Normal, "unpaired").await;
+                            break;
+                        }
+                        Some(Command::Close(why)) => {
+                            reason = why;
+                            self.close(CloseCode::Normal, &reason).await;
+                            break;
+                        }
+                        None => {}
+                    }
+                }
+                msg = self.ws.next() => {
+                    last_rx = Instant::now();
+                    let mut flow = self.on_message(msg, &mut tx, &mut reason).await;
+                    // Frames already buffered are handled here rather than one select (and its
+                    // timers) per frame; bounded, so commands, pings and shutdown get their turn.
+                    let mut drained = 0;
+                    while matches!(flow, Flow::Continue) && drained < DRAIN_MAX {
+                        let Some(msg) = self.ws.next().now_or_never() else {
+                            break;
+                        };
+                        drained += 1;
+                        flow = self.on_message(msg, &mut tx, &mut reason).await;
+                    }
+                    self.emit_dials();
+                    if let Flow::Close = flow { break; }
+                }
+            }
+        }
+        self.emit_dials();
+        if let Stage::Live { device_id, .. } = &self.stage {
+            let mut sessions = lock(&self.shared.sessions);
+            if sessions.get(device_id).map(|s| s.conn) == Some(self.conn) {
+                sessions.remove(device_id);
+            }
+            drop(sessions);
+            self.shared.emit(LinkEvent::PhoneDisconnected {
+                device_id: device_id.clone(),
+                reason,
+            });
+        }
+    }
+
+    /// Handles one read from the socket (a frame, a close, an error); `reason` is set when the
+    /// connection ends.
+    async fn on_message(
+        &mut self,
+        msg: Option<Result<Message, tungstenite::Error>>,
+        tx: &mut Option<mpsc::UnboundedSender<Command>>,
+        reason: &mut String,
+    ) -> Flow {
+        // Dials, the bulk of what a phone sends, are read in one pass and go to the app together
+        // (`emit_dials`); anything else, including a dial the shortcut does not vouch for, is
+        // handled after the dials before it.
+        if let (Some(Ok(Message::Text(t))), Stage::Live { phone, .. }) = (&msg, &self.stage) {
+            if let Some(frame) =
+                DialFrame::parse_shared(t.as_str(), phone, &mut self.shared_strings)
+            {
+                let permit = match Arc::clone(&self.unapplied).try_acquire_owned() {
+                    Ok(p) => p,
+                    Err(_) => {
+                        // The app holds the budget: hand it what is read, then wait.
+                        self.emit_dials();
+                        let Ok(p) = Arc::clone(&self.unapplied).acquire_owned().await else {
+                            return Flow::Close;
+                        };
+                        p
+                    }
+                };
+                match &mut self.dials_permit {
+                    Some(p) => p.merge(permit),
+                    None => self.dials_permit = Some(permit),
+                }
+                self.dials.push(frame);
+                if self.dials.len() >= DRAIN_MAX {
+                    self.emit_dials();
+                }
+                return Flow::Continue;
+            }
+        }
+        self.emit_dials();
+        match msg {
+            None => {
+                *reason = "the phone closed the connection".into();
+                Flow::Close
+            }
+            Some(Ok(Message::Text(t))) => self.on_frame(t.as_bytes(), tx).await,
+            Some(Ok(Message::Binary(_))) => {
+                self.refuse_frame(
+                    "binary WebSocket frames are not used by ifp/1; send JSON text".into(),
+                )
+                .await
+            }
+            Some(Ok(Message::Close(_))) => {
+                *reason = "the phone closed the connection".into();
+                Flow::Close
+            }
+            Some(Ok(_)) => Flow::Continue,
+            Some(Err(tungstenite::Error::Capacity(e))) => {
+                let words = format!("frame over the 1 MiB limit ({e}); connection closed");
+                let dev = self.device().map(str::to_string);
+                self.shared.fail(
+                    FailureKind::OversizeFrame,
+                    format!("{} sent a {words}", self.peer),
+                    dev.as_deref(),
+                    Some(self.peer),
+                );
+                self.refuse(ifp::ErrorClass::InvalidEnvelope, words, None)
+                    .await;
+                self.close(CloseCode::Size, "frame over 1 MiB").await;
+                *reason = "oversize frame".into();
+                Flow::Close
+            }
+            Some(Err(e)) => {
+                *reason = format!("connection error: {e}");
+                Flow::Close
+            }
+        }
+    }
+
+    /// Hands the dials read so far to the app as one [`LinkEvent::Dials`].
+    fn emit_dials(&mut self) {
+        if self.dials.is_empty() {
+            return;
+        }
+        let frames = std::mem::take(&mut self.dials);
+        let Some(permit) = self.dials_permit.take() else {
+            return;
+        };
+        if let Stage::Live { device_id, .. } = &self.stage {
+            self.shared.emit(LinkEvent::Dials {
+                device_id: device_id.clone(),
+                frames,
+                credit: MessageCredit(Arc::new(permit)),
+            });
+        }
+    }
+
+    fn device(&self) -> Option<&str> {
+        match &self.stage {
+            Stage::Live { device_id, .. } => Some(device_id),
+            Stage::Granted(g) => Some(&g.device_id),
+            Stage::Fresh => None,
+        }
+    }
+
+    async fn close(&mut self, code: CloseCode, why: &str) {
+        let frame = CloseFrame {
+            code,
+            reason: why.chars().take(100).collect::<String>().into(),
+        };
+        let _ = timeout(Duration::from_secs(2), self.ws.close(Some(frame))).await;
+    }
+
+    async fn send(
+        &mut self,
+        msg: ifp::OutgoingMessage,
+        parent: Option<String>,
+        ext: Map<String, Value>,
+    ) -> Result<(), ()> {
+        let now = self.shared.config.clock.now_ms();
+        match wire::frame(&self.shared.sender(), &msg, now, parent, ext) {
+            Ok(f) => self.write_frame(f).await,
+            Err(e) => {
+                // A bug in Switchboard, not peer input: say so and keep the connection.
+                tracing::error!("link could not frame {:?}: {e}", msg.kind());
+                Ok(())
+            }
+        }
+    }
+
+    /// The one writer: only [`ifp::OutgoingFrame`]s reach the socket.
+    async fn write_frame(&mut self, frame: ifp::OutgoingFrame) -> Result<(), ()> {
+        let text = frame.into_string();
+        if let Some(log) = &self.shared.config.frame_log {
+            lock(log).push(text.clone());
+        }
+        self.ws.send(Message::text(text)).await.map_err(|_| ())
+    }
+
+    async fn refuse(&mut self, class: ifp::ErrorClass, detail: String, parent: Option<String>) {
+        let msg = ifp::OutgoingMessage::Error(ifp::ErrorPayload {
+            class,
+            detail: Some(detail),
+            current_generation: None,
+        });
+        let _ = self.send(msg, parent, Map::new()).await;
+    }
+
+    async fn refuse_frame(&mut self, detail: String) -> Flow {
+        let dev = self.device().map(str::to_string);
+        self.shared.fail(
+            FailureKind::InvalidFrame,
+            format!("{} sent an invalid frame: {detail}", self.peer),
+            dev.as_deref(),
+            Some(self.peer),
+        );
+        self.refuse(ifp::ErrorClass::InvalidEnvelope, detail, None)
+            .await;
+        Flow::Continue
+    }
+
+    async fn on_frame(
+        &mut self,
+        bytes: &[u8],
+        tx: &mut Option<mpsc::UnboundedSender<Command>>,
+    ) -> Flow {
+        let env = match ifp::validate_frame(bytes) {
+            Ok(env) => env,
+            Err(rej) => {
+                let dev = self.device().map(str::to_string);
+                self.shared.fail(
+                    FailureKind::InvalidFrame,
+                    format!("{} sent an invalid frame: {}", self.peer, rej.reason),
+                    dev.as_deref(),
+                    Some(self.peer),
+                );
+                self.refuse(rej.class, rej.reason, None).await;
+                return Flow::Continue;
+            }
+        };
+        let kind = env.r#type.clone();
+        if kind == "control.ping" {
+            let _ = self
+                .send(ifp::OutgoingMessage::Pong, Some(env.id.clone()), Map::new())
+                .await;
+            return Flow::Continue;
+        }
+        if kind == "control.pong" {
+            return Flow::Continue;
+        }
+        match &self.stage {
+            Stage::Live { device_id, .. } => {
+                let device_id = device_id.clone();
+                if kind == "control.hello" || kind.starts_with("pair.") {
+                    self.refuse(
+                        ifp::ErrorClass::InvalidEnvelope,
+                        format!("`{kind}` after a successful hello on this connection"),
+                        Some(env.id),
+                    )
+                    .await;
+                    return Flow::Continue;
+                }
+                if let Some(d) = &env.device {
+                    if d != &device_id {
+                        self.refuse(
+                            ifp::ErrorClass::UnauthorizedDevice,
+                            format!("device: this connection belongs to {device_id}, not {d}"),
+                            Some(env.id),
+                        )
+                        .await;
+                        return Flow::Continue;
+                    }
+                }
+                let Ok(permit) = Arc::clone(&self.unapplied).acquire_owned().await else {
+                    return Flow::Close;
+                };
+                self.shared.emit(LinkEvent::Message {
+                    device_id,
+                    envelope: Box::new(env),
+                    credit: MessageCredit(Arc::new(permit)),
+                });
+                Flow::Continue
+            }
+            _ => match kind.as_str() {
+                "pair.request" => self.on_pair_request(env).await,
+                "pair.complete" => self.on_pair_complete(env).await,
+                "control.hello" => self.on_hello(env, tx).await,
+                other => {
+                    self.refuse(
+                        ifp::ErrorClass::UnauthorizedDevice,
+                        format!("`{other}` before control.hello: say hello (or pair) first"),
+                        Some(env.id),
+                    )
+                    .await;
+                    Flow::Continue
+                }
+            },
+        }
+    }
+
+    fn pinned(&self, device_id: &str) -> Option<PairedPhone> {
+        lock(&self.shared.trust)
+            .iter()
+            .find(|p| p.device_id == device_id)
+            .cloned()
+    }
+}

@@ -1,0 +1,176 @@
+//! The hello protocol, desktop side: the phone's `control.hello` (pinned key, proof over this
+//! connection's nonce, common protocol version), after which the connection is a live session.
+//!
+//! Why a file of its own: hello is where a paired phone is authenticated on each connection;
+//! keeping it apart from the read loop ([`super`]) keeps its checks in one short file. The
+//! desktop's own first hello (the nonce) is sent by the read loop. `ifp1-notes.md`, "Pairing
+//! and identity"; `docs/protocol.md`, "Link: pairing and sessions".
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use super::pair::{identity_changed_words, verify};
+use super::{Conn, Flow, Stage};
+use crate::link::diagnostics::FailureKind;
+use crate::link::event::LinkEvent;
+use crate::link::pairing::{desktop_hello_signed_bytes, hello_signed_bytes};
+use crate::link::shared::{lock, Command, Session};
+use crate::link::wire::ifp;
+
+impl Conn {
+    /// `control.hello`: authenticates the phone and makes this connection its live session.
+    pub(super) async fn on_hello(
+        &mut self,
+        env: ifp::Envelope,
+        tx: &mut Option<mpsc::UnboundedSender<Command>>,
+    ) -> Flow {
+        let p = &env.payload;
+        let device_id = p
+            .get("device_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let proof = p.get("proof").and_then(Value::as_str).unwrap_or("");
+        let Some(known) = self.pinned(&device_id) else {
+            let words = format!("{device_id} is not paired with this desktop");
+            self.shared.fail(
+                FailureKind::UnknownDevice,
+                format!("hello from {}: {words}", self.peer),
+                Some(&device_id),
+                Some(self.peer),
+            );
+            self.refuse(ifp::ErrorClass::UnauthorizedDevice, words, Some(env.id))
+                .await;
+            return Flow::Close;
+        };
+        if let Some(presented) = env.ext.get("x-ifp-public-key").and_then(Value::as_str) {
+            if presented != known.public_key {
+                let words = identity_changed_words(&device_id, &known.public_key, presented);
+                self.shared.fail(
+                    FailureKind::IdentityChanged,
+                    words.clone(),
+                    Some(&device_id),
+                    Some(self.peer),
+                );
+                self.refuse(ifp::ErrorClass::UnauthorizedDevice, words, Some(env.id))
+                    .await;
+                return Flow::Close;
+            }
+        }
+        let fp = self.shared.identity.cert_fingerprint().to_string();
+        if !verify(
+            &known.public_key,
+            &hello_signed_bytes(&self.nonce, &device_id, &fp),
+            proof,
+        ) {
+            let words = format!(
+                "the hello proof of {device_id} does not verify for this connection's nonce (forged or replayed)"
+            );
+            self.shared.fail(
+                FailureKind::BadProof,
+                format!("hello from {}: {words}", self.peer),
+                Some(&device_id),
+                Some(self.peer),
+            );
+            self.refuse(ifp::ErrorClass::UnauthorizedDevice, words, Some(env.id))
+                .await;
+            return Flow::Close;
+        }
+        let (dmin, dmax) = self.shared.config.protocol;
+        let range = p.get("protocol").and_then(Value::as_object);
+        let num = |k: &str| {
+            range
+                .and_then(|r| r.get(k))
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+        };
+        let (pmin, pmax) = match (num("min"), num("max")) {
+            (Some(a), Some(b)) if a >= 1 && a <= b => (a, b),
+            _ => {
+                self.refuse(
+                    ifp::ErrorClass::InvalidEnvelope,
+                    "payload.protocol: expected {min, max} integers with 1 <= min <= max".into(),
+                    Some(env.id),
+                )
+                .await;
+                return Flow::Close;
+            }
+        };
+        let lo = pmin.max(dmin);
+        let hi = pmax.min(dmax);
+        if lo > hi {
+            let words = format!(
+                "no common protocol version: the phone speaks {pmin}..{pmax}, this desktop speaks {dmin}..{dmax}"
+            );
+            self.shared.fail(
+                FailureKind::VersionMismatch,
+                format!("hello from {device_id}: {words}"),
+                Some(&device_id),
+                Some(self.peer),
+            );
+            self.refuse(ifp::ErrorClass::UnsupportedVersion, words, Some(env.id))
+                .await;
+            return Flow::Close;
+        }
+        let now = self.shared.config.clock.now_ms();
+        let peer = self.peer.to_string();
+        if let Err(e) = self.shared.update_trust(|list| {
+            if let Some(r) = list.iter_mut().find(|r| r.device_id == device_id) {
+                r.last_seen_ms = Some(now);
+                r.last_address = Some(peer.clone());
+            }
+        }) {
+            self.shared.fail(
+                FailureKind::TrustFile,
+                format!("could not record last-seen of {device_id}: {e}"),
+                Some(&device_id),
+                Some(self.peer),
+            );
+        }
+        let Some(sender) = tx.take() else {
+            return Flow::Close;
+        };
+        let old = lock(&self.shared.sessions).insert(
+            device_id.clone(),
+            Session {
+                conn: self.conn,
+                tx: sender,
+            },
+        );
+        if let Some(old) = old {
+            let _ = old
+                .tx
+                .send(Command::Close("replaced by a newer connection".into()));
+        }
+        self.stage = Stage::Live {
+            device_id: device_id.clone(),
+            phone: Arc::from(device_id.as_str()),
+        };
+        let proof = self.shared.identity.sign_b64(&desktop_hello_signed_bytes(
+            &self.nonce,
+            &device_id,
+            &fp,
+        ));
+        let hello = ifp::OutgoingMessage::Hello(ifp::ControlHello {
+            device_id: self.shared.identity.device_id(),
+            proof,
+            capabilities: vec![],
+            protocol: ifp::ProtocolVersions {
+                min: hi.into(),
+                max: hi.into(),
+            },
+        });
+        if self.send(hello, Some(env.id), Map::new()).await.is_err() {
+            return Flow::Close;
+        }
+        self.shared.emit(LinkEvent::PhoneConnected {
+            device_id,
+            label: known.label,
+            address: self.peer.to_string(),
+            version: hi,
+        });
+        Flow::Continue
+    }
+}

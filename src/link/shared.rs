@@ -1,0 +1,156 @@
+//! The state the [`Link`](super::Link) handle and every connection share: identity, TLS
+//! acceptor, settings, pinned phones, the open pairing window, live sessions, diagnostics.
+//!
+//! Why a file of its own: the listener ([`super::server`]) owns it and the connections
+//! ([`super::connection`]) read and update it; both sit above this file, so neither has to
+//! reach into the other for it. Every lock here is a std [`Mutex`], not an async one: each is
+//! held for a few field reads or a trust-file write and never across an `.await`.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
+
+use tokio::sync::mpsc;
+use tokio_rustls::TlsAcceptor;
+
+use super::config::{LinkConfig, DEFAULT_PORT};
+use super::diagnostics::{FailureKind, LinkFailure, MdnsStatus, MAX_FAILURES_KEPT};
+use super::event::LinkEvent;
+use super::identity::DesktopIdentity;
+use super::pairing::{invite, PairingInvite, PairingWindow};
+use super::trust::{PairedPhone, TrustError, TrustFile};
+use super::wire::{ifp, Sender};
+
+/// What the [`Link`](super::Link) handle asks of one live connection.
+pub(super) enum Command {
+    /// Write this frame (from [`Link::send`](super::Link::send)).
+    Send(ifp::OutgoingFrame),
+    /// Tell the phone it was unpaired (`pair.revoke`), then close; the words are the reason.
+    Revoke(String),
+    /// Close with these words (e.g. a newer connection of the same phone replaced this one).
+    Close(String),
+}
+
+/// A phone's live session: which connection holds it and how to reach that connection.
+pub(super) struct Session {
+    /// The connection's number (from [`Shared::next_conn`]), so an old connection ending does
+    /// not remove the session of the newer one that replaced it.
+    pub(super) conn: u64,
+    /// The connection's command channel.
+    pub(super) tx: mpsc::UnboundedSender<Command>,
+}
+
+/// The open pairing window and the address its invite names.
+pub(super) struct OpenPairing {
+    /// Code, expiry and tries left.
+    pub(super) window: PairingWindow,
+    /// The address the phone should dial.
+    pub(super) addr: IpAddr,
+}
+
+/// What [`Link::diagnostics`](super::Link::diagnostics) reports beyond the trust file and
+/// sessions.
+pub(super) struct Diag {
+    /// The listener's address, once [`Link::run`](super::Link::run) was called.
+    pub(super) bound: Option<SocketAddr>,
+    /// The mDNS advertisement's state.
+    pub(super) mdns: MdnsStatus,
+    /// The most recent failures, at most [`MAX_FAILURES_KEPT`], oldest first.
+    pub(super) failures: VecDeque<LinkFailure>,
+}
+
+/// The state behind every clone of a [`Link`](super::Link) and every connection task.
+pub(super) struct Shared {
+    /// The desktop's key and certificate.
+    pub(super) identity: DesktopIdentity,
+    /// TLS 1.3 acceptor built from `identity`.
+    pub(super) acceptor: TlsAcceptor,
+    /// The link's settings.
+    pub(super) config: LinkConfig,
+    /// Where the pinned phones are kept.
+    pub(super) trust_file: TrustFile,
+    /// The pinned phones, as last saved to `trust_file` (sync lock: held while saving, which
+    /// is a small atomic file write, never across an `.await`).
+    pub(super) trust: Mutex<Vec<PairedPhone>>,
+    /// The open pairing window, if any.
+    pub(super) pairing: Mutex<Option<OpenPairing>>,
+    /// Live sessions by device id.
+    pub(super) sessions: Mutex<HashMap<String, Session>>,
+    /// Where [`LinkEvent`]s go (unbounded: nothing is dropped; the app drains it).
+    pub(super) events: mpsc::UnboundedSender<LinkEvent>,
+    /// Listener address, mDNS state, recent failures.
+    pub(super) diag: Mutex<Diag>,
+    /// The next connection's number.
+    pub(super) next_conn: AtomicU64,
+}
+
+/// Locks a std mutex, recovering the data if a holder panicked (state stays usable).
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    /// This desktop as the sender of a frame.
+    pub(super) fn sender(&self) -> Sender {
+        Sender {
+            entity: self.identity.entity_id(),
+            device: self.identity.device_id(),
+        }
+    }
+
+    /// The invite for `window` at `addr` and the bound port ([`DEFAULT_PORT`] before
+    /// [`Link::run`](super::Link::run)).
+    pub(super) fn invite_for(&self, window: &PairingWindow, addr: IpAddr) -> PairingInvite {
+        let port = lock(&self.diag)
+            .bound
+            .map(|b| b.port())
+            .unwrap_or(DEFAULT_PORT);
+        invite(&addr, port, window, self.identity.cert_fingerprint())
+    }
+
+    /// Records a failure in diagnostics (the last [`MAX_FAILURES_KEPT`]) and tells the app.
+    pub(super) fn fail(
+        &self,
+        kind: FailureKind,
+        words: impl Into<String>,
+        device_id: Option<&str>,
+        address: Option<SocketAddr>,
+    ) {
+        let f = LinkFailure {
+            kind,
+            words: words.into(),
+            what_to_do: kind.what_to_do().to_string(),
+            device_id: device_id.map(str::to_string),
+            address: address.map(|a| a.to_string()),
+            at_ms: self.config.clock.now_ms(),
+        };
+        tracing::info!(kind = ?f.kind, "link failure: {}", f.words);
+        {
+            let mut d = lock(&self.diag);
+            if d.failures.len() >= MAX_FAILURES_KEPT {
+                d.failures.pop_front();
+            }
+            d.failures.push_back(f.clone());
+        }
+        let _ = self.events.send(LinkEvent::Failure(f));
+    }
+
+    /// Tells the app (a closed receiver is ignored).
+    pub(super) fn emit(&self, e: LinkEvent) {
+        let _ = self.events.send(e);
+    }
+
+    /// Applies `f` to a copy of the pinned phones, saves it, and only then keeps it.
+    pub(super) fn update_trust(
+        &self,
+        f: impl FnOnce(&mut Vec<PairedPhone>),
+    ) -> Result<(), TrustError> {
+        let mut trust = lock(&self.trust);
+        let mut next = trust.clone();
+        f(&mut next);
+        self.trust_file.save(&next)?;
+        *trust = next;
+        Ok(())
+    }
+}
