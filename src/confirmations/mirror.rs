@@ -10,7 +10,7 @@ use std::collections::{HashMap, VecDeque};
 use serde_json::{Map, Value};
 
 use super::catalogue::{bundled_catalogue, tool_info, PHONE_ACTION_TOOL};
-use super::texts::{finish, state_word, summary_of};
+use super::texts::{self, finish, summary_of};
 use super::view::{
     Anomaly, AnomalyKind, ChangeKind, ConfirmationView, ConfirmationsSnapshot, ConfirmedBy,
     HashCheck, MirrorChange, PhoneActionView, RejectReason, TimelineItem,
@@ -260,12 +260,7 @@ impl ConfirmationMirror {
         if !accepted_new {
             // A repeat, or a refused proposal: note it on the proposal we have, if any.
             let reason = outcome.reason.clone().unwrap_or_default();
-            let text = match outcome.verdict {
-                Verdict::AcknowledgedDuplicate => {
-                    "The same proposal again; acknowledged, nothing changed.".to_string()
-                }
-                _ => format!("A proposal the receiver refused: {reason}"),
-            };
+            let text = texts::proposal_not_new(outcome.verdict, &reason);
             return self.follow_up_on_existing(phone, env, outcome, now_ms, action_id, text, None);
         }
         let computed = params_hash(&Value::Object(p.params.clone()));
@@ -326,10 +321,7 @@ impl ConfirmationMirror {
             timeline_dropped: 0,
             anomalies: Vec::new(),
         };
-        let risk_text = format!(
-            "Proposed: {} (risk {}), expires {}.",
-            view.tool.name, view.risk, view.expires_at
-        );
+        let risk_text = texts::proposed(&view);
         push_timeline(&mut view, env, outcome, now_ms, risk_text);
         let mut anomalies = Vec::new();
         if !view.hash.matches {
@@ -339,10 +331,7 @@ impl ConfirmationMirror {
                 env,
                 now_ms,
                 AnomalyKind::ParamsHashMismatch,
-                format!(
-                    "The proposal's params_hash ({}) is not the hash of its params ({}): whoever proposed it computed the binding wrongly. The phone still judges approvals against the proposal's own hash, so the verdict is unchanged.",
-                    view.hash.given, view.hash.computed
-                ),
+                texts::params_hash_mismatch(&view.hash),
             ));
         }
         if let Some(list_risk) = view.tool.risk {
@@ -353,10 +342,7 @@ impl ConfirmationMirror {
                     env,
                     now_ms,
                     AnomalyKind::RiskDiffers,
-                    format!(
-                        "The proposal says risk {}, but the phone's tool list gives {} risk {}.",
-                        view.risk, view.tool.name, list_risk
-                    ),
+                    texts::risk_differs(&view, list_risk),
                 ));
             }
         }
@@ -407,7 +393,7 @@ impl ConfirmationMirror {
                 env,
                 now_ms,
                 AnomalyKind::Stray,
-                format!("{} about action {action_id}, which Switchboard never saw proposed by {phone}. {text}", env.r#type),
+                texts::stray(&env.r#type, action_id, phone, &text),
             ));
         };
         push_timeline(view, env, outcome, now_ms, text.clone());
@@ -462,23 +448,16 @@ impl ConfirmationMirror {
             .get(phone, action_id)
             .map(|c| (c.state, c.hash.given.clone(), c.expires_at.clone()));
         let Some((state_before, proposal_hash, expires_at)) = current else {
-            let why = outcome
-                .reason
-                .as_deref()
-                .map(|r| format!("The receiver said: {r}."))
-                .unwrap_or_default();
+            let why = texts::receiver_said(outcome.reason.as_deref());
             return self.add_stray(Self::anomaly(
                 phone,
                 action_id,
                 env,
                 now_ms,
                 AnomalyKind::Stray,
-                format!(
-                    "{} about action {action_id}, which Switchboard never saw proposed by {phone}. {why}",
-                    env.r#type
-                )
-                .trim_end()
-                .to_string(),
+                texts::stray(&env.r#type, action_id, phone, &why)
+                    .trim_end()
+                    .to_string(),
             ));
         };
         let reason = outcome.reason.clone().unwrap_or_default();
@@ -489,20 +468,14 @@ impl ConfirmationMirror {
                 outcome,
                 now_ms,
                 action_id,
-                format!(
-                    "{} repeated, identical; acknowledged, nothing changed.",
-                    env.r#type
-                ),
+                texts::repeated(&env.r#type),
                 None,
             ),
             Verdict::Rejected => {
                 let (kind, text) = match outcome.error_class {
                     Some(ErrorClass::ActionExpired) => (
                         AnomalyKind::ApprovedAfterExpiry,
-                        format!(
-                            "An approval came at {} (sent), after the proposal expired at {expires_at}; the phone treats it as expired and nothing runs.",
-                            env.ts
-                        ),
+                        texts::approved_after_expiry(&env.ts, &expires_at),
                     ),
                     Some(ErrorClass::BindingMismatch) => {
                         let given = match action {
@@ -511,23 +484,14 @@ impl ConfirmationMirror {
                         };
                         (
                             AnomalyKind::BindingMismatch,
-                            format!(
-                                "An approval named params_hash {given}, but the proposal's is {proposal_hash}: it approves different parameters from the ones proposed, so it was refused and the action is still waiting."
-                            ),
+                            texts::binding_mismatch(&given, &proposal_hash),
                         )
                     }
                     _ if state_before.is_terminal() => (
                         AnomalyKind::MessageAfterEnd,
-                        format!(
-                            "{} came after the action had already ended ({}); it was refused and nothing changed.",
-                            env.r#type,
-                            state_word(state_before)
-                        ),
+                        texts::message_after_end(&env.r#type, state_before),
                     ),
-                    _ => (
-                        AnomalyKind::Refused,
-                        format!("{} was refused: {reason}", env.r#type),
-                    ),
+                    _ => (AnomalyKind::Refused, texts::refused(&env.r#type, &reason)),
                 };
                 let mut changes = self.follow_up_on_existing(
                     phone,
@@ -553,32 +517,11 @@ impl ConfirmationMirror {
                         outcome,
                         now_ms,
                         action_id,
-                        format!("{} accepted.", env.r#type),
+                        texts::accepted(&env.r#type),
                         None,
                     );
                 };
-                let text = match action {
-                    Some(IncomingAction::Approve(a)) => match a.confirmation.mode {
-                        WireMode::UserConfirmed => {
-                            "Approved: the person confirmed it on the phone.".to_string()
-                        }
-                        WireMode::PolicyAuto => {
-                            "Approved by the phone's own policy (policy_auto), without asking the person.".to_string()
-                        }
-                    },
-                    Some(IncomingAction::Reject(r)) => format!(
-                        "Rejected: {}.",
-                        RejectReason::from_wire(r.reason_class).words()
-                    ),
-                    Some(IncomingAction::Result(r)) => match r.error_class {
-                        Some(c) => format!("Result: {} (error class {c}).", state_word(new_state)),
-                        None => format!("Result: {}.", state_word(new_state)),
-                    },
-                    Some(IncomingAction::Cancel(_)) => {
-                        "Cancelled by the runtime.".to_string()
-                    }
-                    _ => format!("{} accepted.", env.r#type),
-                };
+                let text = texts::accepted_action(action, new_state, &env.r#type);
                 if let Some(view) = self.find_mut(phone, action_id) {
                     push_timeline(view, env, outcome, now_ms, text);
                     view.updated_at_ms = now_ms;

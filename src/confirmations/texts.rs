@@ -7,9 +7,14 @@
 use serde_json::{Map, Value};
 
 use super::catalogue::PHONE_ACTION_TOOL;
-use super::view::{ConfirmationView, ConfirmedBy, PhoneActionView, RejectReason, ToolInfo};
-use crate::ifp::ActionState;
+use super::view::{
+    ConfirmationView, ConfirmedBy, HashCheck, PhoneActionView, RejectReason, ToolInfo,
+};
+use crate::ifp::envelope::Timestamp;
+use crate::ifp::payload::{ConfirmationMode as WireMode, IncomingAction};
+use crate::ifp::{ActionState, Verdict};
 use crate::phone_action;
+use crate::runtime::Risk;
 
 /// The description shown for the `phone_action` tool (the server's own tool, not in any phone's
 /// tool list).
@@ -131,4 +136,121 @@ fn phone_action_answer(
         m.insert("message".into(), Value::String(msg.into()));
     }
     Some(Value::Object(m))
+}
+
+/// The timeline text of a proposal that did not start a new one: a repeat (`verdict` is
+/// acknowledged-duplicate), or one the receiver refused (`reason`).
+pub(super) fn proposal_not_new(verdict: Verdict, reason: &str) -> String {
+    match verdict {
+        Verdict::AcknowledgedDuplicate => {
+            "The same proposal again; acknowledged, nothing changed.".to_string()
+        }
+        _ => format!("A proposal the receiver refused: {reason}"),
+    }
+}
+
+/// The timeline text of a new proposal: its tool, risk and expiry.
+pub(super) fn proposed(view: &ConfirmationView) -> String {
+    format!(
+        "Proposed: {} (risk {}), expires {}.",
+        view.tool.name, view.risk, view.expires_at
+    )
+}
+
+/// The anomaly text of a proposal whose `params_hash` is not the hash of its `params`.
+pub(super) fn params_hash_mismatch(hash: &HashCheck) -> String {
+    format!(
+        "The proposal's params_hash ({}) is not the hash of its params ({}): whoever proposed it computed the binding wrongly. The phone still judges approvals against the proposal's own hash, so the verdict is unchanged.",
+        hash.given, hash.computed
+    )
+}
+
+/// The anomaly text of a proposal whose risk differs from `list_risk`, the tool list's.
+pub(super) fn risk_differs(view: &ConfirmationView, list_risk: Risk) -> String {
+    format!(
+        "The proposal says risk {}, but the phone's tool list gives {} risk {}.",
+        view.risk, view.tool.name, list_risk
+    )
+}
+
+/// The anomaly text of a message of type `message_type` about `action_id`, which `phone` was
+/// never seen proposing; `tail` follows after a space (it may be empty).
+pub(super) fn stray(message_type: &str, action_id: &str, phone: &str, tail: &str) -> String {
+    format!(
+        "{message_type} about action {action_id}, which Switchboard never saw proposed by {phone}. {tail}"
+    )
+}
+
+/// `The receiver said: <reason>.`, or empty with no reason.
+pub(super) fn receiver_said(reason: Option<&str>) -> String {
+    reason
+        .map(|r| format!("The receiver said: {r}."))
+        .unwrap_or_default()
+}
+
+/// The timeline text of an identical repeat of a follow-up message.
+pub(super) fn repeated(message_type: &str) -> String {
+    format!("{message_type} repeated, identical; acknowledged, nothing changed.")
+}
+
+/// The anomaly text of an approval sent at `sent` after the proposal's `expires_at`.
+pub(super) fn approved_after_expiry(sent: &Timestamp, expires_at: &str) -> String {
+    format!(
+        "An approval came at {sent} (sent), after the proposal expired at {expires_at}; the phone treats it as expired and nothing runs."
+    )
+}
+
+/// The anomaly text of an approval naming `given` where the proposal's hash is `proposal_hash`.
+pub(super) fn binding_mismatch(given: &str, proposal_hash: &str) -> String {
+    format!(
+        "An approval named params_hash {given}, but the proposal's is {proposal_hash}: it approves different parameters from the ones proposed, so it was refused and the action is still waiting."
+    )
+}
+
+/// The anomaly text of a message that came after the action ended in `state`.
+pub(super) fn message_after_end(message_type: &str, state: ActionState) -> String {
+    format!(
+        "{message_type} came after the action had already ended ({}); it was refused and nothing changed.",
+        state_word(state)
+    )
+}
+
+/// The anomaly text of a message the receiver refused for `reason`.
+pub(super) fn refused(message_type: &str, reason: &str) -> String {
+    format!("{message_type} was refused: {reason}")
+}
+
+/// The timeline text of an accepted message that changed no state.
+pub(super) fn accepted(message_type: &str) -> String {
+    format!("{message_type} accepted.")
+}
+
+/// The timeline text of an accepted message that moved the action to `new_state`: how it was
+/// approved, why it was rejected, the result, or the cancellation.
+pub(super) fn accepted_action(
+    action: Option<&IncomingAction>,
+    new_state: ActionState,
+    message_type: &str,
+) -> String {
+    match action {
+        Some(IncomingAction::Approve(a)) => match a.confirmation.mode {
+            WireMode::UserConfirmed => {
+                "Approved: the person confirmed it on the phone.".to_string()
+            }
+            WireMode::PolicyAuto => {
+                "Approved by the phone's own policy (policy_auto), without asking the person."
+                    .to_string()
+            }
+        },
+        Some(IncomingAction::Reject(r)) => format!(
+            "Rejected: {}.",
+            RejectReason::from_wire(r.reason_class).words()
+        ),
+        Some(IncomingAction::Result(r)) => match r.error_class {
+            Some(c) => format!("Result: {} (error class {c}).", state_word(new_state)),
+            None => format!("Result: {}.", state_word(new_state)),
+        },
+        Some(IncomingAction::Cancel(_)) => "Cancelled by the runtime.".to_string(),
+        _ => accepted(message_type),
+    }
 }
