@@ -1,0 +1,622 @@
+//! The mirror: the state machine that follows every proposal a phone sends (`action.propose`)
+//! through its approval, rejection, result, cancellation or expiry, as the receiver judged each
+//! message, and records what was odd about it (see the [`crate::confirmations`] module doc).
+//!
+//! Why a module of its own: this is the one place that changes what the view shows; it reads
+//! messages the phone sent and never answers them.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde_json::{Map, Value};
+
+use super::catalogue::{bundled_catalogue, tool_info, PHONE_ACTION_TOOL};
+use super::texts::{self, finish, summary_of};
+use super::view::{
+    Anomaly, AnomalyKind, ChangeKind, ConfirmationView, ConfirmationsSnapshot, ConfirmedBy,
+    HashCheck, MirrorChange, PhoneActionView, RejectReason, TimelineItem,
+};
+use crate::ifp::envelope::{Envelope, Timestamp};
+use crate::ifp::payload::{ConfirmationMode as WireMode, IncomingAction, IncomingMessage};
+use crate::ifp::{params_hash, ActionState, ErrorClass, Outcome, Verdict};
+use crate::phone_action;
+use crate::runtime::{autonomy_table, Autonomy, AutonomyTable, ToolCatalogue};
+
+/// Most proposals kept in the waiting list (per mirror, all phones together).
+pub const MAX_WAITING: usize = 256;
+/// Most ended proposals kept in the history (per mirror, all phones together); oldest dropped.
+pub const MAX_ENDED: usize = 200;
+/// Most timeline entries kept per proposal (the first, the proposal, is always kept).
+pub const MAX_TIMELINE: usize = 32;
+/// Most anomalies kept per proposal.
+pub const MAX_ANOMALIES: usize = 16;
+/// Most stray messages (about actions never seen proposed) kept.
+pub const MAX_STRAY: usize = 50;
+/// The mirror: every proposal seen from every phone, bounded (module doc).
+#[derive(Debug, Clone)]
+pub struct ConfirmationMirror {
+    catalogue: Option<ToolCatalogue>,
+    waiting: Vec<ConfirmationView>,
+    ended: VecDeque<ConfirmationView>,
+    stray: VecDeque<Anomaly>,
+    ended_dropped: u64,
+    waiting_dropped: u64,
+    next_n: u64,
+    autonomy: HashMap<String, Autonomy>,
+}
+
+impl Default for ConfirmationMirror {
+    fn default() -> Self {
+        Self::new(None)
+    }
+}
+
+fn ts_ms(ts: &Timestamp) -> i64 {
+    ts.unix_seconds()
+        .saturating_mul(1000)
+        .saturating_add(i64::from(ts.nanos() / 1_000_000))
+}
+
+fn push_bounded<T>(list: &mut Vec<T>, item: T, cap: usize) -> bool {
+    if list.len() < cap {
+        list.push(item);
+        true
+    } else {
+        false
+    }
+}
+/// The phone's `message` in a payload, trimmed and cut at
+/// [`phone_action::MESSAGE_MAX_CHARS`] characters, and whether it was cut.
+fn cut_message(payload: &Map<String, Value>) -> (Option<String>, bool) {
+    let Some(m) = payload
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+    else {
+        return (None, false);
+    };
+    let cut = m.chars().count() > phone_action::MESSAGE_MAX_CHARS;
+    (
+        Some(m.chars().take(phone_action::MESSAGE_MAX_CHARS).collect()),
+        cut,
+    )
+}
+
+impl ConfirmationMirror {
+    /// An empty mirror; `catalogue` is the phone's tool list (tools not in it are shown as
+    /// unknown; with `None` every tool but `phone_action` is unknown).
+    pub fn new(catalogue: Option<ToolCatalogue>) -> Self {
+        Self {
+            catalogue,
+            waiting: Vec::new(),
+            ended: VecDeque::new(),
+            stray: VecDeque::new(),
+            ended_dropped: 0,
+            waiting_dropped: 0,
+            next_n: 0,
+            autonomy: HashMap::new(),
+        }
+    }
+
+    /// An empty mirror with the bundled OpenPhone tool list ([`bundled_catalogue`]); with no
+    /// tool list if it does not parse (logged).
+    pub fn with_bundled_catalogue() -> Self {
+        match bundled_catalogue() {
+            Ok(c) => Self::new(Some(c)),
+            Err(e) => {
+                tracing::warn!("bundled tool list unusable, tools shown as unknown: {e}");
+                Self::new(None)
+            }
+        }
+    }
+
+    /// The tool list in use.
+    pub fn catalogue(&self) -> Option<&ToolCatalogue> {
+        self.catalogue.as_ref()
+    }
+
+    /// Records the autonomy level a phone declared (when the hub learns it).
+    pub fn set_autonomy(&mut self, phone: &str, autonomy: Autonomy) {
+        self.autonomy.insert(phone.to_string(), autonomy);
+    }
+
+    /// The phone's autonomy level, and whether it is known; `ask_before_action` when unknown
+    /// (`openphone-runtime-protocol.md`, "Autonomy": the fallback with no session).
+    pub fn autonomy_of(&self, phone: &str) -> (Autonomy, bool) {
+        match self.autonomy.get(phone) {
+            Some(a) => (*a, true),
+            None => (Autonomy::AskBeforeAction, false),
+        }
+    }
+
+    /// "What this phone will ask you to confirm": [`autonomy_table`] over the tool list at the
+    /// phone's autonomy ([`Self::autonomy_of`]); `None` with no tool list.
+    pub fn autonomy_table(&self, phone: &str) -> Option<AutonomyTable> {
+        let (autonomy, _) = self.autonomy_of(phone);
+        self.catalogue.as_ref().map(|c| autonomy_table(c, autonomy))
+    }
+
+    /// What the view shows now.
+    pub fn snapshot(&self) -> ConfirmationsSnapshot {
+        let mut waiting = self.waiting.clone();
+        waiting.sort_by_key(|c| (c.expires_at_ms, c.proposed_at_ms));
+        ConfirmationsSnapshot {
+            waiting,
+            ended: self.ended.iter().rev().cloned().collect(),
+            stray: self.stray.iter().rev().cloned().collect(),
+            ended_dropped: self.ended_dropped,
+            waiting_dropped: self.waiting_dropped,
+            ended_cap: u32::try_from(MAX_ENDED).unwrap_or(u32::MAX),
+            tool_list: self.catalogue.as_ref().map(|c| c.source.clone()),
+        }
+    }
+
+    /// The most recent proposal for `(phone, action_id)`, waiting or ended.
+    pub fn get(&self, phone: &str, action_id: &str) -> Option<&ConfirmationView> {
+        self.waiting
+            .iter()
+            .find(|c| c.phone == phone && c.action_id == action_id)
+            .or_else(|| {
+                self.ended
+                    .iter()
+                    .rev()
+                    .find(|c| c.phone == phone && c.action_id == action_id)
+            })
+    }
+
+    /// Number of proposals waiting.
+    pub fn waiting_count(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Number of ended proposals kept.
+    pub fn ended_count(&self) -> usize {
+        self.ended.len()
+    }
+
+    /// Takes in one message from `phone` that the receiver judged `outcome`, received at `now_ms`
+    /// (Unix epoch milliseconds), and returns what it changed. Only `action.*` messages change
+    /// anything; any other message returns an empty list. Never panics on any input.
+    ///
+    /// `phone` is the phone's name as the person knows it (its pairing label): it keys the
+    /// proposals (with `action_id`) and is the `<Phone>` of the notification texts. Call it with
+    /// the same receiver outcome the link answered with, for every message, rejected ones
+    /// included (they are how anomalies are seen).
+    pub fn apply(
+        &mut self,
+        phone: &str,
+        env: &Envelope,
+        outcome: &Outcome,
+        now_ms: i64,
+    ) -> Vec<MirrorChange> {
+        if !env.r#type.starts_with("action.") {
+            return Vec::new();
+        }
+        let typed = match IncomingMessage::from_envelope(env) {
+            Ok(IncomingMessage::Action(a)) => Some(a),
+            _ => None,
+        };
+        let action_id = typed
+            .as_ref()
+            .map(|a| a.action_id().to_string())
+            .or_else(|| outcome.action_id.clone())
+            .or_else(|| {
+                env.payload
+                    .get("action_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .unwrap_or_default();
+        match typed {
+            Some(IncomingAction::Propose(p)) => {
+                self.apply_propose(phone, env, outcome, now_ms, &action_id, &p)
+            }
+            other => self.apply_follow_up(phone, env, outcome, now_ms, &action_id, other.as_ref()),
+        }
+    }
+
+    fn anomaly(
+        phone: &str,
+        action_id: &str,
+        env: &Envelope,
+        now_ms: i64,
+        kind: AnomalyKind,
+        text: String,
+    ) -> Anomaly {
+        Anomaly {
+            kind,
+            phone: phone.to_string(),
+            action_id: action_id.to_string(),
+            message_id: env.id.clone(),
+            message_type: env.r#type.clone(),
+            at_ms: now_ms,
+            text,
+        }
+    }
+
+    fn add_stray(&mut self, a: Anomaly) -> Vec<MirrorChange> {
+        if self.stray.len() >= MAX_STRAY {
+            self.stray.pop_front();
+        }
+        self.stray.push_back(a.clone());
+        vec![MirrorChange {
+            kind: ChangeKind::Anomaly,
+            confirmation: None,
+            anomaly: Some(a),
+        }]
+    }
+
+    fn apply_propose(
+        &mut self,
+        phone: &str,
+        env: &Envelope,
+        outcome: &Outcome,
+        now_ms: i64,
+        action_id: &str,
+        p: &crate::ifp::payload::ActionPropose,
+    ) -> Vec<MirrorChange> {
+        let accepted_new = outcome.verdict == Verdict::Accepted
+            && outcome.action_state == Some(ActionState::Requested);
+        if !accepted_new {
+            // A repeat, or a refused proposal: note it on the proposal we have, if any.
+            let reason = outcome.reason.clone().unwrap_or_default();
+            let text = texts::proposal_not_new(outcome.verdict, &reason);
+            return self.follow_up_on_existing(phone, env, outcome, now_ms, action_id, text, None);
+        }
+        let computed = params_hash(&Value::Object(p.params.clone()));
+        let hash = HashCheck {
+            matches: computed == p.params_hash,
+            given: p.params_hash.clone(),
+            computed,
+        };
+        let tool = tool_info(self.catalogue.as_ref(), &p.tool);
+        let phone_action_view =
+            (p.tool == PHONE_ACTION_TOOL).then(|| {
+                match phone_action::check_call(&Value::Object(p.params.clone())) {
+                    Ok(card) => PhoneActionView {
+                        card: Some(card),
+                        server_would_refuse: None,
+                        end: None,
+                    },
+                    Err(r) => PhoneActionView {
+                        card: None,
+                        server_would_refuse: Some(format!(
+                            "the server would refuse this: {}",
+                            r.text()
+                        )),
+                        end: None,
+                    },
+                }
+            });
+        let summary = summary_of(p, &tool, phone_action_view.as_ref());
+        let n = self.next_n;
+        self.next_n = self.next_n.wrapping_add(1);
+        let mut view = ConfirmationView {
+            key: format!("{phone}/{action_id}#{n}"),
+            phone: phone.to_string(),
+            action_id: action_id.to_string(),
+            session: env.session.clone(),
+            summary,
+            tool,
+            params: p.params.clone(),
+            hash,
+            risk: p.risk,
+            reason: p.reason.clone(),
+            idempotency_key: p.idempotency_key.clone(),
+            expires_at: p.expires_at.to_string(),
+            expires_at_ms: ts_ms(&p.expires_at),
+            proposed_at_ms: now_ms,
+            updated_at_ms: now_ms,
+            ended_at_ms: None,
+            state: ActionState::Requested,
+            confirmed_by: None,
+            confirmation_ref: None,
+            reject_reason: None,
+            result_error_class: None,
+            result_message: None,
+            result_message_cut: false,
+            ended_text: None,
+            phone_action: phone_action_view,
+            timeline: Vec::new(),
+            timeline_dropped: 0,
+            anomalies: Vec::new(),
+        };
+        let risk_text = texts::proposed(&view);
+        push_timeline(&mut view, env, outcome, now_ms, risk_text);
+        let mut anomalies = Vec::new();
+        if !view.hash.matches {
+            anomalies.push(Self::anomaly(
+                phone,
+                action_id,
+                env,
+                now_ms,
+                AnomalyKind::ParamsHashMismatch,
+                texts::params_hash_mismatch(&view.hash),
+            ));
+        }
+        if let Some(list_risk) = view.tool.risk {
+            if list_risk != view.risk {
+                anomalies.push(Self::anomaly(
+                    phone,
+                    action_id,
+                    env,
+                    now_ms,
+                    AnomalyKind::RiskDiffers,
+                    texts::risk_differs(&view, list_risk),
+                ));
+            }
+        }
+        for a in &anomalies {
+            push_bounded(&mut view.anomalies, a.clone(), MAX_ANOMALIES);
+        }
+        if self.waiting.len() >= MAX_WAITING {
+            if let Some(i) = self
+                .waiting
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, c)| c.proposed_at_ms)
+                .map(|(i, _)| i)
+            {
+                self.waiting.remove(i);
+                self.waiting_dropped = self.waiting_dropped.saturating_add(1);
+            }
+        }
+        self.waiting.push(view.clone());
+        let mut changes = vec![MirrorChange {
+            kind: ChangeKind::Waiting,
+            confirmation: Some(view.clone()),
+            anomaly: None,
+        }];
+        changes.extend(anomalies.into_iter().map(|a| MirrorChange {
+            kind: ChangeKind::Anomaly,
+            confirmation: Some(view.clone()),
+            anomaly: Some(a),
+        }));
+        changes
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn follow_up_on_existing(
+        &mut self,
+        phone: &str,
+        env: &Envelope,
+        outcome: &Outcome,
+        now_ms: i64,
+        action_id: &str,
+        text: String,
+        anomaly_kind: Option<AnomalyKind>,
+    ) -> Vec<MirrorChange> {
+        let Some(view) = self.find_mut(phone, action_id) else {
+            return self.add_stray(Self::anomaly(
+                phone,
+                action_id,
+                env,
+                now_ms,
+                AnomalyKind::Stray,
+                texts::stray(&env.r#type, action_id, phone, &text),
+            ));
+        };
+        push_timeline(view, env, outcome, now_ms, text.clone());
+        view.updated_at_ms = now_ms;
+        let mut changes = Vec::new();
+        let kind = anomaly_kind.or(match outcome.verdict {
+            Verdict::Rejected => Some(AnomalyKind::Refused),
+            _ => None,
+        });
+        if let Some(kind) = kind {
+            let a = Self::anomaly(phone, action_id, env, now_ms, kind, text);
+            push_bounded(&mut view.anomalies, a.clone(), MAX_ANOMALIES);
+            changes.push(MirrorChange {
+                kind: ChangeKind::Anomaly,
+                confirmation: Some(view.clone()),
+                anomaly: Some(a),
+            });
+        } else {
+            changes.push(MirrorChange {
+                kind: ChangeKind::Noted,
+                confirmation: Some(view.clone()),
+                anomaly: None,
+            });
+        }
+        changes
+    }
+
+    fn find_mut(&mut self, phone: &str, action_id: &str) -> Option<&mut ConfirmationView> {
+        if let Some(i) = self
+            .waiting
+            .iter()
+            .position(|c| c.phone == phone && c.action_id == action_id)
+        {
+            return self.waiting.get_mut(i);
+        }
+        self.ended
+            .iter_mut()
+            .rev()
+            .find(|c| c.phone == phone && c.action_id == action_id)
+    }
+
+    fn apply_follow_up(
+        &mut self,
+        phone: &str,
+        env: &Envelope,
+        outcome: &Outcome,
+        now_ms: i64,
+        action_id: &str,
+        action: Option<&IncomingAction>,
+    ) -> Vec<MirrorChange> {
+        let current = self
+            .get(phone, action_id)
+            .map(|c| (c.state, c.hash.given.clone(), c.expires_at.clone()));
+        let Some((state_before, proposal_hash, expires_at)) = current else {
+            let why = texts::receiver_said(outcome.reason.as_deref());
+            return self.add_stray(Self::anomaly(
+                phone,
+                action_id,
+                env,
+                now_ms,
+                AnomalyKind::Stray,
+                texts::stray(&env.r#type, action_id, phone, &why)
+                    .trim_end()
+                    .to_string(),
+            ));
+        };
+        let reason = outcome.reason.clone().unwrap_or_default();
+        match outcome.verdict {
+            Verdict::AcknowledgedDuplicate => self.follow_up_on_existing(
+                phone,
+                env,
+                outcome,
+                now_ms,
+                action_id,
+                texts::repeated(&env.r#type),
+                None,
+            ),
+            Verdict::Rejected => {
+                let (kind, text) = match outcome.error_class {
+                    Some(ErrorClass::ActionExpired) => (
+                        AnomalyKind::ApprovedAfterExpiry,
+                        texts::approved_after_expiry(&env.ts, &expires_at),
+                    ),
+                    Some(ErrorClass::BindingMismatch) => {
+                        let given = match action {
+                            Some(IncomingAction::Approve(a)) => a.params_hash.clone(),
+                            _ => "another hash".to_string(),
+                        };
+                        (
+                            AnomalyKind::BindingMismatch,
+                            texts::binding_mismatch(&given, &proposal_hash),
+                        )
+                    }
+                    _ if state_before.is_terminal() => (
+                        AnomalyKind::MessageAfterEnd,
+                        texts::message_after_end(&env.r#type, state_before),
+                    ),
+                    _ => (AnomalyKind::Refused, texts::refused(&env.r#type, &reason)),
+                };
+                let mut changes = self.follow_up_on_existing(
+                    phone,
+                    env,
+                    outcome,
+                    now_ms,
+                    action_id,
+                    text,
+                    Some(kind),
+                );
+                if let Some(new_state) = outcome.action_state {
+                    if new_state != state_before && new_state.is_terminal() {
+                        changes.extend(self.transition(phone, action_id, new_state, now_ms));
+                    }
+                }
+                changes
+            }
+            Verdict::Accepted => {
+                let Some(new_state) = outcome.action_state else {
+                    return self.follow_up_on_existing(
+                        phone,
+                        env,
+                        outcome,
+                        now_ms,
+                        action_id,
+                        texts::accepted(&env.r#type),
+                        None,
+                    );
+                };
+                let text = texts::accepted_action(action, new_state, &env.r#type);
+                if let Some(view) = self.find_mut(phone, action_id) {
+                    push_timeline(view, env, outcome, now_ms, text);
+                    view.updated_at_ms = now_ms;
+                    match action {
+                        Some(IncomingAction::Approve(a)) => {
+                            view.confirmed_by = Some(match a.confirmation.mode {
+                                WireMode::UserConfirmed => ConfirmedBy::UserConfirmed,
+                                WireMode::PolicyAuto => ConfirmedBy::PolicyAuto,
+                            });
+                            view.confirmation_ref = a.confirmation.reference.clone();
+                        }
+                        Some(IncomingAction::Reject(r)) => {
+                            view.reject_reason = Some(RejectReason::from_wire(r.reason_class));
+                            (view.result_message, view.result_message_cut) =
+                                cut_message(&env.payload);
+                        }
+                        Some(IncomingAction::Result(r)) => {
+                            view.result_error_class = r.error_class;
+                            (view.result_message, view.result_message_cut) =
+                                cut_message(&env.payload);
+                        }
+                        _ => {}
+                    }
+                }
+                self.transition(phone, action_id, new_state, now_ms)
+            }
+        }
+    }
+
+    /// Moves a proposal to `new_state`; a terminal state moves it to the ended history.
+    fn transition(
+        &mut self,
+        phone: &str,
+        action_id: &str,
+        new_state: ActionState,
+        now_ms: i64,
+    ) -> Vec<MirrorChange> {
+        let Some(i) = self
+            .waiting
+            .iter()
+            .position(|c| c.phone == phone && c.action_id == action_id)
+        else {
+            // Already ended (a late message the receiver accepted cannot happen; keep as is).
+            return Vec::new();
+        };
+        let Some(view) = self.waiting.get_mut(i) else {
+            return Vec::new();
+        };
+        view.state = new_state;
+        if !new_state.is_terminal() {
+            let kind = if new_state == ActionState::Approved {
+                ChangeKind::Approved
+            } else {
+                ChangeKind::Noted
+            };
+            return vec![MirrorChange {
+                kind,
+                confirmation: Some(view.clone()),
+                anomaly: None,
+            }];
+        }
+        let mut view = self.waiting.remove(i);
+        view.ended_at_ms = Some(now_ms);
+        finish(&mut view);
+        if self.ended.len() >= MAX_ENDED {
+            self.ended.pop_front();
+            self.ended_dropped = self.ended_dropped.saturating_add(1);
+        }
+        self.ended.push_back(view.clone());
+        vec![MirrorChange {
+            kind: ChangeKind::Ended,
+            confirmation: Some(view),
+            anomaly: None,
+        }]
+    }
+}
+
+fn push_timeline(
+    view: &mut ConfirmationView,
+    env: &Envelope,
+    outcome: &Outcome,
+    now_ms: i64,
+    text: String,
+) {
+    let item = TimelineItem {
+        message_id: env.id.clone(),
+        message_type: env.r#type.clone(),
+        ts: env.ts.to_string(),
+        received_at_ms: now_ms,
+        verdict: outcome.verdict,
+        error_class: outcome.error_class,
+        state_after: outcome.action_state.unwrap_or(view.state),
+        text,
+    };
+    if !push_bounded(&mut view.timeline, item, MAX_TIMELINE) {
+        view.timeline_dropped = view.timeline_dropped.saturating_add(1);
+    }
+}
