@@ -1,6 +1,6 @@
 //! The phone's tool catalogue and where it comes from: the ifp/1 tool list
-//! (`openphone-tools.ifp1.json`, parsed in the private `catalogue` module and re-exported here), or, when
-//! no tool list is at hand, derived from the old commands manifest.
+//! (`openphone-tools.ifp1.json`, parsed in the private `catalogue` module and re-exported
+//! here), or, when no tool list is at hand, derived from the old commands manifest.
 //!
 //! Spec: `ifp1-notes.md` "Corpus" (the 37 OpenPhone tools as ifp/1 capabilities `tool:<name>`),
 //! `openphone-runtime-protocol.md` "Single Sources Of Truth" (the commands manifest). See
@@ -16,8 +16,9 @@ use super::problem::{Problem, RuntimeError};
 
 impl ToolCatalogue {
     /// Builds the catalogue from an old commands manifest, when no ifp/1 tool list is at hand:
-    /// each command becomes the tool named by [`crate::runtime::Command::ifp1_tool`] (commands without the
-    /// `openphone.` prefix keep their name), with the same risk, description and metadata.
+    /// each command becomes the tool named by [`crate::runtime::Command::ifp1_tool`] (commands
+    /// without the `openphone.` prefix keep their name), with the same risk, description and
+    /// metadata.
     pub fn from_commands(commands: &CommandsManifest) -> Self {
         let tools = commands
             .commands

@@ -23,13 +23,13 @@
 //! until pruned but is not queried.
 //!
 //! ## Layout
-//! - [`handle`]: [`DialLogConfig`], [`DialLog::spawn`], the cloneable [`DialLogHandle`] and the
+//! - `handle`: [`DialLogConfig`], [`DialLog::spawn`], the cloneable [`DialLogHandle`] and the
 //!   answers it returns ([`IngestVerdict`], [`ClearScope`], [`PruneReport`], [`DialLogStatus`]).
-//! - [`task`]: the actor (ring, dedup, SQLite batches) and its loop: commands, timers, pruning,
+//! - `task`: the actor (ring, dedup, SQLite batches) and its loop: commands, timers, pruning,
 //!   ingest.
-//! - [`subscribers`]: [`SubscribeOptions`], [`Subscription`], [`DialBatch`] and the per-subscriber
+//! - `subscribers`: [`SubscribeOptions`], [`Subscription`], [`DialBatch`] and the per-subscriber
 //!   waiting list with its counted drops.
-//! - [`interning`]: the strings dials share.
+//! - `interning`: the strings dials share.
 
 mod handle;
 mod interning;
