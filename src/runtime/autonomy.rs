@@ -20,8 +20,11 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::tools::{Tool, ToolCatalogue, ToolLookup};
-use super::{Risk, RuntimeError};
+pub use super::policy::Access;
+
+use super::catalogue::{Tool, ToolCatalogue, ToolLookup};
+use super::policy::Risk;
+use super::problem::RuntimeError;
 
 /// A phone session's autonomy level (spec "Autonomy"; `attention_request.autonomy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
@@ -76,17 +79,6 @@ impl FromStr for Autonomy {
 /// session's, else `ask_before_action` (spec "Autonomy", last paragraph).
 pub fn effective_autonomy(call: Option<Autonomy>, session: Option<Autonomy>) -> Autonomy {
     call.or(session).unwrap_or(Autonomy::AskBeforeAction)
-}
-
-/// Whether a tool only reads or changes something.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-#[ts(export)]
-pub enum Access {
-    /// Reads only (old exposure `safe_read` / `private_read`).
-    ReadOnly,
-    /// Changes something or acts (old exposure `dangerous`).
-    Mutating,
 }
 
 /// What the phone does with a tool call at a given autonomy.

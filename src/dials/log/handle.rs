@@ -1,0 +1,308 @@
+//! The log's handle and its settings: [`DialLogConfig`], [`DialLog::spawn`], the cloneable
+//! [`DialLogHandle`] every caller talks through, and the answers it gives back
+//! ([`IngestVerdict`], [`ClearScope`], [`PruneReport`], [`DialLogStatus`]).
+//!
+//! Ingest runs here, in the caller's task, under the log's lock; every other call is a message
+//! to the log's task ([`super::task`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use ts_rs::TS;
+
+use super::subscribers::{SubscribeOptions, Subscription};
+use super::task::{self, Command, Shared};
+use crate::dials::query::{DialFilter, DialPage, OpStats};
+use crate::dials::record::Dial;
+use crate::dials::DialLogError;
+
+/// Settings of a [`DialLog`]. [`Default`] gives the documented defaults.
+#[derive(Debug, Clone)]
+pub struct DialLogConfig {
+    /// Folder of the SQLite file (`dials.sqlite3`); `None` keeps the log in memory only.
+    pub data_dir: Option<PathBuf>,
+    /// Dials held in memory (the ring). Default 100 000.
+    pub capacity: usize,
+    /// Bound of the command channel to the log's task (queries, stats, subscribe, prune, clear,
+    /// flush, status). Default 1024. A full channel makes those calls wait; ingest does not use
+    /// the channel (it runs under the log's lock), and a subscriber never makes anything wait.
+    pub command_queue: usize,
+    /// Dials per SQLite transaction at most. Default 1000.
+    pub db_batch_size: usize,
+    /// Longest time a held dial waits before its batch is handed to the writer. Default 100 ms.
+    pub db_flush_interval: Duration,
+    /// How often rows and ring entries past their retention are pruned; `None` disables
+    /// automatic pruning (and the prune at start). Default 10 minutes.
+    pub prune_interval: Option<Duration>,
+    /// Default shortest time between two batches to one subscriber. Default 1/30 s.
+    pub batch_interval: Duration,
+    /// Default bound of a subscriber's batch queue. Default 4.
+    pub subscriber_queue: usize,
+    /// Default bound of the dials waiting for one subscriber; beyond it the oldest waiting dials
+    /// are dropped and counted as `skipped`. Default 10 000.
+    pub subscriber_max_pending: usize,
+}
+
+impl Default for DialLogConfig {
+    fn default() -> Self {
+        Self {
+            data_dir: None,
+            capacity: 100_000,
+            command_queue: 1024,
+            db_batch_size: 1000,
+            db_flush_interval: Duration::from_millis(100),
+            prune_interval: Some(Duration::from_secs(600)),
+            batch_interval: Duration::from_micros(33_334),
+            subscriber_queue: 4,
+            subscriber_max_pending: 10_000,
+        }
+    }
+}
+
+/// What happened to one ingested dial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IngestVerdict {
+    /// New: held in the ring, handed to subscribers, and (unless `transient`) queued for SQLite.
+    Held,
+    /// Its id was already seen (ifp/1 `acknowledged_duplicate`): not stored or counted again.
+    Duplicate,
+    /// Unusable (e.g. an empty id); the reason says what was wrong.
+    Rejected(String),
+}
+
+/// What [`DialLogHandle::clear`] removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClearScope {
+    /// Empty the ring only (the window's view). SQLite keeps its rows: they come back at the next
+    /// start, and replays of them are still recognised as duplicates.
+    Memory,
+    /// Empty the ring and delete every row of SQLite, `permanent` ones included.
+    All,
+}
+
+/// Counts from a prune.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, TS)]
+#[ts(export)]
+pub struct PruneReport {
+    /// Dials removed from the ring.
+    #[ts(type = "number")]
+    pub memory: u64,
+    /// Rows deleted from SQLite.
+    #[ts(type = "number")]
+    pub stored: u64,
+}
+
+/// Counters of a running log.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, TS)]
+#[ts(export)]
+pub struct DialLogStatus {
+    /// Dials in the ring.
+    #[ts(type = "number")]
+    pub held: u64,
+    /// Ring capacity.
+    #[ts(type = "number")]
+    pub capacity: u64,
+    /// Dials held since start.
+    #[ts(type = "number")]
+    pub ingested: u64,
+    /// Replays dropped since start.
+    #[ts(type = "number")]
+    pub duplicates: u64,
+    /// Dials evicted from the ring because it was full.
+    #[ts(type = "number")]
+    pub evicted: u64,
+    /// Rows committed to SQLite since start.
+    #[ts(type = "number")]
+    pub rows_written: u64,
+    /// Live subscribers.
+    #[ts(type = "number")]
+    pub subscribers: u64,
+}
+
+/// The dial log. Start one with [`DialLog::spawn`]; talk to it through the returned handle.
+pub struct DialLog;
+
+impl DialLog {
+    /// Opens the SQLite file (when `config.data_dir` is set), prunes it (when automatic pruning
+    /// is on), loads the newest `capacity` dials into the ring, and spawns the actor task on the
+    /// current tokio runtime and the writer on its own thread.
+    ///
+    /// Must be called from inside a tokio runtime. Loading is synchronous (about a second for
+    /// 100 000 dials).
+    ///
+    /// # Errors
+    /// [`DialLogError::Storage`] when the folder or file cannot be created, opened or read, or
+    /// holds rows this version cannot read; [`DialLogError::Config`] for a zero capacity or queue.
+    pub fn spawn(config: DialLogConfig) -> Result<DialLogHandle, DialLogError> {
+        let (tx, shared) = task::start(config)?;
+        Ok(DialLogHandle { tx, shared })
+    }
+}
+
+/// Cloneable handle to a running [`DialLog`]. Ingest runs in the caller's task under the log's
+/// lock; every other call is a message to the log's task. Calls fail with
+/// [`DialLogError::Closed`] once the log has shut down.
+#[derive(Clone)]
+pub struct DialLogHandle {
+    tx: mpsc::Sender<Command>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for DialLogHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DialLogHandle").finish_non_exhaustive()
+    }
+}
+
+impl DialLogHandle {
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, DialLogError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(make(reply))
+            .await
+            .map_err(|_| DialLogError::Closed)?;
+        rx.await.map_err(|_| DialLogError::Closed)
+    }
+
+    /// Ingests one dial (see the module docs for what happens). The dial's `slow` flag is
+    /// recomputed.
+    ///
+    /// # Errors
+    /// [`DialLogError::Closed`] when the log has shut down.
+    pub async fn ingest(&self, dial: Dial) -> Result<IngestVerdict, DialLogError> {
+        let mut v = self.ingest_batch(vec![dial]).await?;
+        v.pop().ok_or(DialLogError::Closed)
+    }
+
+    /// Ingests several dials in order with one message; one verdict per dial, same order.
+    ///
+    /// # Errors
+    /// [`DialLogError::Closed`] when the log has shut down.
+    pub async fn ingest_batch(&self, dials: Vec<Dial>) -> Result<Vec<IngestVerdict>, DialLogError> {
+        let verdicts = {
+            let mut guard = self.shared.lock();
+            let actor = guard.as_mut().ok_or(DialLogError::Closed)?;
+            let verdicts = dials.into_iter().map(|d| actor.ingest(d)).collect();
+            actor.flush_due(Instant::now());
+            verdicts
+        };
+        self.shared.wake.notify_one();
+        Ok(verdicts)
+    }
+
+    /// The page of held dials matching `filter`, newest first.
+    ///
+    /// # Errors
+    /// [`DialLogError::Closed`] when the log has shut down.
+    pub async fn query(&self, filter: DialFilter) -> Result<DialPage, DialLogError> {
+        self.ask(|reply| Command::Query { filter, reply }).await
+    }
+
+    /// Per-op stats over the held dials matching `filter` (its `limit`/`offset` ignored).
+    ///
+    /// # Errors
+    /// [`DialLogError::Closed`] when the log has shut down.
+    pub async fn stats(&self, filter: DialFilter) -> Result<Vec<OpStats>, DialLogError> {
+        self.ask(|reply| Command::Stats { filter, reply }).await
+    }
+
+    /// Starts a live view of `filter`: a snapshot, then batches of new matching dials.
+    ///
+    /// # Errors
+    /// [`DialLogError::Closed`] when the log has shut down.
+    pub async fn subscribe(
+        &self,
+        filter: DialFilter,
+        options: SubscribeOptions,
+    ) -> Result<Subscription, DialLogError> {
+        self.ask(|reply| Command::Subscribe {
+            filter,
+            options,
+            reply,
+        })
+        .await
+    }
+
+    /// Removes dials past their retention at `now_ms` (epoch ms) from the ring and from SQLite
+    /// (after writing every dial held so far). The periodic prune does the same with the clock.
+    ///
+    /// # Errors
+    /// [`DialLogError::Closed`]; [`DialLogError::Storage`] when SQLite fails.
+    pub async fn prune(&self, now_ms: i64) -> Result<PruneReport, DialLogError> {
+        let (memory, db) = self.ask(|reply| Command::Prune { now_ms, reply }).await?;
+        let stored = match db {
+            Some(rx) => rx.await.map_err(|_| DialLogError::Closed)?? as u64,
+            None => 0,
+        };
+        Ok(PruneReport { memory, stored })
+    }
+
+    /// Clears the log (see [`ClearScope`]). Returns the SQLite rows deleted (0 for `Memory`).
+    ///
+    /// # Errors
+    /// [`DialLogError::Closed`]; [`DialLogError::Storage`] when SQLite fails.
+    pub async fn clear(&self, scope: ClearScope) -> Result<u64, DialLogError> {
+        match self.ask(|reply| Command::Clear { scope, reply }).await? {
+            Some(rx) => Ok(rx.await.map_err(|_| DialLogError::Closed)?? as u64),
+            None => Ok(0),
+        }
+    }
+
+    /// Waits until every dial held so far is committed to SQLite.
+    ///
+    /// # Errors
+    /// [`DialLogError::Closed`]; [`DialLogError::Storage`] with the first write error since the
+    /// last flush (the failed batch is not retried).
+    pub async fn flush(&self) -> Result<(), DialLogError> {
+        match self.ask(|reply| Command::Flush { reply }).await? {
+            Some(rx) => rx.await.map_err(|_| DialLogError::Closed)?,
+            None => Ok(()),
+        }
+    }
+
+    /// Exports the dials matching `filter` (its `limit`/`offset` honoured; leave them unset for
+    /// all) to `path` as JSON Lines, newest first, atomically. Returns the lines written.
+    ///
+    /// # Errors
+    /// [`DialLogError::Closed`]; [`DialLogError::Export`] naming the file when writing fails.
+    pub async fn export_jsonl(
+        &self,
+        filter: DialFilter,
+        path: PathBuf,
+    ) -> Result<u64, DialLogError> {
+        let page = self.query(filter).await?;
+        let n = tokio::task::spawn_blocking(move || {
+            crate::dials::jsonl::export_jsonl_file(&page.dials, &path)
+        })
+        .await
+        .map_err(|_| DialLogError::Closed)??;
+        Ok(n)
+    }
+
+    /// Counters of the log.
+    ///
+    /// # Errors
+    /// [`DialLogError::Closed`] when the log has shut down.
+    pub async fn status(&self) -> Result<DialLogStatus, DialLogError> {
+        self.ask(|reply| Command::Status { reply }).await
+    }
+
+    /// Writes everything held, stops the actor and waits for the writer to finish. Other handles
+    /// get [`DialLogError::Closed`] afterwards; subscribers' receivers end.
+    ///
+    /// # Errors
+    /// [`DialLogError::Closed`] when the log had already shut down.
+    pub async fn shutdown(&self) -> Result<(), DialLogError> {
+        if let Some(done) = self.ask(|reply| Command::Shutdown { reply }).await? {
+            let _ = done.await;
+        }
+        Ok(())
+    }
+}

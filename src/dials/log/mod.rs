@@ -1,0 +1,42 @@
+//! The live dial log: the ring of recent dials, the SQLite writer and the subscribers behind one
+//! lock, driven through a cloneable [`DialLogHandle`]. Ingest runs in the caller's task under
+//! the lock; a tokio task of the log's own answers the other calls and runs the timers.
+//!
+//! Every phone-line call the phone reports (`phone-line.md`, "Operations") arrives here as a
+//! [`Dial`], carried by an ifp/1 `event.*` message (`ifp1-notes.md`, "Events"). The log:
+//!
+//! 1. drops a dial whose id (the event's `dedup` key) it has already seen: in the ring, in a batch
+//!    not yet written, or in SQLite (by its stored key, so a replay after a restart is also
+//!    caught);
+//! 2. holds the dial: pushes it into the bounded ring (evicting the oldest arrival when full) and
+//!    queues it for every matching subscriber. A dial is *held* from this point;
+//! 3. later, off the hot path, hands a batch of persisting dials (retention not `transient`) to a
+//!    dedicated writer thread that inserts it in one SQLite transaction.
+//!
+//! Subscribers get batches at most once per interval (default 1/30 s); a subscriber whose bounded
+//! queue is full never blocks the log: its dials wait and merge into its next batch, which says
+//! how many were held back (`merged`) and how many were dropped because even the waiting list
+//! overflowed (`skipped`).
+//!
+//! Queries and stats read the ring, which holds the newest `capacity` dials (by default 100 000;
+//! at start the last `capacity` rows of SQLite, in arrival order). Older history stays in SQLite
+//! until pruned but is not queried.
+//!
+//! ## Layout
+//! - `handle`: [`DialLogConfig`], [`DialLog::spawn`], the cloneable [`DialLogHandle`] and the
+//!   answers it returns ([`IngestVerdict`], [`ClearScope`], [`PruneReport`], [`DialLogStatus`]).
+//! - `task`: the actor (ring, dedup, SQLite batches) and its loop: commands, timers, pruning,
+//!   ingest.
+//! - `subscribers`: [`SubscribeOptions`], [`Subscription`], [`DialBatch`] and the per-subscriber
+//!   waiting list with its counted drops.
+//! - `interning`: the strings dials share.
+
+mod handle;
+mod interning;
+mod subscribers;
+mod task;
+
+pub use handle::{
+    ClearScope, DialLog, DialLogConfig, DialLogHandle, DialLogStatus, IngestVerdict, PruneReport,
+};
+pub use subscribers::{DialBatch, SubscribeOptions, Subscription};

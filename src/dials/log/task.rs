@@ -1,0 +1,552 @@
+//! The log's own task: the actor that holds the ring, the dedup sets and the subscribers, and
+//! the loop that answers the handle's commands, runs the subscribers' and the writer's timers
+//! and prunes. [`super::DialLogHandle::ingest_batch`] calls [`Actor::ingest`] directly under the
+//! lock, in the caller's task; everything else arrives here as a [`Command`].
+//!
+//! SQLite itself is written on the writer thread ([`crate::dials::store`]); the actor only
+//! queues batches for it and keeps the ids it has handed over (`Db`) for dedup.
+
+use std::collections::VecDeque;
+
+use foldhash::{HashMap, HashMapExt as _, HashSet, HashSetExt as _};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusqlite::Connection;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{Instant, MissedTickBehavior};
+
+use super::handle::{ClearScope, DialLogConfig, DialLogStatus, IngestVerdict};
+use super::interning::Interner;
+use super::subscribers::{Sub, SubscribeOptions, Subscription};
+use crate::dials::query::{run_query, run_stats, DialFilter, DialPage, Matcher, OpStats};
+use crate::dials::record::Dial;
+use crate::dials::store::{self, WriterMsg, WriterShared};
+use crate::dials::DialLogError;
+
+/// Batches the writer may have queued before the actor keeps further dials waiting itself.
+const MAX_WRITER_BATCHES_IN_FLIGHT: u64 = 4;
+
+/// The writer's answer to a prune or clear: rows deleted.
+type RowsReply = oneshot::Receiver<Result<usize, DialLogError>>;
+
+/// What a [`super::DialLogHandle`] asks the log's task; each carries its reply channel.
+pub(super) enum Command {
+    Query {
+        filter: DialFilter,
+        reply: oneshot::Sender<DialPage>,
+    },
+    Stats {
+        filter: DialFilter,
+        reply: oneshot::Sender<Vec<OpStats>>,
+    },
+    Subscribe {
+        filter: DialFilter,
+        options: SubscribeOptions,
+        reply: oneshot::Sender<Subscription>,
+    },
+    Prune {
+        now_ms: i64,
+        reply: oneshot::Sender<(u64, Option<RowsReply>)>,
+    },
+    Clear {
+        scope: ClearScope,
+        reply: oneshot::Sender<Option<RowsReply>>,
+    },
+    Flush {
+        reply: oneshot::Sender<Option<oneshot::Receiver<Result<(), DialLogError>>>>,
+    },
+    Status {
+        reply: oneshot::Sender<DialLogStatus>,
+    },
+    Shutdown {
+        reply: oneshot::Sender<Option<oneshot::Receiver<()>>>,
+    },
+}
+
+/// Checks `config`, opens and loads the SQLite file when `config.data_dir` is set, starts the
+/// writer thread and spawns [`run`]; returns the command channel and the shared state a
+/// [`super::DialLogHandle`] is made of. See [`super::DialLog::spawn`] for the steps and errors.
+pub(super) fn start(
+    config: DialLogConfig,
+) -> Result<(mpsc::Sender<Command>, Arc<Shared>), DialLogError> {
+    if config.capacity == 0 || config.command_queue == 0 || config.db_batch_size == 0 {
+        return Err(DialLogError::Config(
+            "capacity, command_queue and db_batch_size must be at least 1".into(),
+        ));
+    }
+    let mut actor = Actor::new(config.clone());
+    if let Some(dir) = &config.data_dir {
+        let (read, path) = store::open(dir)?;
+        if config.prune_interval.is_some() {
+            store::prune(&read, now_epoch_ms())
+                .map_err(|e| DialLogError::Storage(format!("pruning {}: {e}", path.display())))?;
+        }
+        let loaded = store::load_newest(&read, &path, config.capacity)?;
+        let (write, _) = store::open(dir)?;
+        let shared = Arc::new(WriterShared::default());
+        let (wtx, wrx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = oneshot::channel();
+        let writer_shared = Arc::clone(&shared);
+        let writer_path = path.clone();
+        std::thread::Builder::new()
+            .name("dial-log-writer".into())
+            .spawn(move || {
+                store::writer_loop(write, writer_path, wrx, writer_shared);
+                let _ = done_tx.send(());
+            })
+            .map_err(|e| DialLogError::Storage(format!("starting the writer thread: {e}")))?;
+        for d in loaded {
+            // Already stored: arrival 0 is always "written".
+            actor.push_ring(d, 0);
+        }
+        actor.db = Some(Db {
+            read,
+            writer: wtx,
+            shared,
+            pending: Vec::new(),
+            pending_since: None,
+            pending_upto: 0,
+            evicted_unwritten: HashMap::new(),
+            outside: HashSet::new(),
+            outside_rebuild_at: 0,
+            done: Some(done_rx),
+        });
+        if let Some(db) = actor.db.as_mut() {
+            db.rebuild_outside(config.capacity);
+        }
+    }
+    let (tx, rx) = mpsc::channel(config.command_queue);
+    let shared = Arc::new(Shared {
+        actor: std::sync::Mutex::new(Some(actor)),
+        wake: tokio::sync::Notify::new(),
+    });
+    tokio::spawn(run(Arc::clone(&shared), rx));
+    Ok((tx, shared))
+}
+
+/// The log's state, shared by its task (commands, timers) and [`DialLogHandle::ingest_batch`],
+/// which works under the lock in the caller's task: a dial is held and handed to subscribers
+/// without a hop to another task. `None` once shut down.
+pub(super) struct Shared {
+    pub(super) actor: std::sync::Mutex<Option<Actor>>,
+    /// Tells the task to look at its timers again after an ingest (a batch may now be due).
+    pub(super) wake: tokio::sync::Notify,
+}
+
+impl Shared {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Option<Actor>> {
+        self.actor.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The log's task: commands, the subscribers' and the writer's timers, periodic pruning.
+async fn run(shared: Arc<Shared>, mut rx: mpsc::Receiver<Command>) {
+    let prune_interval = shared.lock().as_ref().and_then(|a| a.cfg.prune_interval);
+    let mut prune_tick = prune_interval.map(|p| {
+        let mut t = tokio::time::interval_at(Instant::now() + p, p);
+        t.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        t
+    });
+    loop {
+        let deadline = match shared.lock().as_ref() {
+            Some(a) => a.next_deadline(),
+            None => return,
+        };
+        tokio::select! {
+            cmd = rx.recv() => match cmd {
+                Some(Command::Shutdown { reply }) => {
+                    let done = shared.lock().take().and_then(|mut a| a.shutdown());
+                    let _ = reply.send(done);
+                    return;
+                }
+                Some(cmd) => {
+                    if let Some(a) = shared.lock().as_mut() {
+                        a.handle(cmd);
+                    }
+                }
+                None => {
+                    if let Some(mut a) = shared.lock().take() {
+                        a.shutdown();
+                    }
+                    return;
+                }
+            },
+            () = tokio::time::sleep_until(deadline.unwrap_or_else(far_future)), if deadline.is_some() => {}
+            () = shared.wake.notified() => {}
+            _ = async {
+                match prune_tick.as_mut() {
+                    Some(t) => t.tick().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                if let Some(a) = shared.lock().as_mut() {
+                    let n = a.prune(now_epoch_ms(), None);
+                    tracing::debug!(target: "switchboard::dials", "pruned {n} dials from memory");
+                }
+            }
+        }
+        if let Some(a) = shared.lock().as_mut() {
+            a.flush_due(Instant::now());
+        }
+    }
+}
+
+/// The current time in epoch milliseconds.
+pub(crate) fn now_epoch_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+struct Entry {
+    arrival: u64,
+    dial: Arc<Dial>,
+}
+
+struct Db {
+    read: Connection,
+    writer: std::sync::mpsc::Sender<WriterMsg>,
+    shared: Arc<WriterShared>,
+    pending: Vec<Arc<Dial>>,
+    pending_since: Option<Instant>,
+    pending_upto: u64,
+    /// Persisting dials that left the ring before the writer committed them: id -> arrival.
+    evicted_unwritten: HashMap<Arc<str>, u64>,
+    /// Keys ([`store::id_key`], 64-bit hashes) of every stored id that is not in the ring (and
+    /// maybe of some in the ring or pruned since): the dedup check for ids in SQLite. Two
+    /// different ids share a key with probability about 2^-64 per pair, so treating a known key
+    /// as a replay wrongly drops about one dial in 10^13 for a million stored; the file has no id
+    /// index to keep up instead ([`store`]).
+    outside: HashSet<i64>,
+    /// `outside` is rebuilt from SQLite when it grows past this (stale hashes of pruned rows).
+    outside_rebuild_at: usize,
+    done: Option<oneshot::Receiver<()>>,
+}
+
+impl Db {
+    fn written_upto(&self) -> u64 {
+        self.shared.written_upto.load(Ordering::Acquire)
+    }
+
+    /// Hands the waiting batch to the writer (unless `only_if_room` and the writer is busy).
+    fn send_pending(&mut self, only_if_room: bool) {
+        if self.pending.is_empty() {
+            return;
+        }
+        if only_if_room
+            && self.shared.in_flight.load(Ordering::Acquire) >= MAX_WRITER_BATCHES_IN_FLIGHT
+        {
+            return;
+        }
+        let dials = std::mem::take(&mut self.pending);
+        self.pending_since = None;
+        self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        if self
+            .writer
+            .send(WriterMsg::Insert {
+                dials,
+                upto: self.pending_upto,
+            })
+            .is_err()
+        {
+            self.shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+            tracing::error!(target: "switchboard::dials", "the dial writer thread has stopped");
+        }
+        let upto = self.written_upto();
+        self.evicted_unwritten.retain(|_, a| *a > upto);
+    }
+
+    /// Rebuilds `outside` from SQLite's `dial_keys` (every stored id), plus the evicted dials
+    /// whose write may still be on its way.
+    fn rebuild_outside(&mut self, capacity: usize) {
+        let mut outside = HashSet::new();
+        let read = store::for_each_id_key(&self.read, |k| {
+            outside.insert(k);
+        });
+        match read {
+            Ok(()) => {
+                outside.extend(self.evicted_unwritten.keys().map(|id| store::id_key(id)));
+                self.outside_rebuild_at = (outside.len() * 2).max(capacity);
+                self.outside = outside;
+            }
+            Err(e) => {
+                // Keep the old (larger, still complete) set and try again later.
+                tracing::warn!(target: "switchboard::dials", "reading the stored dial ids failed: {e}");
+                self.outside_rebuild_at = self.outside.len() * 2;
+            }
+        }
+    }
+
+    /// Whether `id` (not in the ring) is stored or on its way to SQLite.
+    fn seen(&self, id: &str) -> bool {
+        self.evicted_unwritten.contains_key(id) || self.outside.contains(&store::id_key(id))
+    }
+}
+
+/// The log's state: the ring and its id set, the interner, the SQLite side (`Db`), the
+/// subscribers and the counters.
+pub(super) struct Actor {
+    cfg: DialLogConfig,
+    ring: VecDeque<Entry>,
+    ids: HashSet<Arc<str>>,
+    interner: Interner,
+    next_arrival: u64,
+    db: Option<Db>,
+    subs: Vec<Sub>,
+    status: DialLogStatus,
+}
+
+impl Actor {
+    fn new(cfg: DialLogConfig) -> Self {
+        let status = DialLogStatus {
+            capacity: cfg.capacity as u64,
+            ..DialLogStatus::default()
+        };
+        Self {
+            ring: VecDeque::with_capacity(cfg.capacity.min(1 << 20)),
+            ids: HashSet::with_capacity(cfg.capacity.min(1 << 20)),
+            interner: Interner::default(),
+            next_arrival: 1,
+            db: None,
+            subs: Vec::new(),
+            status,
+            cfg,
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let subs = self.subs.iter().filter_map(|s| s.due_at(now)).min();
+        let db = self
+            .db
+            .as_ref()
+            .and_then(|db| db.pending_since.map(|t| t + self.cfg.db_flush_interval));
+        match (subs, db) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub(super) fn flush_due(&mut self, now: Instant) {
+        self.subs.retain_mut(|s| s.try_flush(now));
+        let (batch, interval) = (self.cfg.db_batch_size, self.cfg.db_flush_interval);
+        if let Some(db) = self.db.as_mut() {
+            let due =
+                db.pending.len() >= batch || db.pending_since.is_some_and(|t| t + interval <= now);
+            if due {
+                db.send_pending(true);
+                if !db.pending.is_empty() {
+                    // Writer busy: try again one interval later.
+                    db.pending_since = Some(now);
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, cmd: Command) {
+        match cmd {
+            Command::Query { filter, reply } => {
+                let _ = reply.send(run_query(self.ring.iter().map(|e| &e.dial), &filter));
+            }
+            Command::Stats { filter, reply } => {
+                let _ = reply.send(run_stats(self.ring.iter().map(|e| &e.dial), &filter));
+            }
+            Command::Subscribe {
+                filter,
+                options,
+                reply,
+            } => {
+                let snapshot = run_query(self.ring.iter().map(|e| &e.dial), &filter);
+                let (tx, batches) =
+                    mpsc::channel(options.queue.unwrap_or(self.cfg.subscriber_queue).max(1));
+                self.subs.push(Sub {
+                    filter,
+                    tx,
+                    interval: options.interval.unwrap_or(self.cfg.batch_interval),
+                    last_sent: None,
+                    pending: VecDeque::new(),
+                    held_back: 0,
+                    skipped: 0,
+                    max_pending: options
+                        .max_pending
+                        .unwrap_or(self.cfg.subscriber_max_pending)
+                        .max(1),
+                });
+                let _ = reply.send(Subscription { snapshot, batches });
+            }
+            Command::Prune { now_ms, reply } => {
+                let (tx, rx) = oneshot::channel();
+                let memory = self.prune(now_ms, Some(tx));
+                let rx = self.db.is_some().then_some(rx);
+                let _ = reply.send((memory, rx));
+            }
+            Command::Clear { scope, reply } => {
+                let rx = self.clear(scope);
+                let _ = reply.send(rx);
+            }
+            Command::Flush { reply } => {
+                let rx = self.db.as_mut().map(|db| {
+                    db.send_pending(false);
+                    let (tx, rx) = oneshot::channel();
+                    let _ = db.writer.send(WriterMsg::Flush { reply: tx });
+                    rx
+                });
+                let _ = reply.send(rx);
+            }
+            Command::Status { reply } => {
+                let mut s = self.status.clone();
+                s.held = self.ring.len() as u64;
+                s.subscribers = self.subs.len() as u64;
+                s.rows_written = self
+                    .db
+                    .as_ref()
+                    .map_or(0, |db| db.shared.rows_written.load(Ordering::Relaxed));
+                let _ = reply.send(s);
+            }
+            Command::Shutdown { reply } => {
+                let _ = reply.send(self.shutdown());
+            }
+        }
+    }
+
+    pub(super) fn ingest(&mut self, mut dial: Dial) -> IngestVerdict {
+        if dial.id.is_empty() {
+            return IngestVerdict::Rejected("dial id (the event's dedup key) is empty".into());
+        }
+        if self.ids.contains(&*dial.id) || self.db.as_ref().is_some_and(|db| db.seen(&dial.id)) {
+            self.status.duplicates += 1;
+            return IngestVerdict::Duplicate;
+        }
+        dial.normalise();
+        dial.phone = self.interner.intern(&dial.phone);
+        dial.caller = self.interner.intern(&dial.caller);
+        dial.callee = self.interner.intern(&dial.callee);
+        dial.endpoint = self.interner.intern(&dial.endpoint);
+        dial.op = self.interner.intern(&dial.op);
+        let arrival = self.next_arrival;
+        self.next_arrival += 1;
+        let dial = self.push_ring(dial, arrival);
+        self.status.ingested += 1;
+        if !self.subs.is_empty() {
+            for s in &mut self.subs {
+                if Matcher::new(&s.filter).matches(&dial) {
+                    s.push(&dial);
+                }
+            }
+        }
+        if dial.retention.persists() {
+            if let Some(db) = self.db.as_mut() {
+                db.pending.push(dial);
+                db.pending_upto = arrival;
+                db.pending_since.get_or_insert_with(Instant::now);
+            }
+        }
+        IngestVerdict::Held
+    }
+
+    fn push_ring(&mut self, dial: Dial, arrival: u64) -> Arc<Dial> {
+        let dial = Arc::new(dial);
+        while self.ring.len() >= self.cfg.capacity {
+            match self.ring.pop_front() {
+                Some(old) => {
+                    self.forget(old);
+                    self.status.evicted += 1;
+                }
+                None => break,
+            }
+        }
+        self.ids.insert(Arc::clone(&dial.id));
+        self.ring.push_back(Entry {
+            arrival,
+            dial: Arc::clone(&dial),
+        });
+        dial
+    }
+
+    /// Drops a ring entry's id from the in-memory dedup set, remembering it while its write is
+    /// still pending so a replay in that window is still caught.
+    fn forget(&mut self, e: Entry) {
+        self.ids.remove(&*e.dial.id);
+        if let Some(db) = self.db.as_mut() {
+            if e.dial.retention.persists() {
+                if e.arrival > db.written_upto() {
+                    db.evicted_unwritten
+                        .insert(Arc::clone(&e.dial.id), e.arrival);
+                }
+                db.outside.insert(store::id_key(&e.dial.id));
+                if db.outside.len() > db.outside_rebuild_at {
+                    db.rebuild_outside(self.cfg.capacity);
+                }
+            }
+        }
+    }
+
+    fn prune(
+        &mut self,
+        now_ms: i64,
+        reply: Option<oneshot::Sender<Result<usize, DialLogError>>>,
+    ) -> u64 {
+        let before = self.ring.len();
+        let ring = std::mem::take(&mut self.ring);
+        let mut kept = VecDeque::with_capacity(ring.len());
+        for e in ring {
+            if e.dial.expired_at(now_ms) {
+                self.forget(e);
+            } else {
+                kept.push_back(e);
+            }
+        }
+        self.ring = kept;
+        if let Some(db) = self.db.as_mut() {
+            db.send_pending(false);
+            let _ = db.writer.send(WriterMsg::Prune { now_ms, reply });
+        }
+        (before - self.ring.len()) as u64
+    }
+
+    fn clear(
+        &mut self,
+        scope: ClearScope,
+    ) -> Option<oneshot::Receiver<Result<usize, DialLogError>>> {
+        let ring = std::mem::take(&mut self.ring);
+        match scope {
+            ClearScope::Memory => {
+                for e in ring {
+                    self.forget(e);
+                }
+                None
+            }
+            ClearScope::All => {
+                self.ids.clear();
+                for s in &mut self.subs {
+                    s.pending.clear();
+                    s.held_back = 0;
+                }
+                let db = self.db.as_mut()?;
+                db.pending.clear();
+                db.pending_since = None;
+                db.evicted_unwritten.clear();
+                db.outside.clear();
+                let (tx, rx) = oneshot::channel();
+                let _ = db.writer.send(WriterMsg::Clear { reply: tx });
+                Some(rx)
+            }
+        }
+    }
+
+    fn shutdown(&mut self) -> Option<oneshot::Receiver<()>> {
+        self.flush_due(Instant::now() + Duration::from_secs(3600));
+        self.subs.clear();
+        let mut db = self.db.take()?;
+        db.send_pending(false);
+        db.done.take()
+        // `db` drops here: the writer's channel closes and the thread ends after its queue.
+    }
+}
+
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400)
+}
