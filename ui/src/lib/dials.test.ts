@@ -2,19 +2,31 @@ import { describe, expect, it } from "vitest";
 import type { DialRow } from "../bindings/DialRow";
 import {
   atBottom,
+  clearNotice,
   compactDuration,
   DialFeed,
   emptyForm,
+  errorMessage,
+  exportNotice,
   filterFromForm,
   formatCount,
   formatDuration,
   formatRate,
   formatTime,
   isFiltered,
+  liveCapFor,
+  MAX_VIEW_ROWS,
   moveSelection,
+  noResponseWords,
+  OUTCOME_CHOICES,
   outcomeLabel,
+  pageRows,
+  phoneName,
+  phoneTitle,
+  resumeLabel,
   rowMarks,
   scrollToReveal,
+  shiftSelection,
   virtualWindow,
 } from "./dials";
 
@@ -80,6 +92,27 @@ describe("keyboard selection", () => {
     expect(moveSelection(null, "ArrowUp", 10, 4)).toBe(9);
     expect(moveSelection(null, "ArrowDown", 10, 4)).toBe(0);
     expect(moveSelection(null, "ArrowDown", 0, 4)).toBeNull();
+  });
+});
+
+describe("paging and trimming", () => {
+  it("pages by a screenful less one row, at least one", () => {
+    expect(pageRows(560, 28)).toBe(19);
+    expect(pageRows(28, 28)).toBe(1);
+    expect(pageRows(0, 28)).toBe(1);
+    expect(pageRows(10, 28)).toBe(1);
+  });
+  it("moves the selection up with its row as the oldest rows go", () => {
+    expect(shiftSelection(50, 11)).toBe(39);
+    expect(shiftSelection(11, 11)).toBe(0);
+    expect(shiftSelection(10, 11)).toBeNull();
+    expect(shiftSelection(5, 0)).toBe(5);
+    expect(shiftSelection(null, 11)).toBeNull();
+  });
+  it("holds no more live rows than the log, within bounds", () => {
+    expect(liveCapFor(50_000)).toBe(50_000);
+    expect(liveCapFor(10)).toBe(1000);
+    expect(liveCapFor(10_000_000)).toBe(MAX_VIEW_ROWS);
   });
 });
 
@@ -150,6 +183,42 @@ describe("filters", () => {
     const f = filterFromForm({ ...emptyForm(), op: " read_item ", outcome: "error", slowOnly: true, timedOutOnly: true, text: "item_7" });
     expect(f).toEqual({ op: "read_item", outcome: "error", slow: true, timed_out: true, text: "item_7" });
     expect(isFiltered(f)).toBe(true);
+  });
+});
+
+describe("outcome menu", () => {
+  it("offers any outcome first, then each outcome in words", () => {
+    expect(OUTCOME_CHOICES.map(([v]) => v)).toEqual(["", "ok", "tool_error", "error", "timed_out"]);
+    expect(OUTCOME_CHOICES[0][1]).toBe("Any outcome");
+    for (const [v, label] of OUTCOME_CHOICES) if (v) expect(label).toBe(outcomeLabel(v).text);
+  });
+});
+
+describe("words", () => {
+  it("says why a dial has no response", () => {
+    expect(noResponseWords({ outcome: "timed_out" })).toBe("No response: the caller gave up waiting after 15 s.");
+    expect(noResponseWords({ outcome: "timed_out", error: "deadline" })).toBe("No response: the caller gave up waiting after 15 s (the error is above).");
+    expect(noResponseWords({ outcome: "error", error: "boom" })).toBe("No response: the dial failed (the error is above).");
+    expect(noResponseWords({ outcome: "tool_error" })).toBe("No response body: the handler answered with a tool error.");
+    expect(noResponseWords({ outcome: "ok" })).toBe("No response recorded.");
+  });
+  it("names phones by the name they were paired under, else by device id", () => {
+    const names = { dev_a1b2c3d4: "Demo phone" };
+    expect(phoneName(names, "dev_a1b2c3d4")).toBe("Demo phone");
+    expect(phoneName(names, "dev_ffff0000")).toBe("dev_ffff0000");
+    expect(phoneTitle(names, "dev_a1b2c3d4")).toBe("Demo phone (dev_a1b2c3d4)");
+    expect(phoneTitle(names, "dev_ffff0000")).toBe("dev_ffff0000");
+    expect(phoneName({ dev_x: "" }, "dev_x")).toBe("dev_x");
+  });
+  it("words the pause button, the export and the clear", () => {
+    expect(resumeLabel(0)).toBe("Resume");
+    expect(resumeLabel(1200)).toBe("Resume (1 200 waiting)");
+    expect(exportNotice({ path: "/tmp/export/dials.jsonl", lines: 1200 })).toBe("Wrote 1 200 dials to /tmp/export/dials.jsonl");
+    expect(clearNotice("all", 12_345)).toBe("Cleared the view and deleted 12 345 stored dials.");
+    expect(clearNotice("memory", 0)).toBe("Cleared the view. Stored history is kept and comes back at the next start.");
+  });
+  it("reads the host's error message", () => {
+    expect(errorMessage({ kind: "io", message: "no such file" })).toBe("no such file");
   });
 });
 

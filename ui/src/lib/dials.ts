@@ -1,13 +1,18 @@
 // Pure logic of the Live dials view (unit-tested in dials.test.ts): the virtual window of the
 // table, the live feed (snapshot, batches, pause buffer, merged counts, row cap), keyboard
-// selection, the filter form, and formatting of times, durations and outcomes.
+// selection, the filter form, the words the view and its parts (table, inspector, import and
+// export) show, and formatting of times, durations and outcomes.
 //
 // Slow = over one second and a caller gives up after 15 s (phone-line.md, "Good neighbour
 // notes"); the host mirrors dials, it never answers them.
+import type { Dial } from "../bindings/Dial";
 import type { DialBatchMsg } from "../bindings/DialBatchMsg";
+import type { DialClearScope } from "../bindings/DialClearScope";
 import type { DialFilter } from "../bindings/DialFilter";
 import type { DialOutcome } from "../bindings/DialOutcome";
 import type { DialRow } from "../bindings/DialRow";
+import type { DialSource } from "../bindings/DialSource";
+import type { ExportSummary } from "../bindings/ExportSummary";
 
 /** Fixed height of one table row, px (the virtual window depends on it). */
 export const ROW_HEIGHT = 28;
@@ -88,6 +93,25 @@ export function moveSelection(current: number | null, key: string, total: number
     default:
       return null;
   }
+}
+
+/** Rows one PageUp/PageDown moves in a table body `bodyHeight` px high: a screenful less one
+ * row (so one row stays in view), at least one. */
+export function pageRows(bodyHeight: number, rowHeight = ROW_HEIGHT): number {
+  return Math.max(1, Math.floor(bodyHeight / rowHeight) - 1);
+}
+
+/** The selection after `removed` rows left the front of the table: it moves up with its row,
+ * and is gone (`null`) when its row was among those removed. */
+export function shiftSelection(selected: number | null, removed: number): number | null {
+  if (removed <= 0 || selected === null) return selected;
+  return selected - removed >= 0 ? selected - removed : null;
+}
+
+/** Most rows the live table holds for a log of `capacity` dials: no more than the log does,
+ * so every row can still be inspected (at least 1000, at most `MAX_VIEW_ROWS`). */
+export function liveCapFor(capacity: number): number {
+  return Math.max(1000, Math.min(MAX_VIEW_ROWS, capacity));
 }
 
 /** What applying a message changed: rows appended at the end, rows dropped from the front. */
@@ -177,6 +201,13 @@ export class DialFeed {
   }
 }
 
+/** One request to open a dial in the inspector: the table row and the source it came from. A
+ * new object for every request, so asking again for the same row fetches it again. */
+export interface InspectRequest {
+  row: DialRow;
+  source: DialSource;
+}
+
 /** The filter form of the view (text fields as typed; empty means any). */
 export interface FilterForm {
   phone: string;
@@ -189,6 +220,7 @@ export interface FilterForm {
   text: string;
 }
 
+/** A form with every field empty: no filter. */
 export function emptyForm(): FilterForm {
   return { phone: "", caller: "", callee: "", op: "", outcome: "", slowOnly: false, timedOutOnly: false, text: "" };
 }
@@ -215,6 +247,15 @@ export function filterFromForm(f: FilterForm, phoneNames: Record<string, string>
   if (text) out.text = text;
   return out;
 }
+
+/** The choices of the form's outcome menu: value (empty = any) and words. */
+export const OUTCOME_CHOICES = [
+  ["", "Any outcome"],
+  ["ok", "ok"],
+  ["tool_error", "tool error"],
+  ["error", "error"],
+  ["timed_out", "timed out"],
+] as const;
 
 /** Whether a filter narrows anything. */
 export function isFiltered(f: DialFilter): boolean {
@@ -295,4 +336,51 @@ export function rowMarks(r: Pick<DialRow, "duration_ms" | "outcome">): { icon: s
 export function prettyJson(v: unknown): string {
   if (v === undefined) return "—";
   return JSON.stringify(v, null, 2);
+}
+
+/** Why a dial has no response, in words (the caller gives up after 15 s). */
+export function noResponseWords(d: Pick<Dial, "error" | "outcome">): string {
+  const see = d.error ? " (the error is above)" : "";
+  switch (d.outcome) {
+    case "timed_out":
+      return `No response: the caller gave up waiting after 15 s${see}.`;
+    case "error":
+      return `No response: the dial failed${see}.`;
+    case "tool_error":
+      return `No response body: the handler answered with a tool error${see}.`;
+    default:
+      return "No response recorded.";
+  }
+}
+
+/** The name a phone was paired under (`names`: device id -> name), else its device id. */
+export function phoneName(names: Record<string, string>, id: string): string {
+  return names[id] || id;
+}
+
+/** A phone cell's tooltip: `Name (dev_...)` when the phone has a name, else its device id. */
+export function phoneTitle(names: Record<string, string>, id: string): string {
+  return names[id] ? `${names[id]} (${id})` : id;
+}
+
+/** The Pause button's words while paused: `Resume`, or `Resume (1 200 waiting)`. */
+export function resumeLabel(waiting: number): string {
+  return waiting > 0 ? `Resume (${formatCount(waiting)} waiting)` : "Resume";
+}
+
+/** What an export wrote, in words: `Wrote 1 200 dials to /path/dials.jsonl`. */
+export function exportNotice(r: ExportSummary): string {
+  return `Wrote ${formatCount(r.lines)} dials to ${r.path}`;
+}
+
+/** What a clear did, in words; `rows` is the stored dials deleted (scope `all`). */
+export function clearNotice(scope: DialClearScope, rows: number): string {
+  return scope === "all"
+    ? `Cleared the view and deleted ${formatCount(rows)} stored dials.`
+    : "Cleared the view. Stored history is kept and comes back at the next start.";
+}
+
+/** The message of an error the host rejected a call with (an `IpcError`: `{ message }`). */
+export function errorMessage(e: unknown): string {
+  return (e as { message: string }).message;
 }
