@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use tauri::{Builder, Manager, Runtime, WindowEvent};
 
+pub mod cli;
 pub mod commands;
 pub mod dials;
 pub mod hub;
@@ -108,9 +109,12 @@ pub fn show_main_window<R: Runtime>(app: &tauri::AppHandle<R>) {
 }
 
 /// Runs the desktop app on Wry with single-instance and remembered window size and position.
-pub fn run() -> ExitCode {
+///
+/// `main` parses the command line and checks the display first ([`cli`]); `options` come from
+/// [`cli::Cli::launch_options`].
+pub fn run(options: link::LaunchOptions) -> ExitCode {
     let builder = tauri::Builder::default()
-        .manage(link::LaunchOptions::from_args())
+        .manage(options)
         .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
             show_main_window(app);
         }))
