@@ -3,6 +3,8 @@
 # Rust test suite (with the mock-runtime IPC tests, the real-window smoke test under Xvfb and the
 # end-to-end user journeys driven through WebDriver: src-tauri/tests/e2e.rs), and the
 # TypeScript-bindings drift check. Installs what is missing first (tauri-driver too).
+# Before the tests, every Rust and npm dependency's licence is checked against an allow list
+# (tests/licences.rs, offline).
 # Usage: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +34,9 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "licences of every Rust and npm dependency (offline; tests/licences.rs)"
+cargo test -p switchboard --locked --test licences -- --nocapture
 
 step "cargo test (unit, integration, mock runtime, real window under Xvfb, e2e journeys)"
 cargo test --workspace --locked

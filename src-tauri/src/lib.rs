@@ -17,6 +17,7 @@ use switchboard::app::{App, AppConfig, AppPaths};
 use switchboard::confirmations::ConfirmationMirror;
 use tauri::{Builder, Manager, Runtime, WindowEvent};
 
+pub mod cli;
 pub mod commands;
 pub mod host;
 pub mod logging;
@@ -218,9 +219,12 @@ pub fn show_main_window<R: Runtime>(app: &tauri::AppHandle<R>) {
 }
 
 /// Runs the desktop app on Wry with single-instance and remembered window size and position.
-pub fn run() -> ExitCode {
+///
+/// `main` parses the command line and checks the display first ([`cli`]); `options` come from
+/// [`cli::Cli::launch_options`].
+pub fn run(options: LaunchOptions) -> ExitCode {
     let builder = tauri::Builder::default()
-        .manage(LaunchOptions::from_args())
+        .manage(options)
         .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
             show_main_window(app);
         }))

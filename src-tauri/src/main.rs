@@ -1,7 +1,19 @@
 //! `switchboard-desktop`: the Switchboard window. All logic lives in the library crate.
+//!
+//! The command line is parsed before Tauri starts, so `--help` and `--version` work without a
+//! display, and a start without a usable display ends with one sentence instead of a panic.
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+use clap::Parser;
+use switchboard_desktop::cli::{check_display, Cli};
+
 fn main() -> std::process::ExitCode {
-    switchboard_desktop::run()
+    // Prints and exits for --help and --version (0) and for usage errors (2).
+    let cli = Cli::parse();
+    if let Err(problem) = check_display() {
+        eprintln!("{problem}");
+        return std::process::ExitCode::FAILURE;
+    }
+    switchboard_desktop::run(cli.launch_options())
 }

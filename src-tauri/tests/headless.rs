@@ -1,0 +1,115 @@
+//! The built `switchboard-desktop` without a display: `--help` and `--version` print, an
+//! unknown flag is a usage error, and a start with no display or an unreachable one ends with
+//! one sentence and a non-zero exit code, never a panic or a backtrace (`src/cli.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Output};
+
+/// Runs the app with `args`, no display variables and backtraces asked for, so a panic would
+/// show one.
+fn run(args: &[&str], display: Option<&str>) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchboard-desktop"));
+    cmd.args(args)
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("GDK_BACKEND")
+        .env("RUST_BACKTRACE", "1")
+        .env("SWITCHBOARD_HOME", home.path())
+        .env("HOME", home.path());
+    if let Some(d) = display {
+        cmd.env("DISPLAY", d);
+    }
+    cmd.output().expect("the app starts")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn assert_no_panic(out: &Output) {
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr)).to_lowercase();
+    assert!(
+        !all.contains("panicked") && !all.contains("backtrace"),
+        "{all}"
+    );
+}
+
+#[test]
+fn help_prints_without_a_display_and_lists_demo() {
+    let out = run(&["--help"], None);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("--demo"), "{stdout}");
+    assert!(stdout.contains("--version"), "{stdout}");
+    // The flag WebKitWebDriver adds is accepted but not advertised.
+    assert!(!stdout.contains("--automation"), "{stdout}");
+    assert_no_panic(&out);
+}
+
+#[test]
+fn version_prints_without_a_display() {
+    let out = run(&["--version"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).trim(),
+        format!("switchboard-desktop {}", env!("CARGO_PKG_VERSION"))
+    );
+    assert_no_panic(&out);
+}
+
+#[test]
+fn an_unknown_flag_is_a_usage_error() {
+    let out = run(&["--no-such-flag"], None);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--no-such-flag"), "{stderr}");
+    assert!(stderr.contains("Usage:"), "{stderr}");
+    assert_no_panic(&out);
+}
+
+#[test]
+fn a_start_without_a_display_says_so_in_one_sentence() {
+    for args in [&[][..], &["--demo"][..]] {
+        let out = run(args, None);
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.trim(),
+            "switchboard-desktop needs a graphical desktop: no DISPLAY or WAYLAND_DISPLAY is set. \
+             Run it from your desktop session, or under Xvfb: xvfb-run switchboard-desktop --demo",
+            "{args:?}"
+        );
+        assert_no_panic(&out);
+    }
+}
+
+#[test]
+fn an_empty_display_counts_as_none() {
+    let out = run(&[], Some(""));
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("no DISPLAY or WAYLAND_DISPLAY is set"),
+        "{stderr}"
+    );
+    assert_no_panic(&out);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unreachable_display_says_so_without_a_panic() {
+    // No X server listens on this display number (Xvfb -displayfd picks low free numbers).
+    let out = run(&["--demo"], Some(":64999"));
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("could not open the display (DISPLAY=:64999)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("xvfb-run switchboard-desktop --demo"),
+        "{stderr}"
+    );
+    assert_no_panic(&out);
+}
