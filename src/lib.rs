@@ -42,3 +42,4 @@ pub mod phone_events;
 pub mod phone_line;
 pub mod runtime;
 pub mod settings;
+pub mod sync;
