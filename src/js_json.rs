@@ -155,48 +155,27 @@ fn write_number(out: &mut String, n: &Number) {
         }
     }
     match n.as_f64() {
-        Some(f) => out.push_str(&js_number(f)),
+        Some(f) => out.push_str(js_number_in(&mut ryu_js::Buffer::new(), f)),
         None => out.push_str("null"),
     }
 }
 
-/// Formats `f` as JavaScript's `Number.prototype.toString()` does (ECMA-262 Number::toString):
-/// shortest round-trip digits; plain notation for decimal exponents from -6 to 20, exponent
-/// notation (`1e+21`, `1.5e-7`) outside. NaN and infinities are `null`, as in `JSON.stringify`.
+/// Formats `f` as JavaScript's `Number.prototype.toString()` does (ECMA-262 Number::toString,
+/// via the `ryu-js` crate): shortest round-trip digits; plain notation for decimal exponents from
+/// -6 to 20, exponent notation (`1e+21`, `1.5e-7`) outside; `-0` is `0`. NaN and infinities are
+/// `null`, as in `JSON.stringify`.
 pub fn js_number(f: f64) -> String {
-    if !f.is_finite() {
-        return "null".to_string();
-    }
-    if f == 0.0 {
-        return "0".to_string();
-    }
-    let sign = if f < 0.0 { "-" } else { "" };
-    // Rust's `{:e}` gives the shortest round-trip digits: "d.ddde-7" or "de21".
-    let sci = format!("{:e}", f.abs());
-    let (mantissa, exp) = match sci.split_once('e') {
-        Some(parts) => parts,
-        None => return format!("{f}"),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let k = digits.len() as i32; // number of significant digits
-    let n = exp + 1; // value = 0.digits * 10^n
-    let body = if k <= n && n <= 21 {
-        format!("{digits}{}", "0".repeat((n - k) as usize))
-    } else if 0 < n && n <= 21 {
-        format!("{}.{}", &digits[..n as usize], &digits[n as usize..])
-    } else if -6 < n && n <= 0 {
-        format!("0.{}{digits}", "0".repeat((-n) as usize))
+    let mut buf = ryu_js::Buffer::new();
+    js_number_in(&mut buf, f).to_string()
+}
+
+/// [`js_number`] written into `buf` (no allocation).
+fn js_number_in(buf: &mut ryu_js::Buffer, f: f64) -> &str {
+    if f.is_finite() {
+        buf.format_finite(f)
     } else {
-        let e = n - 1;
-        let e_sign = if e < 0 { '-' } else { '+' };
-        if k == 1 {
-            format!("{digits}e{e_sign}{}", e.abs())
-        } else {
-            format!("{}.{}e{e_sign}{}", &digits[..1], &digits[1..], e.abs())
-        }
-    };
-    format!("{sign}{body}")
+        "null"
+    }
 }
 
 /// Deepest nesting of arrays and objects serde_json parses (its recursion limit, 128, counts
@@ -392,13 +371,51 @@ fn number_end(text: &str, i: usize) -> Option<usize> {
         return (token != "-0").then_some(j);
     }
     let value: f64 = token.parse().ok()?;
-    (js_number(value) == token).then_some(j)
+    (js_number_in(&mut ryu_js::Buffer::new(), value) == token).then_some(j)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The hand-written formatter `ryu-js` replaced, kept as the reference it must match.
+    #[allow(clippy::cast_possible_truncation)]
+    fn legacy_js_number(f: f64) -> String {
+        if !f.is_finite() {
+            return "null".to_string();
+        }
+        if f == 0.0 {
+            return "0".to_string();
+        }
+        let sign = if f < 0.0 { "-" } else { "" };
+        // Rust's `{:e}` gives the shortest round-trip digits: "d.ddde-7" or "de21".
+        let sci = format!("{:e}", f.abs());
+        let (mantissa, exp) = match sci.split_once('e') {
+            Some(parts) => parts,
+            None => return format!("{f}"),
+        };
+        let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+        let exp: i32 = exp.parse().unwrap_or(0);
+        let k = digits.len() as i32; // number of significant digits
+        let n = exp + 1; // value = 0.digits * 10^n
+        let body = if k <= n && n <= 21 {
+            format!("{digits}{}", "0".repeat((n - k) as usize))
+        } else if 0 < n && n <= 21 {
+            format!("{}.{}", &digits[..n as usize], &digits[n as usize..])
+        } else if -6 < n && n <= 0 {
+            format!("0.{}{digits}", "0".repeat((-n) as usize))
+        } else {
+            let e = n - 1;
+            let e_sign = if e < 0 { '-' } else { '+' };
+            if k == 1 {
+                format!("{digits}e{e_sign}{}", e.abs())
+            } else {
+                format!("{}.{}e{e_sign}{}", &digits[..1], &digits[1..], e.abs())
+            }
+        };
+        format!("{sign}{body}")
+    }
 
     fn parse(text: &str) -> Value {
         serde_json::from_str(text).unwrap_or(Value::Null)
@@ -802,6 +819,19 @@ mod tests {
                 holds(&t);
                 holds(&stringify(&v));
             }
+        }
+
+        #[test]
+        fn numbers_match_the_hand_written_formatter(
+            f in prop_oneof![
+                any::<f64>(),
+                (-1e6f64..1e6),
+                (-1e-3f64..1e-3),
+                any::<u64>().prop_map(f64::from_bits),
+                (-400i32..400, 1u32..100_000).prop_map(|(e, m)| f64::from(m) * 10f64.powi(e)),
+            ],
+        ) {
+            prop_assert_eq!(js_number(f), legacy_js_number(f), "for {:?}", f);
         }
 
         #[test]

@@ -31,6 +31,7 @@
 pub mod app;
 pub mod app_info;
 pub mod bridge;
+pub mod clock;
 pub mod confirmations;
 pub mod dials;
 pub mod error;
@@ -47,3 +48,4 @@ pub mod phone_line;
 pub mod runtime;
 pub mod settings;
 pub mod sync;
+pub mod timefmt;

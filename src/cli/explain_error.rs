@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use serde_json::json;
 use switchboard::bridge::explain::assumed_path;
 use switchboard::bridge::{derive_banner, Derived, ExtensionDirectory};
+use switchboard::clock::{Clock as _, SystemClock};
 use switchboard::host_error::{self, HostError, HostErrorKind, PermissionForm};
 
 use super::CliResult;
@@ -54,10 +55,7 @@ pub fn run(args: Args) -> CliResult {
     };
     let error = host_error::parse(&text);
     let path = assumed_path(&error, args.caller.as_deref(), args.endpoint.as_deref());
-    let at_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0);
+    let at_ms = SystemClock.now_ms();
     let derived = derive_banner(&path, &error, &dir, at_ms);
 
     if args.json {

@@ -94,7 +94,10 @@ fn print_summary(s: &PhoneLineSummary, pairings: &PairingsFile) {
         None => println!("  no pairing record"),
     }
     if let Some(ms) = s.decided_at {
-        println!("  decided at: {} ({ms} ms)", format_epoch_ms(ms));
+        println!(
+            "  decided at: {} ({ms} ms)",
+            switchboard::timefmt::utc_text_ms(ms)
+        );
     }
     if let Some(h) = &s.manifest_hash {
         println!("  manifest hash: {h}");
@@ -133,28 +136,4 @@ fn print_summary(s: &PhoneLineSummary, pairings: &PairingsFile) {
     for w in &s.warnings {
         println!("  warning: {w}");
     }
-}
-
-/// `ms` (epoch milliseconds) as `YYYY-MM-DD hh:mm:ss.mmm UTC`.
-fn format_epoch_ms(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:03} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
 }

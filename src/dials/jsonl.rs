@@ -84,8 +84,9 @@ pub fn write_jsonl<'d, W: Write>(
     Ok(n)
 }
 
-/// Writes `dials` as JSON Lines to `path` atomically (temp file in the same folder, fsync,
-/// rename). Returns the lines written.
+/// Writes `dials` as JSON Lines to `path` atomically ([`crate::fsutil::write_atomic_with`]: temp
+/// file in the same folder, fsync, rename; the folder is created when missing). Returns the lines
+/// written.
 ///
 /// # Errors
 /// [`ImportError::Io`] naming `path` when the folder cannot be written.
@@ -94,15 +95,7 @@ pub fn export_jsonl_file(dials: &[Arc<Dial>], path: &Path) -> Result<u64, Import
         path: path.to_owned(),
         source,
     };
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    let n = write_jsonl(dials, tmp.as_file()).map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(n)
+    crate::fsutil::write_atomic_with(path, |file| write_jsonl(dials, file)).map_err(io)
 }
 
 /// Parses JSON Lines into dials. Blank lines are skipped. A line is bad when it is not a JSON

@@ -353,9 +353,7 @@ pub(crate) fn writer_loop(
     }
     let record_error = |msg: String| {
         tracing::error!(target: "switchboard::dials", "{msg}");
-        if let Ok(mut slot) = shared.error.lock() {
-            slot.get_or_insert(msg);
-        }
+        crate::sync::lock(&shared.error).get_or_insert(msg);
     };
     while let Ok(msg) = rx.recv() {
         match msg {
@@ -386,7 +384,7 @@ pub(crate) fn writer_loop(
                 let _ = reply.send(clear(&conn).map_err(|e| storage(&path, "clearing", e)));
             }
             WriterMsg::Flush { reply } => {
-                let err = shared.error.lock().ok().and_then(|mut s| s.take());
+                let err = crate::sync::lock(&shared.error).take();
                 let _ = reply.send(match err {
                     Some(e) => Err(DialLogError::Storage(e)),
                     None => Ok(()),

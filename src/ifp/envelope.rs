@@ -291,16 +291,8 @@ impl Timestamp {
             }
             _ => return Err(shape()),
         };
-        let range = || TimestampError::Range(text.to_string());
-        if !(1..=12).contains(&month) || hour > 23 || minute > 59 || second > 59 {
-            return Err(range());
-        }
-        if day < 1 || day > days_in_month(year, month) {
-            return Err(range());
-        }
-        let days = days_from_civil(i64::from(year), month, day);
-        let unix_seconds =
-            days * 86_400 + i64::from(hour) * 3_600 + i64::from(minute) * 60 + i64::from(second);
+        let unix_seconds = crate::timefmt::unix_seconds(year, month, day, hour, minute, second)
+            .ok_or_else(|| TimestampError::Range(text.to_string()))?;
         Ok((unix_seconds, nanos))
     }
 
@@ -310,22 +302,7 @@ impl Timestamp {
     /// Returns `None` when `nanos >= 1_000_000_000` or the year falls outside 0000-9999.
     /// Sub-millisecond precision is dropped from the text and from the value.
     pub fn from_unix(unix_seconds: i64, nanos: u32) -> Option<Self> {
-        if nanos >= 1_000_000_000 {
-            return None;
-        }
-        let days = unix_seconds.div_euclid(86_400);
-        let secs = unix_seconds.rem_euclid(86_400);
-        let (year, month, day) = civil_from_days(days);
-        if !(0..=9999).contains(&year) {
-            return None;
-        }
-        let millis = nanos / 1_000_000;
-        let text = format!(
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-            secs / 3_600,
-            (secs % 3_600) / 60,
-            secs % 60
-        );
+        let text = crate::timefmt::utc_parts(unix_seconds, nanos)?.rfc3339();
         Timestamp::parse(&text).ok()
     }
 
@@ -350,46 +327,6 @@ impl Timestamp {
     pub fn nanos(&self) -> u32 {
         self.nanos
     }
-}
-
-fn is_leap(year: u32) -> bool {
-    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-}
-
-fn days_in_month(year: u32, month: u32) -> u32 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(month);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Proleptic Gregorian (year, month, day) of a day count since 1970-01-01 (Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 impl PartialEq for Timestamp {

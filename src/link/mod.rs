@@ -52,10 +52,11 @@ pub mod tls;
 pub mod trust;
 mod wire;
 
+pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use diagnostics::{FailureKind, LinkDiagnostics, LinkFailure, MdnsStatus};
 pub use identity::{DesktopIdentity, IdentityError};
 pub use mdns::SERVICE_TYPE;
-pub use pairing::{Clock, ManualClock, PairingInvite, SystemClock};
+pub use pairing::PairingInvite;
 pub use secret_store::{KeyringStore, MemoryStore, SecretStore, SecretStoreError};
 pub use server::{
     bind, FrameLog, Link, LinkConfig, LinkError, LinkEvent, MessageCredit, DEFAULT_PORT,

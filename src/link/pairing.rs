@@ -11,9 +11,6 @@
 //!   [`desktop_hello_signed_bytes`]; the verification code both screens show:
 //!   [`verification_code`].
 
-use std::fmt::Debug;
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use rand::Rng as _;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -25,50 +22,9 @@ pub const PAIRING_TTL_MS: u64 = 120_000;
 /// Wrong codes accepted before the code is replaced and the caller gets `rate_limited`.
 pub const MAX_WRONG_TRIES: u32 = 5;
 
-/// A source of wall-clock time in milliseconds since the Unix epoch (swappable for tests).
-pub trait Clock: Send + Sync + Debug {
-    /// Now, in milliseconds since the Unix epoch.
-    fn now_ms(&self) -> u64;
-}
-
-/// The system clock.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0)
-    }
-}
-
-/// A clock that only moves when told to (tests of code expiry).
-#[derive(Debug, Default)]
-pub struct ManualClock {
-    now: AtomicU64,
-}
-
-impl ManualClock {
-    /// A clock reading `start_ms`.
-    pub fn new(start_ms: u64) -> Self {
-        Self {
-            now: AtomicU64::new(start_ms),
-        }
-    }
-
-    /// Moves the clock forward by `ms` milliseconds.
-    pub fn advance(&self, ms: u64) {
-        self.now.fetch_add(ms, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now_ms(&self) -> u64 {
-        self.now.load(Ordering::SeqCst)
-    }
-}
+/// The clock moved to [`crate::clock`]; re-exported so `link::pairing::{Clock, SystemClock}`
+/// keeps working for callers not yet switched to `crate::clock`.
+pub use crate::clock::{Clock, ManualClock, SystemClock};
 
 /// An open pairing window: one code, its expiry and the wrong tries so far.
 #[derive(Debug, Clone)]

@@ -27,7 +27,9 @@ use super::pairing::{
     verification_code,
 };
 use super::tls::{pinned_client_config, PinnedCertVerifier};
-use super::wire::{message_id, rfc3339_ms};
+use super::wire::message_id;
+use crate::clock::{Clock as _, SystemClock};
+use crate::timefmt::rfc3339_ms;
 
 /// Errors of the phone client.
 #[derive(Debug, thiserror::Error)]
@@ -195,18 +197,13 @@ pub fn envelope(kind: &str, entity: Option<&str>, payload: Value) -> Value {
     let mut m = Map::new();
     m.insert("ifp".into(), json!("1"));
     m.insert("id".into(), json!(message_id()));
-    m.insert("ts".into(), json!(rfc3339_ms(now_ms())));
+    m.insert("ts".into(), json!(rfc3339_ms(SystemClock.now_ms())));
     m.insert("type".into(), json!(kind));
     if let Some(e) = entity {
         m.insert("entity".into(), json!(e));
     }
     m.insert("payload".into(), payload);
     Value::Object(m)
-}
-
-fn now_ms() -> u64 {
-    use super::pairing::Clock as _;
-    super::pairing::SystemClock.now_ms()
 }
 
 impl PhoneClient {

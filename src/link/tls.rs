@@ -51,7 +51,7 @@ impl PinnedCertVerifier {
 
     /// The fingerprint of the certificate the server presented last, if any.
     pub fn seen(&self) -> Option<String> {
-        self.seen.lock().ok().and_then(|g| g.clone())
+        crate::sync::lock(&self.seen).clone()
     }
 }
 
@@ -65,9 +65,7 @@ impl ServerCertVerifier for PinnedCertVerifier {
         _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         let fp = cert_fingerprint(end_entity.as_ref());
-        if let Ok(mut g) = self.seen.lock() {
-            *g = Some(fp.clone());
-        }
+        *crate::sync::lock(&self.seen) = Some(fp.clone());
         if fp == self.expected {
             Ok(ServerCertVerified::assertion())
         } else {

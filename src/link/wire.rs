@@ -47,29 +47,7 @@ pub(crate) fn random_token() -> String {
     URL_SAFE_NO_PAD.encode(b)
 }
 
-/// `ms` since the Unix epoch as RFC 3339 UTC with milliseconds and a literal `Z`.
-pub fn rfc3339_ms(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
+pub use crate::timefmt::rfc3339_ms;
 
 /// Who the desktop is on the wire: its entity and device ids.
 #[derive(Debug, Clone)]

@@ -23,8 +23,9 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::scenario::{Frame, Resolver, Scenario, ScenarioError, Sender};
+use crate::clock::{Clock as _, SystemClock};
 use crate::link::phone_client::{envelope, Paired, PhoneClient, PhoneError, PhoneIdentity};
-use crate::link::rfc3339_ms;
+use crate::timefmt::rfc3339_ms;
 
 /// Frames queued before a flush at [`Rate::Max`].
 pub const BATCH: usize = 64;
@@ -107,7 +108,7 @@ impl PlayOptions {
             rate: Rate::Recorded,
             count: 1,
             run: random_run(),
-            base_ms: now_ms(),
+            base_ms: SystemClock.now_ms(),
             max_reconnects: 20,
             ack_wait: Duration::from_secs(30),
             cut_after: Vec::new(),
@@ -143,13 +144,6 @@ pub fn random_run() -> String {
     use rand::Rng as _;
     let b: [u8; 8] = rand::rngs::OsRng.gen();
     hex::encode(b)
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
 
 /// What happened in a play.

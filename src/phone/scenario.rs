@@ -31,7 +31,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::ifp::params_hash;
-use crate::link::rfc3339_ms;
+use crate::timefmt::rfc3339_ms;
 
 /// Errors reading a scenario.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

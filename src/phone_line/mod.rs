@@ -14,7 +14,6 @@
 //!   backup, revoke).
 //! - [`summary`] — [`summary::summarize`] → [`summary::PhoneLineSummary`] for the UI.
 
-mod atomic;
 pub mod check;
 pub mod exclusions;
 pub mod json_path;

@@ -91,12 +91,11 @@ impl From<PairingsError> for crate::error::IpcError {
 }
 
 /// Milliseconds since the Unix epoch now, as `Date.now()` gives them (0 if the clock is before
-/// 1970).
+/// 1970): [`crate::clock::SystemClock`]'s reading. Kept for the desktop shell's callers; new code
+/// takes a [`crate::clock::Clock`] or a `now_ms` argument.
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
+    use crate::clock::Clock as _;
+    crate::clock::SystemClock.now_ms()
 }
 
 /// One pairing record: `{ identifier, displayName, allowed, manifestHash, decidedAt, ... }`.
@@ -399,7 +398,7 @@ impl PairingsFile {
     /// [`PairingsError::Write`]; on error the previous file is untouched.
     pub fn save(&self, path: &Path) -> Result<(), PairingsError> {
         let backup = backup_path(path);
-        super::atomic::write_atomic_with_backup(path, self.to_text().as_bytes(), &backup).map_err(
+        crate::fsutil::write_atomic_with_backup(path, self.to_text().as_bytes(), &backup).map_err(
             |source| PairingsError::Write {
                 path: path.to_path_buf(),
                 source,

@@ -191,7 +191,7 @@ impl PhoneLineRegistry {
 
     /// Writes the settings file at `path` atomically (temporary file, fsync, rename).
     pub fn save(&self, path: &Path) -> Result<(), RegistryError> {
-        super::atomic::write_atomic(path, self.to_text().as_bytes()).map_err(|source| {
+        crate::fsutil::write_atomic(path, self.to_text().as_bytes()).map_err(|source| {
             RegistryError::Io {
                 path: path.to_path_buf(),
                 source,
