@@ -4,26 +4,26 @@
 //! Why its own file: action messages are not events. A replay is recognised by message id (the
 //! phone may resend what it was not sure arrived), the ifp/1 receiver judges the rest (lifecycle,
 //! expiry by the message's own `ts`, binding), a refusal is answered with an ifp/1 `error`, and
-//! the (message, outcome) pair goes to the Confirmations mirror when one is given. The hub only
-//! mirrors: it cannot send an `action.*` message. Spec: `ifp1-notes.md` ("Action lifecycle"),
-//! `docs/protocol.md` ("Action messages").
+//! the (message, outcome) pair goes to the Confirmations mirror when one is given. The hub itself
+//! follows each proposal's state only as far as its notices need ([`HubNotice::ProposalWaiting`],
+//! [`HubNotice::ProposalEnded`]). The hub only mirrors: it cannot send an `action.*` message.
+//! Spec: `ifp1-notes.md` ("Action lifecycle"), `docs/protocol.md` ("Action messages").
 
-use super::{lock, Hub, HubNotice, PhoneState, ProposalStep, ProposalView};
+use super::{lock, Hub, HubNotice, PhoneState};
 use crate::ifp::payload::{IncomingAction, IncomingMessage};
-use crate::ifp::{ActionState, Envelope, Outcome, Verdict};
+use crate::ifp::{ActionState, Envelope, Verdict};
 
 /// Most message ids remembered per phone for recognising replayed `action.*` messages.
 pub const MAX_SEEN_IDS: usize = 16_384;
-/// Most proposals kept per phone (oldest finished dropped first).
+/// Most proposals followed per phone for the proposal notices (oldest finished dropped first).
 pub const MAX_PROPOSALS: usize = 1024;
-/// Most (message, outcome) pairs kept per phone for the Confirmations mirror.
-pub const MAX_ACTION_MESSAGES: usize = 4096;
 
-/// One proposal as the hub keeps it: its view, and whether its end was already told.
+/// One proposal as the hub follows it: its state, and whether its end was already told.
 #[derive(Debug)]
 pub(super) struct ProposalRecord {
-    pub(super) view: ProposalView,
-    pub(super) ended: bool,
+    action_id: String,
+    state: ActionState,
+    ended: bool,
 }
 
 impl PhoneState {
@@ -70,28 +70,11 @@ impl Hub {
                 });
             }
         }
-        if p.action_messages.len() >= MAX_ACTION_MESSAGES {
-            p.action_messages.pop_front();
-        }
-        p.action_messages.push_back((env.clone(), outcome.clone()));
         let Ok(IncomingMessage::Action(action)) = typed else {
             return;
         };
         let action_id = action.action_id().to_string();
-        let step = ProposalStep {
-            message_id: env.id.clone(),
-            message_type: env.r#type.clone(),
-            ts: env.ts.as_str().to_string(),
-            verdict: outcome.verdict,
-            error_class: outcome.error_class,
-            reason: outcome.reason.clone(),
-            state_after: outcome.action_state,
-            detail: step_detail(&action, env),
-        };
-        let idx = p
-            .proposals
-            .iter()
-            .position(|r| r.view.action_id == action_id);
+        let idx = p.proposals.iter().position(|r| r.action_id == action_id);
         let idx = match (idx, &action) {
             (Some(i), _) => i,
             (None, IncomingAction::Propose(prop)) => {
@@ -100,19 +83,8 @@ impl Hub {
                     p.proposals.remove(drop);
                 }
                 p.proposals.push(ProposalRecord {
-                    view: ProposalView {
-                        action_id: action_id.clone(),
-                        session: env.session.clone(),
-                        tool: prop.tool.clone(),
-                        risk: prop.risk,
-                        reason: prop.reason.clone(),
-                        params: serde_json::Value::Object(prop.params.clone()),
-                        params_hash: prop.params_hash.clone(),
-                        params_hash_matches: outcome.params_hash_matches,
-                        expires_at: prop.expires_at.as_str().to_string(),
-                        state: outcome.action_state.unwrap_or(ActionState::Requested),
-                        steps: Vec::new(),
-                    },
+                    action_id: action_id.clone(),
+                    state: outcome.action_state.unwrap_or(ActionState::Requested),
                     ended: false,
                 });
                 if outcome.verdict == Verdict::Accepted {
@@ -130,50 +102,16 @@ impl Hub {
         let Some(rec) = p.proposals.get_mut(idx) else {
             return;
         };
-        rec.view.steps.push(step);
         if let Some(state) = outcome.action_state {
-            rec.view.state = state;
+            rec.state = state;
         }
-        if rec.view.state.is_terminal() && !rec.ended {
+        if rec.state.is_terminal() && !rec.ended {
             rec.ended = true;
             self.notify(HubNotice::ProposalEnded {
                 device_id: device_id.to_string(),
                 action_id,
-                state: rec.view.state,
+                state: rec.state,
             });
         }
-    }
-
-    /// Every `action.*` message applied from the phone with the receiver's outcome, oldest
-    /// first (at most [`MAX_ACTION_MESSAGES`]): the feed for the Confirmations mirror.
-    pub fn action_messages(&self, device_id: &str) -> Vec<(Envelope, Outcome)> {
-        let st = lock(&self.inner.state);
-        st.phones
-            .get(device_id)
-            .map(|p| p.action_messages.iter().cloned().collect())
-            .unwrap_or_default()
-    }
-}
-
-/// A readable detail of an action message for the proposal record: the reject's reason class,
-/// the result's status and error class, and the phone's `message` (phone_action answers).
-fn step_detail(action: &IncomingAction, env: &Envelope) -> Option<String> {
-    let message = env
-        .payload
-        .get("message")
-        .and_then(serde_json::Value::as_str)
-        .map(str::to_string);
-    let base = match action {
-        IncomingAction::Reject(r) => Some(format!("{:?}", r.reason_class)),
-        IncomingAction::Result(r) => Some(match r.error_class {
-            Some(c) => format!("{:?} ({})", r.status, c.as_str()),
-            None => format!("{:?}", r.status),
-        }),
-        IncomingAction::Approve(a) => Some(format!("{:?}", a.confirmation.mode)),
-        _ => None,
-    };
-    match (base, message) {
-        (Some(b), Some(m)) => Some(format!("{b}: {m}")),
-        (b, m) => b.or(m),
     }
 }

@@ -225,11 +225,8 @@ impl Hub {
     ) -> Option<u64> {
         let held = match verdict {
             Ok(IngestVerdict::Held) => true,
-            Ok(IngestVerdict::Duplicate) => {
-                let mut st = lock(&self.inner.state);
-                self.phone_mut(&mut st, device_id).dial_duplicates += 1;
-                false
-            }
+            // A replay the dial log already holds: nothing follows from it.
+            Ok(IngestVerdict::Duplicate) => false,
             Ok(IngestVerdict::Rejected(why)) => {
                 let mut st = lock(&self.inner.state);
                 self.phone_mut(&mut st, device_id)

@@ -29,10 +29,9 @@
 //!   - autonomy: kept per runtime session.
 //! - `action.*`: forwarded by the phone as it saw them. A message id already applied is a replay
 //!   and is skipped; otherwise the [`Receiver`] judges it (lifecycle, expiry by the message's
-//!   own `ts`, binding) and the (message, outcome) pair is kept in the phone's proposal record
-//!   and in [`Hub::action_messages`], and fed to the Confirmations mirror when one is given
-//!   ([`HubParts::confirmations`]). A refused action message is
-//!   answered with an ifp/1 `error`. **The hub never approves, rejects or cancels anything**: it
+//!   own `ts`, binding) and the (message, outcome) pair is fed to the Confirmations mirror when
+//!   one is given ([`HubParts::confirmations`]); the hub follows each proposal's state only for
+//!   its notices (waiting, ended). A refused action message is answered with an ifp/1 `error`. **The hub never approves, rejects or cancels anything**: it
 //!   has no way to send an `action.*` message ([`crate::ifp::OutgoingMessage`] cannot express
 //!   one).
 //! - Every applied message moves the phone's acknowledgement point; the hub sends
@@ -56,10 +55,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{broadcast, mpsc};
 
 pub use acks::ACK_EVERY;
-pub use actions::{MAX_ACTION_MESSAGES, MAX_PROPOSALS, MAX_SEEN_IDS};
+pub use actions::{MAX_PROPOSALS, MAX_SEEN_IDS};
 pub use dials::MAX_DIAL_BATCH;
 pub use requests::HubError;
-pub use view::{HubNotice, PhoneView, ProposalStep, ProposalView, SessionAutonomy};
+pub use view::{HubNotice, PhoneView, SessionAutonomy};
 
 use crate::bridge::store::BridgeStatusStore;
 use crate::bridge::{ExtensionDirectory, ExtensionManifest};
@@ -88,7 +87,8 @@ pub struct HubParts {
     /// hub only applies, e.g. in tests that feed events by hand).
     pub link: Option<Link>,
     /// The Confirmations mirror every applied `action.*` message (with its receiver outcome) is
-    /// fed to, shared with the Confirmations view; `None` keeps only [`Hub::action_messages`].
+    /// fed to, shared with the Confirmations view; `None`: action messages are still judged,
+    /// answered and acknowledged, and the proposal notices sent, but nothing keeps them.
     pub confirmations: Option<Arc<Mutex<ConfirmationMirror>>>,
     /// The receivers' home generation (ifp/1 generation fence), >= 1. Default 1.
     pub home_generation: u64,
@@ -132,9 +132,7 @@ struct PhoneState {
     directory: ExtensionDirectory,
     autonomy: BTreeMap<String, Autonomy>,
     proposals: Vec<ProposalRecord>,
-    action_messages: VecDeque<(Envelope, Outcome)>,
     dials_held: u64,
-    dial_duplicates: u64,
     problems: VecDeque<String>,
 }
 
@@ -156,9 +154,7 @@ impl PhoneState {
             directory: ExtensionDirectory::new(),
             autonomy: BTreeMap::new(),
             proposals: Vec::new(),
-            action_messages: VecDeque::new(),
             dials_held: 0,
-            dial_duplicates: 0,
             problems: VecDeque::new(),
         }
     }
@@ -179,7 +175,6 @@ impl PhoneState {
             applied: self.applied,
             last_applied_id: self.last_id.clone(),
             dials: self.dials_held,
-            dial_duplicates: self.dial_duplicates,
             settings_at: self.settings_at.clone(),
             lines: self.summaries.clone(),
             autonomy: self
@@ -190,7 +185,6 @@ impl PhoneState {
                     autonomy: *autonomy,
                 })
                 .collect(),
-            proposals: self.proposals.iter().map(|p| p.view.clone()).collect(),
             problems: self.problems.iter().cloned().collect(),
         }
     }
