@@ -12,7 +12,7 @@ use std::time::Duration;
 use rand::{Rng as _, SeedableRng as _};
 use serde_json::Value;
 use switchboard::bridge::store::{BridgeSnapshot, BridgeStatusStore, RetireReason};
-use switchboard::confirmations::ConfirmationMirror;
+use switchboard::confirmations::{ConfirmationMirror, ConfirmationView, RejectReason};
 use switchboard::dials::{DialFilter, DialLog, DialLogConfig, DialLogHandle};
 use switchboard::hub::{Hub, HubNotice, HubParts, PhoneView};
 use switchboard::ifp::ActionState;
@@ -102,6 +102,12 @@ impl Desk {
         self.bridge.lock().unwrap().snapshot()
     }
 
+    /// Every proposal the Confirmations mirror holds, waiting then ended.
+    fn proposals(&self) -> Vec<ConfirmationView> {
+        let s = self.confirmations.lock().unwrap().snapshot();
+        s.waiting.into_iter().chain(s.ended).collect()
+    }
+
     fn drain_notices(&mut self) -> Vec<HubNotice> {
         let mut v = Vec::new();
         while let Ok(n) = self.notices.try_recv() {
@@ -141,9 +147,8 @@ fn scenario_counts() -> BTreeMap<String, usize> {
     m
 }
 
-fn proposal_by_reason<'a>(p: &'a PhoneView, reason: &str) -> &'a switchboard::hub::ProposalView {
-    p.proposals
-        .iter()
+fn proposal_by_reason<'a>(p: &'a [ConfirmationView], reason: &str) -> &'a ConfirmationView {
+    p.iter()
         .find(|x| x.reason.as_deref() == Some(reason))
         .unwrap_or_else(|| panic!("no proposal {reason:?}"))
 }
@@ -237,56 +242,58 @@ async fn check_final_state(d: &Desk, report: &PlayReport) {
         levels.contains(&Autonomy::TrustedActions) && levels.contains(&Autonomy::AskBeforeAction)
     );
 
-    // Each proposal's final state.
-    assert_eq!(p.proposals.len(), counts["action.propose"]);
-    let st = |r| proposal_by_reason(&p, r).state;
+    // Each proposal's final state, as the Confirmations mirror shows it.
+    let props = d.proposals();
+    assert_eq!(props.len(), counts["action.propose"]);
+    let st = |r| proposal_by_reason(&props, r).state;
     assert_eq!(st("Tell Sam you are running late"), ActionState::Executed);
     assert_eq!(
-        proposal_by_reason(&p, "Tell Sam you are running late").tool,
+        proposal_by_reason(&props, "Tell Sam you are running late")
+            .tool
+            .name,
         "messages.send"
     );
     assert_eq!(st("Add the dentist appointment"), ActionState::Rejected);
     assert_eq!(st("Send birthday wishes"), ActionState::Expired);
-    let bound = proposal_by_reason(&p, "Add team lunch");
+    let bound = proposal_by_reason(&props, "Add team lunch");
     assert_eq!(bound.state, ActionState::Cancelled);
     assert!(bound
-        .steps
+        .timeline
         .iter()
         .any(|s| s.error_class.map(|c| c.as_str()) == Some("binding_mismatch")));
     assert_eq!(st("Wake-up alarm"), ActionState::Executed);
     assert_eq!(st("Start the route"), ActionState::Rejected);
-    let stop = proposal_by_reason(&p, "Add a fuel stop");
+    // The last message about each ended one carries the phone's words: a result's message, a
+    // reject's reason class.
+    let stop = proposal_by_reason(&props, "Add a fuel stop");
     assert_eq!(stop.state, ActionState::Failed);
+    assert_eq!(stop.timeline.last().unwrap().message_type, "action.result");
     assert!(stop
-        .steps
-        .last()
-        .unwrap()
-        .detail
+        .result_message
         .as_deref()
         .unwrap()
         .contains("No map app"));
-    let draft = proposal_by_reason(&p, "Draft a message");
+    let draft = proposal_by_reason(&props, "Draft a message");
     assert_eq!(draft.state, ActionState::Rejected);
-    assert!(draft
-        .steps
-        .last()
-        .unwrap()
-        .detail
-        .as_deref()
-        .unwrap()
-        .contains("Expired"));
+    assert_eq!(draft.timeline.last().unwrap().message_type, "action.reject");
+    assert_eq!(draft.reject_reason, Some(RejectReason::Expired));
     // Every phone_action proposal passes the phone_action checks.
-    for prop in p.proposals.iter().filter(|x| x.tool == "phone_action") {
-        switchboard::phone_action::check_call(&prop.params).unwrap();
-        assert!(prop.params_hash_matches == Some(true));
+    for prop in props.iter().filter(|x| x.tool.name == "phone_action") {
+        switchboard::phone_action::check_call(&Value::Object(prop.params.clone())).unwrap();
+        assert!(prop.hash.matches);
     }
-    // The Confirmations feed holds every action message once.
+    // The Confirmations mirror was fed every action message once, each in its proposal's
+    // timeline.
     let action_msgs: usize = counts
         .iter()
         .filter(|(k, _)| k.starts_with("action."))
         .map(|(_, v)| v)
         .sum();
-    assert_eq!(d.hub.action_messages(&p.device_id).len(), action_msgs);
+    let fed: usize = props
+        .iter()
+        .map(|c| c.timeline.len() + c.timeline_dropped as usize)
+        .sum();
+    assert_eq!(fed, action_msgs);
     // The Confirmations mirror was fed every proposal once: all ended, none waiting.
     {
         let m = d.confirmations.lock().unwrap();
@@ -324,11 +331,16 @@ async fn demo_runs_end_to_end_over_loopback_tls() {
     // A second start of the demo phone reuses its identity (no new pairing) and, with the same
     // run seed, changes nothing: every message is recognised as already applied.
     let before = d.phone();
+    let mirror_before = d.confirmations.lock().unwrap().snapshot();
     let again = d.play(vec![]).await;
     assert!(again.paired.is_none(), "already paired: hello only");
     let after = d.phone();
     assert_eq!(after.dials, before.dials);
-    assert_eq!(after.proposals, before.proposals);
+    assert_eq!(
+        d.confirmations.lock().unwrap().snapshot(),
+        mirror_before,
+        "the mirror saw no message twice"
+    );
     assert_eq!(d.bridge().history.len(), 2);
     d.stop().await;
 }
@@ -341,11 +353,38 @@ fn comparable(p: &PhoneView) -> Value {
         "last_applied_id",
         "address",
         "connected",
-        "dial_duplicates",
         "problems",
     ] {
         v.as_object_mut().unwrap().remove(k);
     }
+    v
+}
+
+/// The Confirmations mirror without what differs between two desks by design: the wall-clock
+/// times it received messages at, and the phone's device id (in `phone` and `key`).
+fn comparable_mirror(d: &Desk) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                for k in [
+                    "key",
+                    "phone",
+                    "proposed_at_ms",
+                    "updated_at_ms",
+                    "ended_at_ms",
+                    "received_at_ms",
+                    "at_ms",
+                ] {
+                    m.remove(k);
+                }
+                m.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut v = serde_json::to_value(d.confirmations.lock().unwrap().snapshot()).unwrap();
+    strip(&mut v);
     v
 }
 
@@ -380,6 +419,11 @@ async fn demo_cut_three_times_and_resumed_ends_in_the_same_state() {
     assert_eq!(
         comparable(&cut.phone()),
         comparable(&clean.phone()),
+        "cuts {cuts:?} (seed {seed})"
+    );
+    assert_eq!(
+        comparable_mirror(&cut),
+        comparable_mirror(&clean),
         "cuts {cuts:?} (seed {seed})"
     );
     assert_eq!(cut.bridge(), clean.bridge(), "cuts {cuts:?} (seed {seed})");

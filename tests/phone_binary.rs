@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use switchboard::bridge::store::BridgeStatusStore;
+use switchboard::confirmations::ConfirmationMirror;
 use switchboard::dials::{DialLog, DialLogConfig};
 use switchboard::hub::{Hub, HubParts};
 use switchboard::link::{bind, DesktopIdentity, Link, LinkConfig, MemoryStore};
@@ -79,11 +80,14 @@ async fn binary_pairs_with_a_code_and_plays_a_scenario() {
     }));
     let dials = DialLog::spawn(DialLogConfig::default()).unwrap();
     let bridge = Arc::new(Mutex::new(BridgeStatusStore::new()));
-    let hub = Hub::new(HubParts::new(
-        dials.clone(),
-        bridge.clone(),
-        Some(link.clone()),
-    ));
+    let confirmations = Arc::new(Mutex::new(ConfirmationMirror::new(None)));
+    let mut parts = HubParts::new(dials.clone(), bridge.clone(), Some(link.clone()));
+    parts.confirmations = Some(confirmations.clone());
+    let hub = Hub::new(parts);
+    let proposals = || {
+        let m = confirmations.lock().unwrap();
+        m.waiting_count() + m.ended_count()
+    };
     tokio::spawn(hub.clone().run(events));
 
     let scenario_path = dir.path().join("small.jsonl");
@@ -124,7 +128,7 @@ async fn binary_pairs_with_a_code_and_plays_a_scenario() {
     let p = &phones[0];
     assert_eq!(p.label, "Test phone");
     assert_eq!(p.dials, 2);
-    assert_eq!(p.proposals.len(), 1);
+    assert_eq!(proposals(), 1);
     assert_eq!(p.autonomy.len(), 1);
     let snap = bridge.lock().unwrap().snapshot();
     assert!(snap.banners.is_empty());
@@ -158,7 +162,7 @@ async fn binary_pairs_with_a_code_and_plays_a_scenario() {
     );
     assert!(!stdout.contains("paired:"), "{stdout}");
     assert_eq!(hub.phones()[0].dials, 6);
-    assert_eq!(hub.phones()[0].proposals.len(), 3);
+    assert_eq!(proposals(), 3);
 
     // A wrong fingerprint is refused before anything is sent.
     let out = run_phone(vec![

@@ -1,11 +1,12 @@
 //! What the hub shows the shell: its notices and the per-phone view (`docs/protocol.md`,
-//! "Phone-line events" and "Action messages"). All of these cross to the UI (ts-rs).
+//! "Phone-line events" and "Action messages"). All of these cross to the UI (ts-rs). Proposals
+//! are shown from the Confirmations mirror ([`crate::confirmations`]), not from here.
 
 use serde::Serialize;
 use ts_rs::TS;
 
 use crate::ifp::payload::Risk;
-use crate::ifp::{ActionState, ErrorClass, Verdict};
+use crate::ifp::ActionState;
 use crate::phone_line::summary::PhoneLineSummary;
 use crate::runtime::autonomy::Autonomy;
 
@@ -117,58 +118,6 @@ pub struct SessionAutonomy {
     pub autonomy: Autonomy,
 }
 
-/// One `action.*` message of a proposal as the desktop judged it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-#[ts(export)]
-pub struct ProposalStep {
-    /// The message id.
-    pub message_id: String,
-    /// Its type (`action.approve`, ...).
-    pub message_type: String,
-    /// Its `ts`.
-    pub ts: String,
-    /// The ifp/1 receiver's verdict.
-    pub verdict: Verdict,
-    /// The error class when refused (`binding_mismatch`, `action_expired`, ...).
-    pub error_class: Option<ErrorClass>,
-    /// The receiver's reason when refused or a duplicate.
-    pub reason: Option<String>,
-    /// The action's state after the message.
-    pub state_after: Option<ActionState>,
-    /// What the message said: confirmation mode, reject reason, result status, the phone's
-    /// `message` (phone_action answers).
-    pub detail: Option<String>,
-}
-
-/// One proposal as mirrored: what was proposed and each message about it.
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
-#[ts(export)]
-pub struct ProposalView {
-    /// The action id.
-    pub action_id: String,
-    /// The runtime session it was proposed in.
-    pub session: Option<String>,
-    /// The tool.
-    pub tool: String,
-    /// Its risk.
-    pub risk: Risk,
-    /// Why the runtime proposed it.
-    pub reason: Option<String>,
-    /// The proposed parameters.
-    #[ts(type = "Record<string, unknown>")]
-    pub params: serde_json::Value,
-    /// The proposal's `params_hash`.
-    pub params_hash: String,
-    /// Whether `params_hash` is the hash of `params` (`false` is an anomaly to show).
-    pub params_hash_matches: Option<bool>,
-    /// When an approval stops counting.
-    pub expires_at: String,
-    /// The current state.
-    pub state: ActionState,
-    /// Every message about it, in arrival order.
-    pub steps: Vec<ProposalStep>,
-}
-
 /// One phone as the hub knows it.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 #[ts(export)]
@@ -189,17 +138,12 @@ pub struct PhoneView {
     /// Dials held in the dial log from it since the hub started.
     #[ts(type = "number")]
     pub dials: u64,
-    /// Dials the dial log recognised as replays.
-    #[ts(type = "number")]
-    pub dial_duplicates: u64,
     /// `ts` of the settings snapshot applied last.
     pub settings_at: Option<String>,
     /// Its phone lines, summarised from the latest settings.
     pub lines: Vec<PhoneLineSummary>,
     /// Its autonomy per runtime session.
     pub autonomy: Vec<SessionAutonomy>,
-    /// Its proposals, oldest first.
-    pub proposals: Vec<ProposalView>,
     /// Recent problems in words (refused or unreadable messages).
     pub problems: Vec<String>,
 }

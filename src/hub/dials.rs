@@ -1,0 +1,274 @@
+//! Dials: accepted `event.phoneline.dial` events (and dials the link read in one pass) into the
+//! dial log, in batches, and the bridge result each held dial implies.
+//!
+//! Why its own file: dials are the bulk of the traffic, so they take a batched path
+//! ([`MAX_DIAL_BATCH`] per round trip to the dial log) that must keep the effects in the order the
+//! events came. Spec: `phone-line.md` ("Failure modes and the bridge banner"), `docs/protocol.md`
+//! ("Phone-line events").
+
+use std::sync::Arc;
+
+use super::{lock, After, Hub, HubNotice, ACK_EVERY};
+use crate::bridge::CallPath;
+use crate::dials::{DialLogError, DialOutcome, IngestVerdict, Retention};
+use crate::ifp::Verdict;
+use crate::link::LinkEvent;
+use crate::phone_events::DialEvent;
+
+/// Most accepted dials [`Hub::run`] hands to the dial log in one message (one round trip to the
+/// log per batch instead of per dial).
+pub const MAX_DIAL_BATCH: usize = 256;
+
+/// An accepted dial waiting for its batch to the dial log ([`Hub::run`]).
+pub(super) struct PendingDial {
+    note: DialNote,
+    record: crate::dials::Dial,
+}
+
+/// What the hub still needs of a dial once the dial log has it: the bridge result it implies.
+pub(super) struct DialNote {
+    id: Arc<str>,
+    caller: Arc<str>,
+    endpoint: Arc<str>,
+    outcome: DialOutcome,
+    error: Option<Arc<str>>,
+    /// When the dial ended (epoch ms): its start plus its duration.
+    end_ms: u64,
+}
+
+impl DialNote {
+    pub(super) fn of(d: &crate::dials::Dial) -> Self {
+        DialNote {
+            id: Arc::clone(&d.id),
+            caller: Arc::clone(&d.caller),
+            endpoint: Arc::clone(&d.endpoint),
+            outcome: d.outcome,
+            error: d.error.clone(),
+            end_ms: u64::try_from(d.start_ms)
+                .unwrap_or(0)
+                .saturating_add(d.duration_ms),
+        }
+    }
+}
+
+impl Hub {
+    /// A dial read in one pass ([`LinkEvent::Dials`]): the receiver rules now, the ingest with the
+    /// next batch of `pending`.
+    pub(super) async fn apply_dial_frame(
+        &self,
+        device_id: &str,
+        frame: crate::phone_events::DialFrame,
+        pending: &mut Vec<PendingDial>,
+    ) {
+        let (accepted, ack) = self.apply_dial_frame_state(device_id, frame);
+        if let Some(record) = accepted {
+            pending.push(PendingDial {
+                note: DialNote::of(&record),
+                record,
+            });
+        }
+        if pending.len() >= MAX_DIAL_BATCH {
+            self.flush_dials(pending).await;
+        }
+        if let Some((last_id, applied)) = ack {
+            self.flush_dials(pending).await;
+            self.send_ack(device_id, last_id, applied);
+        }
+    }
+
+    /// [`Hub::apply`], except that an accepted dial's ingest (and what follows from it) waits in
+    /// `pending` for the next [`Hub::flush_dials`]; anything else flushes `pending` first.
+    pub(super) async fn apply_deferring(&self, event: LinkEvent, pending: &mut Vec<PendingDial>) {
+        let event = match event {
+            LinkEvent::Dials {
+                device_id, frames, ..
+            } => {
+                for frame in frames {
+                    self.apply_dial_frame(&device_id, frame, pending).await;
+                }
+                return;
+            }
+            other => other,
+        };
+        let LinkEvent::Message {
+            device_id,
+            envelope,
+            ..
+        } = event
+        else {
+            self.flush_dials(pending).await;
+            self.apply(event).await;
+            return;
+        };
+        if envelope.r#type != crate::phone_events::DIAL_EVENT {
+            // Its effects may depend on the dials before it (e.g. settings and banners).
+            self.flush_dials(pending).await;
+        }
+        match self.apply_message_state(&device_id, &envelope) {
+            After::Dial { dial, retention } => {
+                let record = dial.to_dial(&device_id, retention);
+                pending.push(PendingDial {
+                    note: DialNote::of(&record),
+                    record,
+                });
+                if pending.len() >= MAX_DIAL_BATCH {
+                    self.flush_dials(pending).await;
+                }
+            }
+            after => self.apply_after(&device_id, after).await,
+        }
+        if let Some((last_id, applied)) = self.ack_due(&device_id) {
+            self.flush_dials(pending).await;
+            self.send_ack(&device_id, last_id, applied);
+        }
+    }
+
+    /// Hands the waiting dials to the dial log in one batch, then applies what follows from each
+    /// verdict, in order.
+    pub(super) async fn flush_dials(&self, pending: &mut Vec<PendingDial>) {
+        if pending.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(pending);
+        let (records, rest): (Vec<_>, Vec<_>) = batch
+            .into_iter()
+            .map(|p| {
+                // The record's phone is the reporting phone's device id.
+                let device_id = Arc::clone(&p.record.phone);
+                (p.record, (device_id, p.note))
+            })
+            .unzip();
+        let n = records.len();
+        let result = self.inner.dials.ingest_batch(records).await;
+        let closed = DialLogError::Closed;
+        let verdicts: Vec<Result<&IngestVerdict, &DialLogError>> = match &result {
+            Ok(v) if v.len() == n => v.iter().map(Ok).collect(),
+            Ok(_) => (0..n).map(|_| Err(&closed)).collect(),
+            Err(e) => (0..n).map(|_| Err(e)).collect(),
+        };
+        // One dial-count notice per phone per batch, with the total after it.
+        let mut counted: Vec<(Arc<str>, u64)> = Vec::new();
+        for ((device_id, note), verdict) in rest.into_iter().zip(verdicts) {
+            if let Some(total) = self.after_ingest(&device_id, &note, verdict) {
+                match counted.iter_mut().find(|(d, _)| *d == device_id) {
+                    Some(slot) => slot.1 = total,
+                    None => counted.push((device_id, total)),
+                }
+            }
+        }
+        for (device_id, total) in counted {
+            self.notify(HubNotice::DialCount {
+                device_id: device_id.to_string(),
+                total,
+            });
+        }
+    }
+
+    /// The receiver rules for a dial read in one pass ([`LinkEvent::Dials`]), as
+    /// [`Hub::apply_message_state`] applies them to an envelope; the dial when accepted, and
+    /// `(last_id, applied)` when an acknowledgement is due ([`Hub::ack_due`]).
+    pub(super) fn apply_dial_frame_state(
+        &self,
+        device_id: &str,
+        frame: crate::phone_events::DialFrame,
+    ) -> (Option<crate::dials::Dial>, Option<(String, u64)>) {
+        let mut st = lock(&self.inner.state);
+        let p = self.phone_mut(&mut st, device_id);
+        let outcome = p.receiver.receive_event_fields(
+            crate::phone_events::DIAL_EVENT,
+            Some(&*frame.session),
+            Some(frame.generation),
+            frame.seq,
+            &frame.dial.id,
+        );
+        let accepted = match outcome.verdict {
+            Verdict::Accepted => Some(frame.dial),
+            Verdict::AcknowledgedDuplicate => None,
+            Verdict::Rejected => {
+                p.problem(format!(
+                    "{} {} refused: {}",
+                    crate::phone_events::DIAL_EVENT,
+                    frame.id,
+                    outcome.reason.clone().unwrap_or_default()
+                ));
+                self.refuse(device_id, &frame.id, &outcome);
+                None
+            }
+        };
+        p.applied = p.applied.saturating_add(1);
+        p.unacked = p.unacked.saturating_add(1);
+        let ack = (p.unacked >= ACK_EVERY).then(|| (frame.id.clone(), p.applied));
+        p.last_id = Some(frame.id);
+        (accepted, ack)
+    }
+
+    pub(super) async fn apply_dial(&self, device_id: &str, dial: &DialEvent, retention: Retention) {
+        let record = dial.to_dial(device_id, retention);
+        let note = DialNote::of(&record);
+        let verdict = self.inner.dials.ingest(record).await;
+        if let Some(total) = self.after_ingest(device_id, &note, verdict.as_ref()) {
+            self.notify(HubNotice::DialCount {
+                device_id: device_id.to_string(),
+                total,
+            });
+        }
+    }
+
+    /// What follows from the dial log's verdict on one dial: counts, problems and the bridge
+    /// result. Returns the phone's count of held dials when this one was held (the caller sends
+    /// the dial-count notice).
+    pub(super) fn after_ingest(
+        &self,
+        device_id: &str,
+        dial: &DialNote,
+        verdict: Result<&IngestVerdict, &DialLogError>,
+    ) -> Option<u64> {
+        let held = match verdict {
+            Ok(IngestVerdict::Held) => true,
+            // A replay the dial log already holds: nothing follows from it.
+            Ok(IngestVerdict::Duplicate) => false,
+            Ok(IngestVerdict::Rejected(why)) => {
+                let mut st = lock(&self.inner.state);
+                self.phone_mut(&mut st, device_id)
+                    .problem(format!("dial {} not kept: {why}", dial.id));
+                false
+            }
+            Err(e) => {
+                let mut st = lock(&self.inner.state);
+                self.phone_mut(&mut st, device_id)
+                    .problem(format!("dial {} not kept: {e}", dial.id));
+                false
+            }
+        };
+        if !held {
+            return None;
+        }
+        let total = {
+            let mut st = lock(&self.inner.state);
+            let p = self.phone_mut(&mut st, device_id);
+            p.dials_held += 1;
+            p.dials_held
+        };
+        match dial.outcome {
+            DialOutcome::Ok => {
+                // A success only retires the path's banner: nothing to do when it has none.
+                let has_banner = lock(&self.inner.bridge)
+                    .banners()
+                    .iter()
+                    .any(|b| b.path.caller == *dial.caller && b.path.endpoint == *dial.endpoint);
+                if has_banner {
+                    let path = CallPath::new(&*dial.caller, &*dial.endpoint);
+                    self.bridge_result(device_id, &path, None, dial.end_ms);
+                }
+            }
+            DialOutcome::Error | DialOutcome::TimedOut => {
+                let path = CallPath::new(&*dial.caller, &*dial.endpoint);
+                let text = dial.error.as_deref().unwrap_or_default();
+                self.bridge_result(device_id, &path, Some(text), dial.end_ms);
+            }
+            // The handler answered: the bridge worked, but a tool error says nothing new.
+            DialOutcome::ToolError => {}
+        }
+        Some(total)
+    }
+}
