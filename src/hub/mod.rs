@@ -43,10 +43,10 @@
 //! is the shared `Arc<Mutex<BridgeStatusStore>>` the shell also reads.
 
 mod acks;
-mod observer;
 mod actions;
 mod bridge;
 mod dials;
+mod observer;
 mod requests;
 mod view;
 
@@ -56,9 +56,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{broadcast, mpsc};
 
 pub use acks::ACK_EVERY;
-pub use observer::HubObserver;
 pub use actions::{MAX_PROPOSALS, MAX_SEEN_IDS};
 pub use dials::MAX_DIAL_BATCH;
+pub use observer::HubObserver;
 pub use requests::HubError;
 pub use view::{HubNotice, PhoneView, SessionAutonomy};
 

@@ -125,7 +125,9 @@ impl From<RuntimeError> for crate::error::IpcError {
     fn from(e: RuntimeError) -> Self {
         match e {
             RuntimeError::Io { .. } => Self::io(e.to_string()),
-            RuntimeError::NoToolCatalogue { .. } => Self::new(crate::error::IpcErrorKind::NotFound, e.to_string()),
+            RuntimeError::NoToolCatalogue { .. } => {
+                Self::new(crate::error::IpcErrorKind::NotFound, e.to_string())
+            }
             _ => Self::invalid_input(e.to_string()),
         }
     }
