@@ -31,15 +31,6 @@ pub struct LaunchOptions {
     pub demo: bool,
 }
 
-impl LaunchOptions {
-    /// Reads the options from the command line (`--demo`).
-    pub fn from_args() -> Self {
-        Self {
-            demo: std::env::args().any(|a| a == "--demo"),
-        }
-    }
-}
-
 /// Keeps the log file writer alive for the app's lifetime (managed).
 pub struct LogGuard(pub Option<logging::LogHandle>);
 

@@ -7,16 +7,6 @@ use tauri::{AppHandle, Runtime};
 /// The tray icon's id.
 pub const TRAY_ID: &str = "switchboard";
 
-/// The tooltip for `connected` phones ("Switchboard: no phone connected", "... 2 phones
-/// connected").
-pub fn tooltip(connected: usize) -> String {
-    match connected {
-        0 => "Switchboard: no phone connected".to_string(),
-        1 => "Switchboard: 1 phone connected".to_string(),
-        n => format!("Switchboard: {n} phones connected"),
-    }
-}
-
 /// The tray menu's items, `(id, label)`: showing the window and quitting, nothing else (none
 /// answers anything on a phone; the end-to-end tests check these labels).
 pub const MENU_ITEMS: [(&str, &str); 2] =
@@ -34,7 +24,7 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let icon = tauri::image::Image::from_bytes(include_bytes!("../../icons/tray.png"))?;
     TrayIconBuilder::with_id(TRAY_ID)
         .icon(icon)
-        .tooltip(tooltip(0))
+        .tooltip(switchboard::app::phones::tray_tooltip(0))
         .menu(&menu)
         .show_menu_on_left_click(false)
         .on_menu_event(|app, event| match event.id.as_ref() {
@@ -63,7 +53,7 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
 /// least one is).
 pub fn set_connected<R: Runtime>(app: &AppHandle<R>, connected: usize) {
     if let Some(tray) = app.tray_by_id(TRAY_ID) {
-        let _ = tray.set_tooltip(Some(tooltip(connected)));
+        let _ = tray.set_tooltip(Some(switchboard::app::phones::tray_tooltip(connected)));
         let bytes: &[u8] = if connected > 0 {
             include_bytes!("../../icons/tray-connected.png")
         } else {
@@ -72,17 +62,5 @@ pub fn set_connected<R: Runtime>(app: &AppHandle<R>, connected: usize) {
         if let Ok(icon) = tauri::image::Image::from_bytes(bytes) {
             let _ = tray.set_icon(Some(icon));
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::tooltip;
-
-    #[test]
-    fn tooltip_counts_connected_phones() {
-        assert_eq!(tooltip(0), "Switchboard: no phone connected");
-        assert_eq!(tooltip(1), "Switchboard: 1 phone connected");
-        assert_eq!(tooltip(3), "Switchboard: 3 phones connected");
     }
 }

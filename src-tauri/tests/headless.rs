@@ -3,7 +3,11 @@
 //! one sentence and a non-zero exit code, never a panic or a backtrace (`src/cli.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::ffi::OsStr;
 use std::process::{Command, Output};
+
+use clap::Parser;
+use switchboard_desktop::cli::{check_display_vars, Cli, DisplayProblem};
 
 /// Runs the app with `args`, no display variables and backtraces asked for, so a panic would
 /// show one.
@@ -112,4 +116,65 @@ fn an_unreachable_display_says_so_without_a_panic() {
         "{stderr}"
     );
     assert_no_panic(&out);
+}
+
+// The parser and the display check, without starting the binary.
+fn os(s: &str) -> Option<&OsStr> {
+    Some(OsStr::new(s))
+}
+
+#[test]
+fn parses_demo_and_the_webdriver_flag() {
+    let cli = Cli::try_parse_from(["switchboard-desktop"]);
+    assert_eq!(cli.ok(), Some(Cli::default()));
+    let cli = Cli::try_parse_from(["switchboard-desktop", "--demo"]);
+    assert!(matches!(&cli, Ok(c) if c.launch_options().demo), "{cli:?}");
+    let cli = Cli::try_parse_from(["switchboard-desktop", "--automation", "--demo"]);
+    assert!(
+        matches!(
+            cli,
+            Ok(Cli {
+                demo: true,
+                automation: true
+            })
+        ),
+        "{cli:?}"
+    );
+}
+
+#[test]
+fn unknown_flags_are_usage_errors() {
+    let err = Cli::try_parse_from(["switchboard-desktop", "--bogus"]).err();
+    assert_eq!(err.map(|e| e.exit_code()), Some(2));
+}
+
+#[test]
+fn a_display_needs_one_of_the_variables() {
+    assert_eq!(
+        check_display_vars(None, None, None),
+        Err(DisplayProblem::NotSet)
+    );
+    assert_eq!(
+        check_display_vars(os(""), os(""), None),
+        Err(DisplayProblem::NotSet)
+    );
+    assert_eq!(check_display_vars(os(":0"), None, None), Ok(()));
+    assert_eq!(check_display_vars(None, os("wayland-0"), None), Ok(()));
+    assert_eq!(check_display_vars(None, None, os("broadway")), Ok(()));
+}
+
+#[test]
+fn the_sentences_say_what_is_missing_and_how_to_run_it() {
+    let s = DisplayProblem::NotSet.to_string();
+    assert!(s.contains("no DISPLAY or WAYLAND_DISPLAY is set"), "{s}");
+    assert!(s.contains("xvfb-run switchboard-desktop --demo"), "{s}");
+    let s = DisplayProblem::Unreachable {
+        display: "DISPLAY=:99".into(),
+    }
+    .to_string();
+    assert!(
+        s.contains("could not open the display (DISPLAY=:99)"),
+        "{s}"
+    );
+    assert!(!s.contains('\n'), "{s}");
 }

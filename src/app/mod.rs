@@ -33,6 +33,7 @@ pub mod confirmations;
 pub mod dials;
 pub mod event;
 pub mod host;
+pub mod ipc_ts;
 pub mod paths;
 pub mod phone_lines;
 pub mod phones;

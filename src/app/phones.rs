@@ -247,3 +247,25 @@ pub fn key_fp(public_key_b64: &str) -> String {
         Err(_) => "unreadable key".to_string(),
     }
 }
+
+/// The tooltip for `connected` phones ("Switchboard: no phone connected", "... 2 phones
+/// connected").
+pub fn tray_tooltip(connected: usize) -> String {
+    match connected {
+        0 => "Switchboard: no phone connected".to_string(),
+        1 => "Switchboard: 1 phone connected".to_string(),
+        n => format!("Switchboard: {n} phones connected"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tray_tooltip;
+
+    #[test]
+    fn tooltip_counts_connected_phones() {
+        assert_eq!(tray_tooltip(0), "Switchboard: no phone connected");
+        assert_eq!(tray_tooltip(1), "Switchboard: 1 phone connected");
+        assert_eq!(tray_tooltip(3), "Switchboard: 3 phones connected");
+    }
+}
