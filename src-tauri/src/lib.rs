@@ -79,7 +79,10 @@ fn start_mirror() -> ConfirmationMirror {
     let mut mirror = ConfirmationMirror::with_bundled_catalogue();
     #[cfg(debug_assertions)]
     if std::env::var("SWITCHBOARD_SAMPLE_CONFIRMATIONS").as_deref() == Ok("1") {
-        switchboard::app::sample::fill_confirmations(&mut mirror);
+        switchboard::app::sample::fill_confirmations(
+            &mut mirror,
+            switchboard::clock::Clock::now_ms_i64(&switchboard::clock::SystemClock),
+        );
     }
     mirror
 }
@@ -100,7 +103,10 @@ fn start_samples(core: &App) {
     );
     if let (Ok(d), true) = (core.dials(), n > 0 || rate > 0) {
         let log = d.log.clone();
-        tauri::async_runtime::spawn(switchboard::app::sample::ingest_samples(log, n, rate));
+        let clock = Arc::clone(&core.config.clock);
+        tauri::async_runtime::spawn(switchboard::app::sample::ingest_samples(
+            log, clock, n, rate,
+        ));
     }
     if let Some(file) = std::env::var_os("SWITCHBOARD_DEMO_BRIDGE") {
         if let Err(e) = core.bridge.record_demo(std::path::Path::new(&file)) {

@@ -110,7 +110,7 @@ impl App {
             caller,
             endpoint,
             &self.bridge.extensions,
-            crate::phone_line::pairings::now_ms(),
+            self.config.clock.now_ms(),
         ))
     }
 }

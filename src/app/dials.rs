@@ -252,12 +252,14 @@ impl DialsState {
         rt: &Handle,
         data_dir: &Path,
         capacity: usize,
+        clock: &Arc<dyn crate::clock::Clock>,
     ) -> Result<Self, crate::dials::DialLogError> {
         // DialLog::spawn spawns its actor with tokio::spawn: enter the runtime first.
         let _guard = rt.enter();
         let cfg = DialLogConfig {
             data_dir: Some(data_dir.to_owned()),
             capacity,
+            clock: Arc::clone(clock),
             ..DialLogConfig::default()
         };
         let (log, storage_error) = match DialLog::spawn(cfg.clone()) {

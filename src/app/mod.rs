@@ -53,6 +53,7 @@ pub use host::{Host, HostCall, RecordingHost};
 pub use paths::AppPaths;
 
 use crate::bridge::ExtensionDirectory;
+use crate::clock::{Clock, SystemClock};
 use crate::confirmations::ConfirmationMirror;
 use crate::hub::Hub;
 use crate::settings::Settings;
@@ -87,6 +88,9 @@ pub struct AppConfig {
     pub demo_phone: bool,
     /// The folder of the rotating log files, when file logging is on (shown in Settings).
     pub log_dir: Option<PathBuf>,
+    /// The wall clock every part of the app reads (the hub, the dial log, revoke's
+    /// `decidedAt`, banners' times). Default [`SystemClock`].
+    pub clock: Arc<dyn Clock>,
 }
 
 impl AppConfig {
@@ -109,6 +113,7 @@ impl AppConfig {
             mdns: !demo,
             demo_phone: demo,
             log_dir: None,
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -171,7 +176,7 @@ impl App {
         let settings = settings::SettingsState::load(&config.paths);
         let capacity = settings.get().dial_ring_capacity as usize;
         let dials_dir = config.paths.link_dir(config.demo);
-        let dials = match dials::DialsState::start(&rt, &dials_dir, capacity) {
+        let dials = match dials::DialsState::start(&rt, &dials_dir, capacity, &config.clock) {
             Ok(d) => Some(d),
             Err(e) => {
                 tracing::error!("the dial log did not start: {e}");

@@ -425,7 +425,7 @@ impl App {
                             "{identifier:?} is already revoked"
                         )));
                     }
-                    changed.revoke(identifier, crate::phone_line::pairings::now_ms())?;
+                    changed.revoke(identifier, app.config.clock.now_ms())?;
                     changed.save(path)?;
                     tracing::info!(line = %identifier, file = %path.display(), "phone line revoked");
                     *file = changed;

@@ -173,6 +173,7 @@ impl App {
             Some(link.clone()),
         );
         parts.confirmations = Some(Arc::clone(&self.confirmations.mirror));
+        parts.clock = Arc::clone(&cfg.clock);
         parts.observer = Some(Arc::new(Observer {
             app: Arc::downgrade(self),
         }));

@@ -9,7 +9,11 @@
 //! a real [`Receiver`] first, so what the view shows is what the mirror would show for those
 //! messages. Two proposals are still waiting, expiring a few minutes after start.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
+
+use crate::clock::Clock;
 
 use crate::confirmations::ConfirmationMirror;
 use crate::dials::{Dial, DialLogHandle, DialOutcome, Retention};
@@ -152,9 +156,9 @@ pub fn sample_dial(i: u64, count: u64, now_ms: i64) -> Dial {
 
 /// Ingests `n` sample dials now (in chunks of 1 000), then keeps adding `rate` dials a second
 /// (at most 10 000) until the log closes. Returns when the log refuses a batch.
-pub async fn ingest_samples(log: DialLogHandle, n: u64, rate: u64) {
+pub async fn ingest_samples(log: DialLogHandle, clock: Arc<dyn Clock>, n: u64, rate: u64) {
     let rate = rate.min(10_000);
-    let now = now_ms();
+    let now = clock.now_ms_i64();
     tracing::info!("ingesting {n} sample dials (SWITCHBOARD_SAMPLE_DIALS)");
     let mut i = 0;
     while i < n {
@@ -173,7 +177,7 @@ pub async fn ingest_samples(log: DialLogHandle, n: u64, rate: u64) {
     let mut k = n;
     loop {
         tokio::time::sleep(std::time::Duration::from_millis(tick_ms)).await;
-        let now = now_ms();
+        let now = clock.now_ms_i64();
         // Spread the tick's dials over its 100 ms.
         let step = i64::try_from(tick_ms / per_tick.max(1)).unwrap_or(1);
         let chunk = (k..k + per_tick)
@@ -188,10 +192,6 @@ pub async fn ingest_samples(log: DialLogHandle, n: u64, rate: u64) {
             return;
         }
     }
-}
-
-fn now_ms() -> i64 {
-    i64::try_from(crate::phone_line::pairings::now_ms()).unwrap_or(i64::MAX)
 }
 
 /// The sample phone's name.
@@ -272,12 +272,9 @@ impl Feed<'_> {
     }
 }
 
-/// Fills `mirror` with the sample proposals (timestamps relative to now).
-pub fn fill_confirmations(mirror: &mut ConfirmationMirror) {
-    let now_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(0))
-        .unwrap_or(0);
+/// Fills `mirror` with the sample proposals (timestamps relative to `now_ms`, epoch ms).
+pub fn fill_confirmations(mirror: &mut ConfirmationMirror, now_ms: i64) {
+    let now_s = now_ms / 1000;
     let mut f = Feed {
         rx: Receiver::new(3),
         mirror,

@@ -58,10 +58,7 @@ impl Hub {
             self.refuse(device_id, &env.id, &outcome);
         }
         if let Some(mirror) = &self.inner.confirmations {
-            let now_ms = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-                .unwrap_or(0);
+            let now_ms = self.inner.clock.now_ms_i64();
             let changes = lock(mirror).apply(device_id, env, &outcome, now_ms);
             for change in changes {
                 self.notify(HubNotice::ConfirmationChanged {

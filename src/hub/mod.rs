@@ -51,7 +51,7 @@ mod requests;
 mod view;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::{broadcast, mpsc};
 
@@ -100,6 +100,9 @@ pub struct HubParts {
     /// Hears every link event before it is applied and every notice after, in order and
     /// without loss ([`HubObserver`]); the app layer's way to follow the hub.
     pub observer: Option<Arc<dyn HubObserver>>,
+    /// The wall clock proposals are judged at in the Confirmations mirror (expiry shown
+    /// against it). Default [`SystemClock`](crate::clock::SystemClock).
+    pub clock: Arc<dyn crate::clock::Clock>,
 }
 
 impl std::fmt::Debug for HubParts {
@@ -127,6 +130,7 @@ impl HubParts {
             home_generation: 1,
             notice_capacity: 1024,
             observer: None,
+            clock: Arc::new(crate::clock::SystemClock),
         }
     }
 }
@@ -220,6 +224,7 @@ struct Inner {
     state: Mutex<HubState>,
     notices: broadcast::Sender<HubNotice>,
     observer: Option<Arc<dyn HubObserver>>,
+    clock: Arc<dyn crate::clock::Clock>,
     /// Notices waiting for the observer (raised under the state lock, delivered outside it).
     undelivered: Mutex<Vec<HubNotice>>,
 }
@@ -238,9 +243,7 @@ impl std::fmt::Debug for Hub {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use crate::sync::lock;
 
 /// What to do after the state lock is released.
 enum After {
@@ -266,6 +269,7 @@ impl Hub {
                 state: Mutex::new(HubState::default()),
                 notices,
                 observer: parts.observer,
+                clock: parts.clock,
                 undelivered: Mutex::new(Vec::new()),
             }),
         }

@@ -86,9 +86,7 @@ pub(super) struct Shared {
 }
 
 /// Locks a std mutex, recovering the data if a holder panicked (state stays usable).
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+pub(super) use crate::sync::lock;
 
 impl Shared {
     /// This desktop as the sender of a frame.

@@ -90,14 +90,6 @@ impl From<PairingsError> for crate::error::IpcError {
     }
 }
 
-/// Milliseconds since the Unix epoch now, as `Date.now()` gives them (0 if the clock is before
-/// 1970): [`crate::clock::SystemClock`]'s reading. Kept for the desktop shell's callers; new code
-/// takes a [`crate::clock::Clock`] or a `now_ms` argument.
-pub fn now_ms() -> u64 {
-    use crate::clock::Clock as _;
-    crate::clock::SystemClock.now_ms()
-}
-
 /// One pairing record: `{ identifier, displayName, allowed, manifestHash, decidedAt, ... }`.
 ///
 /// The record keeps all its members, known and unknown, in the order read; the accessors read

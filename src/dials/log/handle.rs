@@ -45,6 +45,9 @@ pub struct DialLogConfig {
     /// Default bound of the dials waiting for one subscriber; beyond it the oldest waiting dials
     /// are dropped and counted as `skipped`. Default 10 000.
     pub subscriber_max_pending: usize,
+    /// The wall clock retention is judged by (pruning at start and every `prune_interval`).
+    /// Default [`SystemClock`](crate::clock::SystemClock).
+    pub clock: std::sync::Arc<dyn crate::clock::Clock>,
 }
 
 impl Default for DialLogConfig {
@@ -59,6 +62,7 @@ impl Default for DialLogConfig {
             batch_interval: Duration::from_micros(33_334),
             subscriber_queue: 4,
             subscriber_max_pending: 10_000,
+            clock: std::sync::Arc::new(crate::clock::SystemClock),
         }
     }
 }

@@ -80,7 +80,7 @@ pub(super) fn start(
     if let Some(dir) = &config.data_dir {
         let (read, path) = store::open(dir)?;
         if config.prune_interval.is_some() {
-            store::prune(&read, now_epoch_ms())
+            store::prune(&read, config.clock.now_ms_i64())
                 .map_err(|e| DialLogError::Storage(format!("pruning {}: {e}", path.display())))?;
         }
         let loaded = store::load_newest(&read, &path, config.capacity)?;
@@ -137,7 +137,7 @@ pub(super) struct Shared {
 
 impl Shared {
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Option<Actor>> {
-        self.actor.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.actor)
     }
 }
 
@@ -182,7 +182,8 @@ async fn run(shared: Arc<Shared>, mut rx: mpsc::Receiver<Command>) {
                 }
             } => {
                 if let Some(a) = shared.lock().as_mut() {
-                    let n = a.prune(now_epoch_ms(), None);
+                    let now = a.cfg.clock.now_ms_i64();
+                    let n = a.prune(now, None);
                     tracing::debug!(target: "switchboard::dials", "pruned {n} dials from memory");
                 }
             }
@@ -191,14 +192,6 @@ async fn run(shared: Arc<Shared>, mut rx: mpsc::Receiver<Command>) {
             a.flush_due(Instant::now());
         }
     }
-}
-
-/// The current time in epoch milliseconds.
-pub(crate) fn now_epoch_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 struct Entry {
