@@ -6,7 +6,7 @@ use serde_json::json;
 use switchboard::dials::{Dial, DialOutcome, JsonText, Retention};
 
 /// Epoch ms of the first sample dial.
-pub const START_MS: i64 = 1_760_000_000_000;
+pub(crate) const START_MS: i64 = 1_760_000_000_000;
 
 struct Lcg(u64);
 
@@ -33,7 +33,7 @@ fn words(r: &mut Lcg, n: usize) -> String {
 }
 
 /// `n` dials with ids `{prefix}{i}`, one op mix, ~600 bytes of text each.
-pub fn sample_dials(prefix: &str, n: usize) -> Vec<Dial> {
+pub(crate) fn sample_dials(prefix: &str, n: usize) -> Vec<Dial> {
     let mut r = Lcg(0x5eed);
     let phones = ["dev_pixel8a_01", "dev_galaxys24_7"];
     let callees = ["lumirealm", "lorekeeper", "chatvault"];
@@ -126,7 +126,7 @@ pub fn sample_dials(prefix: &str, n: usize) -> Vec<Dial> {
 
 /// Bytes of text in a dial (ids, names, request, response, error).
 #[allow(dead_code)]
-pub fn text_bytes(d: &Dial) -> usize {
+pub(crate) fn text_bytes(d: &Dial) -> usize {
     d.id.len()
         + d.phone.len()
         + d.call_id.len()

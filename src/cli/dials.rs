@@ -12,7 +12,7 @@ use super::CliResult;
 
 /// Arguments of `switchboard dials`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The JSON Lines export to read.
     file: PathBuf,
     /// Only this op (e.g. `read_item`).
@@ -42,7 +42,7 @@ pub struct Args {
 }
 
 /// Runs `switchboard dials`.
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     let outcome = match args.outcome.as_deref() {
         Some(o) => Some(DialOutcome::parse(o).ok_or_else(|| {
             format!("--outcome {o:?}: expected ok, tool_error, error or timed_out")

@@ -25,7 +25,7 @@ const MAX_STDIN_BYTES: u64 = 1024 * 1024;
 
 /// Arguments of `switchboard explain-error`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The error text; read from standard input when absent (trailing line break dropped).
     text: Option<String>,
     /// A folder of extension manifests (`spindle.json` files, any name ending `.json`); the
@@ -44,7 +44,7 @@ pub struct Args {
 }
 
 /// Runs `switchboard explain-error`.
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     let text = match args.text {
         Some(t) => t,
         None => read_stdin()?,

@@ -23,7 +23,7 @@ use super::CliResult;
 
 /// Arguments of `switchboard ifp`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     command: IfpCommand,
 }
@@ -50,7 +50,7 @@ enum IfpCommand {
 }
 
 /// Runs `switchboard ifp ...`.
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     match args.command {
         IfpCommand::Validate { file } => validate_cmd(file.as_deref()),
         IfpCommand::Replay { file } => replay_cmd(&file),

@@ -6,14 +6,14 @@ use super::CliResult;
 
 /// Arguments of `switchboard info`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// Print one JSON object (`{name, version, runtime_protocol: {name, min_version, max_version}, ifp}`).
     #[arg(long)]
     json: bool,
 }
 
 /// Runs `switchboard info`.
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     let info = switchboard::app_info::app_info();
     if args.json {
         let text = serde_json::to_string_pretty(&info).map_err(|e| e.to_string())?;

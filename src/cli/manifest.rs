@@ -15,7 +15,7 @@ use super::CliResult;
 
 /// Arguments of `switchboard manifest`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     command: ManifestCommand,
 }
@@ -40,7 +40,7 @@ enum ManifestCommand {
 
 /// The kinds of manifest `manifest check` can tell apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ManifestKind {
+pub(crate) enum ManifestKind {
     /// A phone line's describe answer (SurfaceManifest).
     PhoneLineDescribe,
     /// A Lumiverse extension's `spindle.json` (not checked here).
@@ -62,7 +62,7 @@ impl ManifestKind {
 
 /// What kind of manifest `value` is, by its top-level members; `None` when it is none Switchboard
 /// knows.
-pub fn detect(value: &Value) -> Option<ManifestKind> {
+pub(crate) fn detect(value: &Value) -> Option<ManifestKind> {
     if switchboard::runtime::is_runtime_manifest(value) {
         return Some(ManifestKind::RuntimeProtocol);
     }
@@ -86,7 +86,7 @@ fn read(file: &Path) -> Result<String, String> {
 }
 
 /// Runs `switchboard manifest ...`.
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     match args.command {
         ManifestCommand::Check { file } => check(&file),
         ManifestCommand::Excluded { file, path } => excluded(&file, &path),

@@ -14,7 +14,7 @@ use super::CliResult;
 
 /// Arguments of `switchboard pairings`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     command: PairingsCommand,
 }
@@ -39,7 +39,7 @@ enum PairingsCommand {
 }
 
 /// Runs `switchboard pairings ...`.
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     match args.command {
         PairingsCommand::Show {
             file,

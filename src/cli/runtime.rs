@@ -21,7 +21,7 @@ use super::CliResult;
 
 /// Arguments of `switchboard runtime`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     command: Sub,
 }
@@ -54,7 +54,7 @@ enum Sub {
 }
 
 /// Runs `switchboard runtime ...`.
-pub fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args) -> CliResult {
     match args.command {
         Sub::Check { path, json } => check(&path, json),
         Sub::Autonomy { level, dir, json } => autonomy(&level, &dir, json),

@@ -13,9 +13,9 @@ use serde_json::{Map, Value};
 
 /// The ifp module as the link uses it (the one seam to the validator and outgoing types).
 pub(crate) mod ifp {
-    pub use crate::ifp::outgoing::{DesktopRequest, DesktopRequestKind, PairGrant};
-    pub use crate::ifp::payload::{ControlHello, ErrorPayload, ProtocolVersions};
-    pub use crate::ifp::{
+    pub(crate) use crate::ifp::outgoing::{DesktopRequest, DesktopRequestKind, PairGrant};
+    pub(crate) use crate::ifp::payload::{ControlHello, ErrorPayload, ProtocolVersions};
+    pub(crate) use crate::ifp::{
         validate_frame, Envelope, ErrorClass, OutgoingFrame, OutgoingHeader, OutgoingMessage,
         Timestamp, MAX_FRAME_BYTES,
     };
