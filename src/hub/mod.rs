@@ -2,14 +2,14 @@
 //!
 //! Why: the link delivers validated ifp/1 messages ([`LinkEvent::Message`]); something must turn
 //! them into the desktop's state — phone-line settings and summaries, the dial log, the bridge
-//! banners, autonomy per runtime session, and the record of every proposal — exactly once each,
+//! banners, autonomy per runtime session, and the Confirmations mirror — exactly once each,
 //! even when a phone reconnects and replays what it was not sure had arrived. The hub is that
 //! place. The desktop shell owns one and forwards its [`HubNotice`]s to the windows.
 //!
 //! Spec: `ifp1-notes.md` ("Events: dedup, generation fence, ordering", "Action lifecycle"),
 //! `phone-line.md` ("Discovery and pairing", "Failure modes and the bridge banner"),
 //! `openphone-runtime-protocol.md` ("Autonomy"), and `docs/protocol.md`, "Phone-line events",
-//! "Action messages" and "Acknowledgement".
+//! "Action messages" and "Acknowledgement and replay".
 //!
 //! ## Per phone, per message
 //! - `event.*`: through the phone's ifp/1 [`Receiver`] first (dedup key, generation fence,
@@ -31,12 +31,20 @@
 //!   and is skipped; otherwise the [`Receiver`] judges it (lifecycle, expiry by the message's
 //!   own `ts`, binding) and the (message, outcome) pair is fed to the Confirmations mirror when
 //!   one is given ([`HubParts::confirmations`]); the hub follows each proposal's state only for
-//!   its notices (waiting, ended). A refused action message is answered with an ifp/1 `error`. **The hub never approves, rejects or cancels anything**: it
-//!   has no way to send an `action.*` message ([`crate::ifp::OutgoingMessage`] cannot express
-//!   one).
+//!   its notices (waiting, ended). A refused action message is answered with an ifp/1 `error`.
+//!   **The hub never approves, rejects or cancels anything**: it has no way to send an
+//!   `action.*` message ([`crate::ifp::OutgoingMessage`] cannot express one).
 //! - Every applied message moves the phone's acknowledgement point; the hub sends
 //!   `control.ack {last_id, applied}` every [`ACK_EVERY`] messages, when the link's event queue
 //!   runs dry ([`Hub::run`]) and when the phone connects.
+//!
+//! ## Files
+//! This file keeps the [`Hub`], its [`HubParts`], the per-phone state, [`Hub::run`] and the
+//! events that are neither dials nor bridge results (settings, autonomy). One concept a file:
+//! `dials.rs` (dials into the dial log, in batches), `bridge.rs` (results into the bridge-status
+//! store, banner notices), `actions.rs` (`action.*` messages into the Confirmations mirror),
+//! `acks.rs` (what is acknowledged to the phone, and when), `requests.rs` (what the desktop asks
+//! of a phone), `view.rs` (the notices and the per-phone view).
 //!
 //! ## Locking
 //! The hub's own state is behind one `std` mutex, never held across an `.await`; the bridge store
