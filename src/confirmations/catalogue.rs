@@ -6,10 +6,13 @@
 
 use serde_json::Value;
 
-use super::texts::PHONE_ACTION_DESCRIPTION;
 use super::view::ToolInfo;
 use crate::phone_action;
 use crate::runtime::{Access, ConfirmationPolicy, RuntimeError, ToolCatalogue};
+
+/// The description shown for the `phone_action` tool (the server's own tool, not in any phone's
+/// tool list).
+pub(super) const PHONE_ACTION_DESCRIPTION: &str = "Do something on the person's phone (alarm, timer, route, draft, ...): the phone shows a card and does nothing until the person confirms it there.";
 
 /// The tool name of the `phone_action` tool (`phone-actions.md`).
 pub const PHONE_ACTION_TOOL: &str = "phone_action";

@@ -16,10 +16,6 @@ use crate::ifp::{ActionState, Verdict};
 use crate::phone_action;
 use crate::runtime::Risk;
 
-/// The description shown for the `phone_action` tool (the server's own tool, not in any phone's
-/// tool list).
-pub(super) const PHONE_ACTION_DESCRIPTION: &str = "Do something on the person's phone (alarm, timer, route, draft, ...): the phone shows a card and does nothing until the person confirms it there.";
-
 impl RejectReason {
     /// In words: `declined on the phone`, `refused by the phone's policy`, ...
     pub fn words(self) -> &'static str {

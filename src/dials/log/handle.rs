@@ -1,131 +1,21 @@
-//! The log's handle and its settings: [`DialLogConfig`], [`DialLog::spawn`], the cloneable
-//! [`DialLogHandle`] every caller talks through, and the answers it gives back
-//! ([`IngestVerdict`], [`ClearScope`], [`PruneReport`], [`DialLogStatus`]).
+//! The log's handle: [`DialLog::spawn`] and the cloneable [`DialLogHandle`] every caller talks
+//! through. Its settings and answers are in [`super::config`].
 //!
 //! Ingest runs here, in the caller's task, under the log's lock; every other call is a message
 //! to the log's task ([`super::task`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
-use ts_rs::TS;
 
+use super::config::{ClearScope, DialLogConfig, DialLogStatus, IngestVerdict, PruneReport};
 use super::subscribers::{SubscribeOptions, Subscription};
 use super::task::{self, Command, Shared};
 use crate::dials::query::{DialFilter, DialPage, OpStats};
 use crate::dials::record::Dial;
 use crate::dials::DialLogError;
-
-/// Settings of a [`DialLog`]. [`Default`] gives the documented defaults.
-#[derive(Debug, Clone)]
-pub struct DialLogConfig {
-    /// Folder of the SQLite file (`dials.sqlite3`); `None` keeps the log in memory only.
-    pub data_dir: Option<PathBuf>,
-    /// Dials held in memory (the ring). Default 100 000.
-    pub capacity: usize,
-    /// Bound of the command channel to the log's task (queries, stats, subscribe, prune, clear,
-    /// flush, status). Default 1024. A full channel makes those calls wait; ingest does not use
-    /// the channel (it runs under the log's lock), and a subscriber never makes anything wait.
-    pub command_queue: usize,
-    /// Dials per SQLite transaction at most. Default 1000.
-    pub db_batch_size: usize,
-    /// Longest time a held dial waits before its batch is handed to the writer. Default 100 ms.
-    pub db_flush_interval: Duration,
-    /// How often rows and ring entries past their retention are pruned; `None` disables
-    /// automatic pruning (and the prune at start). Default 10 minutes.
-    pub prune_interval: Option<Duration>,
-    /// Default shortest time between two batches to one subscriber. Default 1/30 s.
-    pub batch_interval: Duration,
-    /// Default bound of a subscriber's batch queue. Default 4.
-    pub subscriber_queue: usize,
-    /// Default bound of the dials waiting for one subscriber; beyond it the oldest waiting dials
-    /// are dropped and counted as `skipped`. Default 10 000.
-    pub subscriber_max_pending: usize,
-    /// The wall clock retention is judged by (pruning at start and every `prune_interval`).
-    /// Default [`SystemClock`](crate::clock::SystemClock).
-    pub clock: std::sync::Arc<dyn crate::clock::Clock>,
-}
-
-impl Default for DialLogConfig {
-    fn default() -> Self {
-        Self {
-            data_dir: None,
-            capacity: 100_000,
-            command_queue: 1024,
-            db_batch_size: 1000,
-            db_flush_interval: Duration::from_millis(100),
-            prune_interval: Some(Duration::from_secs(600)),
-            batch_interval: Duration::from_micros(33_334),
-            subscriber_queue: 4,
-            subscriber_max_pending: 10_000,
-            clock: std::sync::Arc::new(crate::clock::SystemClock),
-        }
-    }
-}
-
-/// What happened to one ingested dial.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IngestVerdict {
-    /// New: held in the ring, handed to subscribers, and (unless `transient`) queued for SQLite.
-    Held,
-    /// Its id was already seen (ifp/1 `acknowledged_duplicate`): not stored or counted again.
-    Duplicate,
-    /// Unusable (e.g. an empty id); the reason says what was wrong.
-    Rejected(String),
-}
-
-/// What [`DialLogHandle::clear`] removes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClearScope {
-    /// Empty the ring only (the window's view). SQLite keeps its rows: they come back at the next
-    /// start, and replays of them are still recognised as duplicates.
-    Memory,
-    /// Empty the ring and delete every row of SQLite, `permanent` ones included.
-    All,
-}
-
-/// Counts from a prune.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, TS)]
-#[ts(export)]
-pub struct PruneReport {
-    /// Dials removed from the ring.
-    #[ts(type = "number")]
-    pub memory: u64,
-    /// Rows deleted from SQLite.
-    #[ts(type = "number")]
-    pub stored: u64,
-}
-
-/// Counters of a running log.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, TS)]
-#[ts(export)]
-pub struct DialLogStatus {
-    /// Dials in the ring.
-    #[ts(type = "number")]
-    pub held: u64,
-    /// Ring capacity.
-    #[ts(type = "number")]
-    pub capacity: u64,
-    /// Dials held since start.
-    #[ts(type = "number")]
-    pub ingested: u64,
-    /// Replays dropped since start.
-    #[ts(type = "number")]
-    pub duplicates: u64,
-    /// Dials evicted from the ring because it was full.
-    #[ts(type = "number")]
-    pub evicted: u64,
-    /// Rows committed to SQLite since start.
-    #[ts(type = "number")]
-    pub rows_written: u64,
-    /// Live subscribers.
-    #[ts(type = "number")]
-    pub subscribers: u64,
-}
 
 /// The dial log. Start one with [`DialLog::spawn`]; talk to it through the returned handle.
 pub struct DialLog;

@@ -31,12 +31,12 @@
 //!   waiting list with its counted drops.
 //! - `interning`: the strings dials share.
 
+mod config;
 mod handle;
 mod interning;
 mod subscribers;
 mod task;
 
-pub use handle::{
-    ClearScope, DialLog, DialLogConfig, DialLogHandle, DialLogStatus, IngestVerdict, PruneReport,
-};
+pub use config::{ClearScope, DialLogConfig, DialLogStatus, IngestVerdict, PruneReport};
+pub use handle::{DialLog, DialLogHandle};
 pub use subscribers::{DialBatch, SubscribeOptions, Subscription};

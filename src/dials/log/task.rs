@@ -17,7 +17,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::handle::{ClearScope, DialLogConfig, DialLogStatus, IngestVerdict};
+use super::config::{ClearScope, DialLogConfig, DialLogStatus, IngestVerdict};
 use super::interning::Interner;
 use super::subscribers::{Sub, SubscribeOptions, Subscription};
 use crate::dials::query::{run_query, run_stats, DialFilter, DialPage, Matcher, OpStats};
