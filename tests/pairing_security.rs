@@ -106,7 +106,7 @@ async fn a_second_pair_request_on_one_connection_is_refused_unchecked_and_closes
 
 #[tokio::test]
 async fn the_window_expires_on_time_and_nothing_extends_it() {
-    let mut desk = start().await;
+    let desk = start().await;
     let opened = desk.clock_ms();
     let invite = desk.link.open_pairing(LOOPBACK);
     assert_eq!(invite.expires_at_ms, opened + PAIRING_TTL_MS);
@@ -242,7 +242,7 @@ async fn a_forged_identity_change_is_not_recorded_and_every_hello_refusal_reads_
             .map(|_| Value::Null),
     );
     // The paired id and key, a proof for another connection (replayed).
-    let mut first = desk.phone().await;
+    let first = desk.phone().await;
     let captured = first.hello_frame(&me, (1, 1));
     let mut phone = desk.phone().await;
     phone.send_value(&captured).await.unwrap();
