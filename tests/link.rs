@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use switchboard::ifp::outgoing::{DesktopRequest, DesktopRequestKind};
 use switchboard::ifp::OutgoingMessage;
 use switchboard::link::identity::key_fingerprint;
+use switchboard::link::pairing::{HELLO_REFUSED, MAX_WRONG_TRIES, PAIRING_REFUSED};
 use switchboard::link::phone_client::{envelope, PhoneClient, PhoneError, PhoneIdentity};
 use switchboard::link::{
     bind, DesktopIdentity, FailureKind, FrameLog, Link, LinkConfig, LinkEvent, ManualClock,
@@ -281,8 +282,12 @@ async fn wrong_code_fails_and_leaves_trust_file_unchanged() {
             .await,
     );
     assert_eq!(class, "pairing_failed");
-    assert!(detail.contains("wrong pairing code"), "{detail}");
-    desk.failure(FailureKind::WrongCode).await;
+    assert_eq!(
+        detail, PAIRING_REFUSED,
+        "the peer is not told the code was wrong"
+    );
+    let words = desk.failure(FailureKind::WrongCode).await;
+    assert!(words.contains("wrong pairing code"), "{words}");
     assert_eq!(desk.trust_bytes().unwrap(), before);
     desk.stop().await;
 }
@@ -304,7 +309,10 @@ async fn expired_code_fails() {
             .await,
     );
     assert_eq!(class, "pairing_failed");
-    assert!(detail.contains("expired"), "{detail}");
+    assert_eq!(
+        detail, PAIRING_REFUSED,
+        "the peer is not told the code expired"
+    );
     let words = desk.failure(FailureKind::ExpiredCode).await;
     assert!(words.contains("expired"));
     assert_eq!(desk.trust_bytes(), None);
@@ -312,7 +320,7 @@ async fn expired_code_fails() {
 }
 
 #[tokio::test]
-async fn fifth_wrong_try_is_rate_limited_and_replaces_the_code() {
+async fn fifth_wrong_code_closes_the_window_and_the_right_code_then_fails() {
     let mut desk = start().await;
     let invite = desk.link.open_pairing(LOOPBACK);
     let wrong = if invite.code == "000-000" {
@@ -321,27 +329,39 @@ async fn fifth_wrong_try_is_rate_limited_and_replaces_the_code() {
         "000-000"
     };
     let me = PhoneIdentity::generate("guesser");
-    let mut phone = desk.phone().await;
-    for _ in 0..4 {
-        let (class, _) = refused(phone.pair(&me, wrong, vec![], (1, 1)).await);
-        assert_eq!(class, "pairing_failed");
+    for _ in 0..MAX_WRONG_TRIES {
+        // Past the source's backoff (at most 16 s after four failures), inside the window.
+        desk.clock.advance(20_000);
+        let mut phone = desk.phone().await;
+        let (class, detail) = refused(phone.pair(&me, wrong, vec![], (1, 1)).await);
+        assert_eq!(
+            (class.as_str(), detail.as_str()),
+            ("pairing_failed", PAIRING_REFUSED)
+        );
     }
-    let (class, _) = refused(phone.pair(&me, wrong, vec![], (1, 1)).await);
-    assert_eq!(class, "rate_limited");
-    let replaced = desk
+    desk.failure(FailureKind::RateLimited).await;
+    let reason = desk
         .event(|e| match e {
-            LinkEvent::PairingCodeReplaced(inv) => Some(inv.clone()),
+            LinkEvent::PairingClosed { reason } => Some(reason.clone()),
             _ => None,
         })
         .await;
-    assert_eq!(desk.link.pairing_invite().unwrap().code, replaced.code);
-    desk.failure(FailureKind::RateLimited).await;
+    assert!(reason.contains("window is closed"), "{reason}");
+    assert_eq!(desk.link.pairing_invite(), None);
+    // The right code, in time and past every backoff, no longer works: the window is gone.
+    desk.clock.advance(16_000);
+    let mut phone = desk.phone().await;
+    let (class, detail) = refused(phone.pair(&me, &invite.code, vec![], (1, 1)).await);
+    assert_eq!(
+        (class.as_str(), detail.as_str()),
+        ("pairing_failed", PAIRING_REFUSED)
+    );
     assert_eq!(desk.trust_bytes(), None);
-    // The new code works.
-    let paired = phone
-        .pair(&me, &replaced.code, vec![], (1, 1))
-        .await
-        .unwrap();
+    // A window the person opens again works.
+    desk.clock.advance(60_000);
+    let again = desk.link.open_pairing(LOOPBACK);
+    let mut phone = desk.phone().await;
+    let paired = phone.pair(&me, &again.code, vec![], (1, 1)).await.unwrap();
     assert_eq!(paired.device_id, me.device_id());
     desk.stop().await;
 }
@@ -382,7 +402,7 @@ async fn unknown_device_is_refused() {
     let mut phone = desk.phone().await;
     let (class, detail) = refused(phone.hello(&stranger, (1, 1)).await);
     assert_eq!(class, "unauthorized_device");
-    assert!(detail.contains("not paired"), "{detail}");
+    assert_eq!(detail, HELLO_REFUSED);
     desk.failure(FailureKind::UnknownDevice).await;
     assert_eq!(desk.trust_bytes().unwrap(), before);
     desk.stop().await;
@@ -406,11 +426,12 @@ async fn changed_identity_is_refused_and_never_repaired_silently() {
     let mut phone = desk.phone().await;
     let (class, detail) = refused(phone.hello(&impostor, (1, 1)).await);
     assert_eq!(class, "unauthorized_device");
-    assert!(detail.contains("identity changed"), "{detail}");
-    assert!(detail.contains(&fp(&me.public_key_b64())), "{detail}");
-    assert!(detail.contains(&fp(&impostor.public_key_b64())), "{detail}");
+    // The peer gets the generic answer; the desktop's record names both keys (the impostor's
+    // proof verifies under the key it presents: a real identity change).
+    assert_eq!(detail, HELLO_REFUSED);
     let words = desk.failure(FailureKind::IdentityChanged).await;
-    assert!(words.contains(&fp(&impostor.public_key_b64())));
+    assert!(words.contains(&fp(&me.public_key_b64())), "{words}");
+    assert!(words.contains(&fp(&impostor.public_key_b64())), "{words}");
 
     // Trying to pair again under the same device id with the new key is refused too.
     let invite = desk.link.open_pairing(LOOPBACK);
@@ -503,7 +524,22 @@ async fn invalid_json_and_oversize_frames_get_an_error_answer() {
     let (class, detail) = refused(phone.expect("never").await);
     assert_eq!(class, "invalid_envelope");
     assert!(detail.contains("1 MiB"), "{detail}");
-    desk.failure(FailureKind::OversizeFrame).await;
+    // Three failures before hello from one source in a minute: one event, one coalesced entry.
+    let tail = tokio::time::timeout(Duration::from_millis(300), desk.events.recv()).await;
+    assert!(
+        tail.is_err(),
+        "a second failure event in the minute: {tail:?}"
+    );
+    let d = desk.link.diagnostics();
+    assert_eq!(d.recent_failures.len(), 1, "{:?}", d.recent_failures);
+    let f = &d.recent_failures[0];
+    assert_eq!(f.kind, FailureKind::OversizeFrame);
+    assert!(
+        f.words
+            .starts_with("3 failed attempts before hello from 127.0.0.1 in the last minute"),
+        "{}",
+        f.words
+    );
     assert!(desk.link.connected().is_empty());
     desk.stop().await;
 }

@@ -14,7 +14,7 @@ use crate::hub::HubNotice;
 #[non_exhaustive]
 pub enum AppEvent {
     /// `switchboard://phones` (no payload): the Phones view reloads (a phone connected, went
-    /// away, paired, a pairing code was replaced, the link failed or started).
+    /// away, paired, a pairing window closed, the link failed or started).
     Phones,
     /// `switchboard://phone-lines` (no payload): the Phone lines view reloads (a paired phone's
     /// phone-line settings arrived).

@@ -178,7 +178,7 @@ impl PhonesState {
                     verification_code: verification_code.clone(),
                 });
             }
-            LinkEvent::PairingCodeReplaced(_) | LinkEvent::Failure(_) => {}
+            LinkEvent::PairingClosed { .. } | LinkEvent::Failure(_) => {}
             _ => return PhonesChange::None,
         }
         PhonesChange::Changed {

@@ -67,14 +67,14 @@ pub(super) async fn serve(
                 .map(|r| matches!(r, rustls::Error::AlertReceived(_)))
                 .unwrap_or(false);
             if alert {
-                shared.fail(
+                shared.fail_before_hello(
                     FailureKind::CertificateMismatch,
                     format!("the peer at {peer} refused this desktop's TLS certificate ({e}): it expects another certificate fingerprint; this desktop's is {}", shared.identity.cert_fingerprint()),
                     None,
                     Some(peer),
                 );
             } else {
-                shared.fail(
+                shared.fail_before_hello(
                     FailureKind::Handshake,
                     format!("TLS handshake with {peer} failed: {e}"),
                     None,
@@ -84,7 +84,7 @@ pub(super) async fn serve(
             return;
         }
         Err(_) => {
-            shared.fail(
+            shared.fail_before_hello(
                 FailureKind::Handshake,
                 format!("TLS handshake with {peer} took over 10 s"),
                 None,
@@ -101,7 +101,7 @@ pub(super) async fn serve(
     {
         Ok(Ok(ws)) => ws,
         Ok(Err(e)) => {
-            shared.fail(
+            shared.fail_before_hello(
                 FailureKind::Handshake,
                 format!("WebSocket upgrade from {peer} failed: {e}"),
                 None,
@@ -119,6 +119,7 @@ pub(super) async fn serve(
         peer,
         conn,
         stage: Stage::Fresh,
+        pair_requested: false,
         unapplied: Arc::new(Semaphore::new(MAX_UNAPPLIED)),
         dials: Vec::new(),
         dials_permit: None,
@@ -149,6 +150,8 @@ struct Conn {
     nonce: String,
     conn: u64,
     stage: Stage,
+    /// A `pair.request` was seen on this connection (only one is allowed).
+    pair_requested: bool,
     /// [`MAX_UNAPPLIED`] slots for this connection's messages held by the app.
     unapplied: Arc<Semaphore>,
     /// Dials read but not yet handed to the app ([`Conn::emit_dials`]), and their slots.
@@ -340,12 +343,9 @@ impl Conn {
             Some(Ok(_)) => Flow::Continue,
             Some(Err(tungstenite::Error::Capacity(e))) => {
                 let words = format!("frame over the 1 MiB limit ({e}); connection closed");
-                let dev = self.device().map(str::to_string);
-                self.shared.fail(
+                self.fail(
                     FailureKind::OversizeFrame,
                     format!("{} sent a {words}", self.peer),
-                    dev.as_deref(),
-                    Some(self.peer),
                 );
                 self.refuse(ifp::ErrorClass::InvalidEnvelope, words, None)
                     .await;
@@ -429,13 +429,22 @@ impl Conn {
         let _ = self.send(msg, parent, Map::new()).await;
     }
 
+    /// Records a failure of this connection: a real one once it is live, else one before
+    /// hello (coalesced per source, [`Shared::fail_before_hello`]).
+    fn fail(&self, kind: FailureKind, words: String) {
+        let dev = self.device();
+        if matches!(self.stage, Stage::Live { .. }) {
+            self.shared.fail(kind, words, dev, Some(self.peer));
+        } else {
+            self.shared
+                .fail_before_hello(kind, words, dev, Some(self.peer));
+        }
+    }
+
     async fn refuse_frame(&mut self, detail: String) -> Flow {
-        let dev = self.device().map(str::to_string);
-        self.shared.fail(
+        self.fail(
             FailureKind::InvalidFrame,
             format!("{} sent an invalid frame: {detail}", self.peer),
-            dev.as_deref(),
-            Some(self.peer),
         );
         self.refuse(ifp::ErrorClass::InvalidEnvelope, detail, None)
             .await;
@@ -450,12 +459,9 @@ impl Conn {
         let env = match ifp::validate_frame(bytes) {
             Ok(env) => env,
             Err(rej) => {
-                let dev = self.device().map(str::to_string);
-                self.shared.fail(
+                self.fail(
                     FailureKind::InvalidFrame,
                     format!("{} sent an invalid frame: {}", self.peer, rej.reason),
-                    dev.as_deref(),
-                    Some(self.peer),
                 );
                 self.refuse(rej.class, rej.reason, None).await;
                 return Flow::Continue;

@@ -2,7 +2,9 @@
 //!
 //! `docs/protocol.md`, "Link: pairing and sessions" ("Diagnostics"). Every failure the link
 //! sees (wrong or expired code, version mismatch, identity changed, certificate mismatch,
-//! unknown device, ...) is kept here in plain words with what to do about it.
+//! unknown device, ...) is kept here in plain words with what to do about it: the real ones
+//! (after hello, key store, mDNS, pairing verdicts) in a list of their own, the ones before hello
+//! that anyone can repeat coalesced per source in a separate bounded slot.
 
 use std::net::IpAddr;
 
@@ -21,7 +23,8 @@ pub enum FailureKind {
     WrongCode,
     /// A `pair.request` came after the code expired.
     ExpiredCode,
-    /// Too many wrong codes: the code was replaced.
+    /// Too many wrong codes: the window closed, or a `pair.request` came inside the backoff
+    /// after a wrong code (refused unchecked), or a second `pair.request` on one connection.
     RateLimited,
     /// The phone's `pair.complete` signature did not verify.
     PairingSignature,
@@ -54,9 +57,9 @@ impl FailureKind {
     pub fn what_to_do(self) -> &'static str {
         match self {
             FailureKind::NoPairingWindow => "Open a pairing window on the desktop, then scan the code again.",
-            FailureKind::WrongCode => "Check the 6-digit code on the desktop and type it again.",
+            FailureKind::WrongCode => "Check the 6-digit code on the desktop and type it again (5 wrong codes close the window).",
             FailureKind::ExpiredCode => "The code lives 2 minutes: open a new pairing window and use the new code.",
-            FailureKind::RateLimited => "Too many wrong codes: use the new code the desktop now shows.",
+            FailureKind::RateLimited => "Too many wrong codes: open a new pairing window; if you did not type them, someone on the network may be guessing.",
             FailureKind::PairingSignature => "Start pairing again from the phone; if it repeats, reinstall the phone app.",
             FailureKind::VersionMismatch => "Update the app on the phone or on the desktop so both speak a common protocol version.",
             FailureKind::IdentityChanged => "If the phone was reset or reinstalled, unpair it on the desktop and pair it again; otherwise someone may be impersonating it.",
@@ -141,12 +144,16 @@ pub struct LinkDiagnostics {
     pub paired: usize,
     /// Device ids of the phones connected now.
     pub connected: Vec<String>,
-    /// The last failures, oldest first (at most [`MAX_FAILURES_KEPT`]).
+    /// The last failures, oldest first: at most [`MAX_FAILURES_KEPT`] real ones and at most
+    /// [`MAX_PRE_HELLO_KEPT`] coalesced ones from before hello (one per source, with a count).
     pub recent_failures: Vec<LinkFailure>,
 }
 
-/// How many failures diagnostics keep.
+/// How many real failures diagnostics keep (after hello, key store, mDNS, pairing verdicts).
 pub const MAX_FAILURES_KEPT: usize = 32;
+
+/// How many coalesced failures before hello diagnostics keep, one per source address.
+pub const MAX_PRE_HELLO_KEPT: usize = 8;
 
 /// The addresses a listener bound to `bound` is reachable at: for an unspecified address
 /// (`0.0.0.0` / `::`) every interface address of that family, else the one address.

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use super::diagnostics::LinkFailure;
-use super::pairing::PairingInvite;
 use super::wire::ifp;
 use crate::phone_events::DialFrame;
 
@@ -57,8 +56,12 @@ pub enum LinkEvent {
         /// Its device id.
         device_id: String,
     },
-    /// The pairing code was replaced after too many wrong tries.
-    PairingCodeReplaced(PairingInvite),
+    /// The pairing window closed before use: it took its last allowed wrong code
+    /// ([`MAX_WRONG_TRIES`](super::pairing::MAX_WRONG_TRIES)); the person must open a new one.
+    PairingClosed {
+        /// Why, in words.
+        reason: String,
+    },
     /// A validated message from a connected phone.
     Message {
         /// The sending phone.

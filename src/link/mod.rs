@@ -19,6 +19,7 @@
 //!   children `connection::pair` (`pair.request` / `pair.complete`) and `connection::hello`
 //!   (the phone's `control.hello`).
 //! - [`diagnostics`]: addresses, port, mDNS state, recent failures in plain words.
+//! - `flood`: coalescing of failures before hello (per source, a few reports a minute).
 //! - [`tls`]: TLS 1.3 server config and the phone's certificate-pinning verifier.
 //! - [`phone_client`]: a phone end in Rust, for tests and the `switchboard-phone` tool.
 //!
@@ -41,6 +42,7 @@ mod config;
 mod connection;
 pub mod diagnostics;
 mod event;
+mod flood;
 pub mod identity;
 mod mdns;
 pub mod pairing;

@@ -1,54 +1,74 @@
-//! Pairing windows, codes, invitation links and the exact bytes each side signs.
+//! Pairing windows, codes, the backoff on wrong codes, invitation links and the exact bytes each
+//! side signs.
 //!
 //! `ifp1-notes.md`, "Pairing and identity" (`pair.request`, then `pair.grant` and
 //! `pair.complete` with a challenge signature; shapes not pinned) and `docs/protocol.md`,
 //! "Link: pairing and sessions", which pins this project's choices:
-//! - a pairing code is 6 random digits shown as `123-456`, lives [`PAIRING_TTL_MS`] (2 min),
-//!   is single-use, and after [`MAX_WRONG_TRIES`] wrong tries is replaced (`rate_limited`);
+//! - a pairing code is 6 random digits shown as `123-456`, lives [`PAIRING_TTL_MS`] (2 min) from
+//!   the moment the person opens the window (nothing extends it), is single-use, and the window
+//!   closes for good after [`MAX_WRONG_TRIES`] wrong codes in total (the person opens a new one);
+//! - wrong codes are slowed down per source address and globally ([`PairingBackoff`]);
 //! - the invitation link is `switchboard://pair?addr=..&port=..&code=..&fp=..`, also as a QR
 //!   code (SVG);
 //! - signed bytes: [`pair_signed_bytes`], [`hello_signed_bytes`],
 //!   [`desktop_hello_signed_bytes`]; the verification code both screens show:
 //!   [`verification_code`].
 
+use std::collections::HashMap;
+use std::net::IpAddr;
+
 use rand::Rng as _;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use ts_rs::TS;
 
-/// How long a pairing code lives: 2 minutes, in milliseconds.
+/// How long a pairing window (and its code) lives: 2 minutes, in milliseconds.
 pub const PAIRING_TTL_MS: u64 = 120_000;
 
-/// Wrong codes accepted before the code is replaced and the caller gets `rate_limited`.
+/// Wrong codes a pairing window takes in total, from every source together; the last one closes
+/// the window ([`CodeCheck::Closed`]).
 pub const MAX_WRONG_TRIES: u32 = 5;
+
+/// The one answer (`error` detail, class `pairing_failed`) to every refused `pair.request`: no
+/// window open, wrong code, expired code, the window's last wrong code, inside the backoff. The
+/// same words whatever happened, so a peer polling with guesses learns nothing (not even when a
+/// window opens).
+pub const PAIRING_REFUSED: &str =
+    "pairing refused: open a pairing window on the desktop and enter the code it shows";
+
+/// The one answer (`error` detail, class `unauthorized_device`) to every refused
+/// `control.hello` before a verified one: unknown device id, another key than the pinned one,
+/// a proof that does not verify. The same words whatever happened, so a peer cannot tell a
+/// paired device id from an unknown one.
+pub const HELLO_REFUSED: &str = "hello refused: this device is not paired with this desktop under this key, or its proof does not verify for this connection (forged or replayed)";
 
 /// The clock moved to [`crate::clock`]; re-exported so `link::pairing::{Clock, SystemClock}`
 /// keeps working for callers not yet switched to `crate::clock`.
 pub use crate::clock::{Clock, ManualClock, SystemClock};
 
-/// An open pairing window: one code, its expiry and the wrong tries so far.
+/// An open pairing window: one code, its fixed expiry and the wrong codes so far.
 #[derive(Debug, Clone)]
 pub struct PairingWindow {
     digits: String,
     expires_at_ms: u64,
     wrong_tries: u32,
-    ttl_ms: u64,
 }
 
 /// What checking a code against the window gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CodeCheck {
-    /// The code is right; the window is used up.
+    /// The code is right; the window is used up (the caller closes it).
     Accepted,
-    /// Wrong code; `tries_left` more wrong tries before the code is replaced.
+    /// Wrong code; `tries_left` more wrong codes before the window closes.
     Wrong {
-        /// Wrong tries left.
+        /// Wrong codes left in this window.
         tries_left: u32,
     },
-    /// The window's code expired.
+    /// The window expired (whatever the code); the caller closes it.
     Expired,
-    /// That was the last allowed wrong try: the code has been replaced by a new one.
-    RateLimited,
+    /// That was the window's last allowed wrong code: the caller closes the window, and the
+    /// person has to open a new one.
+    Closed,
 }
 
 impl PairingWindow {
@@ -59,7 +79,6 @@ impl PairingWindow {
             digits: format!("{n:06}"),
             expires_at_ms: now_ms.saturating_add(ttl_ms),
             wrong_tries: 0,
-            ttl_ms,
         }
     }
 
@@ -69,19 +88,33 @@ impl PairingWindow {
         format!("{a}-{b}")
     }
 
-    /// When the code stops working, milliseconds since the Unix epoch.
+    /// When the code stops working, milliseconds since the Unix epoch (fixed at opening).
     pub fn expires_at_ms(&self) -> u64 {
         self.expires_at_ms
     }
 
+    /// Whether the window has expired at `now_ms`.
+    pub fn expired(&self, now_ms: u64) -> bool {
+        now_ms >= self.expires_at_ms
+    }
+
+    /// Wrong codes this window has taken so far.
+    pub fn wrong_tries(&self) -> u32 {
+        self.wrong_tries
+    }
+
     /// Checks `given` (digits, with or without `-` or spaces) at time `now_ms`.
     ///
-    /// A wrong code counts a try; the [`MAX_WRONG_TRIES`]th wrong try replaces the code with a
-    /// new one (fresh expiry) and answers [`CodeCheck::RateLimited`]. An expired window answers
-    /// [`CodeCheck::Expired`] whatever the code. The caller closes the window on `Accepted`.
+    /// An expired window answers [`CodeCheck::Expired`] whatever the code. A wrong code counts
+    /// against the window's budget; the [`MAX_WRONG_TRIES`]th answers [`CodeCheck::Closed`].
+    /// Nothing here changes the code or the expiry. The caller closes the window on
+    /// `Accepted`, `Expired` and `Closed`.
     pub fn check(&mut self, given: &str, now_ms: u64) -> CodeCheck {
-        if now_ms >= self.expires_at_ms {
+        if self.expired(now_ms) {
             return CodeCheck::Expired;
+        }
+        if self.wrong_tries >= MAX_WRONG_TRIES {
+            return CodeCheck::Closed;
         }
         let cleaned: String = given.chars().filter(|c| *c != '-' && *c != ' ').collect();
         let same = cleaned.len() == self.digits.len()
@@ -95,12 +128,98 @@ impl PairingWindow {
         }
         self.wrong_tries += 1;
         if self.wrong_tries >= MAX_WRONG_TRIES {
-            *self = Self::open(now_ms, self.ttl_ms);
-            return CodeCheck::RateLimited;
+            return CodeCheck::Closed;
         }
         CodeCheck::Wrong {
             tries_left: MAX_WRONG_TRIES - self.wrong_tries,
         }
+    }
+}
+
+/// First delay a source waits after a failed `pair.request`, ms; it doubles with each further
+/// failure from that source, up to [`SOURCE_BACKOFF_MAX_MS`].
+pub const SOURCE_BACKOFF_BASE_MS: u64 = 1_000;
+
+/// Longest delay a source waits between two checked `pair.request`s, ms (1 minute).
+pub const SOURCE_BACKOFF_MAX_MS: u64 = 60_000;
+
+/// A source's failures are forgotten after this long without one, ms (10 minutes).
+pub const SOURCE_FORGET_MS: u64 = 600_000;
+
+/// After any wrong code, no code from any source is checked for this long, ms.
+pub const GLOBAL_BACKOFF_MS: u64 = 1_000;
+
+/// Sources whose failures are remembered at once; past it, only the global backoff applies to
+/// new sources (so a flood of addresses cannot grow memory without bound).
+pub const MAX_TRACKED_SOURCES: usize = 1024;
+
+#[derive(Debug, Clone, Copy)]
+struct SourceFailures {
+    failures: u32,
+    last_ms: u64,
+    next_ok_ms: u64,
+}
+
+/// The backoff on failed `pair.request`s, per source address and global, in link-clock ms.
+///
+/// - Per source: after its `n`th failed `pair.request` (no window, expired, wrong code), a
+///   source's next request is checked no earlier than `min(1 s * 2^(n-1), 60 s)` later.
+/// - Global: after any wrong code, no request from any source is checked for 1 s.
+///
+/// A request inside a backoff is refused unchecked: it uses none of the window's budget and
+/// does not lengthen the backoff. Lives across windows (the person opening a new window does not
+/// reset it).
+#[derive(Debug, Default)]
+pub struct PairingBackoff {
+    sources: HashMap<IpAddr, SourceFailures>,
+    global_next_ok_ms: u64,
+}
+
+impl PairingBackoff {
+    /// Whether a `pair.request` from `ip` may be checked at `now_ms`.
+    pub fn allows(&self, ip: IpAddr, now_ms: u64) -> bool {
+        if now_ms < self.global_next_ok_ms {
+            return false;
+        }
+        self.sources
+            .get(&ip)
+            .map(|s| now_ms >= s.next_ok_ms || now_ms >= s.last_ms.saturating_add(SOURCE_FORGET_MS))
+            .unwrap_or(true)
+    }
+
+    /// Records a checked `pair.request` from `ip` that failed at `now_ms`; `wrong_code` also
+    /// starts the global backoff.
+    pub fn failed(&mut self, ip: IpAddr, now_ms: u64, wrong_code: bool) {
+        if wrong_code {
+            self.global_next_ok_ms = now_ms.saturating_add(GLOBAL_BACKOFF_MS);
+        }
+        if !self.sources.contains_key(&ip) && self.sources.len() >= MAX_TRACKED_SOURCES {
+            self.sources
+                .retain(|_, s| now_ms < s.last_ms.saturating_add(SOURCE_FORGET_MS));
+            if self.sources.len() >= MAX_TRACKED_SOURCES {
+                return;
+            }
+        }
+        let s = self.sources.entry(ip).or_insert(SourceFailures {
+            failures: 0,
+            last_ms: now_ms,
+            next_ok_ms: now_ms,
+        });
+        if now_ms >= s.last_ms.saturating_add(SOURCE_FORGET_MS) {
+            s.failures = 0;
+        }
+        s.failures = s.failures.saturating_add(1);
+        s.last_ms = now_ms;
+        let shift = s.failures.saturating_sub(1).min(16);
+        let delay = SOURCE_BACKOFF_BASE_MS
+            .saturating_mul(1u64 << shift)
+            .min(SOURCE_BACKOFF_MAX_MS);
+        s.next_ok_ms = now_ms.saturating_add(delay);
+    }
+
+    /// How many sources are remembered now.
+    pub fn tracked_sources(&self) -> usize {
+        self.sources.len()
     }
 }
 
@@ -226,18 +345,71 @@ mod tests {
     }
 
     #[test]
-    fn fifth_wrong_try_replaces_code() {
+    fn fifth_wrong_code_closes_the_window_and_nothing_extends_it() {
         let mut w = PairingWindow::open(0, PAIRING_TTL_MS);
-        let old = w.digits.clone();
-        let wrong = if old == "000000" { "111111" } else { "000000" };
+        let right = w.digits.clone();
+        let wrong = if right == "000000" {
+            "111111"
+        } else {
+            "000000"
+        };
         for left in (1..MAX_WRONG_TRIES).rev() {
             assert_eq!(w.check(wrong, 10), CodeCheck::Wrong { tries_left: left });
         }
-        assert_eq!(w.check(wrong, 10), CodeCheck::RateLimited);
-        assert_eq!(w.wrong_tries, 0);
-        assert_eq!(w.expires_at_ms(), 10 + PAIRING_TTL_MS);
-        // The replaced code still counts tries from zero; the old code is usually gone.
-        assert_eq!(w.check(&w.digits.clone(), 20), CodeCheck::Accepted);
+        assert_eq!(w.check(wrong, 10), CodeCheck::Closed);
+        // Same code, same expiry: the budget is spent, and even the right code is refused now.
+        assert_eq!(w.digits, right);
+        assert_eq!(w.expires_at_ms(), PAIRING_TTL_MS);
+        assert_eq!(w.check(&right, 20), CodeCheck::Closed);
+        assert_eq!(w.wrong_tries(), MAX_WRONG_TRIES);
+    }
+
+    #[test]
+    fn backoff_grows_per_source_and_holds_everyone_for_a_second_after_a_wrong_code() {
+        let a: IpAddr = "192.0.2.7".parse().unwrap();
+        let b: IpAddr = "192.0.2.8".parse().unwrap();
+        let mut g = PairingBackoff::default();
+        assert!(g.allows(a, 0));
+        g.failed(a, 0, true);
+        // Global: nobody for 1 s after a wrong code.
+        assert!(!g.allows(b, 999));
+        assert!(g.allows(b, 1_000));
+        // Per source: 1 s, 2 s, 4 s, ... up to 60 s.
+        let mut now = 1_000;
+        let mut expected = 2_000;
+        for _ in 0..10 {
+            assert!(g.allows(a, now));
+            g.failed(a, now, false);
+            assert!(!g.allows(a, now + expected - 1), "at {now} + {expected}");
+            assert!(g.allows(a, now + expected));
+            now += expected;
+            expected = (expected * 2).min(SOURCE_BACKOFF_MAX_MS);
+        }
+        assert_eq!(expected, SOURCE_BACKOFF_MAX_MS);
+        // Another source is not slowed by a's failures once the global second is over.
+        assert!(g.allows(b, now));
+        // Forgotten after 10 quiet minutes: back to 1 s.
+        let later = now + SOURCE_FORGET_MS;
+        g.failed(a, later, false);
+        assert!(g.allows(a, later + SOURCE_BACKOFF_BASE_MS));
+    }
+
+    #[test]
+    fn backoff_memory_is_bounded() {
+        let mut g = PairingBackoff::default();
+        for i in 0..(MAX_TRACKED_SOURCES as u32 + 100) {
+            g.failed(
+                IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + i)),
+                5,
+                false,
+            );
+        }
+        assert_eq!(g.tracked_sources(), MAX_TRACKED_SOURCES);
+        // Once the old ones are forgotten, new sources are tracked again.
+        let fresh = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1));
+        g.failed(fresh, 5 + SOURCE_FORGET_MS, false);
+        assert_eq!(g.tracked_sources(), 1);
+        assert!(!g.allows(fresh, 5 + SOURCE_FORGET_MS));
     }
 
     #[test]

@@ -296,8 +296,9 @@ impl PhoneClient {
     /// Pairs with `code` and says hello: `pair.request` → `pair.grant` → `pair.complete` +
     /// `control.hello` (with `range`) → the desktop's answering `control.hello`.
     ///
-    /// Errors: [`PhoneError::Refused`] with the desktop's error class (`pairing_failed`,
-    /// `rate_limited`, ...).
+    /// Errors: [`PhoneError::Refused`] with the desktop's error class (`pairing_failed` with
+    /// the one answer [`crate::link::pairing::PAIRING_REFUSED`] for every refused code, ...).
+    /// One `pair.request` per connection: to try again, connect again.
     pub async fn pair(
         &mut self,
         me: &PhoneIdentity,

@@ -28,9 +28,10 @@ use tokio_rustls::TlsAcceptor;
 
 use super::connection;
 use super::diagnostics::{listen_addresses, FailureKind, LinkDiagnostics, MdnsStatus};
+use super::flood::FloodGate;
 use super::identity::DesktopIdentity;
 use super::mdns::Advertisement;
-use super::pairing::{PairingInvite, PairingWindow};
+use super::pairing::{PairingBackoff, PairingInvite, PairingWindow};
 use super::shared::{lock, Command, Diag, OpenPairing, Shared};
 use super::trust::{PairedPhone, TrustError, TrustFile};
 use super::wire::{self, ifp};
@@ -134,12 +135,15 @@ impl Link {
             trust_file,
             trust: Mutex::new(phones),
             pairing: Mutex::new(None),
+            pair_backoff: Mutex::new(PairingBackoff::default()),
             sessions: Mutex::new(HashMap::new()),
             events: tx,
             diag: Mutex::new(Diag {
                 bound: None,
                 mdns,
                 failures: VecDeque::new(),
+                pre_hello: VecDeque::new(),
+                flood: FloodGate::default(),
             }),
             next_conn: AtomicU64::new(1),
         };
@@ -246,6 +250,11 @@ impl Link {
 
     /// Opens (or reopens) the pairing window; the link advertises `addr` (the address the
     /// phone should dial, e.g. [`super::diagnostics::lan_address`]) and the bound port.
+    ///
+    /// Only the person does this: the window's lifetime (`pairing_ttl_ms`) and its budget of
+    /// [`MAX_WRONG_TRIES`](super::pairing::MAX_WRONG_TRIES) wrong codes are fixed here and
+    /// nothing a phone sends extends them. Reopening replaces the code and starts a new budget;
+    /// the backoff on wrong codes stays.
     pub fn open_pairing(&self, addr: IpAddr) -> PairingInvite {
         let now = self.shared.config.clock.now_ms();
         let window = PairingWindow::open(now, self.shared.config.pairing_ttl_ms);
@@ -259,9 +268,14 @@ impl Link {
         *lock(&self.shared.pairing) = None;
     }
 
-    /// The open pairing window's invite, if any (after a replacement, the new code).
+    /// The open pairing window's invite, if any: `None` once the window was used, expired, or
+    /// closed after its last allowed wrong code.
     pub fn pairing_invite(&self) -> Option<PairingInvite> {
-        let p = lock(&self.shared.pairing);
+        let now = self.shared.config.clock.now_ms();
+        let mut p = lock(&self.shared.pairing);
+        if p.as_ref().is_some_and(|o| o.window.expired(now)) {
+            *p = None;
+        }
         p.as_ref()
             .map(|o| self.shared.invite_for(&o.window, o.addr))
     }
@@ -354,11 +368,14 @@ impl Link {
     pub fn diagnostics(&self) -> LinkDiagnostics {
         let (bound, mdns, failures) = {
             let d = lock(&self.shared.diag);
-            (
-                d.bound,
-                d.mdns.clone(),
-                d.failures.iter().cloned().collect(),
-            )
+            let mut failures: Vec<_> = d
+                .failures
+                .iter()
+                .cloned()
+                .chain(d.pre_hello.iter().map(|(_, f)| f.clone()))
+                .collect();
+            failures.sort_by_key(|f| f.at_ms);
+            (d.bound, d.mdns.clone(), failures)
         };
         LinkDiagnostics {
             port: bound.map(|b| b.port()),

@@ -15,10 +15,13 @@ use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 
 use super::config::{LinkConfig, DEFAULT_PORT};
-use super::diagnostics::{FailureKind, LinkFailure, MdnsStatus, MAX_FAILURES_KEPT};
+use super::diagnostics::{
+    FailureKind, LinkFailure, MdnsStatus, MAX_FAILURES_KEPT, MAX_PRE_HELLO_KEPT,
+};
 use super::event::LinkEvent;
+use super::flood::{grouped, FloodGate, FLOOD_WINDOW_MS};
 use super::identity::DesktopIdentity;
-use super::pairing::{invite, PairingInvite, PairingWindow};
+use super::pairing::{invite, PairingBackoff, PairingInvite, PairingWindow};
 use super::trust::{PairedPhone, TrustError, TrustFile};
 use super::wire::{ifp, Sender};
 
@@ -56,8 +59,15 @@ pub(super) struct Diag {
     pub(super) bound: Option<SocketAddr>,
     /// The mDNS advertisement's state.
     pub(super) mdns: MdnsStatus,
-    /// The most recent failures, at most [`MAX_FAILURES_KEPT`], oldest first.
+    /// The most recent real failures (after hello, key store, mDNS, trust file, pairing
+    /// verdicts), at most [`MAX_FAILURES_KEPT`], oldest first.
     pub(super) failures: VecDeque<LinkFailure>,
+    /// Failures before hello, coalesced: one entry per source address (its latest failure and
+    /// the count of its current minute), at most [`MAX_PRE_HELLO_KEPT`], oldest first. Kept
+    /// apart so a flood never pushes a real failure out of `failures`.
+    pub(super) pre_hello: VecDeque<(Option<IpAddr>, LinkFailure)>,
+    /// Counts the failures before hello and decides which are logged and sent as events.
+    pub(super) flood: FloodGate,
 }
 
 /// The state behind every clone of a [`Link`](super::Link) and every connection task.
@@ -75,6 +85,9 @@ pub(super) struct Shared {
     pub(super) trust: Mutex<Vec<PairedPhone>>,
     /// The open pairing window, if any.
     pub(super) pairing: Mutex<Option<OpenPairing>>,
+    /// The backoff on failed `pair.request`s (per source and global). Lock order: this one
+    /// before `pairing` when both are held.
+    pub(super) pair_backoff: Mutex<PairingBackoff>,
     /// Live sessions by device id.
     pub(super) sessions: Mutex<HashMap<String, Session>>,
     /// Where [`LinkEvent`]s go (unbounded: nothing is dropped; the app drains it).
@@ -107,7 +120,16 @@ impl Shared {
         invite(&addr, port, window, self.identity.cert_fingerprint())
     }
 
-    /// Records a failure in diagnostics (the last [`MAX_FAILURES_KEPT`]) and tells the app.
+    /// Records a real failure in diagnostics (the last [`MAX_FAILURES_KEPT`]), logs it and
+    /// tells the app.
+    ///
+    /// Real failures are the ones a stranger cannot repeat at will: after hello, the key store,
+    /// mDNS, the trust file, and the pairing verdicts (at most [`MAX_WRONG_TRIES`] wrong codes and
+    /// one expiry per window the person opened). An `identity_changed` (only recorded when the
+    /// proof verifies under the presented key) replaces the earlier one of the same device id,
+    /// and is logged and sent at most once a minute per device id.
+    ///
+    /// [`MAX_WRONG_TRIES`]: super::pairing::MAX_WRONG_TRIES
     pub(super) fn fail(
         &self,
         kind: FailureKind,
@@ -115,23 +137,112 @@ impl Shared {
         device_id: Option<&str>,
         address: Option<SocketAddr>,
     ) {
-        let f = LinkFailure {
+        let f = self.failure(kind, words.into(), device_id, address);
+        let mut quiet = false;
+        {
+            let mut d = lock(&self.diag);
+            if kind == FailureKind::IdentityChanged {
+                let same = |e: &LinkFailure| e.kind == kind && e.device_id == f.device_id;
+                quiet = d
+                    .failures
+                    .iter()
+                    .any(|e| same(e) && f.at_ms < e.at_ms.saturating_add(FLOOD_WINDOW_MS));
+                let earlier = d.failures.iter().rev().find(|e| same(e)).map(|e| e.at_ms);
+                d.failures.retain(|e| !same(e));
+                if let (true, Some(at)) = (quiet, earlier) {
+                    // Keep the first time of the minute so the once-a-minute report stays due.
+                    let mut kept = f.clone();
+                    kept.at_ms = at;
+                    d.failures.push_back(kept);
+                } else {
+                    d.failures.push_back(f.clone());
+                }
+            } else {
+                d.failures.push_back(f.clone());
+            }
+            while d.failures.len() > MAX_FAILURES_KEPT {
+                d.failures.pop_front();
+            }
+        }
+        if !quiet {
+            tracing::info!(kind = ?f.kind, "link failure: {}", f.words);
+            let _ = self.events.send(LinkEvent::Failure(f));
+        }
+    }
+
+    /// Records a failure before hello (TLS or WebSocket handshake, a frame before hello, a
+    /// refused `pair.request` that got no verdict, a refused hello): coalesced per source in
+    /// diagnostics' separate pre-hello slot, logged and sent to the app only as often as the
+    /// [`FloodGate`] allows (about once a minute per source, at most
+    /// [`MAX_REPORTS_PER_MINUTE`](super::flood::MAX_REPORTS_PER_MINUTE) a minute in total).
+    pub(super) fn fail_before_hello(
+        &self,
+        kind: FailureKind,
+        words: impl Into<String>,
+        device_id: Option<&str>,
+        address: Option<SocketAddr>,
+    ) {
+        let words = words.into();
+        let source = address.map(|a| a.ip());
+        let from = source
+            .map(|ip| ip.to_string())
+            .unwrap_or_else(|| "an unknown address".into());
+        let now = self.config.clock.now_ms();
+        let (admission, kept) = {
+            let mut d = lock(&self.diag);
+            let admission = d.flood.admit(source, now);
+            let slot_words = if admission.this_minute > 1 {
+                format!(
+                    "{} failed attempts before hello from {from} in the last minute; the latest: {words}",
+                    grouped(admission.this_minute)
+                )
+            } else {
+                words.clone()
+            };
+            let kept = self.failure(kind, slot_words, device_id, address);
+            d.pre_hello.retain(|(ip, _)| *ip != source);
+            d.pre_hello.push_back((source, kept.clone()));
+            while d.pre_hello.len() > MAX_PRE_HELLO_KEPT {
+                d.pre_hello.pop_front();
+            }
+            (admission, kept)
+        };
+        if !admission.report {
+            return;
+        }
+        let mut f = kept;
+        f.words = match admission.previous_minute {
+            Some(n) => format!(
+                "{} failed attempts before hello from {from} in the last minute; the latest: {words}",
+                grouped(n)
+            ),
+            None => words,
+        };
+        if let Some(n) = admission.unreported_before {
+            f.words.push_str(&format!(
+                " ({} more failed attempts before hello, from other sources, were only counted)",
+                grouped(n)
+            ));
+        }
+        tracing::info!(kind = ?f.kind, "link failure before hello: {}", f.words);
+        let _ = self.events.send(LinkEvent::Failure(f));
+    }
+
+    fn failure(
+        &self,
+        kind: FailureKind,
+        words: String,
+        device_id: Option<&str>,
+        address: Option<SocketAddr>,
+    ) -> LinkFailure {
+        LinkFailure {
             kind,
-            words: words.into(),
+            words,
             what_to_do: kind.what_to_do().to_string(),
             device_id: device_id.map(str::to_string),
             address: address.map(|a| a.to_string()),
             at_ms: self.config.clock.now_ms(),
-        };
-        tracing::info!(kind = ?f.kind, "link failure: {}", f.words);
-        {
-            let mut d = lock(&self.diag);
-            if d.failures.len() >= MAX_FAILURES_KEPT {
-                d.failures.pop_front();
-            }
-            d.failures.push_back(f.clone());
         }
-        let _ = self.events.send(LinkEvent::Failure(f));
     }
 
     /// Tells the app (a closed receiver is ignored).

@@ -15,12 +15,15 @@ use super::pair::{identity_changed_words, verify};
 use super::{Conn, Flow, Stage};
 use crate::link::diagnostics::FailureKind;
 use crate::link::event::LinkEvent;
-use crate::link::pairing::{desktop_hello_signed_bytes, hello_signed_bytes};
+use crate::link::pairing::{desktop_hello_signed_bytes, hello_signed_bytes, HELLO_REFUSED};
 use crate::link::shared::{lock, Command, Session};
 use crate::link::wire::ifp;
 
 impl Conn {
     /// `control.hello`: authenticates the phone and makes this connection its live session.
+    ///
+    /// Before a verified hello every refusal answers `unauthorized_device` with
+    /// [`HELLO_REFUSED`] and closes the connection.
     pub(super) async fn on_hello(
         &mut self,
         env: ifp::Envelope,
@@ -33,51 +36,66 @@ impl Conn {
             .unwrap_or("")
             .to_string();
         let proof = p.get("proof").and_then(Value::as_str).unwrap_or("");
-        let Some(known) = self.pinned(&device_id) else {
-            let words = format!("{device_id} is not paired with this desktop");
-            self.shared.fail(
-                FailureKind::UnknownDevice,
-                format!("hello from {}: {words}", self.peer),
-                Some(&device_id),
-                Some(self.peer),
-            );
-            self.refuse(ifp::ErrorClass::UnauthorizedDevice, words, Some(env.id))
-                .await;
-            return Flow::Close;
+        let presented = env.ext.get("x-ifp-public-key").and_then(Value::as_str);
+        let fp = self.shared.identity.cert_fingerprint().to_string();
+        let signed = hello_signed_bytes(&self.nonce, &device_id, &fp);
+        let known = self.pinned(&device_id);
+        // Every refusal gets the same answer (HELLO_REFUSED); only the desktop's own record says
+        // which check failed. "Identity changed" is recorded only when the proof verifies under
+        // the key presented: without it, anyone could raise the impersonation alarm.
+        let refusal = match (&known, presented) {
+            (None, _) => {
+                // The same signature work as for a paired id, so timing tells nothing either.
+                let _ = presented.map(|k| verify(k, &signed, proof));
+                Some((
+                    FailureKind::UnknownDevice,
+                    format!("{device_id} is not paired with this desktop"),
+                ))
+            }
+            (Some(k), Some(other)) if other != k.public_key => {
+                if verify(other, &signed, proof) {
+                    Some((
+                        FailureKind::IdentityChanged,
+                        identity_changed_words(&device_id, &k.public_key, other),
+                    ))
+                } else {
+                    Some((
+                        FailureKind::BadProof,
+                        format!("{device_id} presents another key than the pinned one, with no valid proof for it (forged)"),
+                    ))
+                }
+            }
+            (Some(k), _) => (!verify(&k.public_key, &signed, proof)).then(|| {
+                (
+                    FailureKind::BadProof,
+                    format!("the hello proof of {device_id} does not verify for this connection's nonce (forged or replayed)"),
+                )
+            }),
         };
-        if let Some(presented) = env.ext.get("x-ifp-public-key").and_then(Value::as_str) {
-            if presented != known.public_key {
-                let words = identity_changed_words(&device_id, &known.public_key, presented);
-                self.shared.fail(
-                    FailureKind::IdentityChanged,
-                    words.clone(),
+        if let Some((kind, words)) = refusal {
+            if kind == FailureKind::IdentityChanged {
+                self.shared
+                    .fail(kind, words, Some(&device_id), Some(self.peer));
+            } else {
+                self.shared.fail_before_hello(
+                    kind,
+                    format!("hello from {}: {words}", self.peer),
                     Some(&device_id),
                     Some(self.peer),
                 );
-                self.refuse(ifp::ErrorClass::UnauthorizedDevice, words, Some(env.id))
-                    .await;
-                return Flow::Close;
             }
-        }
-        let fp = self.shared.identity.cert_fingerprint().to_string();
-        if !verify(
-            &known.public_key,
-            &hello_signed_bytes(&self.nonce, &device_id, &fp),
-            proof,
-        ) {
-            let words = format!(
-                "the hello proof of {device_id} does not verify for this connection's nonce (forged or replayed)"
-            );
-            self.shared.fail(
-                FailureKind::BadProof,
-                format!("hello from {}: {words}", self.peer),
-                Some(&device_id),
-                Some(self.peer),
-            );
-            self.refuse(ifp::ErrorClass::UnauthorizedDevice, words, Some(env.id))
-                .await;
+            self.refuse(
+                ifp::ErrorClass::UnauthorizedDevice,
+                HELLO_REFUSED.to_string(),
+                Some(env.id),
+            )
+            .await;
             return Flow::Close;
         }
+        let Some(known) = known else {
+            // Not reached: an unknown device id is refused above.
+            return Flow::Close;
+        };
         let (dmin, dmax) = self.shared.config.protocol;
         let range = p.get("protocol").and_then(Value::as_object);
         let num = |k: &str| {

@@ -15,7 +15,9 @@ use super::{Conn, Flow, Stage};
 use crate::link::diagnostics::FailureKind;
 use crate::link::event::LinkEvent;
 use crate::link::identity::key_fingerprint;
-use crate::link::pairing::{pair_signed_bytes, verification_code, CodeCheck};
+use crate::link::pairing::{
+    pair_signed_bytes, verification_code, CodeCheck, MAX_WRONG_TRIES, PAIRING_REFUSED,
+};
 use crate::link::shared::lock;
 use crate::link::trust::PairedPhone;
 use crate::link::wire::{self, ifp};
@@ -32,7 +34,32 @@ pub(super) struct Grant {
 
 impl Conn {
     /// `pair.request`: checks the code against the open window and answers `pair.grant`.
+    ///
+    /// One `pair.request` per connection: a second one is refused and the connection closed.
+    /// Before the code is checked, the [`PairingBackoff`](crate::link::pairing::PairingBackoff)
+    /// must allow this source; every refusal answers `pairing_failed` with [`PAIRING_REFUSED`].
+    /// A device id already paired with another key is dealt with in `pair.complete`, once the
+    /// phone has proved it holds the key it presents.
     pub(super) async fn on_pair_request(&mut self, env: ifp::Envelope) -> Flow {
+        if self.pair_requested {
+            self.shared.fail_before_hello(
+                FailureKind::RateLimited,
+                format!(
+                    "{} sent a second pair.request on one connection: refused, connection closed",
+                    self.peer
+                ),
+                env.device.as_deref(),
+                Some(self.peer),
+            );
+            self.refuse(
+                ifp::ErrorClass::PairingFailed,
+                "one pair.request per connection: connect again to retry".into(),
+                Some(env.id),
+            )
+            .await;
+            return Flow::Close;
+        }
+        self.pair_requested = true;
         let p = &env.payload;
         let code = p.get("pairing_code").and_then(Value::as_str).unwrap_or("");
         let pk_b64 = p.get("public_key").and_then(Value::as_str).unwrap_or("");
@@ -61,71 +88,81 @@ impl Conn {
             .clone()
             .unwrap_or_else(|| format!("dev_{}", key_fingerprint(pk.as_bytes())));
         let now = self.shared.config.clock.now_ms();
-        let (check, replaced) = {
-            let mut guard = lock(&self.shared.pairing);
-            match guard.as_mut() {
-                None => (None, None),
-                Some(open) => {
-                    let c = open.window.check(code, now);
-                    let replaced = (c == CodeCheck::RateLimited)
-                        .then(|| self.shared.invite_for(&open.window, open.addr));
-                    if matches!(c, CodeCheck::Accepted | CodeCheck::Expired) {
-                        *guard = None;
-                    }
-                    (Some(c), replaced)
+        let ip = self.peer.ip();
+        // Lock order: backoff, then the window (nothing else takes both).
+        let check = {
+            let mut backoff = lock(&self.shared.pair_backoff);
+            if backoff.allows(ip, now) {
+                let mut guard = lock(&self.shared.pairing);
+                let c = guard.as_mut().map(|open| open.window.check(code, now));
+                if matches!(
+                    c,
+                    Some(CodeCheck::Accepted | CodeCheck::Expired | CodeCheck::Closed)
+                ) {
+                    *guard = None;
                 }
+                drop(guard);
+                match c {
+                    None | Some(CodeCheck::Expired) => backoff.failed(ip, now, false),
+                    Some(CodeCheck::Wrong { .. } | CodeCheck::Closed) => {
+                        backoff.failed(ip, now, true)
+                    }
+                    Some(CodeCheck::Accepted) => {}
+                }
+                Some(c)
+            } else {
+                None
             }
         };
+        let from = format!("pairing from {} ({device_id})", self.peer);
         let dev = Some(device_id.as_str());
-        let fail = |kind, class: ifp::ErrorClass, words: String| (kind, class, words);
-        let failure = match check {
-            None => Some(fail(
-                FailureKind::NoPairingWindow,
-                ifp::ErrorClass::PairingFailed,
-                "no pairing window is open on the desktop".to_string(),
-            )),
-            Some(CodeCheck::Wrong { tries_left }) => Some(fail(
-                FailureKind::WrongCode,
-                ifp::ErrorClass::PairingFailed,
-                format!("wrong pairing code ({tries_left} tries left)"),
-            )),
-            Some(CodeCheck::Expired) => Some(fail(
-                FailureKind::ExpiredCode,
-                ifp::ErrorClass::PairingFailed,
-                "the pairing code expired (codes live 2 minutes)".to_string(),
-            )),
-            Some(CodeCheck::RateLimited) => Some(fail(
-                FailureKind::RateLimited,
-                ifp::ErrorClass::RateLimited,
-                "too many wrong pairing codes: the code was replaced".to_string(),
-            )),
-            Some(CodeCheck::Accepted) => None,
-        };
-        if let Some(inv) = replaced {
-            self.shared.emit(LinkEvent::PairingCodeReplaced(inv));
-        }
-        if let Some((kind, class, words)) = failure {
-            self.shared.fail(
-                kind,
-                format!("pairing from {} ({device_id}): {words}", self.peer),
-                dev,
-                Some(self.peer),
-            );
-            self.refuse(class, words, Some(env.id)).await;
-            return Flow::Continue;
-        }
-        if let Some(known) = self.pinned(&device_id) {
-            if known.public_key != pk_b64 {
-                let words = identity_changed_words(&device_id, &known.public_key, pk_b64);
-                self.shared.fail(
-                    FailureKind::IdentityChanged,
-                    words.clone(),
-                    dev,
-                    Some(self.peer),
-                );
-                self.refuse(ifp::ErrorClass::PairingFailed, words, Some(env.id))
-                    .await;
-                return Flow::Close;
+        // Every refusal gets the same answer, so a peer learns nothing about the window; the
+        // desktop's own record says what happened. Verdicts on a code (wrong, last wrong,
+        // expired) are bounded by the window's budget and are real failures; the rest
+        // (no window, inside the backoff) anyone can repeat and are coalesced.
+        match check {
+            Some(Some(CodeCheck::Accepted)) => {}
+            refused => {
+                match refused {
+                    None => self.shared.fail_before_hello(
+                        FailureKind::RateLimited,
+                        format!("{from}: refused unchecked, inside the backoff after failed pairing attempts"),
+                        dev,
+                        Some(self.peer),
+                    ),
+                    Some(None) => self.shared.fail_before_hello(
+                        FailureKind::NoPairingWindow,
+                        format!("{from}: no pairing window is open on the desktop"),
+                        dev,
+                        Some(self.peer),
+                    ),
+                    Some(Some(CodeCheck::Expired)) => self.shared.fail(
+                        FailureKind::ExpiredCode,
+                        format!("{from}: the pairing code expired (windows live 2 minutes); the window is closed"),
+                        dev,
+                        Some(self.peer),
+                    ),
+                    Some(Some(CodeCheck::Wrong { tries_left })) => self.shared.fail(
+                        FailureKind::WrongCode,
+                        format!("{from}: wrong pairing code ({tries_left} more wrong codes close the window)"),
+                        dev,
+                        Some(self.peer),
+                    ),
+                    Some(Some(_)) => {
+                        let reason = format!(
+                            "{from}: wrong pairing code, the {MAX_WRONG_TRIES}th in this window: the window is closed; open a new one"
+                        );
+                        self.shared.fail(FailureKind::RateLimited, reason.clone(), dev, Some(self.peer));
+                        self.shared.emit(LinkEvent::PairingClosed { reason });
+                    }
+                }
+                self.refuse(
+                    ifp::ErrorClass::PairingFailed,
+                    PAIRING_REFUSED.to_string(),
+                    Some(env.id),
+                )
+                .await;
+                return Flow::Continue;
             }
         }
         let challenge = wire::random_token();
@@ -188,6 +225,22 @@ impl Conn {
             )
             .await;
             return Flow::Continue;
+        }
+        if let Some(known) = self.pinned(&grant.device_id) {
+            if known.public_key != grant.public_key {
+                // The phone proved it holds the key it presents: a real identity change.
+                let words =
+                    identity_changed_words(&grant.device_id, &known.public_key, &grant.public_key);
+                self.shared.fail(
+                    FailureKind::IdentityChanged,
+                    words.clone(),
+                    Some(&grant.device_id),
+                    Some(self.peer),
+                );
+                self.refuse(ifp::ErrorClass::PairingFailed, words, Some(env.id))
+                    .await;
+                return Flow::Close;
+            }
         }
         let now = self.shared.config.clock.now_ms();
         let record = PairedPhone {

@@ -36,6 +36,7 @@ paired: number,
  */
 connected: Array<string>, 
 /**
- * The last failures, oldest first (at most [`MAX_FAILURES_KEPT`]).
+ * The last failures, oldest first: at most [`MAX_FAILURES_KEPT`] real ones and at most
+ * [`MAX_PRE_HELLO_KEPT`] coalesced ones from before hello (one per source, with a count).
  */
 recent_failures: Array<LinkFailure>, };
