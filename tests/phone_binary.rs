@@ -180,5 +180,21 @@ async fn binary_pairs_with_a_code_and_plays_a_scenario() {
     .await;
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("certificate mismatch"));
+
+    // A code without the desktop's fingerprint from the link or the person is refused before
+    // anything is looked up or sent: mDNS is only a hint.
+    let out = run_phone(vec![
+        "--identity".into(),
+        dir.path().join("mdns.json").display().to_string(),
+        "--code".into(),
+        "123456".into(),
+        "--mdns-wait".into(),
+        "1".into(),
+    ])
+    .await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("never from mDNS"), "{err}");
+    assert!(!err.contains("looking for a Switchboard desktop"), "{err}");
     let _ = stop_tx.send(());
 }

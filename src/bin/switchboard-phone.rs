@@ -91,6 +91,17 @@ async fn run(args: Args) -> Result<(), String> {
         file.label,
         args.identity.display()
     );
+    // Discovery is a hint: the certificate fingerprint a pairing trusts comes from the pairing
+    // link (the QR code) or from what the person typed, never from mDNS (docs/protocol.md,
+    // "Pairing"), or a host that answers mDNS first would receive the code.
+    if args.code.is_some() && args.link.is_none() && (args.addr.is_none() || args.fp.is_none()) {
+        return Err(
+            "a pairing code alone is not enough: the desktop's fingerprint must come from \
+             its pairing link (--link, the QR code) or be typed (--addr and --fp, as the desktop \
+             shows them), never from mDNS, which any host on the network can answer"
+                .to_string(),
+        );
+    }
     let target: DesktopAddress = if let Some(link) = &args.link {
         parse_pair_link(link).map_err(|e| e.to_string())?
     } else if let (Some(addr), Some(fp)) = (args.addr, &args.fp) {
