@@ -807,3 +807,74 @@ async fn first_batch_reaches_a_subscriber_on_the_real_clock() {
         .unwrap();
     assert_eq!(&*b.dials[0].id, "rt2");
 }
+
+/// The durable watermark the hub's acknowledgements wait for (`docs/protocol.md`,
+/// "Acknowledgement and replay"): a stored dial is durable only once its transaction committed;
+/// `transient` dials add nothing to wait for; dials cleared before they were written do not hold
+/// the watermark back.
+#[tokio::test]
+async fn a_stored_dial_is_durable_only_once_its_transaction_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = DialLog::spawn(DialLogConfig {
+        // No timed write: the batch waits for flush.
+        db_flush_interval: Duration::from_secs(3600),
+        ..disk_config(dir.path())
+    })
+    .unwrap();
+    let mut watch = log.durable_watch();
+    assert_eq!(log.durable_mark(), 0);
+    assert!(
+        log.is_durable(log.durable_mark()),
+        "nothing held: nothing to wait for"
+    );
+    log.ingest(simple("t1", Retention::Transient, T0))
+        .await
+        .unwrap();
+    assert_eq!(
+        log.durable_mark(),
+        0,
+        "a transient dial is durable once held"
+    );
+    log.ingest(simple("s1", Retention::Standard, T0))
+        .await
+        .unwrap();
+    let mark = log.durable_mark();
+    assert!(mark > 0);
+    assert!(!log.is_durable(mark), "held, not committed yet");
+    assert!(db_ids(dir.path()).is_empty());
+    log.flush().await.unwrap();
+    assert!(log.is_durable(mark), "committed");
+    assert_eq!(db_ids(dir.path()), vec!["s1"]);
+    assert!(*watch.borrow_and_update() >= mark);
+
+    // A later transient dial leaves the mark where it was (nothing more to commit).
+    log.ingest(simple("t2", Retention::Transient, T0))
+        .await
+        .unwrap();
+    assert_eq!(log.durable_mark(), mark);
+
+    // Cleared before it was written: the watermark still moves past it.
+    log.ingest(simple("s2", Retention::Permanent, T0))
+        .await
+        .unwrap();
+    let mark2 = log.durable_mark();
+    assert!(mark2 > mark && !log.is_durable(mark2));
+    log.clear(ClearScope::All).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), watch.wait_for(|w| *w >= mark2))
+        .await
+        .expect("the watermark moves past cleared dials")
+        .unwrap();
+    assert!(db_ids(dir.path()).is_empty());
+    log.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_log_in_memory_only_counts_every_dial_durable_once_held() {
+    let log = DialLog::spawn(mem_config()).unwrap();
+    log.ingest(simple("s1", Retention::Permanent, T0))
+        .await
+        .unwrap();
+    assert_eq!(log.durable_mark(), 0);
+    assert!(log.is_durable(log.durable_mark()));
+    log.shutdown().await.unwrap();
+}

@@ -299,7 +299,9 @@ pub(crate) fn clear(conn: &Connection) -> rusqlite::Result<usize> {
 
 /// Work for the writer thread.
 pub(crate) enum WriterMsg {
-    /// Insert these dials; afterwards mark `upto` (the last arrival number in the batch) written.
+    /// Insert these dials; afterwards mark `upto` (the last arrival number in the batch) written
+    /// and, when the transaction committed, durable. An empty batch only moves the marks (dials
+    /// cleared before they were written).
     Insert { dials: Vec<Arc<Dial>>, upto: u64 },
     /// Prune at `now_ms`, reply with rows deleted.
     Prune {
@@ -322,6 +324,10 @@ pub(crate) enum WriterMsg {
 pub(crate) struct WriterShared {
     /// Highest arrival number whose batch has been committed (or failed and been reported).
     pub written_upto: AtomicU64,
+    /// Highest arrival number up to which every persisting dial is committed (the durable
+    /// watermark acknowledgements wait for). It stops at the last batch before a failed write:
+    /// what follows a failure is never reported durable in this run.
+    pub committed: Arc<tokio::sync::watch::Sender<u64>>,
     /// Batches sent and not yet processed.
     pub in_flight: AtomicU64,
     /// Total rows committed.
@@ -355,18 +361,33 @@ pub(crate) fn writer_loop(
         tracing::error!(target: "switchboard::dials", "{msg}");
         crate::sync::lock(&shared.error).get_or_insert(msg);
     };
+    // Once a batch failed, no later arrival counts as durable (the failed dials are not in the
+    // file, and the watermark is a single number).
+    let mut failed = false;
     while let Ok(msg) = rx.recv() {
         match msg {
             WriterMsg::Insert { dials, upto } => {
                 match insert_batch(&mut conn, &dials) {
                     Ok(n) => {
                         shared.rows_written.fetch_add(n as u64, Ordering::Relaxed);
+                        if !failed {
+                            shared.committed.send_if_modified(|w| {
+                                let newer = upto > *w;
+                                if newer {
+                                    *w = upto;
+                                }
+                                newer
+                            });
+                        }
                     }
-                    Err(e) => record_error(format!(
-                        "writing {} dials to {}: {e}",
-                        dials.len(),
-                        path.display()
-                    )),
+                    Err(e) => {
+                        failed = true;
+                        record_error(format!(
+                            "writing {} dials to {}: {e}",
+                            dials.len(),
+                            path.display()
+                        ));
+                    }
                 }
                 shared.written_upto.fetch_max(upto, Ordering::Release);
                 shared.in_flight.fetch_sub(1, Ordering::AcqRel);

@@ -60,7 +60,7 @@ impl Hub {
         frame: crate::phone_events::DialFrame,
         pending: &mut Vec<PendingDial>,
     ) {
-        let (accepted, ack) = self.apply_dial_frame_state(device_id, frame);
+        let (accepted, ack_due) = self.apply_dial_frame_state(device_id, frame);
         if let Some(record) = accepted {
             pending.push(PendingDial {
                 note: DialNote::of(&record),
@@ -70,9 +70,10 @@ impl Hub {
         if pending.len() >= MAX_DIAL_BATCH {
             self.flush_dials(pending).await;
         }
-        if let Some((last_id, applied)) = ack {
+        if ack_due {
+            // The ack point's mark must cover every dial before it.
             self.flush_dials(pending).await;
-            self.send_ack(device_id, last_id, applied);
+            self.take_ack_point(device_id);
         }
     }
 
@@ -117,9 +118,9 @@ impl Hub {
             }
             after => self.apply_after(&device_id, after).await,
         }
-        if let Some((last_id, applied)) = self.ack_due(&device_id) {
+        if self.ack_due(&device_id) {
             self.flush_dials(pending).await;
-            self.send_ack(&device_id, last_id, applied);
+            self.take_ack_point(&device_id);
         }
     }
 
@@ -166,12 +167,12 @@ impl Hub {
 
     /// The receiver rules for a dial read in one pass ([`LinkEvent::Dials`]), as
     /// [`Hub::apply_message_state`] applies them to an envelope; the dial when accepted, and
-    /// `(last_id, applied)` when an acknowledgement is due ([`Hub::ack_due`]).
+    /// whether an ack point is due ([`Hub::ack_due`]).
     pub(super) fn apply_dial_frame_state(
         &self,
         device_id: &str,
         frame: crate::phone_events::DialFrame,
-    ) -> (Option<crate::dials::Dial>, Option<(String, u64)>) {
+    ) -> (Option<crate::dials::Dial>, bool) {
         let mut st = lock(&self.inner.state);
         let p = self.phone_mut(&mut st, device_id);
         let outcome = p.receiver.receive_event_fields(
@@ -197,9 +198,8 @@ impl Hub {
         };
         p.applied = p.applied.saturating_add(1);
         p.unacked = p.unacked.saturating_add(1);
-        let ack = (p.unacked >= ACK_EVERY).then(|| (frame.id.clone(), p.applied));
         p.last_id = Some(frame.id);
-        (accepted, ack)
+        (accepted, p.unacked >= ACK_EVERY)
     }
 
     pub(super) async fn apply_dial(&self, device_id: &str, dial: &DialEvent, retention: Retention) {

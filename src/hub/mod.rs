@@ -34,9 +34,11 @@
 //!   its notices (waiting, ended). A refused action message is answered with an ifp/1 `error`.
 //!   **The hub never approves, rejects or cancels anything**: it has no way to send an
 //!   `action.*` message ([`crate::ifp::OutgoingMessage`] cannot express one).
-//! - Every applied message moves the phone's acknowledgement point; the hub sends
-//!   `control.ack {last_id, applied}` every [`ACK_EVERY`] messages, when the link's event queue
-//!   runs dry ([`Hub::run`]) and when the phone connects.
+//! - Every applied message moves the phone's acknowledgement point; the hub takes a point every
+//!   [`ACK_EVERY`] messages and when the link's event queue runs dry ([`Hub::run`]), and sends
+//!   `control.ack {last_id, applied}` for it once every dial before it is durable (committed to
+//!   SQLite; `transient` ones and a log in memory only: held), and the newest such point when
+//!   the phone connects: acknowledged means durable (`acks.rs`).
 //!
 //! ## Files
 //! This file keeps the [`Hub`], its [`HubParts`], the per-phone state, [`Hub::run`] and the
@@ -63,7 +65,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{broadcast, mpsc};
 
-pub use acks::ACK_EVERY;
+pub use acks::{ACK_EVERY, MAX_WAITING_ACKS};
 pub use actions::{MAX_PROPOSALS, MAX_SEEN_IDS};
 pub use dials::MAX_DIAL_BATCH;
 pub use observer::HubObserver;
@@ -153,7 +155,12 @@ struct PhoneState {
     seen_order: VecDeque<String>,
     applied: u64,
     last_id: Option<String>,
+    /// Messages applied since the last ack point was taken.
     unacked: u64,
+    /// Ack points waiting for their dials to be durable, oldest first (`acks.rs`).
+    waiting_acks: VecDeque<acks::AckPoint>,
+    /// The newest ack point released (durable): sent again when the phone connects.
+    durable_ack: Option<(String, u64)>,
     settings: Option<PhoneSettings>,
     settings_at: Option<String>,
     summaries: Vec<PhoneLineSummary>,
@@ -176,6 +183,8 @@ impl PhoneState {
             applied: 0,
             last_id: None,
             unacked: 0,
+            waiting_acks: VecDeque::new(),
+            durable_ack: None,
             settings: None,
             settings_at: None,
             summaries: Vec::new(),
@@ -298,13 +307,14 @@ impl Hub {
         &self.inner.dials
     }
 
-    /// Applies link events until the channel closes. Acknowledgements go out every
-    /// [`ACK_EVERY`] messages and whenever the queue runs dry.
+    /// Applies link events until the channel closes. An acknowledgement point is taken every
+    /// [`ACK_EVERY`] messages and whenever the queue runs dry, and sent once the dials before it
+    /// are durable (the dial log's watermark is watched here; module `acks.rs`).
     ///
     /// Consecutive dials are handed to the dial log in batches (at most [`MAX_DIAL_BATCH`]): a
-    /// batch goes before any other event is applied, before an acknowledgement is sent (an
-    /// acknowledged dial is always held) and when the queue runs dry, so the effects happen in
-    /// the order the events came, as with [`Hub::apply`] one by one.
+    /// batch goes before any other event is applied, before an acknowledgement point is taken
+    /// (an acknowledged dial is always durable) and when the queue runs dry, so the effects
+    /// happen in the order the events came, as with [`Hub::apply`] one by one.
     pub async fn run(self, link_events: mpsc::UnboundedReceiver<LinkEvent>) {
         self.run_until(link_events, std::future::pending::<()>())
             .await;
@@ -322,12 +332,21 @@ impl Hub {
         let mut pending = Vec::new();
         tokio::pin!(stop);
         let mut stopping = false;
+        // Acknowledgements wait for the dial log's durable watermark (`acks.rs`).
+        let mut durable = self.inner.dials.durable_watch();
+        let mut watching = true;
         loop {
             let event = if stopping {
                 link_events.recv().await
             } else {
                 tokio::select! {
                     e = link_events.recv() => e,
+                    moved = durable.changed(), if watching => {
+                        // An error: the log is gone, nothing more becomes durable.
+                        watching = moved.is_ok();
+                        self.release_acks();
+                        continue;
+                    }
                     () = &mut stop => {
                         stopping = true;
                         // No new events; what is queued is still received below.
@@ -397,8 +416,8 @@ impl Hub {
                     p.connected = true;
                     p.label.clone_from(&label);
                     p.address = Some(address);
-                    p.unacked = 0;
-                    p.last_id.clone().map(|id| (id, p.applied))
+                    // Only what is durable; the rest follows when its dials are.
+                    p.durable_ack.clone()
                 };
                 self.notify(HubNotice::PhoneConnected {
                     device_id: device_id.clone(),
@@ -473,8 +492,8 @@ impl Hub {
     async fn apply_message(&self, device_id: &str, env: Envelope) {
         let after = self.apply_message_state(device_id, &env);
         self.apply_after(device_id, after).await;
-        if let Some((last_id, applied)) = self.ack_due(device_id) {
-            self.send_ack(device_id, last_id, applied);
+        if self.ack_due(device_id) {
+            self.take_ack_point(device_id);
         }
     }
 

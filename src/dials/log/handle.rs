@@ -85,10 +85,39 @@ impl DialLogHandle {
             let actor = guard.as_mut().ok_or(DialLogError::Closed)?;
             let verdicts = dials.into_iter().map(|d| actor.ingest(d)).collect();
             actor.flush_due(Instant::now());
+            self.shared
+                .mark
+                .store(actor.stored_mark, std::sync::atomic::Ordering::Release);
             verdicts
         };
         self.shared.wake.notify_one();
         Ok(verdicts)
+    }
+
+    /// The durability mark of everything held so far: the arrival number of the newest dial
+    /// with a stored retention label the log has held (0 when none, or when the log runs in
+    /// memory only). Every dial held before this call is durable (its SQLite transaction
+    /// committed, or it is `transient` and never stored) once [`DialLogHandle::is_durable`]
+    /// says so for the mark, or [`DialLogHandle::durable_watch`] reaches it.
+    pub fn durable_mark(&self) -> u64 {
+        self.shared.mark.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether every dial held when `mark` was taken ([`DialLogHandle::durable_mark`]) is
+    /// durable. Always true for a log in memory only (nothing is ever stored, so "held" is
+    /// as durable as it gets), and for mark 0.
+    pub fn is_durable(&self, mark: u64) -> bool {
+        mark <= *self.shared.committed.borrow()
+    }
+
+    /// The durable watermark, as a [`tokio::sync::watch`] receiver: the highest mark whose
+    /// dials are all committed to SQLite. It moves after each committed transaction (the
+    /// writer commits in groups of up to [`DialLogConfig::db_batch_size`], at least every
+    /// [`DialLogConfig::db_flush_interval`]), never moves for a log in memory only, and stops
+    /// moving after a failed write (logged, and reported by [`DialLogHandle::flush`]): dials
+    /// after a failure are never reported durable by this run of the log.
+    pub fn durable_watch(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.shared.committed.subscribe()
     }
 
     /// The page of held dials matching `filter`, newest first.

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 
 use foldhash::{HashMap, HashMapExt as _, HashSet, HashSetExt as _};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -77,6 +77,7 @@ pub(super) fn start(
         ));
     }
     let mut actor = Actor::new(config.clone());
+    let committed = Arc::new(tokio::sync::watch::Sender::new(0u64));
     if let Some(dir) = &config.data_dir {
         let (read, path) = store::open(dir)?;
         if config.prune_interval.is_some() {
@@ -85,7 +86,10 @@ pub(super) fn start(
         }
         let loaded = store::load_newest(&read, &path, config.capacity)?;
         let (write, _) = store::open(dir)?;
-        let shared = Arc::new(WriterShared::default());
+        let shared = Arc::new(WriterShared {
+            committed: Arc::clone(&committed),
+            ..WriterShared::default()
+        });
         let (wtx, wrx) = std::sync::mpsc::channel();
         let (done_tx, done_rx) = oneshot::channel();
         let writer_shared = Arc::clone(&shared);
@@ -121,6 +125,8 @@ pub(super) fn start(
     let shared = Arc::new(Shared {
         actor: std::sync::Mutex::new(Some(actor)),
         wake: tokio::sync::Notify::new(),
+        mark: AtomicU64::new(0),
+        committed,
     });
     tokio::spawn(run(Arc::clone(&shared), rx));
     Ok((tx, shared))
@@ -133,6 +139,13 @@ pub(super) struct Shared {
     pub(super) actor: std::sync::Mutex<Option<Actor>>,
     /// Tells the task to look at its timers again after an ingest (a batch may now be due).
     pub(super) wake: tokio::sync::Notify,
+    /// Arrival number of the newest persisting dial held so far ([`Actor::stored_mark`]), set
+    /// under the lock by every ingest: every dial held before it is durable once
+    /// [`Shared::committed`] reaches it. Stays 0 for a log in memory only.
+    pub(super) mark: AtomicU64,
+    /// The writer's durable watermark ([`WriterShared::committed`]); never moves for a log in
+    /// memory only (its mark stays 0, so everything is durable "once held").
+    pub(super) committed: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl Shared {
@@ -287,6 +300,9 @@ pub(super) struct Actor {
     ids: HashSet<Arc<str>>,
     interner: Interner,
     next_arrival: u64,
+    /// Arrival number of the newest persisting dial handed to the SQLite side (0: none yet, or
+    /// no SQLite).
+    pub(super) stored_mark: u64,
     db: Option<Db>,
     subs: Vec<Sub>,
     status: DialLogStatus,
@@ -303,6 +319,7 @@ impl Actor {
             ids: HashSet::with_capacity(cfg.capacity.min(1 << 20)),
             interner: Interner::default(),
             next_arrival: 1,
+            stored_mark: 0,
             db: None,
             subs: Vec::new(),
             status,
@@ -434,6 +451,7 @@ impl Actor {
             if let Some(db) = self.db.as_mut() {
                 db.pending.push(dial);
                 db.pending_upto = arrival;
+                self.stored_mark = arrival;
                 db.pending_since.get_or_insert_with(Instant::now);
             }
         }
@@ -519,6 +537,18 @@ impl Actor {
                     s.held_back = 0;
                 }
                 let db = self.db.as_mut()?;
+                if !db.pending.is_empty() {
+                    // Cleared before they were written: they count as done, so the durable
+                    // watermark (and the acknowledgements waiting on it) moves past them.
+                    db.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+                    let moved = db.writer.send(WriterMsg::Insert {
+                        dials: Vec::new(),
+                        upto: db.pending_upto,
+                    });
+                    if moved.is_err() {
+                        db.shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+                    }
+                }
                 db.pending.clear();
                 db.pending_since = None;
                 db.evicted_unwritten.clear();
