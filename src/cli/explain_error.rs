@@ -173,7 +173,7 @@ fn print_classification(e: &HostError) {
             println!("extension: {extension}");
             println!("timeout: {timeout_ms} ms");
         }
-        HostErrorKind::UnknownOp { op } => {
+        HostErrorKind::UnknownOp { op, .. } => {
             println!("kind: {}", e.kind_name());
             println!("op: {op}");
         }
