@@ -10,8 +10,17 @@
 //! Spec: `phone-line.md`, "Permissions (read this first)" and "Failure modes and the bridge
 //! banner" (the three forms `requires requester "<R>" to inherit owner "<O>" permissions: ...`,
 //! `requires requester "<R>" permissions: ...`, `requires owner "<O>" permissions: ...`, which
-//! are recognised "including when another error wraps them"); the cases and their expected
-//! read-outs are in `shared/corpus/lumiverse/host-errors.json`.
+//! are recognised "including when another error wraps them"), and `upstream-behaviour.md`, "The
+//! host's error texts" and "LumiRealm's handler errors", which list every other template
+//! recognised here; the cases and their expected read-outs are in
+//! `shared/corpus/lumiverse/host-errors.json`.
+//!
+//! Whitespace: texts arrive broken over lines, indented, with CR LF line ends or double spaces
+//! (copied from a terminal, a log viewer or the spec itself), so before anything is matched
+//! every run of whitespace (any Unicode white space: spaces, tabs, CR, LF, ...) becomes one
+//! space and the ends are trimmed. A space in a template therefore matches any run of
+//! whitespace at any place, in the host text and in its wrappers; the values read out (and the
+//! wrappers) are those of the collapsed text, while [`HostError::text`] keeps the text as given.
 //!
 //! The parser is written by hand (no regex) and works in time and memory linear in the text:
 //! layer starts are found in one pass; at a layer start a failing match stops at a fixed-length
@@ -24,6 +33,8 @@
 
 use serde::Serialize;
 use ts_rs::TS;
+
+use crate::phone_line::protocol::{OpOutcome, PhoneLineOp};
 
 /// Which of the host's three permission-error forms a text used (spec: "Failure modes and the
 /// bridge banner").
@@ -72,8 +83,16 @@ pub struct PermissionFailure {
 pub enum HostErrorKind {
     /// One of the three host permission forms.
     Permission(PermissionFailure),
-    /// `Shared RPC endpoint "<endpoint>" is not registered`: nobody handles that endpoint.
+    /// `Shared RPC endpoint "<endpoint>" is not registered`: nobody handles that endpoint (the
+    /// extension is not installed or not running).
     NotRegistered {
+        /// The endpoint named.
+        endpoint: String,
+    },
+    /// `Shared RPC endpoint "<endpoint>" is not registered for on-request reads`: the owner
+    /// extension is running but has no on-request handler for that endpoint
+    /// (`upstream-behaviour.md`, "The host's error texts").
+    NotRegisteredForReads {
         /// The endpoint named.
         endpoint: String,
     },
@@ -96,20 +115,50 @@ pub enum HostErrorKind {
         /// The endpoint named, empty for the "cannot be empty" text.
         endpoint: String,
     },
+    /// `Invalid shared RPC owner identifier "<owner>"`: the owner id is not a valid extension id.
+    InvalidOwner {
+        /// The owner identifier named.
+        owner: String,
+    },
     /// `not authorised` (the handler's caller-id check, spec "Caller authorisation") or
     /// `requester extension id missing`.
     NotAuthorised,
     /// `malformed request` or `request missing <field>`: the request envelope was unusable.
     MalformedRequest,
-    /// `unknown op: <op>`: the handler does not support that op.
+    /// `unknown op: <op>`: the line does not support that op. What follows is the spec's rule
+    /// (`phone-line.md`, "Operations"; `upstream-behaviour.md`, "LumiRealm's handler errors").
     UnknownOp {
         /// The op named (the rest of the text).
         op: String,
+        /// The protocol op it is, if it is one of the eight (`None` for an op outside the core
+        /// protocol, such as LumiRealm's own mutation ops or a mistyped name).
+        protocol_op: Option<PhoneLineOp>,
+        /// What follows from the line not supporting it: `describe` fails the pairing,
+        /// `system_prompt` contributes nothing, `check_read` / `check_write` allow, data and
+        /// mutation ops are tool errors. An op outside the core protocol is only ever dialled by
+        /// an agent tool, so it is a tool error too.
+        follows: OpOutcome,
     },
     /// `unknown surface: <surface>`: the handler has no such surface.
     UnknownSurface {
         /// The surface id named (the rest of the text).
         surface: String,
+    },
+    /// `invalid pattern: <detail>`: a `grep_items` pattern the line could not compile.
+    InvalidPattern {
+        /// What the line said about the pattern (the rest of the text), possibly empty.
+        detail: String,
+    },
+    /// `module <module> not found`: the item a request named does not exist on the line.
+    ModuleNotFound {
+        /// The module id named.
+        module: String,
+    },
+    /// `[REFUSED_BY_EXTENSION] <reason>`: the line refused the request on purpose (e.g. a
+    /// `check_write` or `check_read` veto).
+    RefusedByExtension {
+        /// The line's reason (the rest of the text), possibly empty.
+        reason: String,
     },
     /// `Connection closed`: the host's connection went away mid-call.
     ConnectionClosed,
@@ -145,20 +194,26 @@ impl HostError {
     }
 
     /// The stable snake_case name of the kind, as `host-errors.json` names it (`permission`,
-    /// `not_registered`, `endpoint_timed_out`, `dial_timed_out`, `invalid_endpoint`,
-    /// `not_authorised`, `malformed_request`, `unknown_op`, `unknown_surface`,
-    /// `connection_closed`, `unknown`).
+    /// `not_registered`, `not_registered_for_reads`, `endpoint_timed_out`, `dial_timed_out`,
+    /// `invalid_endpoint`, `invalid_owner`, `not_authorised`, `malformed_request`, `unknown_op`,
+    /// `unknown_surface`, `invalid_pattern`, `module_not_found`, `refused_by_extension`,
+    /// `connection_closed`, `unknown`); the same names as the serialised `kind` tag.
     pub fn kind_name(&self) -> &'static str {
         match &self.kind {
             HostErrorKind::Permission(_) => "permission",
             HostErrorKind::NotRegistered { .. } => "not_registered",
+            HostErrorKind::NotRegisteredForReads { .. } => "not_registered_for_reads",
             HostErrorKind::EndpointTimedOut { .. } => "endpoint_timed_out",
             HostErrorKind::DialTimedOut { .. } => "dial_timed_out",
             HostErrorKind::InvalidEndpoint { .. } => "invalid_endpoint",
+            HostErrorKind::InvalidOwner { .. } => "invalid_owner",
             HostErrorKind::NotAuthorised => "not_authorised",
             HostErrorKind::MalformedRequest => "malformed_request",
             HostErrorKind::UnknownOp { .. } => "unknown_op",
             HostErrorKind::UnknownSurface { .. } => "unknown_surface",
+            HostErrorKind::InvalidPattern { .. } => "invalid_pattern",
+            HostErrorKind::ModuleNotFound { .. } => "module_not_found",
+            HostErrorKind::RefusedByExtension { .. } => "refused_by_extension",
             HostErrorKind::ConnectionClosed => "connection_closed",
             HostErrorKind::Unknown => "unknown",
         }
@@ -176,21 +231,25 @@ const LAYER_SEP: &str = ": ";
 /// Recognition order: a permission form wins wherever it stands (it is the actionable one), then
 /// the other kinds, outermost layer first. A layer starts at the beginning of the text, after
 /// each `": "`, and at each `Shared RPC endpoint ` phrase; everything in front of the recognised
-/// layer, split at `": "`, becomes [`HostError::wrapped_by`].
+/// layer, split at `": "`, becomes [`HostError::wrapped_by`]. All of this is done on the text
+/// with its whitespace collapsed (see the module docs), so a text broken over lines classifies
+/// as the same text on one line.
 pub fn parse(text: &str) -> HostError {
-    let starts = layer_starts(text);
+    let collapsed = collapse_whitespace(text);
+    let flat = collapsed.as_str();
+    let starts = layer_starts(flat);
     let found = starts
         .iter()
-        .find_map(|&s| parse_permission(text.get(s..)?).map(|k| (s, k)))
+        .find_map(|&s| parse_permission(flat.get(s..)?).map(|k| (s, k)))
         .or_else(|| {
             starts
                 .iter()
-                .find_map(|&s| parse_other(text.get(s..)?).map(|k| (s, k)))
+                .find_map(|&s| parse_other(flat.get(s..)?).map(|k| (s, k)))
         });
     match found {
         Some((start, kind)) => HostError {
             kind,
-            wrapped_by: wrappers(text.get(..start).unwrap_or("")),
+            wrapped_by: wrappers(flat.get(..start).unwrap_or("")),
             text: text.to_string(),
         },
         None => HostError {
@@ -199,6 +258,25 @@ pub fn parse(text: &str) -> HostError {
             text: text.to_string(),
         },
     }
+}
+
+/// The text with every run of white space (`char::is_whitespace`: spaces, tabs, CR, LF, no-break
+/// spaces, ...) replaced by one space and the ends trimmed. Never longer than the text.
+fn collapse_whitespace(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut pending_space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            pending_space = !out.is_empty();
+        } else {
+            if pending_space {
+                out.push(' ');
+                pending_space = false;
+            }
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Byte offsets where a layer may start: 0, after every `": "`, and at every endpoint phrase,
@@ -362,6 +440,9 @@ fn parse_other(layer: &str) -> Option<HostErrorKind> {
         }
         let (endpoint, rest) = quoted(rest, '"')?;
         let endpoint = endpoint.to_string();
+        if strip_prefix_ci(rest, " is not registered for on-request reads").is_some() {
+            return Some(HostErrorKind::NotRegisteredForReads { endpoint });
+        }
         if strip_prefix_ci(rest, " is not registered").is_some() {
             return Some(HostErrorKind::NotRegistered { endpoint });
         }
@@ -376,20 +457,42 @@ fn parse_other(layer: &str) -> Option<HostErrorKind> {
             endpoint: endpoint.to_string(),
         });
     }
+    if let Some(rest) = strip_prefix_ci(layer, "Invalid shared RPC owner identifier ") {
+        let (owner, _) = quoted(rest, '"')?;
+        return Some(HostErrorKind::InvalidOwner {
+            owner: owner.to_string(),
+        });
+    }
     if let Some(rest) = strip_prefix_ci(layer, "phoneline dial to ") {
         return parse_dial_timeout(rest);
     }
     if let Some(op) = strip_prefix_ci(layer, "unknown op: ") {
-        return Some(HostErrorKind::UnknownOp {
-            op: op.trim().to_string(),
-        });
+        return Some(unknown_op(op.trim()));
     }
     if let Some(surface) = strip_prefix_ci(layer, "unknown surface: ") {
         return Some(HostErrorKind::UnknownSurface {
             surface: surface.trim().to_string(),
         });
     }
+    if let Some(detail) = strip_prefix_ci(layer, "invalid pattern:") {
+        return Some(HostErrorKind::InvalidPattern {
+            detail: detail.trim().to_string(),
+        });
+    }
+    if let Some(reason) = strip_prefix_ci(layer, "[REFUSED_BY_EXTENSION]") {
+        return Some(HostErrorKind::RefusedByExtension {
+            reason: reason.trim().to_string(),
+        });
+    }
     let seg = segment(layer);
+    if let Some(module) = strip_prefix_ci(seg, "module ")
+        .and_then(|r| r.strip_suffix(" not found"))
+        .filter(|m| !m.is_empty() && !m.contains(' '))
+    {
+        return Some(HostErrorKind::ModuleNotFound {
+            module: module.to_string(),
+        });
+    }
     let is = |p: &str| seg.eq_ignore_ascii_case(p);
     if is("not authorised") || is("not authorized") || is("requester extension id missing") {
         return Some(HostErrorKind::NotAuthorised);
@@ -403,6 +506,25 @@ fn parse_other(layer: &str) -> Option<HostErrorKind> {
         return Some(HostErrorKind::ConnectionClosed);
     }
     None
+}
+
+/// The [`HostErrorKind::UnknownOp`] for the op a line said it does not support, with what the
+/// spec says follows for it. The protocol op is read from the op's leading name (letters,
+/// digits, `_`), so `grep_items (lumirealm)` or `grep_items.` is still `grep_items`.
+fn unknown_op(op: &str) -> HostErrorKind {
+    let name_len = op
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .count();
+    let protocol_op = op
+        .get(..name_len)
+        .and_then(|n| n.parse::<PhoneLineOp>().ok());
+    let follows = protocol_op.map_or(OpOutcome::ToolError, |o| o.outcome(false));
+    HostErrorKind::UnknownOp {
+        op: op.to_string(),
+        protocol_op,
+        follows,
+    }
 }
 
 /// Reads `'<extension>' timed out after <N>ms` (the `ms` is optional).

@@ -1,10 +1,14 @@
 //! The host-error parser against every case of `shared/corpus/lumiverse/host-errors.json`, and
-//! property tests: generated permission texts parse back to what generated them; random and
-//! hostile texts never panic and give output bounded by the input's size.
+//! property tests: generated permission texts parse back to what generated them; every
+//! template of `upstream-behaviour.md` ("The host's error texts", "LumiRealm's handler
+//! errors"), with 0 to 3 wrappers, classifies the same whatever run of whitespace stands for
+//! each of its spaces; random and hostile texts never panic and give output bounded by the
+//! input's size.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use proptest::prelude::*;
 use switchboard::host_error::{parse, HostError, HostErrorKind, PermissionForm};
+use switchboard::phone_line::protocol::{OpOutcome, PhoneLineOp};
 
 const CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -64,6 +68,128 @@ fn wrapper() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Every run of whitespace as one space, ends trimmed (what the parser reads).
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// What may stand for one space of a template in a pasted text.
+fn ws_run() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(" ".to_string()),
+        Just("\n".to_string()),
+        Just("\r\n".to_string()),
+        Just("\t".to_string()),
+        Just("  ".to_string()),
+        Just("\r\n    ".to_string()),
+        Just("\u{a0}".to_string()),
+        "[ \t\r\n]{1,5}",
+    ]
+}
+
+/// Words joined by single spaces.
+fn words(max: usize) -> impl Strategy<Value = String> {
+    prop::collection::vec("[a-z]{1,8}", 1..=max).prop_map(|w| w.join(" "))
+}
+
+/// A wrapper as people and LumiRealm write them, with single spaces, that is itself no known
+/// error.
+fn canonical_wrapper() -> impl Strategy<Value = String> {
+    prop_oneof![
+        ext_id().prop_map(|id| format!("could not read pending request from {id}")),
+        words(5),
+        "dial failed \\(attempt [0-9]{1,3}\\)",
+    ]
+    .prop_filter("a wrapper that is no known error", |w| {
+        parse(w).kind_name() == "unknown"
+    })
+}
+
+/// One of every template in `upstream-behaviour.md` ("The host's error texts", "LumiRealm's
+/// handler errors") filled with generated values and single spaces, with the kind it is.
+fn template() -> impl Strategy<Value = (String, &'static str)> {
+    let perms = || prop::collection::vec(permission(), 1..6).prop_map(|p| p.join(", "));
+    let op = prop_oneof![
+        prop::sample::select(PhoneLineOp::ALL.to_vec()).prop_map(|o| o.as_str().to_string()),
+        "[a-z][a-z_]{0,14}",
+    ];
+    prop_oneof![
+        (endpoint(), ext_id(), ext_id(), perms()).prop_map(|(e, r, o, p)| (
+            format!("Shared RPC endpoint \"{e}\" requires requester \"{r}\" to inherit owner \"{o}\" permissions: {p}"),
+            "permission"
+        )),
+        (endpoint(), ext_id(), perms()).prop_map(|(e, r, p)| (
+            format!("Shared RPC endpoint \"{e}\" requires requester \"{r}\" permissions: {p}"),
+            "permission"
+        )),
+        (endpoint(), ext_id(), perms()).prop_map(|(e, o, p)| (
+            format!("Shared RPC endpoint \"{e}\" requires owner \"{o}\" permissions: {p}"),
+            "permission"
+        )),
+        endpoint().prop_map(|e| (
+            format!("Shared RPC endpoint \"{e}\" is not registered"),
+            "not_registered"
+        )),
+        endpoint().prop_map(|e| (
+            format!("Shared RPC endpoint \"{e}\" is not registered for on-request reads"),
+            "not_registered_for_reads"
+        )),
+        endpoint().prop_map(|e| (
+            format!("Shared RPC endpoint \"{e}\" timed out"),
+            "endpoint_timed_out"
+        )),
+        "[A-Za-z0-9._-]{1,20}".prop_map(|e| (
+            format!("Invalid shared RPC endpoint \"{e}\". Expected \"<extension_id>.<channel>\" using lowercase letters, numbers, \"_\", and \"-\"."),
+            "invalid_endpoint"
+        )),
+        "[A-Za-z0-9._-]{1,20}".prop_map(|o| (
+            format!("Invalid shared RPC owner identifier \"{o}\""),
+            "invalid_owner"
+        )),
+        Just(("Shared RPC endpoint cannot be empty".to_string(), "invalid_endpoint")),
+        (ext_id(), 0u64..100_000).prop_map(|(x, ms)| (
+            format!("phoneline dial to '{x}' timed out after {ms}ms"),
+            "dial_timed_out"
+        )),
+        Just(("requester extension id missing".to_string(), "not_authorised")),
+        Just(("not authorised".to_string(), "not_authorised")),
+        Just(("malformed request".to_string(), "malformed_request")),
+        "[a-zA-Z]{1,10}".prop_map(|f| (format!("request missing {f}"), "malformed_request")),
+        op.prop_map(|o| (format!("unknown op: {o}"), "unknown_op")),
+        "[a-z][a-z0-9_]{0,16}".prop_map(|id| (format!("unknown surface: {id}"), "unknown_surface")),
+        words(6).prop_map(|d| (format!("invalid pattern: {d}"), "invalid_pattern")),
+        Just((
+            "invalid pattern: Invalid regular expression: /(/: Unterminated group".to_string(),
+            "invalid_pattern"
+        )),
+        "[a-z][a-z0-9_-]{0,16}".prop_map(|id| (format!("module {id} not found"), "module_not_found")),
+        words(8).prop_map(|r| (format!("[REFUSED_BY_EXTENSION] {r}"), "refused_by_extension")),
+        Just(("Connection closed".to_string(), "connection_closed")),
+    ]
+}
+
+/// A template behind 0 to 3 wrappers (and sometimes a JavaScript `Error: `), with the
+/// wrappers the parser must read out.
+fn template_with_wrappers() -> impl Strategy<Value = (String, &'static str, Vec<String>)> {
+    (
+        template(),
+        prop::collection::vec(canonical_wrapper(), 0..=3),
+        any::<bool>(),
+    )
+        .prop_map(|((core, kind), wrappers, js)| {
+            let mut text = String::new();
+            if js {
+                text.push_str("Error: ");
+            }
+            for w in &wrappers {
+                text.push_str(w);
+                text.push_str(": ");
+            }
+            text.push_str(&core);
+            (text, kind, wrappers)
+        })
+}
+
 fn dedup(perms: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for p in perms {
@@ -84,12 +210,20 @@ fn held_bytes(e: &HostError) -> usize {
                 + p.permissions.iter().map(String::len).sum::<usize>()
         }
         HostErrorKind::NotRegistered { endpoint }
+        | HostErrorKind::NotRegisteredForReads { endpoint }
         | HostErrorKind::EndpointTimedOut { endpoint }
         | HostErrorKind::InvalidEndpoint { endpoint } => endpoint.len(),
+        HostErrorKind::InvalidOwner { owner } => owner.len(),
         HostErrorKind::DialTimedOut { extension, .. } => extension.len(),
-        HostErrorKind::UnknownOp { op } => op.len(),
+        HostErrorKind::UnknownOp { op, .. } => op.len(),
         HostErrorKind::UnknownSurface { surface } => surface.len(),
-        _ => 0,
+        HostErrorKind::InvalidPattern { detail } => detail.len(),
+        HostErrorKind::ModuleNotFound { module } => module.len(),
+        HostErrorKind::RefusedByExtension { reason } => reason.len(),
+        HostErrorKind::NotAuthorised
+        | HostErrorKind::MalformedRequest
+        | HostErrorKind::ConnectionClosed
+        | HostErrorKind::Unknown => 0,
     };
     kind + e.text.len() + e.wrapped_by.iter().map(String::len).sum::<usize>()
 }
@@ -176,9 +310,48 @@ proptest! {
         prop_assert_eq!(&p.missing_extension, want_missing);
         prop_assert_eq!(&p.owner, want_owner);
         prop_assert_eq!(&p.permissions, &dedup(&perms));
-        prop_assert_eq!(&got.wrapped_by, &wrappers);
+        // Wrappers are read out of the text with its whitespace runs collapsed to one space.
+        let want_wrappers: Vec<String> = wrappers.iter().map(|w| collapse(w)).collect();
+        prop_assert_eq!(&got.wrapped_by, &want_wrappers);
         prop_assert_eq!(&got.text, &text);
         assert_bounded(&text, &got);
+    }
+
+    #[test]
+    fn every_template_classifies_the_same_whatever_whitespace_stands_for_its_spaces(
+        (canonical, want_kind, wrappers, runs, lead, trail) in template_with_wrappers().prop_flat_map(
+            |(canonical, kind, wrappers)| {
+                let spaces = canonical.matches(' ').count();
+                (
+                    Just(canonical),
+                    Just(kind),
+                    Just(wrappers),
+                    prop::collection::vec(ws_run(), spaces),
+                    "[ \t\r\n]{0,3}",
+                    "[ \t\r\n]{0,3}",
+                )
+            },
+        ),
+    ) {
+        let want = parse(&canonical);
+        prop_assert_eq!(want.kind_name(), want_kind, "canonical {:?}", canonical);
+        prop_assert_eq!(&want.wrapped_by, &wrappers, "canonical {:?}", canonical);
+
+        let mut variant = lead.clone();
+        let mut runs = runs.iter();
+        for c in canonical.chars() {
+            match c {
+                ' ' => variant.push_str(runs.next().map_or(" ", String::as_str)),
+                c => variant.push(c),
+            }
+        }
+        variant.push_str(&trail);
+
+        let got = parse(&variant);
+        prop_assert_eq!(&got.kind, &want.kind, "variant {:?}", variant);
+        prop_assert_eq!(&got.wrapped_by, &want.wrapped_by, "variant {:?}", variant);
+        prop_assert_eq!(&got.text, &variant, "the text is kept as given");
+        assert_bounded(&variant, &got);
     }
 
     #[test]
@@ -195,6 +368,135 @@ proptest! {
         assert_bounded(&text, &got);
         prop_assert_eq!(&got.text, &text);
     }
+}
+
+#[test]
+fn the_spec_example_as_the_spec_prints_it_over_two_lines_is_the_inherit_form() {
+    let one_line = parse("Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\" to inherit owner \"lumirealm\" permissions: push_notification");
+    for text in [
+        "Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\"\nto inherit owner \"lumirealm\" permissions: push_notification",
+        "Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\"\r\nto inherit owner \"lumirealm\" permissions: push_notification\r\n",
+        "  Shared RPC endpoint \"lumirealm.phoneline\"\trequires requester \"lumiagent\"\n    to  inherit owner \"lumirealm\" permissions:\n  push_notification",
+    ] {
+        let got = parse(text);
+        assert_eq!(got.kind, one_line.kind, "{text:?}");
+        let p = got.permission().unwrap();
+        assert_eq!(p.form, PermissionForm::Inherit);
+        assert_eq!(p.missing_extension, "lumiagent");
+        assert_eq!(p.permissions, ["push_notification"]);
+        assert_eq!(got.text, text, "kept as given");
+    }
+    // A wrapper broken over lines is read out on one line.
+    let got = parse("could not read pending request\r\n  from lumiagent:\nShared RPC endpoint \"lumiagent.phoneline_request\" requires requester \"lumirealm\" permissions: characters");
+    assert_eq!(
+        got.wrapped_by,
+        ["could not read pending request from lumiagent"]
+    );
+    assert_eq!(got.permission().unwrap().form, PermissionForm::Requester);
+}
+
+#[test]
+fn not_registered_for_on_request_reads_is_apart_from_not_registered() {
+    let e = parse(
+        "Shared RPC endpoint \"lumiagent.phoneline_probe\" is not registered for on-request reads",
+    );
+    assert_eq!(
+        e.kind,
+        HostErrorKind::NotRegisteredForReads {
+            endpoint: "lumiagent.phoneline_probe".into()
+        }
+    );
+    assert_eq!(e.kind_name(), "not_registered_for_reads");
+    let json = serde_json::to_value(&e).unwrap();
+    assert_eq!(json["kind"], "not_registered_for_reads");
+    let e = parse("Shared RPC endpoint \"lumiagent.phoneline_probe\" is not registered");
+    assert_eq!(e.kind_name(), "not_registered");
+}
+
+#[test]
+fn the_other_templates_read_out_their_values() {
+    let e = parse("Invalid shared RPC owner identifier \"Lumi_Realm\"");
+    assert_eq!(
+        e.kind,
+        HostErrorKind::InvalidOwner {
+            owner: "Lumi_Realm".into()
+        }
+    );
+    let e = parse("could not read: module risu_pack_7 not found");
+    assert_eq!(
+        e.kind,
+        HostErrorKind::ModuleNotFound {
+            module: "risu_pack_7".into()
+        }
+    );
+    assert_eq!(e.wrapped_by, ["could not read"]);
+    let e = parse("invalid pattern: Invalid regular expression: /(/: Unterminated group");
+    assert_eq!(
+        e.kind,
+        HostErrorKind::InvalidPattern {
+            detail: "Invalid regular expression: /(/: Unterminated group".into()
+        }
+    );
+    let e = parse(
+        "[REFUSED_BY_EXTENSION] lumirealm.source is a frozen snapshot; edit lumirealm.payload",
+    );
+    assert_eq!(
+        e.kind,
+        HostErrorKind::RefusedByExtension {
+            reason: "lumirealm.source is a frozen snapshot; edit lumirealm.payload".into()
+        }
+    );
+}
+
+#[test]
+fn unknown_op_says_what_the_spec_says_follows() {
+    let want = [
+        (PhoneLineOp::Describe, OpOutcome::PairingFails),
+        (PhoneLineOp::SystemPrompt, OpOutcome::ContributesNothing),
+        (PhoneLineOp::CheckWrite, OpOutcome::Allow),
+        (PhoneLineOp::CheckRead, OpOutcome::Allow),
+        (PhoneLineOp::ListItems, OpOutcome::ToolError),
+        (PhoneLineOp::ReadItem, OpOutcome::ToolError),
+        (PhoneLineOp::WriteField, OpOutcome::ToolError),
+        (PhoneLineOp::GrepItems, OpOutcome::ToolError),
+    ];
+    assert_eq!(want.len(), PhoneLineOp::ALL.len());
+    for (op, follows) in want {
+        let e = parse(&format!("Error: unknown op: {}", op.as_str()));
+        assert_eq!(
+            e.kind,
+            HostErrorKind::UnknownOp {
+                op: op.as_str().into(),
+                protocol_op: Some(op),
+                follows
+            }
+        );
+    }
+    // Trailing words after the op name do not hide the op.
+    match parse("rpc failed: unknown op: check_read (lumirealm)").kind {
+        HostErrorKind::UnknownOp {
+            protocol_op,
+            follows,
+            ..
+        } => {
+            assert_eq!(protocol_op, Some(PhoneLineOp::CheckRead));
+            assert_eq!(follows, OpOutcome::Allow);
+        }
+        other => panic!("{other:?}"),
+    }
+    // An op outside the core protocol (LumiRealm's own mutation ops) is a tool error.
+    let e = parse("unknown op: asset_mutate");
+    assert_eq!(
+        e.kind,
+        HostErrorKind::UnknownOp {
+            op: "asset_mutate".into(),
+            protocol_op: None,
+            follows: OpOutcome::ToolError
+        }
+    );
+    let json = serde_json::to_value(&e).unwrap();
+    assert_eq!(json["follows"], "tool_error");
+    assert_eq!(json["protocol_op"], serde_json::Value::Null);
 }
 
 #[test]

@@ -181,4 +181,19 @@ mod tests {
         let ids: Vec<_> = dir.manifests().map(|m| m.identifier.as_str()).collect();
         assert_eq!(ids, ["lumiagent", "lumirealm"]);
     }
+
+    #[test]
+    fn the_spec_example_pasted_over_two_lines_explains_to_the_spec_banner() {
+        // What the Bridge view's paste box gets when the example is copied out of the spec.
+        let text = "Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\"\r\nto inherit owner \"lumirealm\" permissions: push_notification";
+        let x = explain(text, None, None, &builtin_extensions(), 5);
+        let banner = x.banner.unwrap();
+        assert_eq!(
+            banner.message,
+            "LumiAgent is missing push_notification, required for LumiRealm communication."
+        );
+        assert!(banner.manifest_checked);
+        assert_eq!(x.path, CallPath::new("lumiagent", "lumirealm.phoneline"));
+        assert_eq!(x.classification.text, text);
+    }
 }

@@ -2,21 +2,24 @@
 //! classifies a host or phone-line error text and, for a permission failure, prints the bridge
 //! banner (spec `phone-line.md`, "Failure modes and the bridge banner").
 //!
-//! Without `--manifests` no manifest is known, so every missing permission is treated as
-//! grantable and the output notes it is unchecked; this is how the spec's example prints the
-//! spec's banner words with no files at hand. With `--manifests DIR`, every `*.json` file there
-//! that is an extension (`spindle.json`) manifest is loaded; other JSON is skipped with a note
-//! on stderr (or in the JSON output).
+//! Without `--manifests` the manifests built into the app (LumiAgent's and LumiRealm's,
+//! [`switchboard::bridge::explain::builtin_extensions`]) are used, the same directory the Bridge
+//! view uses when no phone has sent its own, so the banner never asks to grant a permission the
+//! named extension does not declare (those are listed apart as "cannot be granted"); only an
+//! extension with neither kind of manifest is unchecked, and the output says so. With
+//! `--manifests DIR`, every `*.json` file there that is an extension (`spindle.json`) manifest
+//! is loaded instead; other JSON is skipped with a note on stderr (or in the JSON output).
 
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::json;
-use switchboard::bridge::explain::assumed_path;
+use switchboard::bridge::explain::{assumed_path, builtin_extensions};
 use switchboard::bridge::{derive_banner, Derived, ExtensionDirectory};
 use switchboard::clock::{Clock as _, SystemClock};
 use switchboard::host_error::{self, HostError, HostErrorKind, PermissionForm};
+use switchboard::phone_line::protocol::OpOutcome;
 
 use super::CliResult;
 
@@ -28,8 +31,9 @@ const MAX_STDIN_BYTES: u64 = 1024 * 1024;
 pub(crate) struct Args {
     /// The error text; read from standard input when absent (trailing line break dropped).
     text: Option<String>,
-    /// A folder of extension manifests (`spindle.json` files, any name ending `.json`); the
-    /// banner then offers only permissions the missing extension declares.
+    /// A folder of extension manifests (`spindle.json` files, any name ending `.json`) used
+    /// instead of the built-in LumiAgent and LumiRealm manifests; the banner offers only
+    /// permissions the missing extension declares.
     #[arg(long, value_name = "DIR")]
     manifests: Option<PathBuf>,
     /// The extension id that made the failed call (default: the requester the text names).
@@ -38,7 +42,8 @@ pub(crate) struct Args {
     /// The endpoint that was called (default: the endpoint the text names).
     #[arg(long, value_name = "ENDPOINT")]
     endpoint: Option<String>,
-    /// Print one JSON object: `{classification, banner, no_banner, manifests}`.
+    /// Print one JSON object: `{classification, banner, no_banner, manifests}`, where
+    /// `manifests` is `{source: "builtin" | "dir", loaded, skipped}`.
     #[arg(long)]
     json: bool,
 }
@@ -51,7 +56,7 @@ pub(crate) fn run(args: Args) -> CliResult {
     };
     let dir = match &args.manifests {
         Some(path) => ExtensionDirectory::load_dir(path).map_err(|e| e.to_string())?,
-        None => ExtensionDirectory::new(),
+        None => builtin_extensions(),
     };
     let error = host_error::parse(&text);
     let path = assumed_path(&error, args.caller.as_deref(), args.endpoint.as_deref());
@@ -77,11 +82,10 @@ pub(crate) fn run(args: Args) -> CliResult {
                 Some(json!({ "reason": "not_permission" })),
             ),
         };
-        let manifests = args.manifests.as_ref().map(|_| {
-            json!({
-                "loaded": dir.manifests().map(|m| m.identifier.clone()).collect::<Vec<_>>(),
-                "skipped": dir.skipped(),
-            })
+        let manifests = json!({
+            "source": if args.manifests.is_some() { "dir" } else { "builtin" },
+            "loaded": dir.manifests().map(|m| m.identifier.clone()).collect::<Vec<_>>(),
+            "skipped": dir.skipped(),
         });
         let out = json!({
             "classification": error,
@@ -104,14 +108,19 @@ pub(crate) fn run(args: Args) -> CliResult {
             println!("fix: {}", b.fix);
             if !b.not_grantable.is_empty() {
                 println!(
-                    "not grantable (not declared in {}'s manifest): {}",
+                    "cannot be granted to {} (not declared in its manifest; do not ask for them): {}",
                     b.missing_name,
                     b.not_grantable.join(", ")
                 );
             }
             if !b.manifest_checked {
+                let hint = if args.manifests.is_some() {
+                    "add its spindle.json to the --manifests folder"
+                } else {
+                    "pass --manifests DIR with its spindle.json"
+                };
                 println!(
-                    "note: permissions not checked against {}'s manifest (pass --manifests DIR)",
+                    "note: permissions not checked against {}'s manifest ({hint})",
                     b.missing_name
                 );
             }
@@ -159,11 +168,28 @@ fn print_classification(e: &HostError) {
             println!("owner: {}", p.owner);
             println!("permissions: {}", p.permissions.join(", "));
         }
-        HostErrorKind::NotRegistered { endpoint }
-        | HostErrorKind::EndpointTimedOut { endpoint }
+        HostErrorKind::NotRegistered { endpoint } => {
+            println!("kind: {}", e.kind_name());
+            println!("endpoint: {endpoint}");
+            println!(
+                "meaning: nothing answers there; the extension is not installed or not running"
+            );
+        }
+        HostErrorKind::NotRegisteredForReads { endpoint } => {
+            println!("kind: {}", e.kind_name());
+            println!("endpoint: {endpoint}");
+            println!(
+                "meaning: the extension is running but has no on-request handler for this endpoint"
+            );
+        }
+        HostErrorKind::EndpointTimedOut { endpoint }
         | HostErrorKind::InvalidEndpoint { endpoint } => {
             println!("kind: {}", e.kind_name());
             println!("endpoint: {endpoint}");
+        }
+        HostErrorKind::InvalidOwner { owner } => {
+            println!("kind: {}", e.kind_name());
+            println!("owner: {owner}");
         }
         HostErrorKind::DialTimedOut {
             extension,
@@ -173,17 +199,53 @@ fn print_classification(e: &HostError) {
             println!("extension: {extension}");
             println!("timeout: {timeout_ms} ms");
         }
-        HostErrorKind::UnknownOp { op } => {
+        HostErrorKind::UnknownOp {
+            op,
+            protocol_op,
+            follows,
+        } => {
             println!("kind: {}", e.kind_name());
             println!("op: {op}");
+            let name = protocol_op.map_or(op.as_str(), |o| o.as_str());
+            println!(
+                "meaning: this line does not support {name}; {}",
+                follows_words(*follows, protocol_op.is_some())
+            );
         }
         HostErrorKind::UnknownSurface { surface } => {
             println!("kind: {}", e.kind_name());
             println!("surface: {surface}");
         }
+        HostErrorKind::InvalidPattern { detail } => {
+            println!("kind: {}", e.kind_name());
+            println!("detail: {detail}");
+        }
+        HostErrorKind::ModuleNotFound { module } => {
+            println!("kind: {}", e.kind_name());
+            println!("module: {module}");
+        }
+        HostErrorKind::RefusedByExtension { reason } => {
+            println!("kind: {}", e.kind_name());
+            println!("reason: {reason}");
+        }
         _ => println!("kind: {}", e.kind_name()),
     }
     for w in &e.wrapped_by {
         println!("wrapped by: {w}");
+    }
+}
+
+/// What follows from a line not supporting an op, in words (`phone-line.md`, "Operations").
+/// `protocol` is false for an op outside the eight of the core protocol.
+fn follows_words(follows: OpOutcome, protocol: bool) -> &'static str {
+    match follows {
+        OpOutcome::PairingFails => "describe is the one required op, so the line cannot be paired",
+        OpOutcome::ContributesNothing => "it contributes nothing to LumiAgent's system prompt",
+        OpOutcome::Allow => "LumiAgent allows the read or write, as if the line had said ok",
+        OpOutcome::ToolError if protocol => "the agent's tool call fails with a tool error",
+        OpOutcome::ToolError => {
+            "not an op of the core protocol; the agent tool that dialled it gets a tool error"
+        }
+        OpOutcome::UseResponse => "the line's answer is used",
     }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bannerCopyText, diagnosticWords, errorWords, filterBanners, noBannerWords, pathWords, retireWords } from "./bridge";
+import { bannerCopyText, diagnosticWords, errorWords, filterBanners, noBannerWords, pathWords, retireWords, unsupportedOpWords } from "./bridge";
 import type { Banner } from "../bindings/Banner";
 import type { Diagnostic } from "../bindings/Diagnostic";
 import type { ErrorExplanation } from "../bindings/ErrorExplanation";
@@ -73,9 +73,44 @@ describe("bridge words", () => {
       "LumiAgent's dial to lumirealm gave up after 15000 ms.",
     );
     expect(errorWords({ ...base, kind: "invalid_endpoint", endpoint: "" })).toBe("The endpoint name was empty.");
-    expect(errorWords({ ...base, kind: "unknown_op", op: "set_weather" })).toContain("set_weather");
+    expect(errorWords({ ...base, kind: "unknown_op", op: "set_weather", protocol_op: null, follows: "tool_error" })).toContain("set_weather");
+    expect(errorWords({ ...base, kind: "invalid_owner", owner: "Lumi_Realm" })).toContain("Lumi_Realm");
+    expect(errorWords({ ...base, kind: "module_not_found", module: "risu_7" })).toBe("The line has no module risu_7.");
+    expect(errorWords({ ...base, kind: "invalid_pattern", detail: "" })).toBe("The line could not use the search pattern.");
+    expect(errorWords({ ...base, kind: "refused_by_extension", reason: "frozen layer" })).toContain("frozen layer");
     expect(errorWords({ ...base, kind: "permission", form: "owner", endpoint: "a.b", missing_extension: "a", owner: "a", permissions: [] })).toContain(
       "(no permissions listed)",
+    );
+  });
+
+  it("tells not registered apart from not registered for on-request reads", () => {
+    const base = { wrapped_by: [], text: "" };
+    const plain = errorWords({ ...base, kind: "not_registered", endpoint: "lumirealm.phoneline" });
+    const reads = errorWords({ ...base, kind: "not_registered_for_reads", endpoint: "lumirealm.phoneline" });
+    expect(plain).toContain("not installed or not running");
+    expect(reads).toContain("is running, but has no on-request handler");
+    expect(reads).not.toContain("not installed");
+  });
+
+  it("says an unsupported op is not supported by this line, and what the spec says follows", () => {
+    const base = { wrapped_by: [], text: "", kind: "unknown_op" as const };
+    expect(errorWords({ ...base, op: "system_prompt", protocol_op: "system_prompt", follows: "contributes_nothing" })).toBe(
+      "This line does not support system_prompt, so it contributes nothing to LumiAgent's system prompt.",
+    );
+    expect(errorWords({ ...base, op: "check_read", protocol_op: "check_read", follows: "allow" })).toBe(
+      "This line does not support check_read, so LumiAgent allows the read (an unsupported check allows by default).",
+    );
+    expect(errorWords({ ...base, op: "check_write", protocol_op: "check_write", follows: "allow" })).toContain("allows the write");
+    for (const op of ["list_items", "read_item", "write_field", "grep_items"] as const) {
+      expect(errorWords({ ...base, op, protocol_op: op, follows: "tool_error" })).toBe(
+        `This line does not support ${op}, so the agent's tool call fails with a tool error.`,
+      );
+    }
+    expect(errorWords({ ...base, op: "describe", protocol_op: "describe", follows: "pairing_fails" })).toContain("cannot pair the line");
+    // The protocol op's name is used when the text carried more after it.
+    expect(unsupportedOpWords("check_read (lumirealm)", "check_read", "allow")).toMatch(/^This line does not support check_read,/);
+    expect(unsupportedOpWords("asset_mutate", null, "tool_error")).toBe(
+      "This line does not support asset_mutate. It is not an op of the core protocol; the agent tool that dialled it gets a tool error.",
     );
   });
 

@@ -6,6 +6,8 @@ import type { PermissionForm } from "../bindings/PermissionForm";
 import type { RetireReason } from "../bindings/RetireReason";
 import type { ErrorExplanation } from "../bindings/ErrorExplanation";
 import type { CallPath } from "../bindings/CallPath";
+import type { OpOutcome } from "../bindings/OpOutcome";
+import type { PhoneLineOp } from "../bindings/PhoneLineOp";
 import { localTime } from "./localTime";
 
 /** The host's permission form in words. */
@@ -28,7 +30,9 @@ export function errorWords(e: HostError): string {
       return `Permission check failed on ${e.endpoint}: ${e.missing_extension} is missing ${perms}.`;
     }
     case "not_registered":
-      return `Nobody handles the endpoint ${e.endpoint}: the extension is not installed, not running, or has no phone line.`;
+      return `Nothing answers at the endpoint ${e.endpoint}: the extension is not installed or not running.`;
+    case "not_registered_for_reads":
+      return `The extension behind ${e.endpoint} is running, but has no on-request handler for that endpoint, so nothing answers reads there.`;
     case "endpoint_timed_out":
       return `The handler of ${e.endpoint} did not answer in time.`;
     case "dial_timed_out":
@@ -37,18 +41,53 @@ export function errorWords(e: HostError): string {
       return e.endpoint
         ? `The endpoint name ${e.endpoint} is not valid (it must be "<extension_id>.<channel>" in lowercase letters, digits, "_" and "-").`
         : "The endpoint name was empty.";
+    case "invalid_owner":
+      return `The owner identifier ${e.owner} is not a valid extension id.`;
     case "not_authorised":
       return "The handler refused the caller (its caller-id check), or the requester's id was missing.";
     case "malformed_request":
       return "The request envelope was unusable (malformed or missing a field).";
     case "unknown_op":
-      return `The handler does not support the op ${e.op}.`;
+      return unsupportedOpWords(e.op, e.protocol_op, e.follows);
     case "unknown_surface":
       return `The handler has no surface ${e.surface}.`;
+    case "invalid_pattern":
+      return e.detail
+        ? `The line could not use the search pattern: ${e.detail}.`
+        : "The line could not use the search pattern.";
+    case "module_not_found":
+      return `The line has no module ${e.module}.`;
+    case "refused_by_extension":
+      return e.reason ? `The line refused the request on purpose: ${e.reason}` : "The line refused the request on purpose.";
     case "connection_closed":
       return "The host's connection went away in the middle of the call.";
     case "unknown":
       return "Not an error Switchboard recognises; the text is shown as it is.";
+  }
+}
+
+/**
+ * A line's `unknown op: <op>` answer in words: "This line does not support <op>", then what the
+ * spec ("Operations") says follows for that op (`follows`, as the core classified it).
+ */
+export function unsupportedOpWords(op: string, protocolOp: PhoneLineOp | null, follows: OpOutcome): string {
+  const name = protocolOp ?? op;
+  const head = `This line does not support ${name}`;
+  switch (follows) {
+    case "pairing_fails":
+      return `${head}: describe is the one required op, so LumiAgent cannot pair the line.`;
+    case "contributes_nothing":
+      return `${head}, so it contributes nothing to LumiAgent's system prompt.`;
+    case "allow": {
+      const what = protocolOp === "check_read" ? "read" : protocolOp === "check_write" ? "write" : "read or write";
+      return `${head}, so LumiAgent allows the ${what} (an unsupported check allows by default).`;
+    }
+    case "tool_error":
+      return protocolOp
+        ? `${head}, so the agent's tool call fails with a tool error.`
+        : `${head}. It is not an op of the core protocol; the agent tool that dialled it gets a tool error.`;
+    case "use_response":
+      return `${head}.`;
   }
 }
 
