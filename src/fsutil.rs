@@ -1,7 +1,8 @@
 //! The one way every store writes a whole file: atomically, so a reader or a crash never sees a
 //! half-written file (`docs/ARCHITECTURE.md`, "Files are written atomically"). Used for the
-//! settings, the test phone's identity, `phoneline-pairings.json` (with a `.bak` of the previous
-//! file), the phone-line registry settings file and dial exports.
+//! settings, the trust file (`paired-phones.json`), the test phone's identity,
+//! `phoneline-pairings.json` (with a `.bak` of the previous file), the phone-line registry
+//! settings file and dial exports.
 //!
 //! Steps: create the parent folder when missing, write a temporary file in the same folder
 //! (`.NAME.XXXXXX.tmp`), fsync it, rename it over the target, and on Unix fsync the folder so the

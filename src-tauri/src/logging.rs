@@ -8,7 +8,8 @@
 //! fast something writes. On Unix the log folder is `0700` and every log file `0600`, whatever
 //! the umask (files an earlier version left `0644` are tightened when logging starts). The first
 //! lines of a flood are kept rather than the last: the start of an attack says more than its
-//! thousandth line.
+//! thousandth line. Each event is one line in the file: control characters inside it are
+//! written escaped, so a peer's text (a device id in a refused hello) cannot forge lines.
 //!
 //! The file is written by [`DailyLog`] here, not by `tracing_appender::rolling`: tracing-appender
 //! 0.2.5 rotates by time only (no size limit) and creates its files under the umask (`0644`
@@ -172,6 +173,30 @@ impl DailyLog {
     }
 }
 
+/// One event's text as one line: a control character inside it (a newline or carriage return
+/// in a phone-supplied device id, say) is written escaped (`\n`, `\r`, `\x1b`), so no peer can
+/// forge log lines; the final newline and tabs stay.
+fn one_line(buf: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let body = buf.strip_suffix(b"\n").unwrap_or(buf);
+    let bad = |b: &u8| (*b < 0x20 && *b != b'\t') || *b == 0x7f;
+    if !body.iter().any(bad) {
+        return std::borrow::Cow::Borrowed(buf);
+    }
+    let mut out = Vec::with_capacity(buf.len() + 16);
+    for b in body {
+        match b {
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b if bad(b) => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+            b => out.push(*b),
+        }
+    }
+    if body.len() < buf.len() {
+        out.push(b'\n');
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `YYYY-MM-DD`.
 fn is_date(s: &str) -> bool {
     let b = s.as_bytes();
@@ -191,9 +216,10 @@ impl Write for DailyLog {
         let Some(today) = self.today.as_mut() else {
             return Ok(buf.len());
         };
-        let len = buf.len() as u64;
+        let line = one_line(buf);
+        let len = line.len() as u64;
         if today.bytes.saturating_add(len) <= max {
-            today.file.write_all(buf)?;
+            today.file.write_all(&line)?;
             today.bytes += len;
         } else if !today.capped {
             today.capped = true;
@@ -280,6 +306,21 @@ mod tests {
         assert!(
             last.starts_with("next day\n") && last.len() < 1_000,
             "{last}"
+        );
+    }
+
+    #[test]
+    fn a_newline_inside_an_event_cannot_forge_a_line() {
+        let home = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(START));
+        let mut w = log(home.path(), &clock);
+        w.write_all(b"hello from dev_x\n2026-07-21 INFO paired\r\x1b[31m\tok\n")
+            .unwrap();
+        w.write_all(b"plain\n").unwrap();
+        let text = std::fs::read_to_string(home.path().join("switchboard.log.2026-07-21")).unwrap();
+        assert_eq!(
+            text,
+            "hello from dev_x\\n2026-07-21 INFO paired\\r\\x1b[31m\tok\nplain\n"
         );
     }
 
