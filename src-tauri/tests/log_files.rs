@@ -38,7 +38,7 @@ fn log_files_are_private_whatever_the_umask() {
     assert_eq!(mode(&files[0]), 0o600, "{name}");
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(
-        mode(&dir.parent().unwrap()),
+        mode(dir.parent().unwrap()),
         0o700,
         "created by the app too"
     );
