@@ -37,9 +37,5 @@ fn log_files_are_private_whatever_the_umask() {
         .contains("a line for the log file"));
     assert_eq!(mode(&files[0]), 0o600, "{name}");
     assert_eq!(mode(&dir), 0o700);
-    assert_eq!(
-        mode(dir.parent().unwrap()),
-        0o700,
-        "created by the app too"
-    );
+    assert_eq!(mode(dir.parent().unwrap()), 0o700, "created by the app too");
 }
