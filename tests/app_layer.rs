@@ -326,9 +326,29 @@ async fn dials_held_just_before_quit_are_all_in_sqlite_after_it() {
     .await;
     let report = desk.app.shutdown().await;
     assert!(report.in_time && !report.already, "{report:?}");
+    eprintln!(
+        "shutdown with {DIALS} dials held took {} ms",
+        report.took_ms
+    );
     assert!(
         desk.app.shutdown().await.already,
         "a second call does nothing"
+    );
+    // The phone was told: its connection ends with the desktop's close frame (after any
+    // acknowledgements still queued), not a timeout.
+    let mut ended = None;
+    for _ in 0..DIALS {
+        if let Err(e) = phone.recv().await {
+            ended = Some(e);
+            break;
+        }
+    }
+    assert!(
+        matches!(
+            ended,
+            Some(switchboard::link::phone_client::PhoneError::Closed)
+        ),
+        "{ended:?}"
     );
     let db =
         rusqlite::Connection::open(desk.home.path().join("data").join("dials.sqlite3")).unwrap();
@@ -336,7 +356,6 @@ async fn dials_held_just_before_quit_are_all_in_sqlite_after_it() {
         .query_row("SELECT COUNT(*) FROM dials", [], |r| r.get(0))
         .unwrap();
     assert_eq!(stored as u64, DIALS);
-    drop(phone);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -33,7 +33,15 @@ impl<R: Runtime> Host for TauriHost<R> {
         self.notifier.show_in_background(notification);
     }
 
+    /// Queued to the main thread, never waited for: tray calls from another thread block until
+    /// the main thread runs them, and during shutdown the main thread waits for the app.
     fn set_tray(&self, connected: usize) {
-        crate::tray::set_connected(&self.app, connected);
+        let app = self.app.clone();
+        if let Err(e) = self
+            .app
+            .run_on_main_thread(move || crate::tray::set_connected(&app, connected))
+        {
+            tracing::debug!("tray not updated: {e}");
+        }
     }
 }

@@ -230,11 +230,21 @@ impl App {
         if let Some(t) = link_task {
             in_time &= tokio::time::timeout_at(deadline, t).await.is_ok();
         }
+        tracing::info!(
+            ms = started.elapsed().as_millis() as u64,
+            in_time,
+            "shutdown: link closed"
+        );
         // 2. The hub applies what is queued, flushes its dials and acknowledgements, and ends.
         let _ = self.running.hub_stop.send(true);
         if let Some(t) = hub_task {
             in_time &= tokio::time::timeout_at(deadline, t).await.is_ok();
         }
+        tracing::info!(
+            ms = started.elapsed().as_millis() as u64,
+            in_time,
+            "shutdown: hub drained"
+        );
         // 3. The dial log commits what it holds and stops.
         if let Some(d) = &self.dials {
             match tokio::time::timeout_at(deadline, d.log.shutdown()).await {

@@ -85,16 +85,26 @@ pub fn write_jsonl<'d, W: Write>(
 }
 
 /// Writes `dials` as JSON Lines to `path` atomically ([`crate::fsutil::write_atomic_with`]: temp
-/// file in the same folder, fsync, rename; the folder is created when missing). Returns the lines
-/// written.
+/// file in the same folder, fsync, rename). Returns the lines written. The folder must exist: a
+/// mistyped folder is an error, not a new folder (the app creates its own export folder).
 ///
 /// # Errors
-/// [`ImportError::Io`] naming `path` when the folder cannot be written.
+/// [`ImportError::Io`] naming `path` when its folder does not exist or cannot be written.
 pub fn export_jsonl_file(dials: &[Arc<Dial>], path: &Path) -> Result<u64, ImportError> {
     let io = |source| ImportError::Io {
         path: path.to_owned(),
         source,
     };
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("the folder {} does not exist", dir.display()),
+        )));
+    }
     crate::fsutil::write_atomic_with(path, |file| write_jsonl(dials, file)).map_err(io)
 }
 
