@@ -1,19 +1,122 @@
 //! The one way every store writes a whole file: atomically, so a reader or a crash never sees a
 //! half-written file (`docs/ARCHITECTURE.md`, "Files are written atomically"). Used for the
-//! settings, the test phone's identity, `phoneline-pairings.json` (with a `.bak` of the previous
-//! file), the phone-line registry settings file and dial exports.
+//! settings, the trust file (`paired-phones.json`), the test phone's identity,
+//! `phoneline-pairings.json` (with a `.bak` of the previous file), the phone-line registry
+//! settings file and dial exports.
 //!
 //! Steps: create the parent folder when missing, write a temporary file in the same folder
 //! (`.NAME.XXXXXX.tmp`), fsync it, rename it over the target, and on Unix fsync the folder so the
 //! rename itself survives a crash. On any error the target is untouched and the temporary file is
 //! removed.
+//!
+//! Private files (issue 23, "Files"): what the app keeps is the person's own. On Unix every
+//! folder this module creates is `0700` and every file it writes is `0600`, whatever the umask
+//! (the mode is set with `chmod` after creating, not left to the umask). The temporary file is
+//! created exclusively (`O_CREAT | O_EXCL`, by `tempfile`) under a random name, so another local
+//! user can neither predict it nor have it opened through a planted file or symlink.
+//! [`make_private_dir`] also tightens an existing folder of the app's own (config, data, logs),
+//! for folders an earlier version created `0755`.
+//!
+//! Windows: nothing is changed there. Files and folders inherit the ACL of the folder they are
+//! created in; the per-user app-data folders the shell uses are already readable by the user
+//! (and administrators) only, so no ACL is set here.
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
-/// Writes `bytes` to `path` atomically (see the module doc). Creates the parent folder when
-/// missing.
+/// The mode, on Unix, of every folder the app creates.
+pub const PRIVATE_DIR_MODE: u32 = 0o700;
+/// The mode, on Unix, of every file the app writes.
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// Creates `dir` and every missing folder above it, each new one with mode
+/// [`PRIVATE_DIR_MODE`] on Unix (whatever the umask). Folders that already exist are left as
+/// they are.
+///
+/// # Errors
+/// Any I/O error creating a folder or setting its mode, or a path component that exists but is
+/// not a folder.
+pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    // The missing folders, deepest first (`ancestors` is finite: one per component).
+    let mut missing = Vec::new();
+    for d in dir.ancestors() {
+        if d.as_os_str().is_empty() {
+            break;
+        }
+        match std::fs::metadata(d) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists and is not a folder", d.display()),
+                ))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => missing.push(d),
+            Err(e) => return Err(e),
+        }
+    }
+    for d in missing.into_iter().rev() {
+        match std::fs::create_dir(d) {
+            Ok(()) => set_mode(d, PRIVATE_DIR_MODE)?,
+            // Created meanwhile by someone else (another thread of the app): leave its mode.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Creates `dir` like [`create_private_dir_all`] and also sets `dir` itself to
+/// [`PRIVATE_DIR_MODE`] when it already existed: for the app's own folders only (config, data,
+/// logs, exports), never for a folder the person chose.
+///
+/// # Errors
+/// As [`create_private_dir_all`], or setting the mode of the existing folder.
+pub fn make_private_dir(dir: &Path) -> io::Result<()> {
+    create_private_dir_all(dir)?;
+    set_mode(dir, PRIVATE_DIR_MODE)
+}
+
+/// Sets `path`'s mode to [`PRIVATE_FILE_MODE`] on Unix (nothing elsewhere); for files written
+/// by others than [`write_atomic`] (the SQLite database, log files).
+///
+/// # Errors
+/// The I/O error of `chmod`.
+pub fn make_private_file(path: &Path) -> io::Result<()> {
+    set_mode(path, PRIVATE_FILE_MODE)
+}
+
+/// Sets `path`'s permission bits to `mode` on Unix; does nothing elsewhere (module doc).
+fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (path, mode);
+        Ok(())
+    }
+}
+
+/// Sets an open file's permission bits to [`PRIVATE_FILE_MODE`] on Unix (`fchmod`).
+fn set_file_private(file: &File) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        file.set_permissions(std::fs::Permissions::from_mode(PRIVATE_FILE_MODE))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        Ok(())
+    }
+}
+
+/// Writes `bytes` to `path` atomically (see the module doc), the file `0600` on Unix. Creates
+/// the parent folder (`0700`) when missing.
 ///
 /// # Errors
 /// Any I/O error creating the folder, writing, syncing or renaming (also when `path` names no
@@ -38,7 +141,7 @@ pub fn write_atomic_with<T>(
         )
     })?;
     let dir = parent_dir(path);
-    std::fs::create_dir_all(dir)?;
+    create_private_dir_all(dir)?;
     let mut prefix = std::ffi::OsString::from(".");
     prefix.push(name);
     prefix.push(".");
@@ -47,6 +150,8 @@ pub fn write_atomic_with<T>(
         .prefix(&prefix)
         .suffix(".tmp")
         .tempfile_in(dir)?;
+    // tempfile creates it 0600 already; set it again so no umask can loosen it.
+    set_file_private(tmp.as_file())?;
     let out = write(tmp.as_file_mut())?;
     tmp.as_file_mut().flush()?;
     tmp.as_file().sync_all()?;
@@ -153,6 +258,41 @@ mod tests {
             7
         );
         assert_eq!(fs::read(&path).unwrap(), b"new");
+    }
+
+    #[cfg(unix)]
+    fn mode(p: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn new_folders_are_0700_and_files_0600_and_existing_folders_are_left_alone() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let mine = dir.path().join("theirs");
+        fs::create_dir(&mine).unwrap();
+        fs::set_permissions(&mine, fs::Permissions::from_mode(0o755)).unwrap();
+        let file = mine.join("a").join("b").join("f.json");
+        write_atomic(&file, b"x").unwrap();
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(&mine.join("a")), 0o700);
+        assert_eq!(mode(&mine.join("a").join("b")), 0o700);
+        assert_eq!(
+            mode(&mine),
+            0o755,
+            "a folder the app did not create keeps its mode"
+        );
+        // A file someone made readable becomes private again when rewritten.
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+        write_atomic(&file, b"y").unwrap();
+        assert_eq!(mode(&file), 0o600);
+        make_private_dir(&mine).unwrap();
+        assert_eq!(mode(&mine), 0o700, "the app's own folder is tightened");
+        let e = create_private_dir_all(&file).unwrap_err();
+        assert!(e.to_string().contains("is not a folder"), "{e}");
+        assert!(create_private_dir_all(&file.join("below")).is_err());
     }
 
     #[test]

@@ -5,7 +5,8 @@
 
 use serde_json::{json, Map, Value};
 use switchboard::confirmations::notify::{
-    banner_notification, notification_for, NotificationKind, ENDED_TITLE, WAITING_TITLE,
+    banner_notification, escape_markup, notification_for, plain_line, NotificationKind,
+    ENDED_TITLE, MAX_PART_CHARS, WAITING_TITLE,
 };
 use switchboard::confirmations::{
     AnomalyKind, ChangeKind, ConfirmationMirror, ConfirmedBy, MirrorChange, RejectReason,
@@ -703,6 +704,109 @@ fn banner_notifications_use_the_banner_text_and_mute() {
         ..Default::default()
     };
     assert!(banner_notification("x", &off).is_none());
+}
+
+/// Labels and reasons a hostile phone might send.
+const HOSTILE: [&str; 4] = [
+    "<a href=\"https://evil.example\">Click</a>",
+    "&amp; <b>bold</b> &lt;",
+    "Pixel\nApproved on the desktop\r\n\u{2028}done\t",
+    "",
+];
+
+/// Nothing a notification carries can be read as markup: every `<` and `>` is escaped, every
+/// `&` starts an entity this module wrote, and it is one line.
+fn assert_inert(text: &str) {
+    assert!(!text.contains('<') && !text.contains('>'), "{text}");
+    for (i, _) in text.match_indices('&') {
+        let rest = &text[i..];
+        assert!(
+            ["&amp;", "&lt;", "&gt;"]
+                .iter()
+                .any(|e| rest.starts_with(e)),
+            "{text}"
+        );
+    }
+    assert!(
+        !text.chars().any(|c| c.is_control() || c == '\u{2028}'),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn hostile_labels_and_reasons_cannot_inject_markup_or_lines() {
+    let on = NotificationSettings {
+        policy_auto: true,
+        ..Default::default()
+    };
+    let long = "x".repeat(10_000);
+    let mut base = changes_of("duplicate_action_result_idempotent");
+    base.extend(changes_of("action_lifecycle_approve_execute"));
+    let mut shown = 0;
+    for hostile in HOSTILE.iter().copied().chain([long.as_str()]) {
+        for change in &base {
+            let mut change = change.clone();
+            if let Some(c) = change.confirmation.as_mut() {
+                c.phone = hostile.to_string();
+                c.summary = hostile.to_string();
+                if c.ended_text.is_some() {
+                    c.ended_text = Some(hostile.to_string());
+                }
+            }
+            if let Some(n) = notification_for(&change, &on) {
+                shown += 1;
+                assert_inert(&n.title);
+                assert_inert(&n.body);
+                assert!(
+                    n.body.chars().count() < 3 * MAX_PART_CHARS + 80,
+                    "{}",
+                    n.body.len()
+                );
+            }
+        }
+        let n = banner_notification(hostile, &on).unwrap();
+        assert_inert(&n.body);
+        assert!(n.body.chars().count() <= MAX_PART_CHARS, "{}", n.body.len());
+    }
+    assert!(shown >= 5 * 4, "{shown}");
+
+    // What the person reads is the phone's text, shown literally.
+    let mut change = base
+        .iter()
+        .find(|c| c.kind == ChangeKind::Waiting)
+        .unwrap()
+        .clone();
+    let c = change.confirmation.as_mut().unwrap();
+    c.phone = HOSTILE[0].into();
+    c.summary = HOSTILE[2].into();
+    let n = notification_for(&change, &on).unwrap();
+    assert_eq!(
+        n.body,
+        "&lt;a href=\"https://evil.example\"&gt;Click&lt;/a&gt; asks you to confirm: \
+         Pixel Approved on the desktop done. Confirm on the phone."
+    );
+    assert_eq!(
+        banner_notification(HOSTILE[1], &on).unwrap().body,
+        "&amp;amp; &lt;b&gt;bold&lt;/b&gt; &amp;lt;"
+    );
+    let cut = banner_notification(&long, &on).unwrap().body;
+    assert_eq!(cut.chars().count(), MAX_PART_CHARS);
+    assert!(cut.ends_with('…'));
+}
+
+#[test]
+fn markup_escaping_and_plain_lines() {
+    assert_eq!(
+        escape_markup("a & b <c> 'd' \"e\""),
+        "a &amp; b &lt;c&gt; 'd' \"e\""
+    );
+    assert_eq!(plain_line("  one\ntwo\u{1b}[31m  "), "one two [31m");
+    let t = "é".repeat(MAX_PART_CHARS);
+    assert_eq!(plain_line(&t), t, "exactly the limit is kept whole");
+    let over = format!("{t}é");
+    let cut = plain_line(&over);
+    assert_eq!(cut.chars().count(), MAX_PART_CHARS);
+    assert!(cut.ends_with('…'));
 }
 
 // ---- bounds, autonomy, bundled list ----

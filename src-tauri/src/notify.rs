@@ -1,5 +1,7 @@
 //! Desktop notifications: the texts the core decides ([`switchboard::confirmations::notify`]),
-//! shown through the freedesktop notification service (notify-rust, over zbus on Linux).
+//! shown through the freedesktop notification service (notify-rust, over zbus on Linux). The
+//! core hands them over already escaped for notification markup, phone-supplied parts one plain
+//! line each, so they are passed on as they are.
 //!
 //! Why: the person should learn that a phone waits for them to confirm something, how a
 //! confirmation ended, and that a bridge-status banner appeared, even with the window hidden.

@@ -331,14 +331,40 @@ impl DialsState {
         lock(&self.subs).len()
     }
 
-    /// Resolves an export path: relative paths go to [`DialsState::export_dir`].
-    pub fn resolve_export_path(&self, path: &str) -> PathBuf {
-        let p = PathBuf::from(path);
+    /// Resolves an export path: an absolute path is used as given (the person chose that
+    /// place); a relative one is a file inside [`DialsState::export_dir`] (subfolders allowed)
+    /// and must stay there: it may hold only plain names (`a/b.jsonl`; `.` is skipped), no `..`,
+    /// no root (`\x` on Windows) and no drive (`C:x`).
+    ///
+    /// # Errors
+    /// `invalid_input` naming the path when a relative path would leave the export folder or
+    /// names no file (`.`).
+    pub fn resolve_export_path(&self, path: &str) -> Result<PathBuf, IpcError> {
+        use std::path::Component;
+        let p = Path::new(path);
         if p.is_absolute() {
-            p
-        } else {
-            self.export_dir.join(p)
+            return Ok(p.to_path_buf());
         }
+        let mut inside = PathBuf::new();
+        for c in p.components() {
+            match c {
+                Component::Normal(name) => inside.push(name),
+                Component::CurDir => {}
+                Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                    return Err(IpcError::invalid_input(format!(
+                        "export path {path:?} leaves the export folder {}: give a file name \
+                         inside it (no \"..\"), or a full path",
+                        self.export_dir.display()
+                    )));
+                }
+            }
+        }
+        if inside.as_os_str().is_empty() {
+            return Err(IpcError::invalid_input(format!(
+                "export path {path:?} names no file: give a file name"
+            )));
+        }
+        Ok(self.export_dir.join(inside))
     }
 }
 
@@ -505,11 +531,12 @@ impl DialsState {
     }
 
     /// Exports the dials matching `filter` (default all) from `source` to `path` as JSON Lines,
-    /// newest first, atomically. A relative `path` is written in the export folder
-    /// (`<data folder>/exports`, created when missing).
+    /// newest first, atomically (the file `0600` on Unix). A relative `path` is written in the
+    /// export folder (`<data folder>/exports`, created `0700` when missing) and may not leave it
+    /// ([`DialsState::resolve_export_path`]).
     ///
     /// # Errors
-    /// `invalid_input` for an empty path; `io` naming the file when it cannot be written;
+    /// `invalid_input` for an empty path or a relative path leaving the export folder; `io` naming the file when it cannot be written;
     /// `not_found` when exporting an absent capture.
     pub async fn dials_export(
         &self,
@@ -522,9 +549,9 @@ impl DialsState {
                 "export path is empty: give a file name",
             ));
         }
-        let target = self.resolve_export_path(path.trim());
+        let target = self.resolve_export_path(path.trim())?;
         if target.starts_with(&self.export_dir) {
-            std::fs::create_dir_all(&self.export_dir).map_err(|e| {
+            crate::fsutil::make_private_dir(&self.export_dir).map_err(|e| {
                 IpcError::io(format!(
                     "creating the export folder {}: {e}",
                     self.export_dir.display()

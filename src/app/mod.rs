@@ -163,7 +163,8 @@ impl std::fmt::Debug for App {
 }
 
 impl App {
-    /// Loads the settings, starts the dial log on `rt` (its SQLite file in the link's folder;
+    /// Makes the app's folders private ([`AppPaths::make_private`]), loads the settings, starts
+    /// the dial log on `rt` (its SQLite file in the link's folder;
     /// in memory only, with the reason kept, when the file cannot be opened) and builds the
     /// views' state over `mirror` (the bundled tool catalogue's, or sample data). The link is
     /// started with [`App::start_link`].
@@ -173,6 +174,9 @@ impl App {
         rt: tokio::runtime::Handle,
         mirror: ConfirmationMirror,
     ) -> Arc<Self> {
+        for problem in config.paths.make_private(config.demo) {
+            tracing::warn!("{problem}");
+        }
         let settings = settings::SettingsState::load(&config.paths);
         let capacity = settings.get().dial_ring_capacity as usize;
         let dials_dir = config.paths.link_dir(config.demo);

@@ -49,4 +49,37 @@ impl AppPaths {
             self.data_dir.clone()
         }
     }
+
+    /// Creates the app's own folders (config, data and, with the demo, `<data>/demo`) when
+    /// missing and, on Unix, sets each to `0700`, and the settings and trust files that exist
+    /// to `0600` (also when an earlier version left them `0755` and `0644`; the dial database
+    /// is tightened when it is opened). The log folder is the shell's (it makes it private when
+    /// it starts logging). Returns one line per folder or file that could not be made private
+    /// (each naming it), for the log: a folder that cannot be created is reported again, in
+    /// words, by whatever then uses it.
+    pub fn make_private(&self, demo: bool) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut dirs = vec![self.config_dir.clone(), self.data_dir.clone()];
+        if demo {
+            dirs.push(self.link_dir(true));
+        }
+        for d in &dirs {
+            if let Err(e) = crate::fsutil::make_private_dir(d) {
+                problems.push(format!("folder {} not made private: {e}", d.display()));
+            }
+        }
+        let files = [
+            self.settings_file(),
+            self.link_dir(demo).join(crate::link::trust::TRUST_FILE),
+        ];
+        for f in &files {
+            match crate::fsutil::make_private_file(f) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    problems.push(format!("file {} not made private: {e}", f.display()));
+                }
+                _ => {}
+            }
+        }
+        problems
+    }
 }

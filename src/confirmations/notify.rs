@@ -17,6 +17,16 @@
 //! `confirmation_ended` is on and, for an action approved by `policy_auto`, also `policy_auto`
 //! is on; a `policy_auto` approval notifies only when `policy_auto` is on; an approval the person
 //! gave themselves, anomalies and repeats never notify.
+//!
+//! Escaping (issue 23, "Escaping"): the texts carry what a phone sent (its label, a proposal's
+//! reason or summary, a tool name, a banner's message), and freedesktop notification servers may
+//! render the body as markup (`<b>`, `<a href>`, `&amp;`). So every phone-supplied part is first
+//! made one plain line ([`plain_line`]: control characters, newlines included, become one space;
+//! at most [`MAX_PART_CHARS`] characters, cut with `…`) and then the whole title and body are
+//! escaped for markup ([`escape_markup`]: `&`, `<`, `>`). [`Notification`] holds the escaped
+//! text, ready for the notification server; a server that shows plain text shows an escaped
+//! `&amp;` as such, which the freedesktop specification leaves to servers without `body-markup`
+//! to avoid by stripping markup.
 
 use serde::Serialize;
 use ts_rs::TS;
@@ -45,9 +55,10 @@ pub enum NotificationKind {
 pub struct Notification {
     /// Which kind (the setting that allows it).
     pub kind: NotificationKind,
-    /// The title line.
+    /// The title line, escaped for notification markup (module doc, "Escaping").
     pub title: String,
-    /// The body text.
+    /// The body text, escaped for notification markup, phone-supplied parts one plain line each
+    /// (module doc, "Escaping").
     pub body: String,
 }
 
@@ -60,8 +71,61 @@ pub const POLICY_AUTO_TITLE: &str = "Approved by the phone's policy";
 /// Title of a bridge banner notification.
 pub const BANNER_TITLE: &str = "Bridge status";
 
+/// The most characters of one phone-supplied part (label, summary, ...) a notification shows.
+pub const MAX_PART_CHARS: usize = 120;
+
 fn no_final_stop(s: &str) -> &str {
     s.trim().trim_end_matches('.')
+}
+
+/// `s` as one plain line: every control character (newlines, tabs, escapes, and the Unicode
+/// line and paragraph separators) becomes a space, each run of spaces one space, the ends are
+/// trimmed, and a text longer than
+/// [`MAX_PART_CHARS`] characters is cut there with `…`.
+pub fn plain_line(s: &str) -> String {
+    let one_line: String = s
+        .chars()
+        .map(|c| {
+            if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    let joined = one_line.split_whitespace().collect::<Vec<_>>().join(" ");
+    let t = joined.as_str();
+    if t.chars().count() <= MAX_PART_CHARS {
+        return t.to_string();
+    }
+    let mut cut: String = t.chars().take(MAX_PART_CHARS - 1).collect();
+    cut.truncate(cut.trim_end().len());
+    cut.push('…');
+    cut
+}
+
+/// `s` escaped for freedesktop notification markup: `&` as `&amp;`, `<` as `&lt;`, `>` as
+/// `&gt;` (quotes need nothing outside attributes).
+pub fn escape_markup(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A notification of `kind` with `title` and `body` escaped ([`escape_markup`]).
+fn escaped(kind: NotificationKind, title: &str, body: &str) -> Notification {
+    Notification {
+        kind,
+        title: escape_markup(title),
+        body: escape_markup(body),
+    }
 }
 
 /// The notification for `change` under `settings`, or `None` (module doc, "Rules").
@@ -70,45 +134,38 @@ pub fn notification_for(
     settings: &NotificationSettings,
 ) -> Option<Notification> {
     let c = change.confirmation.as_ref()?;
-    let summary = no_final_stop(&c.summary);
+    let summary = plain_line(no_final_stop(&c.summary));
+    let phone = plain_line(&c.phone);
     let policy_auto = c.confirmed_by == Some(ConfirmedBy::PolicyAuto);
     match change.kind {
-        ChangeKind::Waiting if settings.confirmation_waiting => Some(Notification {
-            kind: NotificationKind::ConfirmationWaiting,
-            title: WAITING_TITLE.to_string(),
-            body: format!(
-                "{} asks you to confirm: {summary}. Confirm on the phone.",
-                c.phone
-            ),
-        }),
+        ChangeKind::Waiting if settings.confirmation_waiting => Some(escaped(
+            NotificationKind::ConfirmationWaiting,
+            WAITING_TITLE,
+            &format!("{phone} asks you to confirm: {summary}. Confirm on the phone."),
+        )),
         ChangeKind::Ended
             if settings.confirmation_ended && (!policy_auto || settings.policy_auto) =>
         {
-            let how = c.ended_text.as_deref().unwrap_or("ended");
-            Some(Notification {
-                kind: NotificationKind::ConfirmationEnded,
-                title: ENDED_TITLE.to_string(),
-                body: format!("{summary}: {how}"),
-            })
+            let how = plain_line(c.ended_text.as_deref().unwrap_or("ended"));
+            Some(escaped(
+                NotificationKind::ConfirmationEnded,
+                ENDED_TITLE,
+                &format!("{summary}: {how}"),
+            ))
         }
-        ChangeKind::Approved if policy_auto && settings.policy_auto => Some(Notification {
-            kind: NotificationKind::PolicyAuto,
-            title: POLICY_AUTO_TITLE.to_string(),
-            body: format!(
-                "{summary}: approved by {}'s own policy, without asking you.",
-                c.phone
-            ),
-        }),
+        ChangeKind::Approved if policy_auto && settings.policy_auto => Some(escaped(
+            NotificationKind::PolicyAuto,
+            POLICY_AUTO_TITLE,
+            &format!("{summary}: approved by {phone}'s own policy, without asking you."),
+        )),
         _ => None,
     }
 }
 
 /// The notification for a new bridge-status banner: title [`BANNER_TITLE`], body the banner's
-/// text; `None` when `banners` is muted.
+/// text as one plain line, escaped (module doc, "Escaping"); `None` when `banners` is muted.
 pub fn banner_notification(text: &str, settings: &NotificationSettings) -> Option<Notification> {
-    settings.banners.then(|| Notification {
-        kind: NotificationKind::Banner,
-        title: BANNER_TITLE.to_string(),
-        body: text.to_string(),
-    })
+    settings
+        .banners
+        .then(|| escaped(NotificationKind::Banner, BANNER_TITLE, &plain_line(text)))
 }

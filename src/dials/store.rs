@@ -59,21 +59,56 @@ fn storage(path: &Path, what: &str, e: rusqlite::Error) -> DialLogError {
     DialLogError::Storage(format!("{what} {}: {e}", path.display()))
 }
 
-/// Opens (creating if needed) the dial database in `dir`, in WAL mode.
+/// Opens (creating if needed) the dial database in `dir`, in WAL mode. On Unix the folder is
+/// `0700` when created here and the database and its `-wal` and `-shm` files are `0600`
+/// (SQLite gives the `-wal` and `-shm` files the database file's mode; files an earlier version
+/// left `0644` are tightened).
 pub(crate) fn open(dir: &Path) -> Result<(Connection, PathBuf), DialLogError> {
-    std::fs::create_dir_all(dir).map_err(|e| {
+    crate::fsutil::create_private_dir_all(dir).map_err(|e| {
         DialLogError::Storage(format!("creating data folder {}: {e}", dir.display()))
     })?;
     let path = dir.join(DB_FILE);
+    create_private(&path)
+        .map_err(|e| DialLogError::Storage(format!("creating {}: {e}", path.display())))?;
     let mut conn = Connection::open(&path).map_err(|e| storage(&path, "opening", e))?;
     conn.pragma_update(None, "journal_mode", "WAL")
         .and_then(|_| conn.pragma_update(None, "synchronous", "NORMAL"))
         .map_err(|e| storage(&path, "preparing", e))?;
+    for suffix in ["-wal", "-shm"] {
+        let mut side = path.clone().into_os_string();
+        side.push(suffix);
+        let side = PathBuf::from(side);
+        match crate::fsutil::make_private_file(&side) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(DialLogError::Storage(format!(
+                    "making {} private: {e}",
+                    side.display()
+                )))
+            }
+            _ => {}
+        }
+    }
     migrate(&mut conn).map_err(|e| storage(&path, "upgrading", e))?;
     conn.execute_batch(SCHEMA)
         .and_then(|_| conn.pragma_update(None, "user_version", SCHEMA_VERSION))
         .map_err(|e| storage(&path, "preparing", e))?;
     Ok((conn, path))
+}
+
+/// Creates the (empty) database file `path` when missing, exclusively and `0600` on Unix, so
+/// SQLite never creates it under the umask; sets an existing one to `0600`.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, crate::fsutil::PRIVATE_FILE_MODE);
+    match options.open(path) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    // Whatever the umask made of it (or an earlier version left).
+    crate::fsutil::make_private_file(path)
 }
 
 /// The index key of a dial id: its 64-bit FNV-1a hash as a signed integer. It is stored, so it

@@ -3,12 +3,12 @@
 //! `docs/protocol.md`, "Link: pairing and sessions". One small JSON file,
 //! `<data dir>/paired-phones.json`:
 //! `{"version":1,"phones":[{device_id, public_key, label, capabilities, paired_at_ms,
-//! last_seen_ms, last_address}]}`. It is rewritten whole and atomically (temp file in the same
-//! folder, fsync, rename), so a crash never leaves it half-written. A missing file is an empty
+//! last_seen_ms, last_address}]}`. It is rewritten whole and atomically with
+//! [`crate::fsutil::write_atomic`] (exclusive temp file in the same folder, fsync, rename), so a
+//! crash never leaves it half-written; on Unix it is `0600`. A missing file is an empty
 //! list; an unreadable one is an error naming the file (never silently reset).
 
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -114,14 +114,13 @@ impl TrustFile {
         Ok(doc.phones)
     }
 
-    /// Replaces the file's contents with `phones`, atomically (temp file, fsync, rename).
+    /// Replaces the file's contents with `phones`, atomically and privately
+    /// ([`crate::fsutil::write_atomic`]: an exclusive temporary file with a random name, fsync,
+    /// rename; the file `0600` and a new folder `0700` on Unix).
+    ///
+    /// # Errors
+    /// [`TrustError::Io`] naming the file when it cannot be written (it is then unchanged).
     pub fn save(&self, phones: &[PairedPhone]) -> Result<(), TrustError> {
-        let io = |source| TrustError::Io {
-            path: self.path.clone(),
-            source,
-        };
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir).map_err(io)?;
         let doc = TrustDoc {
             version: 1,
             phones: phones.to_vec(),
@@ -131,17 +130,10 @@ impl TrustFile {
             reason: e.to_string(),
         })?;
         text.push(b'\n');
-        let tmp = dir.join(format!(".{TRUST_FILE}.{}.tmp", std::process::id()));
-        {
-            let mut f = fs::File::create(&tmp).map_err(io)?;
-            f.write_all(&text).map_err(io)?;
-            f.sync_all().map_err(io)?;
-        }
-        fs::rename(&tmp, &self.path).map_err(io)?;
-        if let Ok(d) = fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
+        crate::fsutil::write_atomic(&self.path, &text).map_err(|source| TrustError::Io {
+            path: self.path.clone(),
+            source,
+        })
     }
 }
 
@@ -176,6 +168,13 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
             .collect();
         assert!(leftovers.is_empty());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(t.path()), 0o600);
+            assert_eq!(mode(&dir.path().join("sub")), 0o700);
+        }
     }
 
     #[test]

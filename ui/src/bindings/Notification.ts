@@ -10,10 +10,11 @@ export type Notification = {
  */
 kind: NotificationKind, 
 /**
- * The title line.
+ * The title line, escaped for notification markup (module doc, "Escaping").
  */
 title: string, 
 /**
- * The body text.
+ * The body text, escaped for notification markup, phone-supplied parts one plain line each
+ * (module doc, "Escaping").
  */
 body: string, };
