@@ -63,7 +63,7 @@ pub fn render(commands: &[CommandSpec]) -> String {
     }
     let mut out = String::from(
         "// Generated from the command list in src-tauri/src/commands/mod.rs and\n\
-         // super::AppEvent::ALL by `cargo test`; do not edit.\n",
+         // switchboard::app::AppEvent::ALL by `cargo test`; do not edit.\n",
     );
     for n in &names {
         out.push_str(&format!("import type {{ {n} }} from \"./{n}\";\n"));
