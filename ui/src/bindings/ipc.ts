@@ -1,5 +1,5 @@
 // Generated from the command list in src-tauri/src/commands/mod.rs and
-// super::AppEvent::ALL by `cargo test`; do not edit.
+// switchboard::app::AppEvent::ALL by `cargo test`; do not edit.
 import type { AppInfo } from "./AppInfo";
 import type { Banner } from "./Banner";
 import type { BridgeSnapshot } from "./BridgeSnapshot";
