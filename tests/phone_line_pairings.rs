@@ -94,7 +94,7 @@ fn bad_files_name_the_field_line_and_column() {
     assert_eq!(line, 26);
 
     let text = sample().replace(
-        "      \"manifestHash\": \"e359fec783c09b8020b55cbb1a86de106ee4fcc4a4446c840b74e5e1ecf9dc29\",\n",
+        "      \"manifestHash\": \"baf1b5d7ca72363cfc1b872961718003fc4a487dbf59c7c31ff503829351a47d\",\n",
         "",
     );
     let (path, message, line, column) = shape_error(&text);

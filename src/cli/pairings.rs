@@ -105,7 +105,7 @@ fn print_summary(s: &PhoneLineSummary, pairings: &PairingsFile) {
     match (s.hash_matches_current, &s.current_manifest_hash) {
         (Some(true), _) => println!("  current describe: same manifest as decided on"),
         (Some(false), Some(h)) => {
-            println!("  current describe: manifest CHANGED since the decision (now {h})")
+            println!("  current describe: manifest changed since the decision (now {h}); LumiAgent re-approves it on its next discovery, nothing to do")
         }
         (_, Some(h)) => println!("  current describe hash: {h}"),
         _ => {}
@@ -116,6 +116,9 @@ fn print_summary(s: &PhoneLineSummary, pairings: &PairingsFile) {
             s.self_declared_name.as_deref().unwrap_or(""),
             s.self_declared_version.as_deref().unwrap_or("")
         );
+    }
+    for note in &s.normalisation_notes {
+        println!("  normalising dropped or changed: {note}");
     }
     for surface in &s.surfaces {
         let scope = serde_json::to_value(surface.scope)
