@@ -41,6 +41,24 @@ def js_hash(v):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def lumiagent_manifest_hash(m, identifier, name):
+    """manifestHash as LumiAgent stores it (upstream-behaviour.md): of the normalised answer with
+    extension.id and extension.name set to the registry's. Enough of the normalisation for a
+    well-formed answer such as the corpus one (scripts/gen-normalised-manifest-hashes.mjs has
+    all of it)."""
+    ext = {"id": identifier, "name": name}
+    if isinstance(m["extension"].get("version"), str):
+        ext["version"] = m["extension"]["version"]
+    out = {"extension": ext, "surfaces": [
+        {"id": s["id"], "label": s["label"],
+         "description": s["description"] if isinstance(s.get("description"), str) else "",
+         "scope": s["scope"]["kind"] if isinstance(s["scope"], dict) else s["scope"]}
+        for s in m["surfaces"]]}
+    if isinstance(m.get("excludeFromSearch"), list):
+        out["excludeFromSearch"] = [x for x in m["excludeFromSearch"] if isinstance(x, str)]
+    return js_hash(out)
+
+
 PERMISSION_ERROR = error_text("lumirealm.phoneline", "inherit", "lumiagent")
 PROBE_ERROR = error_text("lumiagent.phoneline_probe", "inherit", "lumirealm")
 for t in ("messages.send", "calendar.add"):
@@ -81,7 +99,7 @@ def settings(at_ms, weather_described, realm_described_at):
             {"identifier": "lumiweather", "name": "LumiWeather"}]},
         "pairings": {"version": 1, "pairings": {"lumirealm": {
             "identifier": "lumirealm", "displayName": "LumiRealm", "allowed": True,
-            "manifestHash": js_hash(describe), "decidedAt": "{{ms-86400000}}"}}},
+            "manifestHash": lumiagent_manifest_hash(describe, "lumirealm", "LumiRealm"), "decidedAt": "{{ms-86400000}}"}}},
         "lines": lns}})
 
 

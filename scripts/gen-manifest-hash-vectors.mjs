@@ -1,14 +1,12 @@
 // Generates tests/data/manifest-hash-vectors.json: for each describe manifest given as JSON text,
-// what JavaScript computes for a phone line's manifestHash (phone-line.md, "Discovery and
-// pairing"; phoneline-pairings.json): JSON.stringify(JSON.parse(text)) and the lowercase hex
+// what JavaScript computes for JSON.stringify(JSON.parse(text)) and the lowercase hex
 // SHA-256 of its UTF-8 bytes. Run from the repository root:
 //   node scripts/gen-manifest-hash-vectors.mjs
 // The Rust test tests/manifest_hash_vectors.rs checks switchboard::js_json::stringify and
 // sha256_hex against every vector.
 //
-// It also writes tests/data/phoneline-pairings.sample.json: a pairings file as the host would
-// write it with JSON.stringify(file, null, 2), with unknown fields at every level, whose
-// lumirealm record carries the real LumiRealm manifest's hash (tests/phone_line_pairings.rs).
+// These are JSON.stringify vectors of answers as received; the manifestHash LumiAgent stores is
+// of the normalised answer: see scripts/gen-normalised-manifest-hashes.mjs.
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -55,29 +53,3 @@ const out = join(root, "tests", "data", "manifest-hash-vectors.json");
 writeFileSync(out, JSON.stringify({ generator: "scripts/gen-manifest-hash-vectors.mjs", node: process.version, vectors }, null, 2) + "\n");
 console.log(`wrote ${vectors.length} vectors to ${out}`);
 
-const sample = {
-  version: 1,
-  hostNote: "written by scripts/gen-manifest-hash-vectors.mjs",
-  pairings: {
-    lumirealm: {
-      identifier: "lumirealm",
-      displayName: "LumiRealm",
-      allowed: true,
-      manifestHash: vectors[0].sha256,
-      decidedAt: 1726000000000,
-      reviewedBy: { who: "🦊 ミミ", at: [1, 2.5, null] },
-    },
-    "risu-notes": {
-      extraFirst: "unknown before the known fields",
-      identifier: "risu-notes",
-      displayName: "Risu \"Notes\"\n\u2028",
-      allowed: false,
-      manifestHash: vectors[1].sha256,
-      decidedAt: 1726000123456,
-    },
-  },
-  trailer: { empty: {}, list: [], n: 1e21 },
-};
-const sampleOut = join(root, "tests", "data", "phoneline-pairings.sample.json");
-writeFileSync(sampleOut, JSON.stringify(sample, null, 2));
-console.log(`wrote ${sampleOut}`);

@@ -401,3 +401,83 @@ async fn revoke_refuses_a_file_changed_on_disk_and_writes_nothing() {
     );
     desk.app.shutdown().await;
 }
+
+/// upstream-behaviour.md: a pairings file LumiAgent treats as empty (version not 1, `pairings`
+/// not an object, not JSON) opens with nothing paired and the reason in words, and is never
+/// written: revoke refuses, and no describe can be pasted against it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_lumiagent_treats_as_empty_shows_nothing_paired_and_is_never_written() {
+    let desk = build();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("phoneline-pairings.json");
+    let record = json!({"identifier": "lumirealm", "displayName": "LumiRealm", "allowed": true,
+                        "manifestHash": "cd".repeat(32), "decidedAt": 1_726_000_000_000u64});
+    let describe = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/corpus/lumiverse/lumirealm.describe.json"
+    ))
+    .unwrap();
+    for (text, want) in [
+        (
+            json!({"version": 2, "pairings": {"lumirealm": record}}).to_string(),
+            "because its version is 2, not 1",
+        ),
+        (
+            json!({"version": 1, "pairings": [record]}).to_string(),
+            "because its pairings is an array, not an object",
+        ),
+        (
+            format!("{{\"version\":1,\"pairings\":{{\"lumirealm\":{record}}}"),
+            "because it is not JSON",
+        ),
+    ] {
+        std::fs::write(&file, &text).unwrap();
+        let snap = desk.app.open_pairings_file(file.to_str().unwrap()).unwrap();
+        let src = serde_json::to_value(&snap.source).unwrap();
+        let words = src["treated_as_empty"].as_str().unwrap();
+        assert!(
+            words.starts_with("LumiAgent treats this file as empty"),
+            "{words}"
+        );
+        assert!(words.contains(want), "{words}");
+        assert_eq!(src["records"], 0);
+        assert!(!snap.can_revoke);
+        let realm = snap
+            .lines
+            .iter()
+            .find(|l| l.identifier == "lumirealm")
+            .unwrap();
+        assert_eq!(realm.allowed, None);
+        assert!(snap
+            .lines
+            .iter()
+            .all(|l| l.state != switchboard::phone_line::pairing::PhoneLineState::Paired));
+
+        let e = desk.app.revoke_phone_line("lumirealm", true).unwrap_err();
+        assert_eq!(e.kind, IpcErrorKind::InvalidInput, "{e}");
+        assert!(e.message.contains(want), "{e}");
+        let e = desk
+            .app
+            .attach_describe("lumirealm", &describe)
+            .unwrap_err();
+        assert_eq!(e.kind, IpcErrorKind::InvalidInput, "{e}");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            text,
+            "never written"
+        );
+        assert!(!dir.path().join("phoneline-pairings.json.bak").exists());
+    }
+    // A well-formed file opened after it shows its record again.
+    std::fs::write(
+        &file,
+        json!({"version": 1, "pairings": {"lumirealm": record}}).to_string(),
+    )
+    .unwrap();
+    let snap = desk.app.open_pairings_file(file.to_str().unwrap()).unwrap();
+    assert!(snap.can_revoke);
+    let src = serde_json::to_value(&snap.source).unwrap();
+    assert_eq!(src["treated_as_empty"], Value::Null);
+    assert_eq!(snap.lines[0].allowed, Some(true));
+    desk.app.shutdown().await;
+}

@@ -184,3 +184,33 @@ fn pairings_show_registry_and_bad_files() {
         "{err}"
     );
 }
+
+#[test]
+fn pairings_show_says_when_lumiagent_treats_the_file_as_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("phoneline-pairings.json");
+    let text =
+        std::fs::read_to_string(SAMPLE)
+            .unwrap()
+            .replacen("\"version\": 1", "\"version\": 3", 1);
+    std::fs::write(&file, &text).unwrap();
+    let describe = format!("lumirealm={DESCRIBE}");
+    let (code, out, err) = run(&[
+        "pairings",
+        "show",
+        file.to_str().unwrap(),
+        "--describe",
+        &describe,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("LumiAgent treats this file as empty because its version is 3, not 1; no line is paired by it (the --describe answers"),
+        "{err}"
+    );
+    assert!(
+        out.starts_with("lumirealm (LumiRealm): not_dialed\n  no pairing record\n"),
+        "{out}"
+    );
+    assert!(!out.contains("risu-notes"), "{out}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+}

@@ -38,7 +38,7 @@ fn lumirealm_manifest_loads() {
         .unwrap()
         .starts_with("Pre-translate Risu module"));
     assert_eq!(m.exclude_from_search.len(), 19);
-    assert!(m.extra.is_empty());
+    assert!(m.notes.is_empty(), "{:?}", m.notes);
     assert_eq!(
         check_manifest_text(&text, Some("lumirealm")).unwrap(),
         vec![]

@@ -94,7 +94,7 @@ fn bad_files_name_the_field_line_and_column() {
     assert_eq!(line, 26);
 
     let text = sample().replace(
-        "      \"manifestHash\": \"e359fec783c09b8020b55cbb1a86de106ee4fcc4a4446c840b74e5e1ecf9dc29\",\n",
+        "      \"manifestHash\": \"baf1b5d7ca72363cfc1b872961718003fc4a487dbf59c7c31ff503829351a47d\",\n",
         "",
     );
     let (path, message, line, column) = shape_error(&text);
@@ -198,4 +198,112 @@ fn a_failed_save_leaves_the_previous_file() {
     let e = file.save(&path).unwrap_err();
     assert!(matches!(e, PairingsError::Write { .. }), "{e}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), sample());
+}
+
+/// upstream-behaviour.md: LumiAgent treats a file it cannot read, a `version` other than 1, or
+/// `pairings` that is not an object as empty. Each rule, with the words naming what was wrong.
+#[test]
+fn files_lumiagent_treats_as_empty_say_why() {
+    use switchboard::phone_line::pairings::{read_as_lumiagent, LumiAgentRead};
+    let rec = r#"{"lumirealm":{"identifier":"lumirealm","displayName":"LumiRealm","allowed":true,"manifestHash":"ab","decidedAt":1}}"#;
+    let cases: Vec<(String, &str)> = vec![
+        (String::new(), "the file is empty"),
+        (
+            "  \n".into(),
+            "it is not JSON: EOF while parsing a value (line 2, column 0)",
+        ),
+        (
+            format!(r#"{{"version":1,"pairings":{rec}"#),
+            "it is not JSON",
+        ),
+        (
+            "null".into(),
+            "its top level is null, not an object with version 1",
+        ),
+        (format!("[{rec}]"), "its top level is an array"),
+        ("5".into(), "its top level is a number"),
+        (format!(r#"{{"pairings":{rec}}}"#), "it has no version"),
+        (
+            format!(r#"{{"version":2,"pairings":{rec}}}"#),
+            "its version is 2, not 1",
+        ),
+        (
+            format!(r#"{{"version":0,"pairings":{rec}}}"#),
+            "its version is 0, not 1",
+        ),
+        (
+            format!(r#"{{"version":"1","pairings":{rec}}}"#),
+            "its version is a string (\"1\"), not the number 1",
+        ),
+        (
+            format!(r#"{{"version":null,"pairings":{rec}}}"#),
+            "its version is null",
+        ),
+        (r#"{"version":1}"#.into(), "it has no pairings object"),
+        (
+            r#"{"version":1,"pairings":null}"#.into(),
+            "its pairings is null, not an object",
+        ),
+        (
+            format!(r#"{{"version":1,"pairings":[{rec}]}}"#),
+            "its pairings is an array, not an object",
+        ),
+        (
+            r#"{"version":1,"pairings":"lumirealm"}"#.into(),
+            "its pairings is a string, not an object",
+        ),
+        (
+            r#"{"version":1,"pairings":7}"#.into(),
+            "its pairings is a number, not an object",
+        ),
+    ];
+    for (text, want) in &cases {
+        match read_as_lumiagent(text) {
+            Ok(LumiAgentRead::TreatedAsEmpty { reason }) => {
+                assert!(reason.contains(want), "{text:?}: {reason:?} lacks {want:?}")
+            }
+            other => panic!("{text:?}: expected treated as empty, got {other:?}"),
+        }
+    }
+    // `version === 1` holds for 1.0 too; these files are read with their records.
+    for text in [
+        format!(r#"{{"version":1,"pairings":{rec}}}"#),
+        format!(r#"{{"version":1.0,"pairings":{rec}}}"#),
+        r#"{"version":1,"pairings":{}}"#.to_string(),
+        sample(),
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/phoneline-pairings.lumiagent.json"
+        ))
+        .unwrap(),
+    ] {
+        let read = read_as_lumiagent(&text).unwrap();
+        assert_eq!(read.empty_reason(), None, "{text}");
+        assert_eq!(
+            read.records_or_empty().get("lumirealm").is_some(),
+            text.contains("lumirealm"),
+            "{text}"
+        );
+    }
+    // A record of the wrong shape is still refused, naming the field.
+    let e = read_as_lumiagent(r#"{"version":1,"pairings":{"x":{"identifier":1}}}"#).unwrap_err();
+    assert!(e.to_string().contains("pairings.x.identifier"), "{e}");
+}
+
+#[test]
+fn loading_as_lumiagent_a_missing_file_is_an_error_an_unreadable_one_empty() {
+    use switchboard::phone_line::pairings::{load_as_lumiagent, LumiAgentRead};
+    let dir = tempfile::tempdir().unwrap();
+    let e = load_as_lumiagent(&dir.path().join("missing.json")).unwrap_err();
+    assert!(matches!(e, PairingsError::Read { .. }), "{e}");
+    // A folder cannot be read as a file.
+    match load_as_lumiagent(dir.path()).unwrap() {
+        LumiAgentRead::TreatedAsEmpty { reason } => {
+            assert!(reason.starts_with("it cannot be read: "), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let bytes = dir.path().join("latin1.json");
+    std::fs::write(&bytes, b"{\"version\":1,\"pairings\":{\"\xe9\":1}}").unwrap();
+    assert!(load_as_lumiagent(&bytes).unwrap().empty_reason().is_some());
 }

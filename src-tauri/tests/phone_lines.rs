@@ -53,7 +53,7 @@ fn phone_line_commands_through_ipc() {
     // the registry does not know, and an unknown top-level member that must survive a write.
     let describe_text = std::fs::read_to_string(DESCRIBE).unwrap();
     let describe: Value = serde_json::from_str(&describe_text).unwrap();
-    let hash = manifest_hash(&describe);
+    let hash = manifest_hash(&describe).unwrap();
     let files = tempfile::tempdir().unwrap();
     let path = files.path().join("phoneline-pairings.json");
     let original = serde_json::to_string_pretty(&json!({

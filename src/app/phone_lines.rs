@@ -7,8 +7,12 @@
 //! responses pasted for its lines; later the per-phone settings a paired phone sends.
 //!
 //! Rules kept here:
-//! - Opening a file only reads it; a bad file is refused with the field, line and column, and
-//!   the previously opened source stays.
+//! - Opening a file only reads it, as LumiAgent reads it (upstream-behaviour.md): a file that
+//!   cannot be read, is not JSON, has a `version` other than 1 or a `pairings` that is not an
+//!   object is what LumiAgent treats as empty. It is opened and shown as such, in words naming
+//!   what was wrong, with nothing paired; it is never written (revoke refuses) and describe
+//!   responses cannot be pasted for it. A record of the wrong shape is refused with the field,
+//!   line and column, and the previously opened source stays; so is a path with no file.
 //! - Taking a permission away (revoke) is allowed from the desktop; granting is only ever done
 //!   on the phone, so there is no command to allow or re-pair a line. Until the phone link
 //!   exists, revoke edits the opened file, and only when the call carries `confirm: true` (the
@@ -26,7 +30,9 @@ use super::App;
 use crate::error::{IpcError, IpcErrorKind};
 use crate::phone_line::exclusions::{matching_prefix, relative_to_extensions};
 use crate::phone_line::pairing::DescribeOutcome;
-use crate::phone_line::pairings::{backup_path, PairingsFile, PAIRINGS_FILE_NAME};
+use crate::phone_line::pairings::{
+    backup_path, load_as_lumiagent, PairingsFile, PAIRINGS_FILE_NAME,
+};
 use crate::phone_line::registry::{KnownPhoneLine, PhoneLineRegistry, BUILTIN_PHONE_LINES};
 use crate::phone_line::summary::{summarize, DialResult, PhoneLineSummary};
 use crate::settings::{KnownLineSetting, Settings};
@@ -44,8 +50,12 @@ pub enum LineSource {
     OpenedFile {
         /// The file.
         path: PathBuf,
-        /// Its records as read (and as last written by a revoke).
+        /// Its records as read (and as last written by a revoke); empty when LumiAgent treats
+        /// the file as empty.
         file: PairingsFile,
+        /// Why LumiAgent treats the file as empty (`its version is 2, not 1`); `None` when it
+        /// reads its records. Such a file is never written.
+        treated_as_empty: Option<String>,
         /// The registry the lines are judged against (LumiRealm + the settings' extra lines).
         registry: PhoneLineRegistry,
         /// Describe responses pasted for lines of this file, latest per line.
@@ -129,6 +139,9 @@ pub enum SourceInfo {
         unknown_fields: Vec<String>,
         /// Lines a describe response was pasted for.
         described: Vec<String>,
+        /// When LumiAgent treats the file as empty: a sentence saying so and naming what was
+        /// wrong. Nothing is then shown as paired and the file is never written.
+        treated_as_empty: Option<String>,
     },
     /// A paired phone's settings.
     Phone {
@@ -211,6 +224,7 @@ pub fn snapshot_of(
         LineSource::OpenedFile {
             path,
             file,
+            treated_as_empty,
             registry,
             describes,
         } => (
@@ -220,9 +234,10 @@ pub fn snapshot_of(
                 records: u32::try_from(file.records().count()).unwrap_or(u32::MAX),
                 unknown_fields: file.unknown_fields().map(|(k, _)| k.clone()).collect(),
                 described: describes.iter().map(|d| d.namespace.clone()).collect(),
+                treated_as_empty: treated_as_empty.as_deref().map(empty_words),
             },
             summarize(registry, Some(file), describes),
-            true,
+            treated_as_empty.is_none(),
         ),
         LineSource::Phone { phone, lines } => (
             SourceInfo::Phone {
@@ -270,12 +285,20 @@ fn pairings_path(given: &str) -> Result<PathBuf, IpcError> {
     })
 }
 
-fn load(path: &Path) -> Result<PairingsFile, IpcError> {
-    PairingsFile::load(path).map_err(|e| {
+/// The sentence shown for a file LumiAgent treats as empty, `reason` naming what was wrong.
+fn empty_words(reason: &str) -> String {
+    format!("LumiAgent treats this file as empty because {reason}: no line is paired by it, and Switchboard does not write it")
+}
+
+/// The file as LumiAgent reads it: its records and, when LumiAgent treats it as empty, why.
+fn load(path: &Path) -> Result<(PairingsFile, Option<String>), IpcError> {
+    let read = load_as_lumiagent(path).map_err(|e| {
         let mut err = IpcError::from(e);
         err.message = format!("{}: {}", path.display(), err.message);
         err
-    })
+    })?;
+    let reason = read.empty_reason().map(str::to_string);
+    Ok((read.records_or_empty(), reason))
 }
 
 impl App {
@@ -284,21 +307,23 @@ impl App {
         current(self)
     }
 
-    /// Opens a `phoneline-pairings.json` (or a folder holding one) and shows its records. Only
-    /// reads: nothing is written.
+    /// Opens a `phoneline-pairings.json` (or a folder holding one) and shows its records as
+    /// LumiAgent reads them. Only reads: nothing is written. A file LumiAgent treats as empty
+    /// (unreadable, not JSON, `version` not 1, `pairings` not an object) is opened with
+    /// nothing paired and the reason in `source.treated_as_empty`.
     ///
     /// # Errors
-    /// `invalid_input` naming the field, line and column for a file of the wrong shape (or line
-    /// and column for text that is not JSON); `io` when it cannot be read. The source shown before
-    /// stays.
+    /// `invalid_input` naming the field, line and column for a record of the wrong shape; `io`
+    /// when there is no file at the path. The source shown before stays.
     pub fn open_pairings_file(&self, path: &str) -> Result<PhoneLinesSnapshot, IpcError> {
         let (app, state) = (self, &self.phone_lines);
         let path = pairings_path(path)?;
-        let file = load(&path)?;
+        let (file, treated_as_empty) = load(&path)?;
         let (registry, _) = settings_registry(app);
         *state.lock() = LineSource::OpenedFile {
             path,
             file,
+            treated_as_empty,
             registry,
             describes: Vec::new(),
         };
@@ -321,8 +346,9 @@ impl App {
     /// file: its surfaces, exclusions, name check and manifest hash then show.
     ///
     /// # Errors
-    /// `invalid_input` when no file is open, the text is too long, or it is not JSON (with line
-    /// and column). A JSON answer that is not a manifest is accepted and shown as "describe
+    /// `invalid_input` when no file is open, LumiAgent treats the opened file as empty (there is
+    /// no record to compare with), the text is too long, or it is not JSON (with line and
+    /// column). A JSON answer that is not a manifest is accepted and shown as "describe
     /// failed" with the reason.
     pub fn attach_describe(
         &self,
@@ -343,11 +369,22 @@ impl App {
         })?;
         {
             let mut source = state.lock();
-            let LineSource::OpenedFile { describes, .. } = &mut *source else {
+            let LineSource::OpenedFile {
+                describes,
+                treated_as_empty,
+                ..
+            } = &mut *source
+            else {
                 return Err(IpcError::invalid_input(
                     "open a phoneline-pairings.json first; describe responses are shown with its records",
                 ));
             };
+            if let Some(reason) = treated_as_empty {
+                return Err(IpcError::invalid_input(format!(
+                    "{}; there is no record to compare a describe response with",
+                    empty_words(reason)
+                )));
+            }
             let id = identifier.trim().to_string();
             describes.retain(|d| d.namespace != id);
             describes.push(DialResult {
@@ -363,7 +400,8 @@ impl App {
     /// is re-read first and written atomically, the previous file kept as `<file>.bak`.
     ///
     /// # Errors
-    /// `invalid_input` without `confirm`, with nothing opened, or a record already revoked; `link`
+    /// `invalid_input` without `confirm`, with nothing opened, with a file LumiAgent treats as
+    /// empty (never written), or a record already revoked; `link`
     /// when a phone's settings are shown but the link cannot ask the phone; `not_found` without a record for
     /// `identifier`; `conflict` when the file changed on disk since it was opened (the view then
     /// shows the file as it is now; nothing is written); `io` when reading or writing fails.
@@ -398,10 +436,22 @@ impl App {
                     let (registry, problems) = settings_registry(app);
                     return Ok(snapshot_of(&source, &registry, problems));
                 }
-                LineSource::OpenedFile { path, file, .. } => {
+                LineSource::OpenedFile {
+                    path,
+                    file,
+                    treated_as_empty,
+                    ..
+                } => {
+                    if let Some(reason) = treated_as_empty {
+                        return Err(IpcError::invalid_input(format!(
+                            "nothing to revoke in {}: {}",
+                            path.display(),
+                            empty_words(reason)
+                        )));
+                    }
                     let on_disk = load(path)?;
-                    if on_disk != *file {
-                        *file = on_disk;
+                    if on_disk.0 != *file || on_disk.1.is_some() {
+                        (*file, *treated_as_empty) = on_disk;
                         return Err(IpcError::new(
                             IpcErrorKind::Conflict,
                             format!(

@@ -1,12 +1,14 @@
 //! `switchboard pairings show FILE [--json] [--registry FILE] [--describe ID=FILE]...`: the
 //! phone lines of a `phoneline-pairings.json` (phone-line.md, "Discovery and pairing") as the
-//! phone-line settings would show them.
+//! phone-line settings would show them. The file is read as LumiAgent reads it: one it treats
+//! as empty (unreadable, not JSON, `version` not 1, `pairings` not an object) is said so on
+//! stderr, naming what was wrong, and shows no line as paired.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use switchboard::phone_line::pairing::DescribeOutcome;
-use switchboard::phone_line::pairings::PairingsFile;
+use switchboard::phone_line::pairings::{load_as_lumiagent, PairingsFile};
 use switchboard::phone_line::registry::PhoneLineRegistry;
 use switchboard::phone_line::summary::{summarize, DialResult, PhoneLineSummary};
 
@@ -51,13 +53,26 @@ pub(crate) fn run(args: Args) -> CliResult {
 }
 
 fn show(file: &Path, json: bool, registry: Option<&Path>, describe: &[String]) -> CliResult {
-    let pairings = PairingsFile::load(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let read = load_as_lumiagent(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let treated_as_empty = read.empty_reason().is_some();
+    if let Some(reason) = read.empty_reason() {
+        eprintln!(
+            "{}: LumiAgent treats this file as empty because {reason}; no line is paired by it{}",
+            file.display(),
+            if describe.is_empty() {
+                ""
+            } else {
+                " (the --describe answers have no record to compare with and are not used)"
+            }
+        );
+    }
+    let pairings = read.records_or_empty();
     let registry = match registry {
         Some(p) => PhoneLineRegistry::load(p).map_err(|e| format!("{}: {e}", p.display()))?,
         None => PhoneLineRegistry::builtin(),
     };
     let mut dials = Vec::new();
-    for arg in describe {
+    for arg in describe.iter().filter(|_| !treated_as_empty) {
         let (id, path) = arg
             .split_once('=')
             .ok_or_else(|| format!("--describe {arg:?}: expected ID=FILE"))?;
@@ -105,7 +120,7 @@ fn print_summary(s: &PhoneLineSummary, pairings: &PairingsFile) {
     match (s.hash_matches_current, &s.current_manifest_hash) {
         (Some(true), _) => println!("  current describe: same manifest as decided on"),
         (Some(false), Some(h)) => {
-            println!("  current describe: manifest CHANGED since the decision (now {h})")
+            println!("  current describe: manifest changed since the decision (now {h}); LumiAgent re-approves it on its next discovery, nothing to do")
         }
         (_, Some(h)) => println!("  current describe hash: {h}"),
         _ => {}
@@ -116,6 +131,9 @@ fn print_summary(s: &PhoneLineSummary, pairings: &PairingsFile) {
             s.self_declared_name.as_deref().unwrap_or(""),
             s.self_declared_version.as_deref().unwrap_or("")
         );
+    }
+    for note in &s.normalisation_notes {
+        println!("  normalising dropped or changed: {note}");
     }
     for surface in &s.surfaces {
         let scope = serde_json::to_value(surface.scope)

@@ -5,13 +5,14 @@
 //! Entry points:
 //! - [`protocol`] — [`protocol::PhoneLineRequest`], [`protocol::PhoneLineResponse`],
 //!   [`protocol::PhoneLineOp::outcome`] (what an unsupported op amounts to).
-//! - [`manifest`] — [`manifest::SurfaceManifest`], [`manifest::manifest_hash`].
+//! - [`manifest`] — [`manifest::SurfaceManifest`], [`manifest::normalise`] (LumiAgent's
+//!   normalisation), [`manifest::manifest_hash`].
 //! - [`check`] — [`check::check_manifest_text`] lists a describe manifest's problems.
 //! - [`exclusions`] — [`exclusions::matching_prefix`].
 //! - [`registry`] — [`registry::PhoneLineRegistry`] (known lines; settings file load/save).
 //! - [`pairing`] — [`pairing::decide`] (the pairing rule and line states).
 //! - [`pairings`] — [`pairings::PairingsFile`] (`phoneline-pairings.json`: parse, save with
-//!   backup, revoke).
+//!   backup, revoke), [`pairings::read_as_lumiagent`] (what LumiAgent treats as empty).
 //! - [`summary`] — [`summary::summarize`] → [`summary::PhoneLineSummary`] for the UI.
 
 pub mod check;

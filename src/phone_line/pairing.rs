@@ -199,7 +199,7 @@ mod tests {
         assert_eq!(rec.decided_at(), 1_726_000_000_000);
         assert_eq!(
             rec.manifest_hash(),
-            super::super::manifest::manifest_hash(&lumirealm())
+            super::super::manifest::manifest_hash(&lumirealm()).unwrap()
         );
         assert!(d.warnings.is_empty(), "{:?}", d.warnings);
         // Same manifest again: nothing to write.

@@ -6,9 +6,11 @@
 //!   "allowed":true,"manifestHash":"<64 hex>","decidedAt":1726000000000}}}
 //! ```
 //!
-//! `manifestHash` is the lowercase hex SHA-256 of the describe manifest as `JSON.stringify`
-//! writes it ([`super::manifest::manifest_hash`]); `decidedAt` is milliseconds since the Unix
-//! epoch. Unknown fields at every level are kept, in the order read. Reading a file of another
+//! `manifestHash` is the lowercase hex SHA-256 of `JSON.stringify` of the describe answer as
+//! LumiAgent normalises it ([`super::manifest::SurfaceManifest::hash`]); `decidedAt` is
+//! milliseconds since the Unix epoch. [`read_as_lumiagent`] reads a file as LumiAgent does
+//! (upstream-behaviour.md): one it cannot read, whose `version` is not 1 or whose `pairings` is
+//! not an object is treated as empty, with the reason in words. Unknown fields at every level are kept, in the order read. Reading a file of another
 //! shape is an error naming the field and its line and column; writing goes through a temporary
 //! file and a rename and keeps the previous file as `phoneline-pairings.json.bak`. Files are
 //! written as `JSON.stringify(file, null, 2)` would write them, so a file Switchboard wrote reads
@@ -261,7 +263,7 @@ impl PairingsFile {
         let version_path = root.key("version");
         match top.get("version") {
             None => return Err(shape(&version_path, "missing (expected 1)".into())),
-            Some(v) if v.as_u64() == Some(PAIRINGS_VERSION) => {}
+            Some(v) if is_version_one(v) => {}
             Some(Value::Number(n)) => {
                 return Err(shape(
                     &version_path,
@@ -396,6 +398,119 @@ impl PairingsFile {
                 source,
             },
         )
+    }
+}
+
+/// Whether `v` is what JavaScript's `version === 1` accepts: the number 1 (also written `1.0`
+/// or `1e0`).
+fn is_version_one(v: &Value) -> bool {
+    v.as_u64() == Some(PAIRINGS_VERSION) || v.as_f64() == Some(1.0)
+}
+
+/// A `phoneline-pairings.json` as LumiAgent reads it (upstream-behaviour.md, "LumiAgent's
+/// registry and pairing records"): a file it cannot read, whose `version` is not 1 or whose
+/// `pairings` is not an object is treated as empty.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LumiAgentRead {
+    /// The file's records (read as [`PairingsFile::parse`] reads them).
+    Records(PairingsFile),
+    /// LumiAgent treats the file as empty: nothing is paired by it.
+    TreatedAsEmpty {
+        /// What was wrong, in words (`its version is 2, not 1`).
+        reason: String,
+    },
+}
+
+impl LumiAgentRead {
+    /// The records LumiAgent sees: the file's, or none.
+    pub fn records_or_empty(&self) -> PairingsFile {
+        match self {
+            LumiAgentRead::Records(file) => file.clone(),
+            LumiAgentRead::TreatedAsEmpty { .. } => PairingsFile::new(),
+        }
+    }
+
+    /// Why LumiAgent treats the file as empty; `None` when it reads its records.
+    pub fn empty_reason(&self) -> Option<&str> {
+        match self {
+            LumiAgentRead::Records(_) => None,
+            LumiAgentRead::TreatedAsEmpty { reason } => Some(reason),
+        }
+    }
+}
+
+/// Reads a pairings file's text as LumiAgent does: empty text, text that is not JSON, a top
+/// level that is not an object, a `version` other than the number 1 (JavaScript's
+/// `version === 1`, so `1.0` counts) and a `pairings` that is missing, `null` or not an object
+/// (an array included) give [`LumiAgentRead::TreatedAsEmpty`] naming what was wrong. Otherwise
+/// the file is read as [`PairingsFile::parse`] reads it.
+///
+/// # Errors
+/// [`PairingsError::Shape`] for a record of the wrong shape (field, line and column), as
+/// [`PairingsFile::parse`].
+pub fn read_as_lumiagent(text: &str) -> Result<LumiAgentRead, PairingsError> {
+    let empty = |reason: String| Ok(LumiAgentRead::TreatedAsEmpty { reason });
+    if text.is_empty() {
+        return empty("the file is empty".into());
+    }
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            let full = e.to_string();
+            let suffix = format!(" at line {} column {}", e.line(), e.column());
+            let message = full.strip_suffix(&suffix).unwrap_or(&full);
+            return empty(format!(
+                "it is not JSON: {message} (line {}, column {})",
+                e.line(),
+                e.column()
+            ));
+        }
+    };
+    let Value::Object(top) = &value else {
+        return empty(format!(
+            "its top level is {}, not an object with version 1",
+            type_words(&value)
+        ));
+    };
+    match top.get("version") {
+        None => return empty("it has no version (LumiAgent reads version 1 only)".into()),
+        Some(v) if is_version_one(v) => {}
+        Some(Value::Number(n)) => return empty(format!("its version is {n}, not 1")),
+        Some(other) => {
+            return empty(format!(
+                "its version is {} ({}), not the number 1",
+                type_words(other),
+                crate::js_json::stringify(other)
+            ))
+        }
+    }
+    match top.get("pairings") {
+        Some(Value::Object(_)) => PairingsFile::parse(text).map(LumiAgentRead::Records),
+        None => empty("it has no pairings object".into()),
+        Some(other) => empty(format!(
+            "its pairings is {}, not an object",
+            type_words(other)
+        )),
+    }
+}
+
+/// Reads the pairings file at `path` as LumiAgent does ([`read_as_lumiagent`]); a file that
+/// exists but cannot be read (permissions, not UTF-8, a folder) is
+/// [`LumiAgentRead::TreatedAsEmpty`] with the I/O error's words.
+///
+/// # Errors
+/// [`PairingsError::Read`] when there is no file at `path` (most likely a mistyped path);
+/// [`PairingsError::Shape`] for a record of the wrong shape.
+pub fn load_as_lumiagent(path: &Path) -> Result<LumiAgentRead, PairingsError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => read_as_lumiagent(&text),
+        Err(source) if source.kind() == io::ErrorKind::NotFound => Err(PairingsError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+        Err(e) => Ok(LumiAgentRead::TreatedAsEmpty {
+            reason: format!("it cannot be read: {e}"),
+        }),
     }
 }
 

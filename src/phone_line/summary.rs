@@ -55,9 +55,17 @@ pub struct PhoneLineSummary {
     pub surfaces: Vec<SurfaceSummary>,
     /// The current describe's `excludeFromSearch` prefixes.
     pub exclusions: Vec<String>,
+    /// What LumiAgent's normalisation of the current describe dropped or changed (unknown
+    /// fields, the older scope form, unusable surfaces, ...), each naming the place; empty when
+    /// nothing, or when there is no current describe.
+    pub normalisation_notes: Vec<String>,
     /// Warnings in words.
     pub warnings: Vec<String>,
 }
+
+/// The words for a manifest whose hash differs from the one decided on: information, not a
+/// task (upstream-behaviour.md: LumiAgent re-approves a changed manifest on its next discovery).
+pub const MANIFEST_CHANGED_WORDS: &str = "the manifest changed since the pairing decision; LumiAgent re-approves it on its next discovery (nothing to do)";
 
 /// The latest `describe` of one line.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,7 +109,7 @@ pub fn summarize(
                 _ => None,
             };
             if hash_matches_current == Some(false) {
-                warnings.push("the manifest changed since the pairing decision".to_string());
+                warnings.push(MANIFEST_CHANGED_WORDS.to_string());
             }
             if let Some(m) = &d.manifest {
                 warnings.extend(
@@ -138,7 +146,7 @@ pub fn summarize(
                             .map(|s| SurfaceSummary {
                                 id: s.id.clone(),
                                 label: s.label.clone(),
-                                description: s.description.clone(),
+                                description: s.description.clone().filter(|d| !d.is_empty()),
                                 scope: s.scope,
                             })
                             .collect()
@@ -148,6 +156,11 @@ pub fn summarize(
                     .manifest
                     .as_ref()
                     .map(|m| m.exclude_from_search.clone())
+                    .unwrap_or_default(),
+                normalisation_notes: d
+                    .manifest
+                    .as_ref()
+                    .map(|m| m.notes.clone())
                     .unwrap_or_default(),
                 warnings,
             }

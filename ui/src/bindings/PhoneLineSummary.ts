@@ -56,6 +56,12 @@ surfaces: Array<SurfaceSummary>,
  */
 exclusions: Array<string>, 
 /**
+ * What LumiAgent's normalisation of the current describe dropped or changed (unknown
+ * fields, the older scope form, unusable surfaces, ...), each naming the place; empty when
+ * nothing, or when there is no current describe.
+ */
+normalisation_notes: Array<string>, 
+/**
  * Warnings in words.
  */
 warnings: Array<string>, };

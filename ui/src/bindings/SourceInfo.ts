@@ -23,7 +23,12 @@ unknown_fields: Array<string>,
 /**
  * Lines a describe response was pasted for.
  */
-described: Array<string>, } | { "kind": "phone", 
+described: Array<string>, 
+/**
+ * When LumiAgent treats the file as empty: a sentence saying so and naming what was
+ * wrong. Nothing is then shown as paired and the file is never written.
+ */
+treated_as_empty: string | null, } | { "kind": "phone", 
 /**
  * The phone's id.
  */

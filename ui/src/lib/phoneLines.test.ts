@@ -21,6 +21,7 @@ function line(id: string, name: string, state: PhoneLineSummary["state"]): Phone
     self_declared_version: null,
     surfaces: [],
     exclusions: [],
+    normalisation_notes: [],
     warnings: [],
   };
 }
@@ -34,7 +35,9 @@ describe("phone-line words", () => {
 
   it("says whether the manifest changed since the decision", () => {
     const l = line("lumirealm", "LumiRealm", "paired");
-    expect(hashWords({ ...l, hash_matches_current: false }).text).toBe("Manifest changed since the decision");
+    const changed = hashWords({ ...l, hash_matches_current: false });
+    expect(changed.text).toBe("Manifest changed since the decision; LumiAgent re-approves it on its next discovery (nothing to do)");
+    expect(changed.tone).toBe("muted");
     expect(hashWords({ ...l, hash_matches_current: true }).tone).toBe("ok");
     expect(hashWords(l).text).toContain("No current describe");
     expect(hashWords({ ...l, manifest_hash: null }).text).toBe("No decision recorded");

@@ -34,7 +34,9 @@ export function allowedWords(allowed: boolean | null): string {
 /** Whether the manifest changed since the decision, in words. */
 export function hashWords(line: Pick<PhoneLineSummary, "hash_matches_current" | "manifest_hash" | "current_manifest_hash">): { text: string; tone: Tone } {
   if (line.hash_matches_current === true) return { text: "Manifest unchanged since the decision", tone: "ok" };
-  if (line.hash_matches_current === false) return { text: "Manifest changed since the decision", tone: "warn" };
+  // Information, not a task: LumiAgent re-approves a changed manifest on its next discovery.
+  if (line.hash_matches_current === false)
+    return { text: "Manifest changed since the decision; LumiAgent re-approves it on its next discovery (nothing to do)", tone: "muted" };
   if (!line.manifest_hash) return { text: "No decision recorded", tone: "muted" };
   return { text: "No current describe to compare with the recorded manifest hash", tone: "muted" };
 }
