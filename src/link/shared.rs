@@ -237,9 +237,9 @@ impl Shared {
     ) -> LinkFailure {
         LinkFailure {
             kind,
-            words,
+            words: peer_text(&words, MAX_FAILURE_WORDS),
             what_to_do: kind.what_to_do().to_string(),
-            device_id: device_id.map(str::to_string),
+            device_id: device_id.map(|d| peer_text(d, MAX_FAILURE_DEVICE_ID)),
             address: address.map(|a| a.to_string()),
             at_ms: self.config.clock.now_ms(),
         }
@@ -261,5 +261,52 @@ impl Shared {
         self.trust_file.save(&next)?;
         *trust = next;
         Ok(())
+    }
+}
+
+/// Longest failure text kept, in characters (the rest is cut with `…`).
+const MAX_FAILURE_WORDS: usize = 400;
+
+/// Longest device id kept in a failure, in characters (a real one is `dev_` + 16 hex).
+const MAX_FAILURE_DEVICE_ID: usize = 64;
+
+/// `text` as it may be logged and shown: control characters (a newline that would forge a log
+/// line, an escape sequence for a terminal) written as `\u{..}`, cut to `max` characters. A
+/// failure's words and device id may carry what an unauthenticated peer sent.
+pub(super) fn peer_text(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (n, c) in text.chars().enumerate() {
+        if n == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod peer_text_tests {
+    use super::peer_text;
+
+    #[test]
+    fn control_characters_are_escaped_and_long_text_cut() {
+        assert_eq!(
+            peer_text("dev_1\nINFO forged", 64),
+            "dev_1\\u{a}INFO forged"
+        );
+        assert_eq!(peer_text("\u{1b}[31mred", 64), "\\u{1b}[31mred");
+        assert_eq!(
+            peer_text(&"x".repeat(70), 64),
+            format!("{}…", "x".repeat(64))
+        );
+        assert_eq!(
+            peer_text("dev_0123456789abcdef", 64),
+            "dev_0123456789abcdef"
+        );
     }
 }
