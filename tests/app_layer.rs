@@ -481,3 +481,66 @@ async fn a_file_lumiagent_treats_as_empty_shows_nothing_paired_and_is_never_writ
     assert_eq!(snap.lines[0].allowed, Some(true));
     desk.app.shutdown().await;
 }
+
+/// One directory for every banner: a phone that reported no manifests is judged with the
+/// built-in LumiAgent and LumiRealm ones, by the hub and by the dial inspector alike, so
+/// nobody is told to grant a permission the extension does not declare.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hub_and_the_dial_inspector_judge_banners_with_one_directory() {
+    let desk = start().await;
+    let (me, mut phone) = pair(&desk, "Banner phone").await;
+    let failing = |i: u64, perm: &str| {
+        let mut d = dial(i);
+        d["outcome"] = json!("error");
+        d["error"] = json!(format!("Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\" to inherit owner \"lumirealm\" permissions: {perm}"));
+        d.as_object_mut().unwrap().remove("response");
+        d
+    };
+    // LumiAgent's manifest declares push_notification, not mcp_servers.
+    for (seq, perm) in [(1, "mcp_servers"), (2, "push_notification")] {
+        phone
+            .send_value(&event(
+                &me,
+                "event.phoneline.dial",
+                "ses_mirror0000000001",
+                seq,
+                failing(seq, perm),
+            ))
+            .await
+            .unwrap();
+    }
+    let hub = desk.app.hub().unwrap();
+    until("both dials", || {
+        hub.phone(me.device_id()).is_some_and(|p| p.dials == 2)
+    })
+    .await;
+    let banners = desk.app.bridge_snapshot().banners;
+    assert_eq!(banners.len(), 1, "{banners:?}");
+    assert_eq!(
+        banners[0].message,
+        "LumiAgent is missing push_notification, required for LumiRealm communication."
+    );
+    let page = desk
+        .app
+        .dials()
+        .unwrap()
+        .dials_query(None, None)
+        .await
+        .unwrap();
+    for d in &page.dials {
+        let shown = desk
+            .app
+            .dial_banner(&d.id, Some(d.start_ms), None)
+            .await
+            .unwrap();
+        let wants_push = d.error.as_deref().unwrap().ends_with("push_notification");
+        assert_eq!(
+            shown.as_ref().map(|b| b.message.as_str()),
+            wants_push.then_some(banners[0].message.as_str()),
+            "{}",
+            d.id
+        );
+    }
+    phone.close().await;
+    desk.app.shutdown().await;
+}

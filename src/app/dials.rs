@@ -670,7 +670,7 @@ impl App {
                 DialSource::Live => self.extensions_of(&d.phone),
                 DialSource::Imported => None,
             };
-            let dir = dir.unwrap_or_else(|| (*self.bridge.extensions).clone());
+            let dir = dir.unwrap_or_else(|| crate::bridge::explain::builtin_directory().clone());
             banner_for_dial(&d, &dir)
         }))
     }

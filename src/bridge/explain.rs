@@ -35,6 +35,23 @@ pub const EMBEDDED_MANIFESTS: [(&str, &str); 2] = [
 /// Longest error text the explainer accepts, in bytes (64 KiB): host errors are one line.
 pub const MAX_EXPLAIN_BYTES: usize = 64 * 1024;
 
+/// The built-in directory, parsed once ([`builtin_extensions`]); the fallback of every banner:
+/// a phone's reported manifests come first, these fill in the extensions it did not report.
+pub fn builtin_directory() -> &'static ExtensionDirectory {
+    static BUILTIN: std::sync::OnceLock<ExtensionDirectory> = std::sync::OnceLock::new();
+    BUILTIN.get_or_init(builtin_extensions)
+}
+
+/// `reported` with the built-in manifests added for every extension it does not describe: the
+/// one directory every banner is judged with (the hub, the dial inspector, the Bridge view, the
+/// CLI without `--manifests`).
+pub fn with_builtin(mut reported: ExtensionDirectory) -> ExtensionDirectory {
+    for m in builtin_directory().manifests() {
+        reported.add_manifest(m.clone());
+    }
+    reported
+}
+
 /// The extension directory of the embedded manifests. A manifest that does not read (it is
 /// checked by a test, so only a broken build could do this) is logged and left out: its
 /// extension's permissions are then unchecked, never wrongly refused.

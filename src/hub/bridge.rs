@@ -36,7 +36,7 @@ impl Hub {
                 st.phones
                     .get(device_id)
                     .map(|p| p.directory.clone())
-                    .unwrap_or_default()
+                    .unwrap_or_else(|| crate::bridge::explain::builtin_directory().clone())
             }
             None => Default::default(),
         };

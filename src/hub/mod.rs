@@ -188,7 +188,7 @@ impl PhoneState {
             settings: None,
             settings_at: None,
             summaries: Vec::new(),
-            directory: ExtensionDirectory::new(),
+            directory: crate::bridge::explain::builtin_directory().clone(),
             autonomy: BTreeMap::new(),
             proposals: Vec::new(),
             dials_held: 0,
@@ -611,7 +611,7 @@ impl Hub {
                 });
             }
         }
-        p.directory = dir;
+        p.directory = crate::bridge::explain::with_builtin(dir);
         p.settings = Some(s);
         p.settings_at = Some(at.to_string());
     }
