@@ -898,3 +898,88 @@ fn non_action_messages_change_nothing_and_odd_payloads_do_not_panic() {
         assert!(ch.iter().all(|c| c.kind == ChangeKind::Anomaly));
     }
 }
+
+#[test]
+fn policy_auto_on_a_phone_action_or_a_high_risk_tool_under_trusted_actions_is_an_anomaly() {
+    // phone_action: the person confirms on the phone every time.
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    let params = alarm();
+    feed(
+        &mut rx,
+        &mut m,
+        &propose(
+            "msg_pq0001",
+            "act_pq0001",
+            "phone_action",
+            params.clone(),
+            None,
+        ),
+    );
+    let ch = feed(
+        &mut rx,
+        &mut m,
+        &approve("msg_pq0002", "act_pq0001", &params, "policy_auto"),
+    );
+    assert_eq!(kinds(&ch)[0], ChangeKind::Anomaly, "{:?}", kinds(&ch));
+    assert_eq!(
+        anomaly_kinds(&m, "act_pq0001"),
+        [AnomalyKind::PolicyAutoPhoneAction]
+    );
+    let words = &m.get(PHONE, "act_pq0001").unwrap().anomalies[0].text;
+    assert!(words.contains("every time"), "{words}");
+
+    // A high-risk tool approved by policy under trusted_actions; the same under
+    // ask_before_action with the person's confirmation is fine.
+    for (autonomy, mode, odd) in [
+        (Autonomy::TrustedActions, "policy_auto", true),
+        (Autonomy::TrustedActions, "user_confirmed", false),
+    ] {
+        let mut rx = Receiver::new(3);
+        let mut m = ConfirmationMirror::with_bundled_catalogue();
+        m.set_autonomy(PHONE, autonomy);
+        let params = json!({"event_id": "ev_1"});
+        let mut p = propose(
+            "msg_hr0001",
+            "act_hr0001",
+            "calendar.delete",
+            params.clone(),
+            None,
+        );
+        p["payload"]["risk"] = json!("high");
+        feed(&mut rx, &mut m, &p);
+        feed(
+            &mut rx,
+            &mut m,
+            &approve("msg_hr0002", "act_hr0001", &params, mode),
+        );
+        let found = anomaly_kinds(&m, "act_hr0001");
+        assert_eq!(
+            found.contains(&AnomalyKind::PolicyAutoHighRisk),
+            odd,
+            "{mode}: {found:?}"
+        );
+    }
+    // policy_auto of a medium-risk tool under trusted_actions is what that level allows.
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    m.set_autonomy(PHONE, Autonomy::TrustedActions);
+    let params = json!({"title": "Dentist", "start": "2026-07-22T09:00"});
+    feed(
+        &mut rx,
+        &mut m,
+        &propose(
+            "msg_md0001",
+            "act_md0001",
+            "calendar.add",
+            params.clone(),
+            None,
+        ),
+    );
+    feed(
+        &mut rx,
+        &mut m,
+        &approve("msg_md0002", "act_md0001", &params, "policy_auto"),
+    );
+    assert!(anomaly_kinds(&m, "act_md0001").is_empty());
+}

@@ -198,7 +198,11 @@ pub fn shutdown<R: Runtime>(app: &tauri::AppHandle<R>) {
     if let Some(core) = app.try_state::<Arc<App>>() {
         match core.shutdown_blocking() {
             Some(report) if !report.already => {
-                tracing::info!(?report, "shutdown finished");
+                tracing::info!(
+                    took_ms = report.took_ms,
+                    in_time = report.in_time,
+                    "shutdown finished"
+                );
             }
             Some(_) => {}
             None => tracing::warn!("shutdown did not finish in time"),

@@ -235,7 +235,13 @@ impl App {
     pub fn diagnostics(&self) -> Diagnostics {
         Diagnostics {
             settings_file: self.config.paths.settings_file().display().to_string(),
-            data_dir: self.config.paths.data_dir.display().to_string(),
+            // With the demo phone, its files are in `<data>/demo`: show where they really are.
+            data_dir: self
+                .config
+                .paths
+                .link_dir(self.config.demo)
+                .display()
+                .to_string(),
             log_dir: self
                 .config
                 .log_dir

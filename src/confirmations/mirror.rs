@@ -522,6 +522,8 @@ impl ConfirmationMirror {
                     );
                 };
                 let text = texts::accepted_action(action, new_state, &env.r#type);
+                let (autonomy, _) = self.autonomy_of(phone);
+                let mut odd = None;
                 if let Some(view) = self.find_mut(phone, action_id) {
                     push_timeline(view, env, outcome, now_ms, text);
                     view.updated_at_ms = now_ms;
@@ -531,6 +533,34 @@ impl ConfirmationMirror {
                                 WireMode::UserConfirmed => ConfirmedBy::UserConfirmed,
                                 WireMode::PolicyAuto => ConfirmedBy::PolicyAuto,
                             });
+                            if a.confirmation.mode == WireMode::PolicyAuto {
+                                odd = if view.tool.name == PHONE_ACTION_TOOL {
+                                    Some((
+                                        AnomalyKind::PolicyAutoPhoneAction,
+                                        texts::policy_auto_phone_action(),
+                                    ))
+                                } else if view.risk == crate::runtime::Risk::High
+                                    && autonomy == Autonomy::TrustedActions
+                                {
+                                    Some((
+                                        AnomalyKind::PolicyAutoHighRisk,
+                                        texts::policy_auto_high_risk(&view.tool.name),
+                                    ))
+                                } else {
+                                    None
+                                };
+                                if let Some((kind, words)) = &odd {
+                                    let a = Self::anomaly(
+                                        phone,
+                                        action_id,
+                                        env,
+                                        now_ms,
+                                        *kind,
+                                        words.clone(),
+                                    );
+                                    push_bounded(&mut view.anomalies, a, MAX_ANOMALIES);
+                                }
+                            }
                             view.confirmation_ref = a.confirmation.reference.clone();
                         }
                         Some(IncomingAction::Reject(r)) => {
@@ -546,7 +576,16 @@ impl ConfirmationMirror {
                         _ => {}
                     }
                 }
-                self.transition(phone, action_id, new_state, now_ms)
+                let mut changes = Vec::new();
+                if let Some((kind, words)) = odd {
+                    changes.push(MirrorChange {
+                        kind: ChangeKind::Anomaly,
+                        confirmation: self.find_mut(phone, action_id).map(|v| v.clone()),
+                        anomaly: Some(Self::anomaly(phone, action_id, env, now_ms, kind, words)),
+                    });
+                }
+                changes.extend(self.transition(phone, action_id, new_state, now_ms));
+                changes
             }
         }
     }

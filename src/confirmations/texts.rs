@@ -250,3 +250,19 @@ pub(super) fn accepted_action(
         _ => accepted(message_type),
     }
 }
+
+/// Why a `policy_auto` approval of a `phone_action` is odd.
+pub(super) fn policy_auto_phone_action() -> String {
+    "Approved by the phone's own policy (policy_auto), but a phone_action is confirmed by the \
+     person on the phone every time (phone-actions.md): the phone did not ask them."
+        .to_string()
+}
+
+/// Why a `policy_auto` approval of a high-risk tool under `trusted_actions` is odd.
+pub(super) fn policy_auto_high_risk(tool: &str) -> String {
+    format!(
+        "Approved by the phone's own policy (policy_auto) under trusted_actions, but {tool} is \
+         high risk, and high-risk tools still require confirmation at that level \
+         (openphone-runtime-protocol.md, \"Autonomy\"): the phone did not ask the person."
+    )
+}

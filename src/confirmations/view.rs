@@ -120,6 +120,12 @@ pub enum AnomalyKind {
     RiskDiffers,
     /// The receiver refused a message about this action for another reason.
     Refused,
+    /// The phone's own policy (`policy_auto`) approved a `phone_action`, which the person must
+    /// confirm on the phone every time (`phone-actions.md`).
+    PolicyAutoPhoneAction,
+    /// The phone's own policy approved a high-risk tool under `trusted_actions`, which still
+    /// requires confirmation for high-risk tools (`openphone-runtime-protocol.md`, "Autonomy").
+    PolicyAutoHighRisk,
     /// A message about an action this mirror never saw proposed.
     Stray,
 }
