@@ -3,4 +3,4 @@
 /**
  * What kind of anomaly.
  */
-export type AnomalyKind = "params_hash_mismatch" | "binding_mismatch" | "approved_after_expiry" | "message_after_end" | "risk_differs" | "refused" | "stray";
+export type AnomalyKind = "params_hash_mismatch" | "binding_mismatch" | "approved_after_expiry" | "message_after_end" | "risk_differs" | "refused" | "policy_auto_phone_action" | "policy_auto_high_risk" | "stray";
