@@ -5,7 +5,7 @@
 //! settings file and dial exports.
 //!
 //! Steps: create the parent folder when missing, write a temporary file in the same folder
-//! (`.NAME.XXXXXX.tmp`), fsync it, rename it over the target, and on Unix fsync the folder so the
+//! (`.NAME.<random>.tmp`), fsync it, rename it over the target, and on Unix fsync the folder so the
 //! rename itself survives a crash. On any error the target is untouched and the temporary file is
 //! removed.
 //!
