@@ -29,19 +29,6 @@ impl RejectReason {
     }
 }
 
-/// The state in one word (`requested`, `executed`, ...).
-pub(super) fn state_word(s: ActionState) -> &'static str {
-    match s {
-        ActionState::Requested => "requested",
-        ActionState::Approved => "approved",
-        ActionState::Executed => "executed",
-        ActionState::Failed => "failed",
-        ActionState::Rejected => "rejected",
-        ActionState::Cancelled => "cancelled",
-        ActionState::Expired => "expired",
-    }
-}
-
 /// The line a proposal shows (module doc of [`crate::confirmations`]): the card's summary for
 /// `phone_action`, else the proposal's `reason`, else the tool's description, else its name.
 pub(super) fn summary_of(
@@ -207,7 +194,7 @@ pub(super) fn binding_mismatch(given: &str, proposal_hash: &str) -> String {
 pub(super) fn message_after_end(message_type: &str, state: ActionState) -> String {
     format!(
         "{message_type} came after the action had already ended ({}); it was refused and nothing changed.",
-        state_word(state)
+        state.as_str()
     )
 }
 
@@ -243,8 +230,8 @@ pub(super) fn accepted_action(
             RejectReason::from_wire(r.reason_class).words()
         ),
         Some(IncomingAction::Result(r)) => match r.error_class {
-            Some(c) => format!("Result: {} (error class {c}).", state_word(new_state)),
-            None => format!("Result: {}.", state_word(new_state)),
+            Some(c) => format!("Result: {} (error class {c}).", new_state.as_str()),
+            None => format!("Result: {}.", new_state.as_str()),
         },
         Some(IncomingAction::Cancel(_)) => "Cancelled by the runtime.".to_string(),
         _ => accepted(message_type),

@@ -103,6 +103,21 @@ pub enum ActionState {
 }
 
 impl ActionState {
+    /// The state's wire name (`requested`, `executed`, ...), as it serialises.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionState::Requested => "requested",
+            ActionState::Approved => "approved",
+            ActionState::Executed => "executed",
+            ActionState::Failed => "failed",
+            ActionState::Rejected => "rejected",
+            ActionState::Cancelled => "cancelled",
+            ActionState::Expired => "expired",
+        }
+    }
+}
+
+impl ActionState {
     /// True for the finished states (`executed, failed, rejected, cancelled, expired`).
     pub fn is_terminal(self) -> bool {
         !matches!(self, ActionState::Requested | ActionState::Approved)
@@ -475,7 +490,7 @@ impl Receiver {
                 format!(
                     "{}: action {id} is already {} (finished)",
                     env.r#type,
-                    state_name(state)
+                    state.as_str()
                 ),
             )
             .with_action(&id, Some(state));
@@ -486,11 +501,7 @@ impl Receiver {
         let refuse = |why: &str| {
             Outcome::rejected(
                 ErrorClass::InvalidEnvelope,
-                format!(
-                    "{}: action {id} is {}: {why}",
-                    env.r#type,
-                    state_name(state)
-                ),
+                format!("{}: action {id} is {}: {why}", env.r#type, state.as_str()),
             )
             .with_action(&id, Some(state))
         };
@@ -576,7 +587,7 @@ impl Receiver {
                 ErrorClass::InvalidEnvelope,
                 format!(
                     "payload.action_id: action {id} was already proposed (now {})",
-                    state_name(state)
+                    state.as_str()
                 ),
             )
             .with_action(id, Some(state));
@@ -616,17 +627,5 @@ impl Receiver {
         if let Some(id) = victim {
             self.actions.remove(&id);
         }
-    }
-}
-
-fn state_name(s: ActionState) -> &'static str {
-    match s {
-        ActionState::Requested => "requested",
-        ActionState::Approved => "approved",
-        ActionState::Executed => "executed",
-        ActionState::Failed => "failed",
-        ActionState::Rejected => "rejected",
-        ActionState::Cancelled => "cancelled",
-        ActionState::Expired => "expired",
     }
 }
