@@ -112,6 +112,8 @@ impl HubObserver for Observer {
             }
             // The hub has set the level in the mirror; the view reloads.
             HubNotice::AutonomyChanged { .. } => app.host.emit(&AppEvent::Confirmations),
+            // Lapsed proposals: the view reloads once, no desktop notification (`expiry.rs`).
+            HubNotice::ProposalsLapsed { .. } => app.host.emit(&AppEvent::Confirmations),
             HubNotice::SettingsUpdated { device_id, .. } => {
                 if let Some(view) = hub.phone(device_id) {
                     if app.phone_lines.on_phone_settings(device_id, view.lines) {
@@ -174,6 +176,7 @@ impl App {
         );
         parts.confirmations = Some(Arc::clone(&self.confirmations.mirror));
         parts.clock = Arc::clone(&cfg.clock);
+        parts.generations_file = Some(dir.join(crate::hub::GENERATIONS_FILE));
         parts.observer = Some(Arc::new(Observer {
             app: Arc::downgrade(self),
         }));

@@ -16,7 +16,10 @@
 //! Rules: a waiting proposal notifies when `confirmation_waiting` is on; an end notifies when
 //! `confirmation_ended` is on and, for an action approved by `policy_auto`, also `policy_auto`
 //! is on; a `policy_auto` approval notifies only when `policy_auto` is on; an approval the person
-//! gave themselves, anomalies and repeats never notify.
+//! gave themselves, anomalies and repeats never notify. Nor does a proposal that lapsed
+//! ([`ChangeKind::Lapsed`]: it expired with no answer from the phone, or its phone was
+//! unpaired): many can lapse in the same second, the person can do nothing about it, and the
+//! view shows it.
 //!
 //! Escaping (issue 23, "Escaping"): the texts carry what a phone sent (its label, a proposal's
 //! reason or summary, a tool name, a banner's message), and freedesktop notification servers may

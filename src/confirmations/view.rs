@@ -264,6 +264,10 @@ pub enum ChangeKind {
     Anomaly,
     /// Recorded in the timeline, nothing else changed (e.g. a repeated message).
     Noted,
+    /// It ended without a word from the phone: a `requested` proposal past its `expires_at`
+    /// ("expired: no answer from the phone"), or a waiting one of a phone that was unpaired.
+    /// Shown in the view; never a desktop notification (many may lapse at once).
+    Lapsed,
 }
 
 /// One change caused by one message, for notifications and UI refreshes.

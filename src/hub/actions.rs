@@ -27,6 +27,15 @@ pub(super) struct ProposalRecord {
 }
 
 impl PhoneState {
+    /// Marks the proposal `action_id` ended in `state` without a message (it lapsed:
+    /// `expiry.rs`); its end is told by [`HubNotice::ProposalsLapsed`], not `ProposalEnded`.
+    pub(super) fn end_record(&mut self, action_id: &str, state: ActionState) {
+        if let Some(r) = self.proposals.iter_mut().find(|r| r.action_id == action_id) {
+            r.state = state;
+            r.ended = true;
+        }
+    }
+
     pub(super) fn remember_id(&mut self, id: &str) {
         if self.seen_ids.insert(id.to_string()) {
             self.seen_order.push_back(id.to_string());
@@ -48,6 +57,9 @@ impl Hub {
         p.remember_id(&env.id);
         let typed = IncomingMessage::from_envelope(env);
         let outcome = p.receiver.receive_at_ts(env);
+        if outcome.verdict == Verdict::Accepted {
+            self.raise_generation(device_id, p, env.generation);
+        }
         if outcome.verdict == Verdict::Rejected {
             p.problem(format!(
                 "{} {} refused: {}",

@@ -175,6 +175,10 @@ impl Hub {
     ) -> (Option<crate::dials::Dial>, bool) {
         let mut st = lock(&self.inner.state);
         let p = self.phone_mut(&mut st, device_id);
+        if !p.seen_ids.is_empty() && p.seen_ids.contains(&*frame.id) {
+            // Sent again after this run refused it: nothing changes, nothing is counted.
+            return (None, false);
+        }
         let outcome = p.receiver.receive_event_fields(
             crate::phone_events::DIAL_EVENT,
             Some(&*frame.session),
@@ -183,8 +187,12 @@ impl Hub {
             &frame.dial.id,
         );
         let accepted = match outcome.verdict {
-            Verdict::Accepted => Some(frame.dial),
-            Verdict::AcknowledgedDuplicate => None,
+            Verdict::Accepted => {
+                self.raise_generation(device_id, p, Some(frame.generation));
+                Some(frame.dial)
+            }
+            // A duplicate by its dedup key: not counted, the acknowledgement does not move.
+            Verdict::AcknowledgedDuplicate => return (None, false),
             Verdict::Rejected => {
                 p.problem(format!(
                     "{} {} refused: {}",
@@ -193,12 +201,11 @@ impl Hub {
                     outcome.reason.clone().unwrap_or_default()
                 ));
                 self.refuse(device_id, &frame.id, &outcome);
+                p.remember_id(&frame.id);
                 None
             }
         };
-        p.applied = p.applied.saturating_add(1);
-        p.unacked = p.unacked.saturating_add(1);
-        p.last_id = Some(frame.id);
+        p.took(&frame.id);
         (accepted, p.unacked >= ACK_EVERY)
     }
 

@@ -56,6 +56,8 @@ mod acks;
 mod actions;
 mod bridge;
 mod dials;
+mod expiry;
+mod generations;
 mod observer;
 mod requests;
 mod view;
@@ -68,6 +70,8 @@ use tokio::sync::{broadcast, mpsc};
 pub use acks::{ACK_EVERY, MAX_WAITING_ACKS};
 pub use actions::{MAX_PROPOSALS, MAX_SEEN_IDS};
 pub use dials::MAX_DIAL_BATCH;
+pub use expiry::EXPIRY_TICK;
+pub use generations::GENERATIONS_FILE;
 pub use observer::HubObserver;
 pub use requests::HubError;
 pub use view::{HubNotice, PhoneView, SessionAutonomy};
@@ -111,8 +115,13 @@ pub struct HubParts {
     /// without loss ([`HubObserver`]); the app layer's way to follow the hub.
     pub observer: Option<Arc<dyn HubObserver>>,
     /// The wall clock proposals are judged at in the Confirmations mirror (expiry shown
-    /// against it). Default [`SystemClock`](crate::clock::SystemClock).
+    /// against it, and waiting proposals ended at their `expires_at`: `expiry.rs`). Default
+    /// [`SystemClock`](crate::clock::SystemClock).
     pub clock: Arc<dyn crate::clock::Clock>,
+    /// Where the highest generation accepted from each phone is kept across restarts (the
+    /// generation fence, `generations.rs`; normally [`GENERATIONS_FILE`] in the link's data
+    /// folder). `None`: in memory only. Default `None`.
+    pub generations_file: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for HubParts {
@@ -141,6 +150,7 @@ impl HubParts {
             notice_capacity: 1024,
             observer: None,
             clock: Arc::new(crate::clock::SystemClock),
+            generations_file: None,
         }
     }
 }
@@ -196,6 +206,15 @@ impl PhoneState {
         }
     }
 
+    /// Counts message `id` as taken in (applied, or refused with an `error`): the first time
+    /// this run sees it. `applied` and the acknowledgement point move only here, so a resent
+    /// message changes neither and acknowledgements never go back (`acks.rs`).
+    fn took(&mut self, id: &str) {
+        self.applied = self.applied.saturating_add(1);
+        self.last_id = Some(id.to_string());
+        self.unacked = self.unacked.saturating_add(1);
+    }
+
     fn problem(&mut self, words: String) {
         if self.problems.len() >= MAX_PROBLEMS {
             self.problems.pop_front();
@@ -238,6 +257,7 @@ struct Inner {
     link: Option<Link>,
     confirmations: Option<Arc<Mutex<ConfirmationMirror>>>,
     home_generation: u64,
+    generations: Mutex<generations::Generations>,
     state: Mutex<HubState>,
     notices: broadcast::Sender<HubNotice>,
     observer: Option<Arc<dyn HubObserver>>,
@@ -283,6 +303,7 @@ impl Hub {
                 link: parts.link,
                 confirmations: parts.confirmations,
                 home_generation: parts.home_generation.max(1),
+                generations: Mutex::new(generations::Generations::load(parts.generations_file)),
                 state: Mutex::new(HubState::default()),
                 notices,
                 observer: parts.observer,
@@ -335,12 +356,19 @@ impl Hub {
         // Acknowledgements wait for the dial log's durable watermark (`acks.rs`).
         let mut durable = self.inner.dials.durable_watch();
         let mut watching = true;
+        let mut expiry = tokio::time::interval(EXPIRY_TICK);
+        expiry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let event = if stopping {
                 link_events.recv().await
             } else {
                 tokio::select! {
                     e = link_events.recv() => e,
+                    _ = expiry.tick() => {
+                        self.expire_proposals();
+                        self.deliver();
+                        continue;
+                    }
                     moved = durable.changed(), if watching => {
                         // An error: the log is gone, nothing more becomes durable.
                         watching = moved.is_ok();
@@ -449,6 +477,30 @@ impl Hub {
                 let p = self.phone_mut(&mut st, &device_id);
                 p.label = label;
             }
+            LinkEvent::Unpaired { device_id } => self.unpaired(&device_id),
+            LinkEvent::Refused {
+                device_id,
+                id,
+                class,
+                detail,
+                ..
+            } => {
+                let due = {
+                    let mut st = lock(&self.inner.state);
+                    let p = self.phone_mut(&mut st, &device_id);
+                    if p.seen_ids.contains(&id) {
+                        false
+                    } else {
+                        p.remember_id(&id);
+                        p.problem(format!("{id} refused ({class}): {detail}"));
+                        p.took(&id);
+                        p.unacked >= ACK_EVERY
+                    }
+                };
+                if due {
+                    self.take_ack_point(&device_id);
+                }
+            }
             LinkEvent::Message {
                 device_id,
                 envelope,
@@ -468,9 +520,36 @@ impl Hub {
     }
 
     fn phone_mut<'a>(&self, st: &'a mut HubState, device_id: &str) -> &'a mut PhoneState {
-        st.phones
-            .entry(device_id.to_string())
-            .or_insert_with(|| PhoneState::new(self.inner.home_generation))
+        st.phones.entry(device_id.to_string()).or_insert_with(|| {
+            let kept = lock(&self.inner.generations).get(device_id);
+            PhoneState::new(self.inner.home_generation.max(kept.unwrap_or(0)))
+        })
+    }
+
+    /// After a message with `generation` was accepted from `device_id`: a generation above the
+    /// phone's current one becomes its current one (kept on disk), so older ones are fenced
+    /// from now on (`generations.rs`).
+    fn raise_generation(&self, device_id: &str, p: &mut PhoneState, generation: Option<u64>) {
+        let Some(g) = generation else {
+            return;
+        };
+        if g > p.receiver.home_generation() {
+            p.receiver.set_home_generation(g);
+            lock(&self.inner.generations).raise(device_id, g);
+        }
+    }
+
+    /// The phone was unpaired: its generation is forgotten and its waiting proposals end
+    /// (`expiry.rs`).
+    fn unpaired(&self, device_id: &str) {
+        lock(&self.inner.generations).forget(device_id);
+        {
+            let mut st = lock(&self.inner.state);
+            if let Some(p) = st.phones.get_mut(device_id) {
+                p.receiver.set_home_generation(self.inner.home_generation);
+            }
+        }
+        self.end_proposals_of(device_id);
     }
 
     fn notify(&self, notice: HubNotice) {
@@ -501,17 +580,23 @@ impl Hub {
     fn apply_message_state(&self, device_id: &str, env: &Envelope) -> After {
         let mut st = lock(&self.inner.state);
         let p = self.phone_mut(&mut st, device_id);
-        let after = if env.r#type.starts_with("action.") {
+        if p.seen_ids.contains(&env.id) {
+            // Sent again: this run already took it in (refused, an action message, another
+            // type). Nothing changes, nothing is counted, the acknowledgement does not move.
+            return After::Nothing;
+        }
+        let (after, new) = if env.r#type.starts_with("action.") {
             self.apply_action(device_id, p, env);
-            After::Nothing
+            (After::Nothing, true)
         } else if env.is_event() {
             self.apply_event(device_id, p, env)
         } else {
-            After::Nothing
+            p.remember_id(&env.id);
+            (After::Nothing, true)
         };
-        p.applied = p.applied.saturating_add(1);
-        p.last_id = Some(env.id.clone());
-        p.unacked = p.unacked.saturating_add(1);
+        if new {
+            p.took(&env.id);
+        }
         after
     }
 
@@ -523,10 +608,12 @@ impl Hub {
         }
     }
 
-    fn apply_event(&self, device_id: &str, p: &mut PhoneState, env: &Envelope) -> After {
+    /// Applies an event; also says whether it was new (taken in for the first time this run:
+    /// accepted or refused) rather than a duplicate by its `dedup` key.
+    fn apply_event(&self, device_id: &str, p: &mut PhoneState, env: &Envelope) -> (After, bool) {
         let outcome = p.receiver.receive_at_ts(env);
         match outcome.verdict {
-            Verdict::AcknowledgedDuplicate => return After::Nothing,
+            Verdict::AcknowledgedDuplicate => return (After::Nothing, false),
             Verdict::Rejected => {
                 p.problem(format!(
                     "{} {} refused: {}",
@@ -534,17 +621,23 @@ impl Hub {
                     env.id,
                     outcome.reason.clone().unwrap_or_default()
                 ));
+                p.remember_id(&env.id);
                 self.refuse(device_id, &env.id, &outcome);
-                return After::Nothing;
+                return (After::Nothing, true);
             }
-            Verdict::Accepted => {}
+            Verdict::Accepted => self.raise_generation(device_id, p, env.generation),
         }
+        (self.apply_accepted_event(device_id, p, env), true)
+    }
+
+    fn apply_accepted_event(&self, device_id: &str, p: &mut PhoneState, env: &Envelope) -> After {
         let typed = match PhoneEvent::from_envelope(env) {
             Ok(t) => t,
             Err(PhoneEventError::NotPhoneEvent(_)) => return After::Nothing,
             Err(e) => {
                 let words = e.to_string();
                 p.problem(format!("{} unreadable: {words}", env.id));
+                p.remember_id(&env.id);
                 let refusal =
                     Outcome::from_rejection(crate::ifp::Rejection::invalid(words.clone()));
                 self.refuse(device_id, &env.id, &refusal);

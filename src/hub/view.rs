@@ -80,6 +80,17 @@ pub enum HubNotice {
         /// Its final state.
         state: ActionState,
     },
+    /// Proposals of one phone ended without an answer from it (past their `expires_at`, or the
+    /// phone was unpaired): one notice per sweep, whatever the count (`expiry.rs`); the
+    /// Confirmations mirror holds each as a [`crate::confirmations::ChangeKind::Lapsed`] end.
+    ProposalsLapsed {
+        /// The phone.
+        device_id: String,
+        /// The proposals that ended.
+        action_ids: Vec<String>,
+        /// Why, in words ("expired: no answer from the phone", "the phone was unpaired").
+        why: String,
+    },
     /// A new dial was held in the dial log.
     DialCount {
         /// The phone.

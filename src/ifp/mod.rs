@@ -41,4 +41,4 @@ pub use outgoing::{OutgoingFrame, OutgoingHeader, OutgoingMessage};
 pub use params_hash::{canonical_params, params_hash, params_hash_matches};
 pub use payload::IncomingMessage;
 pub use receiver::{ActionState, Outcome, Receiver, Verdict};
-pub use validate::{validate, validate_frame, Rejection};
+pub use validate::{readable_id, validate, validate_frame, Rejection};

@@ -95,6 +95,26 @@ pub fn validate_frame(frame: &[u8]) -> Result<Envelope, Rejection> {
     Ok(envelope)
 }
 
+/// The `id` of a frame the validator refused, when it is readable: the frame is at most
+/// [`MAX_FRAME_BYTES`], is a JSON object, and its `id` is a string of the message-id form
+/// `^[a-z]+_[A-Za-z0-9]{6,64}$` ([`is_message_id`]). The link answers a refusal with
+/// `parent` = this id and acknowledges it; with `None` the refusal carries no `parent` and
+/// cannot be acknowledged (`docs/protocol.md`, "Errors from the desktop").
+pub fn readable_id(frame: &[u8]) -> Option<String> {
+    if frame.len() > MAX_FRAME_BYTES {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        id: Option<Value>,
+    }
+    let v: IdOnly = serde_json::from_slice(frame).ok()?;
+    match v.id {
+        Some(Value::String(id)) if is_message_id(&id) => Some(id),
+        _ => None,
+    }
+}
+
 /// Validates one parsed message against the ifp/1 envelope and payload rules (check order in the
 /// module doc).
 ///

@@ -463,7 +463,12 @@ impl Conn {
                     FailureKind::InvalidFrame,
                     format!("{} sent an invalid frame: {}", self.peer, rej.reason),
                 );
-                self.refuse(rej.class, rej.reason, None).await;
+                // A readable id: the refusal names it and, once live, is acknowledged in order.
+                let id = ifp::readable_id(bytes);
+                self.refuse(rej.class, rej.reason.clone(), id.clone()).await;
+                if let Some(id) = id {
+                    return self.refused_live(id, rej.class, rej.reason).await;
+                }
                 return Flow::Continue;
             }
         };
@@ -481,23 +486,30 @@ impl Conn {
             Stage::Live { device_id, .. } => {
                 let device_id = device_id.clone();
                 if kind == "control.hello" || kind.starts_with("pair.") {
+                    let detail = format!("`{kind}` after a successful hello on this connection");
                     self.refuse(
                         ifp::ErrorClass::InvalidEnvelope,
-                        format!("`{kind}` after a successful hello on this connection"),
-                        Some(env.id),
+                        detail.clone(),
+                        Some(env.id.clone()),
                     )
                     .await;
-                    return Flow::Continue;
+                    return self
+                        .refused_live(env.id, ifp::ErrorClass::InvalidEnvelope, detail)
+                        .await;
                 }
                 if let Some(d) = &env.device {
                     if d != &device_id {
+                        let detail =
+                            format!("device: this connection belongs to {device_id}, not {d}");
                         self.refuse(
                             ifp::ErrorClass::UnauthorizedDevice,
-                            format!("device: this connection belongs to {device_id}, not {d}"),
-                            Some(env.id),
+                            detail.clone(),
+                            Some(env.id.clone()),
                         )
                         .await;
-                        return Flow::Continue;
+                        return self
+                            .refused_live(env.id, ifp::ErrorClass::UnauthorizedDevice, detail)
+                            .await;
                     }
                 }
                 let Ok(permit) = Arc::clone(&self.unapplied).acquire_owned().await else {
@@ -525,6 +537,27 @@ impl Conn {
                 }
             },
         }
+    }
+
+    /// After the link refused a message with a readable `id` (answered already): on a live
+    /// connection the app hears of it ([`LinkEvent::Refused`]) so it is acknowledged in order;
+    /// before hello there is no phone to acknowledge to.
+    async fn refused_live(&mut self, id: String, class: ifp::ErrorClass, detail: String) -> Flow {
+        let Stage::Live { device_id, .. } = &self.stage else {
+            return Flow::Continue;
+        };
+        let device_id = device_id.clone();
+        let Ok(permit) = Arc::clone(&self.unapplied).acquire_owned().await else {
+            return Flow::Close;
+        };
+        self.shared.emit(LinkEvent::Refused {
+            device_id,
+            id,
+            class,
+            detail,
+            credit: MessageCredit(Arc::new(permit)),
+        });
+        Flow::Continue
     }
 
     fn pinned(&self, device_id: &str) -> Option<PairedPhone> {

@@ -85,6 +85,23 @@ pub enum LinkEvent {
         /// As for [`LinkEvent::Message`], one slot per frame.
         credit: MessageCredit,
     },
+    /// A frame of a connected phone the link refused itself (the envelope validator, a `device`
+    /// naming another phone, `pair.*` or a second `control.hello` after hello) whose `id` was
+    /// readable ([`crate::ifp::readable_id`]). The link has already answered `error` with
+    /// `parent` = `id`; the app counts the message as applied and acknowledges it in order,
+    /// once the messages before it are durable (`docs/protocol.md`, "Errors from the desktop").
+    Refused {
+        /// The sending phone.
+        device_id: String,
+        /// The refused message's `id`.
+        id: String,
+        /// The class the refusal was answered with.
+        class: ifp::ErrorClass,
+        /// The refusal's detail, in words.
+        detail: String,
+        /// As for [`LinkEvent::Message`].
+        credit: MessageCredit,
+    },
     /// Something failed (also kept in diagnostics).
     Failure(LinkFailure),
 }
