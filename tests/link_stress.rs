@@ -33,22 +33,37 @@ async fn thousands_of_connections_all_upgrade() {
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
     let mut failures = Vec::new();
-    let par: usize = std::env::var("PAR").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+    let par: usize = std::env::var("PAR")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8);
     let mut set = tokio::task::JoinSet::new();
     for i in 0..CONNECTIONS {
-        assert!(tokio::time::Instant::now() < deadline, "over 600 s after {i} connections");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "over 600 s after {i} connections"
+        );
         if set.len() >= par {
-            if let Some(Ok(Err(e))) = set.join_next().await { failures.push(e); }
+            if let Some(Ok(Err(e))) = set.join_next().await {
+                failures.push(e);
+            }
         }
         let fp = fp.clone();
         set.spawn(async move {
             match PhoneClient::connect(addr, &fp).await {
-                Ok(c) => { c.close().await; Ok(()) }
+                Ok(c) => {
+                    c.close().await;
+                    Ok(())
+                }
                 Err(e) => Err(format!("connection {i}: {e}")),
             }
         });
     }
-    while let Some(r) = set.join_next().await { if let Ok(Err(e)) = r { failures.push(e); } }
+    while let Some(r) = set.join_next().await {
+        if let Ok(Err(e)) = r {
+            failures.push(e);
+        }
+    }
     let _ = stop_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
     assert!(
@@ -61,16 +76,26 @@ async fn thousands_of_connections_all_upgrade() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tmp_serve_for_python() {
-    let Ok(out) = std::env::var("SERVE_OUT") else { return };
+    let Ok(out) = std::env::var("SERVE_OUT") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let identity = DesktopIdentity::load_or_create(&MemoryStore::new()).unwrap();
     let mut cfg = LinkConfig::new(dir.path());
     cfg.mdns = false;
     let (link, mut events) = Link::new(identity, cfg).unwrap();
-    tokio::spawn(async move { while let Some(e) = events.recv().await { eprintln!("EVENT {e:?}"); } });
+    tokio::spawn(async move {
+        while let Some(e) = events.recv().await {
+            eprintln!("EVENT {e:?}");
+        }
+    });
     let listener = bind(IpAddr::V4(Ipv4Addr::LOCALHOST), 0).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let serving = link.run(listener, tokio::time::sleep(Duration::from_secs(120)));
-    std::fs::write(out, format!("{addr} {}", link.identity().cert_fingerprint())).unwrap();
+    std::fs::write(
+        out,
+        format!("{addr} {}", link.identity().cert_fingerprint()),
+    )
+    .unwrap();
     serving.await.unwrap();
 }

@@ -94,7 +94,10 @@ fn read(path: &Path) -> BTreeMap<String, u64> {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return BTreeMap::new(),
         Err(e) => {
-            tracing::error!("could not read {}: {e}; phone generations start again at 1", path.display());
+            tracing::error!(
+                "could not read {}: {e}; phone generations start again at 1",
+                path.display()
+            );
             return BTreeMap::new();
         }
     };
@@ -109,7 +112,10 @@ fn read(path: &Path) -> BTreeMap<String, u64> {
             BTreeMap::new()
         }
         Err(e) => {
-            tracing::error!("{}: {e}; phone generations start again at 1", path.display());
+            tracing::error!(
+                "{}: {e}; phone generations start again at 1",
+                path.display()
+            );
             BTreeMap::new()
         }
     }

@@ -16,8 +16,8 @@ pub(crate) mod ifp {
     pub(crate) use crate::ifp::outgoing::{DesktopRequest, DesktopRequestKind, PairGrant};
     pub(crate) use crate::ifp::payload::{ControlHello, ErrorPayload, ProtocolVersions};
     pub(crate) use crate::ifp::{
-        readable_id, validate_frame, Envelope, ErrorClass, OutgoingFrame, OutgoingHeader, OutgoingMessage,
-        Timestamp, MAX_FRAME_BYTES,
+        readable_id, validate_frame, Envelope, ErrorClass, OutgoingFrame, OutgoingHeader,
+        OutgoingMessage, Timestamp, MAX_FRAME_BYTES,
     };
 }
 
