@@ -2,6 +2,9 @@
 # Installs what Switchboard needs to build, run and test, skipping what is already there:
 # Debian/Ubuntu packages (WebKitGTK, Xvfb, D-Bus, a keyring, screenshot tools), the Rust
 # toolchain check, and the front end's npm packages (from ui/package-lock.json).
+# fonts-noto-color-emoji: emoji in proposal parameters and phone texts render as emoji, not
+# boxes (WebKitGTK has no emoji font of its own); the .deb/.rpm should recommend it too
+# (Debian fonts-noto-color-emoji, Fedora google-noto-color-emoji-fonts).
 # Usage: bash scripts/install-deps.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +13,7 @@ APT_PACKAGES=(
   build-essential pkg-config file libssl-dev
   libwebkit2gtk-4.1-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev
   libayatana-appindicator3-dev librsvg2-dev librsvg2-bin libxdo-dev
-  xvfb xauth webkit2gtk-driver dbus dbus-x11 fonts-dejavu-core
+  xvfb xauth webkit2gtk-driver dbus dbus-x11 fonts-dejavu-core fonts-noto-color-emoji
   gnome-keyring libsecret-1-dev libnotify-bin imagemagick xdotool
 )
 

@@ -316,6 +316,9 @@ async fn resending_eight_applied_messages_raises_nothing_and_acks_never_go_back(
             phone.send_value(m).await.unwrap();
         }
     }
+    // Nothing new: the newest acknowledgement is repeated (it covers the resent messages).
+    let again = until(&mut phone, &mut acks, ack_of("msg_replay000008")).await;
+    assert_eq!(again, 8);
     // Something new after the replay: its ack is the next one and counts 9.
     phone
         .send_value(&event(&me, "msg_replay000009", 6, 1))

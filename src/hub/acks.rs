@@ -102,15 +102,31 @@ impl Hub {
 
     /// Takes an ack point for every phone with messages applied since its last one, and sends
     /// what is durable. The caller has handed the dial log every dial applied so far.
+    ///
+    /// A phone that resent messages already taken in (and nothing new since) is sent its
+    /// newest durable point again: it covers them, and it is the same point as before, so
+    /// acknowledgements never go back. When a newer point is waiting, that one covers them.
     pub fn flush_acks(&self) {
         let mark = self.inner.dials.durable_mark();
-        {
+        let again: Vec<(String, String, u64)> = {
             let mut st = lock(&self.inner.state);
-            for p in st.phones.values_mut() {
-                p.take_ack_point(mark);
-            }
-        }
+            st.phones
+                .iter_mut()
+                .filter_map(|(d, p)| {
+                    p.take_ack_point(mark);
+                    let reack = std::mem::take(&mut p.reack);
+                    if !reack || !p.waiting_acks.is_empty() {
+                        return None;
+                    }
+                    let (id, n) = p.durable_ack.clone()?;
+                    Some((d.clone(), id, n))
+                })
+                .collect()
+        };
         self.release_acks();
+        for (device_id, last_id, applied) in again {
+            self.send_ack(&device_id, last_id, applied);
+        }
     }
 }
 

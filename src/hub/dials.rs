@@ -177,6 +177,7 @@ impl Hub {
         let p = self.phone_mut(&mut st, device_id);
         if !p.seen_ids.is_empty() && p.seen_ids.contains(&*frame.id) {
             // Sent again after this run refused it: nothing changes, nothing is counted.
+            p.reack = true;
             return (None, false);
         }
         let outcome = p.receiver.receive_event_fields(
@@ -192,7 +193,10 @@ impl Hub {
                 Some(frame.dial)
             }
             // A duplicate by its dedup key: not counted, the acknowledgement does not move.
-            Verdict::AcknowledgedDuplicate => return (None, false),
+            Verdict::AcknowledgedDuplicate => {
+                p.reack = true;
+                return (None, false);
+            }
             Verdict::Rejected => {
                 p.problem(format!(
                     "{} {} refused: {}",

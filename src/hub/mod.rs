@@ -169,8 +169,13 @@ struct PhoneState {
     unacked: u64,
     /// Ack points waiting for their dials to be durable, oldest first (`acks.rs`).
     waiting_acks: VecDeque<acks::AckPoint>,
-    /// The newest ack point released (durable): sent again when the phone connects.
+    /// The newest ack point released (durable): sent again when the phone connects, and when
+    /// the phone resends something already taken in (`reack`).
     durable_ack: Option<(String, u64)>,
+    /// A message this run had already taken in came again since the last acknowledgement: the
+    /// newest acknowledgement is repeated (it covers it), so a phone resending applied
+    /// messages gets them acknowledged without the point going back (`acks.rs`).
+    reack: bool,
     settings: Option<PhoneSettings>,
     settings_at: Option<String>,
     summaries: Vec<PhoneLineSummary>,
@@ -195,6 +200,7 @@ impl PhoneState {
             unacked: 0,
             waiting_acks: VecDeque::new(),
             durable_ack: None,
+            reack: false,
             settings: None,
             settings_at: None,
             summaries: Vec::new(),
@@ -489,6 +495,7 @@ impl Hub {
                     let mut st = lock(&self.inner.state);
                     let p = self.phone_mut(&mut st, &device_id);
                     if p.seen_ids.contains(&id) {
+                        p.reack = true;
                         false
                     } else {
                         p.remember_id(&id);
@@ -582,7 +589,9 @@ impl Hub {
         let p = self.phone_mut(&mut st, device_id);
         if p.seen_ids.contains(&env.id) {
             // Sent again: this run already took it in (refused, an action message, another
-            // type). Nothing changes, nothing is counted, the acknowledgement does not move.
+            // type). Nothing changes, nothing is counted, the acknowledgement does not move
+            // (it is repeated).
+            p.reack = true;
             return After::Nothing;
         }
         let (after, new) = if env.r#type.starts_with("action.") {
@@ -596,6 +605,8 @@ impl Hub {
         };
         if new {
             p.took(&env.id);
+        } else {
+            p.reack = true;
         }
         after
     }
