@@ -1,6 +1,8 @@
 //! Thousands of connections on loopback with the reference phone client: every one gets through
 //! TLS, the WebSocket upgrade and the desktop's first `control.hello` (issue 21: about 1 in 50
-//! upgrades failed after TLS with "did not receive a valid HTTP response").
+//! upgrades failed after TLS with "did not receive a valid HTTP response"). Not reproduced here:
+//! 2000 connections, 8 at a time, all upgrade (a raw Python `ssl` client doing the same 1000
+//! times got `HTTP/1.1 101` every time too); the test stays as the guard.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::{IpAddr, Ipv4Addr};
@@ -72,30 +74,4 @@ async fn thousands_of_connections_all_upgrade() {
         failures.len(),
         &failures[..failures.len().min(10)]
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tmp_serve_for_python() {
-    let Ok(out) = std::env::var("SERVE_OUT") else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let identity = DesktopIdentity::load_or_create(&MemoryStore::new()).unwrap();
-    let mut cfg = LinkConfig::new(dir.path());
-    cfg.mdns = false;
-    let (link, mut events) = Link::new(identity, cfg).unwrap();
-    tokio::spawn(async move {
-        while let Some(e) = events.recv().await {
-            eprintln!("EVENT {e:?}");
-        }
-    });
-    let listener = bind(IpAddr::V4(Ipv4Addr::LOCALHOST), 0).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let serving = link.run(listener, tokio::time::sleep(Duration::from_secs(120)));
-    std::fs::write(
-        out,
-        format!("{addr} {}", link.identity().cert_fingerprint()),
-    )
-    .unwrap();
-    serving.await.unwrap();
 }

@@ -76,3 +76,127 @@ fn protocol_examples_are_valid_and_complete() {
         assert!(seen.contains(t), "docs/protocol.md has no example of {t}");
     }
 }
+
+fn doc_text() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/protocol.md")).unwrap()
+}
+
+/// The settings example's `manifestHash` is the hash of its own describe manifest (normalised,
+/// name and id from the registry), and the hashed text and hash printed under "manifestHash"
+/// are that text and that hash: the example as printed shows the line paired, no warning.
+#[test]
+fn the_settings_example_hash_is_the_hash_of_its_own_manifest() {
+    use switchboard::phone_line::manifest::{manifest_hash, SurfaceManifest};
+    let doc = doc_text();
+    let mut checked = 0;
+    for v in examples() {
+        if v["type"] != "event.phoneline.settings" {
+            continue;
+        }
+        let p = &v["payload"];
+        for line in p["lines"].as_array().unwrap() {
+            let Some(m) = line["describe"].get("manifest") else {
+                continue;
+            };
+            let id = line["identifier"].as_str().unwrap();
+            let record = &p["pairings"]["pairings"][id];
+            let name = p["registry"]["phoneLines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["identifier"] == id)
+                .unwrap()["name"]
+                .clone();
+            assert_eq!(
+                m["extension"]["name"], name,
+                "a paired line's name is the registry's"
+            );
+            let hash = manifest_hash(m).unwrap();
+            assert_eq!(
+                record["manifestHash"],
+                hash.as_str(),
+                "settings example {id}"
+            );
+            assert!(
+                record["decidedAt"].is_u64(),
+                "decidedAt is epoch ms: {record}"
+            );
+            let text = switchboard::js_json::stringify(
+                &SurfaceManifest::from_value(m.clone())
+                    .unwrap()
+                    .trusted_value(),
+            );
+            assert!(
+                doc.contains(&format!("`{text}`")),
+                "the doc prints the hashed text {text}"
+            );
+            assert!(
+                doc.contains(&format!("its hash `{hash}`")),
+                "the doc prints {hash}"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(
+        checked, 1,
+        "one paired line with a manifest in the settings example"
+    );
+}
+
+/// Every `params_hash` in the action examples is right: a proposal's is the hash of its
+/// `params`, an approval's is its proposal's; the keepalive examples carry `entity` and the
+/// pong answers the ping; the ack's `applied` is a count.
+#[test]
+fn action_hashes_and_keepalive_examples_are_consistent() {
+    let all = examples();
+    let mut proposals = std::collections::HashMap::new();
+    for v in &all {
+        if v["type"] == "action.propose" {
+            let h = switchboard::ifp::params_hash(&v["payload"]["params"]);
+            assert_eq!(v["payload"]["params_hash"], h.as_str(), "{v}");
+            proposals.insert(v["payload"]["action_id"].to_string(), h);
+        }
+    }
+    let mut approvals = 0;
+    for v in &all {
+        if v["type"] == "action.approve" {
+            let want = &proposals[&v["payload"]["action_id"].to_string()];
+            assert_eq!(v["payload"]["params_hash"], want.as_str(), "{v}");
+            approvals += 1;
+        }
+    }
+    assert!(approvals >= 1);
+    let ping = all
+        .iter()
+        .find(|v| v["type"] == "control.ping")
+        .expect("a ping example");
+    let pong = all
+        .iter()
+        .find(|v| v["type"] == "control.pong")
+        .expect("a pong example");
+    for v in [ping, pong] {
+        assert!(
+            v["entity"].is_string(),
+            "entity is required on keepalive messages: {v}"
+        );
+    }
+    assert_eq!(pong["parent"], ping["id"]);
+    let mut no_entity = ping.clone();
+    no_entity.as_object_mut().unwrap().remove("entity");
+    let r = switchboard::ifp::validate(&no_entity).unwrap_err();
+    assert!(r.reason.starts_with("entity"), "{r}");
+    // What the doc says of a generation below 1 is what the validator does.
+    let mut zero = all
+        .iter()
+        .find(|v| v["type"] == "event.phoneline.dial")
+        .unwrap()
+        .clone();
+    zero["generation"] = serde_json::json!(0);
+    let r = switchboard::ifp::validate(&zero).unwrap_err();
+    assert_eq!(r.class.to_string(), "invalid_envelope");
+    assert!(doc_text().contains("A generation below 1 is not a\n  generation at all: the validator refuses it `invalid_envelope`."));
+    assert_eq!(
+        switchboard::ifp::readable_id(serde_json::to_string(&zero).unwrap().as_bytes()).as_deref(),
+        zero["id"].as_str()
+    );
+}

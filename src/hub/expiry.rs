@@ -28,7 +28,7 @@ impl Hub {
         let now_ms = self.inner.clock.now_ms_i64();
         let changes = {
             let mut m = lock(mirror);
-            if m.next_expiry_ms().is_none_or(|t| t >= now_ms) {
+            if !m.next_expiry_ms().is_some_and(|t| t < now_ms) {
                 return 0;
             }
             m.expire_due(now_ms)
