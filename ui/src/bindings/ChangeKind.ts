@@ -3,4 +3,4 @@
 /**
  * What one message changed.
  */
-export type ChangeKind = "waiting" | "approved" | "ended" | "anomaly" | "noted";
+export type ChangeKind = "waiting" | "approved" | "ended" | "anomaly" | "noted" | "lapsed";

@@ -82,7 +82,19 @@ action_id: string,
 /**
  * Its final state.
  */
-state: ActionState, } | { "kind": "dial_count", 
+state: ActionState, } | { "kind": "proposals_lapsed", 
+/**
+ * The phone.
+ */
+device_id: string, 
+/**
+ * The proposals that ended.
+ */
+action_ids: Array<string>, 
+/**
+ * Why, in words ("expired: no answer from the phone", "the phone was unpaired").
+ */
+why: string, } | { "kind": "dial_count", 
 /**
  * The phone.
  */
