@@ -983,3 +983,105 @@ fn policy_auto_on_a_phone_action_or_a_high_risk_tool_under_trusted_actions_is_an
     );
     assert!(anomaly_kinds(&m, "act_md0001").is_empty());
 }
+
+/// A proposal still `requested` after its `expires_at` lapses as expired with "no answer from
+/// the phone" (once, never notified); an approved one keeps waiting; a phone's waiting
+/// proposals end when it is unpaired; a phone_action one ends as "no answer in time".
+#[test]
+fn unanswered_proposals_lapse_at_expires_at_and_on_unpair_without_notifications() {
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    let params = json!({"to": "+1 555 0100", "body": "on my way 🚗"});
+    feed(
+        &mut rx,
+        &mut m,
+        &propose(
+            "msg_lapse00001",
+            "act_lapse00001",
+            "messages.send",
+            params.clone(),
+            None,
+        ),
+    );
+    feed(
+        &mut rx,
+        &mut m,
+        &propose(
+            "msg_lapse00002",
+            "act_lapse00002",
+            "messages.send",
+            params.clone(),
+            None,
+        ),
+    );
+    feed(
+        &mut rx,
+        &mut m,
+        &approve(
+            "msg_lapse00003",
+            "act_lapse00002",
+            &params,
+            "user_confirmed",
+        ),
+    );
+    feed(
+        &mut rx,
+        &mut m,
+        &propose(
+            "msg_lapse00004",
+            "act_lapse00004",
+            "phone_action",
+            alarm(),
+            None,
+        ),
+    );
+    let expires = ms("2026-07-21T02:05:00Z");
+    assert_eq!(m.next_expiry_ms(), Some(expires));
+    assert!(
+        m.expire_due(expires).is_empty(),
+        "at expires_at itself it can still be approved"
+    );
+    let changes = m.expire_due(expires + 1);
+    assert_eq!(kinds(&changes), [ChangeKind::Lapsed, ChangeKind::Lapsed]);
+    let ended = m.get(PHONE, "act_lapse00001").unwrap();
+    assert_eq!(ended.state, ActionState::Expired);
+    assert_eq!(
+        ended.ended_text.as_deref(),
+        Some("expired: no answer from the phone by 2026-07-21T02:05:00Z")
+    );
+    let card = m.get(PHONE, "act_lapse00004").unwrap();
+    assert_eq!(
+        card.phone_action
+            .as_ref()
+            .unwrap()
+            .end
+            .as_ref()
+            .unwrap()
+            .status,
+        AnswerStatus::NoAnswer
+    );
+    let on = NotificationSettings::default();
+    assert!(
+        changes.iter().all(|c| notification_for(c, &on).is_none()),
+        "no notification storm"
+    );
+    assert!(
+        m.expire_due(expires + 60_000).is_empty(),
+        "each lapses once"
+    );
+    assert_eq!(
+        m.waiting_count(),
+        1,
+        "the approved one waits for its result"
+    );
+    assert!(m.end_for_phone("another phone", expires).is_empty());
+    let changes = m.end_for_phone(PHONE, expires + 2);
+    assert_eq!(kinds(&changes), [ChangeKind::Lapsed]);
+    assert_eq!(m.waiting_count(), 0);
+    let approved = m.get(PHONE, "act_lapse00002").unwrap();
+    assert_eq!(
+        approved.ended_text.as_deref(),
+        Some("ended: the phone was unpaired before it answered")
+    );
+    assert_eq!(approved.ended_at_ms, Some(expires + 2));
+}
