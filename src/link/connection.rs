@@ -109,7 +109,16 @@ pub(super) async fn serve(
             );
             return;
         }
-        Err(_) => return,
+        Err(_) => {
+            // Said, not dropped silently: the phone only sees the connection end.
+            shared.fail_before_hello(
+                FailureKind::Handshake,
+                format!("WebSocket upgrade from {peer} took over 10 s after TLS"),
+                None,
+                Some(peer),
+            );
+            return;
+        }
     };
     let conn = shared.next_conn.fetch_add(1, Ordering::SeqCst);
     let mut c = Conn {
