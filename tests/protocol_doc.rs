@@ -200,3 +200,41 @@ fn action_hashes_and_keepalive_examples_are_consistent() {
         zero["id"].as_str()
     );
 }
+
+/// The `error` example's detail is word for word what the desktop's receiver answers to an
+/// approval of the doc's proposal carrying the hash the example names.
+#[test]
+fn the_error_example_is_what_the_receiver_says() {
+    let all = examples();
+    let err = all
+        .iter()
+        .find(|v| v["type"] == "error" && v["payload"]["class"] == "binding_mismatch")
+        .expect("a binding_mismatch example");
+    let detail = err["payload"]["detail"].as_str().unwrap();
+    let given = detail.split(' ').nth(1).unwrap();
+    let propose = all
+        .iter()
+        .find(|v| {
+            v["type"] == "action.propose" && v["payload"]["action_id"] == "act_cdde40f4fd9e4ae0"
+        })
+        .unwrap();
+    let mut approve = all
+        .iter()
+        .find(|v| {
+            v["type"] == "action.approve" && v["payload"]["action_id"] == "act_cdde40f4fd9e4ae0"
+        })
+        .unwrap()
+        .clone();
+    approve["id"] = err["parent"].clone();
+    approve["ts"] = serde_json::json!("2026-07-21T01:00:17.000Z");
+    approve["payload"]["params_hash"] = serde_json::json!(given);
+    let mut rx = switchboard::ifp::Receiver::new(1);
+    let p = rx.receive_value_at_ts(propose);
+    assert_eq!(p.verdict, switchboard::ifp::Verdict::Accepted);
+    let o = rx.receive_value_at_ts(&approve);
+    assert_eq!(
+        o.error_class.map(|c| c.to_string()).as_deref(),
+        Some("binding_mismatch")
+    );
+    assert_eq!(o.reason.as_deref(), Some(detail));
+}
