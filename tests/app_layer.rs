@@ -10,6 +10,8 @@
 //! Every test binds 127.0.0.1:0 and every wait is bounded.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/confirm.rs"]
+mod confirm;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,8 +80,7 @@ async fn pair(desk: &Desk, label: &str) -> (PhoneIdentity, PhoneClient) {
     let mut phone = PhoneClient::connect(addr, link.identity().cert_fingerprint())
         .await
         .unwrap();
-    phone
-        .pair(&me, &invite.code, vec![], (1, 1))
+    confirm::pair_confirmed(&link, &mut phone, &me, &invite.code, vec![], (1, 1))
         .await
         .expect("pairing succeeds");
     (me, phone)
@@ -151,9 +152,13 @@ async fn the_phones_snapshot_follows_connect_and_disconnect() {
     assert_eq!(status.protocol_version, Some(1));
     assert!(status.address.as_deref().unwrap().starts_with("127.0.0.1:"));
     assert_eq!(
-        snap.last_paired.as_ref().map(|p| p.device_id.as_str()),
-        Some(me.device_id())
+        snap.last_pairing
+            .as_ref()
+            .map(|p| (p.device_id.as_str(), p.ended)),
+        Some((me.device_id(), None)),
+        "the last pairing ended paired"
     );
+    assert!(snap.pending.is_none(), "nothing waits once confirmed");
     assert!(desk.host.calls().contains(&HostCall::Tray(1)));
 
     phone.close().await;
