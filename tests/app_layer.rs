@@ -10,8 +10,6 @@
 //! Every test binds 127.0.0.1:0 and every wait is bounded.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/confirm.rs"]
-mod confirm;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,7 +78,30 @@ async fn pair(desk: &Desk, label: &str) -> (PhoneIdentity, PhoneClient) {
     let mut phone = PhoneClient::connect(addr, link.identity().cert_fingerprint())
         .await
         .unwrap();
-    confirm::pair_confirmed(&link, &mut phone, &me, &invite.code, vec![], (1, 1))
+    // As the person does it: the Phones view shows the pending pairing's code, "Codes match".
+    let shown = phone.pair_start(&me, &invite.code, vec![]).await.unwrap();
+    let snap = desk.app.phones.snapshot();
+    let pending = snap
+        .pending
+        .expect("the Phones view shows the pending pairing");
+    assert_eq!(pending.verification_code, shown.verification_code);
+    assert!(
+        snap.pairing.is_none(),
+        "the used window is not offered meanwhile"
+    );
+    assert!(!snap
+        .phones
+        .iter()
+        .any(|p| p.record.device_id == me.device_id()));
+    let stale = desk
+        .app
+        .phones
+        .confirm_pairing("pairing_0", true)
+        .unwrap_err();
+    assert_eq!(stale.kind, switchboard::error::IpcErrorKind::NotFound);
+    desk.app.phones.confirm_pairing(&pending.id, true).unwrap();
+    phone
+        .pair_confirm(&me, &shown, true, (1, 1))
         .await
         .expect("pairing succeeds");
     (me, phone)
