@@ -278,7 +278,8 @@ impl Conn {
                                 break;
                             }
                         }
-                        Some(_) if !live => {}
+                        // Only the person's answer and a close reach a pending connection.
+                        Some(Command::Send(_) | Command::Revoke(_)) if !live => {}
                         Some(Command::Send(f)) => {
                             let written = self.write_frame(f).await;
                             if written.is_err() {
