@@ -301,8 +301,10 @@ async fn confirm_codes(j: &mut Journey, phone: usize, shot: bool) -> R<String> {
 }
 
 /// Pairs a phone through the window: opens pairing, reads the code, starts `switchboard-phone`
-/// with the link (and `--confirm-code`), clicks "Codes match" once both screens show the same
-/// code, then (optionally) opens another view with its shortcut.
+/// with the link (and `--confirm-code`) and clicks "Codes match" once both screens show the same
+/// code. With `then`, the phone only pairs (`--pair-only`), the view `then` is opened with its
+/// shortcut, and only then does the phone come back (without a code) to play: so that view is
+/// open before anything of the phone's arrives.
 async fn pair_phone(
     j: &mut Journey,
     name: &str,
@@ -318,13 +320,18 @@ async fn pair_phone(
         s(label),
         s("--confirm-code"),
     ];
-    args.append(&mut extra);
-    let phone = j.phone(name, args)?;
-    confirm_codes(j, phone, false).await?;
-    if let Some((digit, title)) = then {
-        j.ui().view(digit, title).await?;
-    }
-    Ok(phone)
+    let Some((digit, title)) = then else {
+        args.append(&mut extra);
+        let phone = j.phone(name, args)?;
+        confirm_codes(j, phone, false).await?;
+        return Ok(phone);
+    };
+    args.push(s("--pair-only"));
+    let pairing = j.phone(&format!("{name}-pair"), args)?;
+    confirm_codes(j, pairing, false).await?;
+    j.phones[pairing].finish(Duration::from_secs(30))?;
+    j.ui().view(digit, title).await?;
+    j.phone(name, extra)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use switchboard::link::phone_client::PhoneClient;
 use switchboard::phone::demo::{DEMO_LABEL, DEMO_SCENARIO};
 use switchboard::phone::discover::{browse, parse_pair_link, DesktopAddress};
 use switchboard::phone::identity::{IdentityFile, KnownDesktop};
@@ -51,6 +52,10 @@ struct Args {
     /// the person at this terminal answers y or n.
     #[arg(long)]
     confirm_code: bool,
+    /// Pair (with the code) and stop, keeping the desktop in the identity file; a later run
+    /// without a code says hello and plays.
+    #[arg(long)]
+    pair_only: bool,
     /// Scenario file (JSON Lines, docs/protocol.md "Scenarios"); the built-in demo when absent.
     #[arg(long, value_name = "FILE")]
     scenario: Option<PathBuf>,
@@ -163,15 +168,7 @@ async fn run(args: Args) -> Result<(), String> {
             ))
         }
     };
-    let scenario = match &args.scenario {
-        Some(p) => Scenario::load(p).map_err(|e| e.to_string())?,
-        None => Scenario::parse(DEMO_SCENARIO).map_err(|e| e.to_string())?,
-    };
-    let mut opts = PlayOptions::new();
-    opts.rate = args.rate;
-    opts.count = args.count.max(1);
-    opts.run = args.run.clone().unwrap_or_else(random_run);
-    opts.confirm = if args.confirm_code {
+    let confirm = if args.confirm_code {
         Confirmer::new(|p| {
             println!(
                 "verification code {} (confirmed by --confirm-code; confirm the same code on the desktop)",
@@ -186,6 +183,43 @@ async fn run(args: Args) -> Result<(), String> {
         }
         Confirmer::new(|p| tokio::task::block_in_place(|| ask_codes_match(&p.verification_code)))
     };
+    if args.pair_only {
+        // Pair now, play later (the identity file keeps the desktop).
+        let Join::Pair { code } = &join else {
+            return Err("--pair-only needs a pairing code (--code, or a --link with one)".into());
+        };
+        let me = file.identity();
+        let mut c = PhoneClient::connect(target.addr, &target.cert_fp)
+            .await
+            .map_err(|e| e.to_string())?;
+        let pending = c
+            .pair_start(&me, code, vec![])
+            .await
+            .map_err(|e| e.to_string())?;
+        let matches = confirm.confirm(&pending);
+        let paired = c
+            .pair_confirm(&me, &pending, matches, switchboard::app_info::IFP_RANGE)
+            .await
+            .map_err(|e| e.to_string())?;
+        c.close().await;
+        println!("paired: verification code {}", paired.verification_code);
+        file.desktop = Some(KnownDesktop {
+            address: target.addr.to_string(),
+            cert_fp: target.cert_fp.clone(),
+            public_key: paired.desktop_public_key,
+        });
+        file.save(&args.identity).map_err(|e| e.to_string())?;
+        return Ok(());
+    }
+    let scenario = match &args.scenario {
+        Some(p) => Scenario::load(p).map_err(|e| e.to_string())?,
+        None => Scenario::parse(DEMO_SCENARIO).map_err(|e| e.to_string())?,
+    };
+    let mut opts = PlayOptions::new();
+    opts.rate = args.rate;
+    opts.count = args.count.max(1);
+    opts.run = args.run.clone().unwrap_or_else(random_run);
+    opts.confirm = confirm;
     eprintln!(
         "playing {} message(s) x {} to {} at {:?}",
         scenario.len(),
