@@ -78,8 +78,30 @@ async fn pair(desk: &Desk, label: &str) -> (PhoneIdentity, PhoneClient) {
     let mut phone = PhoneClient::connect(addr, link.identity().cert_fingerprint())
         .await
         .unwrap();
+    // As the person does it: the Phones view shows the pending pairing's code, "Codes match".
+    let shown = phone.pair_start(&me, &invite.code, vec![]).await.unwrap();
+    let snap = desk.app.phones.snapshot();
+    let pending = snap
+        .pending
+        .expect("the Phones view shows the pending pairing");
+    assert_eq!(pending.verification_code, shown.verification_code);
+    assert!(
+        snap.pairing.is_none(),
+        "the used window is not offered meanwhile"
+    );
+    assert!(!snap
+        .phones
+        .iter()
+        .any(|p| p.record.device_id == me.device_id()));
+    let stale = desk
+        .app
+        .phones
+        .confirm_pairing("pairing_0", true)
+        .unwrap_err();
+    assert_eq!(stale.kind, switchboard::error::IpcErrorKind::NotFound);
+    desk.app.phones.confirm_pairing(&pending.id, true).unwrap();
     phone
-        .pair(&me, &invite.code, vec![], (1, 1))
+        .pair_confirm(&me, &shown, true, (1, 1))
         .await
         .expect("pairing succeeds");
     (me, phone)
@@ -151,9 +173,13 @@ async fn the_phones_snapshot_follows_connect_and_disconnect() {
     assert_eq!(status.protocol_version, Some(1));
     assert!(status.address.as_deref().unwrap().starts_with("127.0.0.1:"));
     assert_eq!(
-        snap.last_paired.as_ref().map(|p| p.device_id.as_str()),
-        Some(me.device_id())
+        snap.last_pairing
+            .as_ref()
+            .map(|p| (p.device_id.as_str(), p.ended)),
+        Some((me.device_id(), None)),
+        "the last pairing ended paired"
     );
+    assert!(snap.pending.is_none(), "nothing waits once confirmed");
     assert!(desk.host.calls().contains(&HostCall::Tray(1)));
 
     phone.close().await;

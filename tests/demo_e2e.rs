@@ -461,6 +461,16 @@ async fn desktop_requests_are_answered_by_the_phone_and_confirm_nothing() {
     let addr = d.link.local_addr().unwrap();
     let mut opts = PlayOptions::new();
     opts.rate = Rate::Recorded;
+    // The test stands in for both people: the desktop's confirms the code the phone shows.
+    let desk_link = d.link.clone();
+    opts.confirm = switchboard::phone::player::Confirmer::new(move |pending| {
+        match desk_link.pending_pairing() {
+            Some(p) if p.verification_code == pending.verification_code => {
+                desk_link.confirm_pairing(&p.id, true).is_ok()
+            }
+            _ => false,
+        }
+    });
     let player = Player::new(
         addr,
         d.link.identity().cert_fingerprint(),

@@ -13,6 +13,8 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/confirm.rs"]
+mod confirm;
 use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
@@ -155,8 +157,7 @@ async fn every_file_and_folder_the_app_creates_is_private_whatever_the_umask() {
     )
     .await
     .unwrap();
-    phone
-        .pair(&me, &invite.code, vec![], (1, 1))
+    confirm::pair_confirmed(&link, &mut phone, &me, &invite.code, vec![], (1, 1))
         .await
         .expect("pairing succeeds");
 

@@ -22,6 +22,10 @@ use switchboard::link::{
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+#[path = "support/confirm.rs"]
+mod confirm;
+use confirm::pair_confirmed;
+
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -110,15 +114,16 @@ impl Desk {
         let invite = self.link.open_pairing(LOOPBACK);
         let me = PhoneIdentity::generate(label);
         let mut phone = self.phone().await;
-        let paired = phone
-            .pair(
-                &me,
-                &invite.code,
-                vec![json!({"type": "tool:messages.send"})],
-                (1, 1),
-            )
-            .await
-            .unwrap();
+        let paired = pair_confirmed(
+            &self.link,
+            &mut phone,
+            &me,
+            &invite.code,
+            vec![json!({"type": "tool:messages.send"})],
+            (1, 1),
+        )
+        .await
+        .unwrap();
         assert_eq!(paired.device_id, me.device_id());
         phone.close().await;
         me
@@ -167,15 +172,16 @@ async fn pairing_succeeds_and_next_connection_authenticates_with_hello_alone() {
 
     let me = PhoneIdentity::generate("Pixel 9");
     let mut phone = desk.phone().await;
-    let paired = phone
-        .pair(
-            &me,
-            &invite.code,
-            vec![json!({"type": "tool:messages.send"})],
-            (1, 1),
-        )
-        .await
-        .unwrap();
+    let paired = pair_confirmed(
+        &desk.link,
+        &mut phone,
+        &me,
+        &invite.code,
+        vec![json!({"type": "tool:messages.send"})],
+        (1, 1),
+    )
+    .await
+    .unwrap();
     assert_eq!(paired.version, 1);
     assert_eq!(
         paired.desktop_public_key,
@@ -361,7 +367,9 @@ async fn fifth_wrong_code_closes_the_window_and_the_right_code_then_fails() {
     desk.clock.advance(60_000);
     let again = desk.link.open_pairing(LOOPBACK);
     let mut phone = desk.phone().await;
-    let paired = phone.pair(&me, &again.code, vec![], (1, 1)).await.unwrap();
+    let paired = pair_confirmed(&desk.link, &mut phone, &me, &again.code, vec![], (1, 1))
+        .await
+        .unwrap();
     assert_eq!(paired.device_id, me.device_id());
     desk.stop().await;
 }

@@ -6,6 +6,8 @@
 //! call site across threads). Binds 127.0.0.1:0; loops bounded; time is the ManualClock.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/confirm.rs"]
+mod confirm;
 #[path = "support/desk.rs"]
 mod desk;
 

@@ -3,6 +3,8 @@
 //! (hello, no pairing) and play it again with fresh ids.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/confirm.rs"]
+mod confirm;
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
@@ -96,9 +98,28 @@ async fn binary_pairs_with_a_code_and_plays_a_scenario() {
     let invite = link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST));
     let fp = link.identity().cert_fingerprint().to_string();
 
+    // Without --confirm-code and without a terminal, pairing is refused before anything is
+    // sent: the phone's person has to compare the codes.
+    let out = run_phone(vec![
+        "--identity".into(),
+        dir.path().join("no-person.json").display().to_string(),
+        "--addr".into(),
+        addr.to_string(),
+        "--fp".into(),
+        fp.clone(),
+        "--code".into(),
+        invite.code.clone(),
+    ])
+    .await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--confirm-code"), "{err}");
+    assert!(link.pending_pairing().is_none());
+
     let help = run_phone(vec!["--help".into()]).await;
     assert!(String::from_utf8_lossy(&help.stdout).contains("SIMULATOR"));
 
+    let desktop_person = confirm::confirm_when_pending(link.clone(), Duration::from_secs(60));
     let out = run_phone(vec![
         "--identity".into(),
         identity.display().to_string(),
@@ -110,17 +131,29 @@ async fn binary_pairs_with_a_code_and_plays_a_scenario() {
         fp.clone(),
         "--code".into(),
         invite.code.clone(),
+        "--confirm-code".into(),
         "--scenario".into(),
         scenario_path.display().to_string(),
         "--rate".into(),
         "max".into(),
     ])
     .await;
+    let person = desktop_person
+        .await
+        .unwrap()
+        .expect("a pending pairing on the desktop");
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
     assert!(stderr.contains("SIMULATOR"), "says so on start: {stderr}");
-    assert!(stdout.contains("paired: verification code"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "paired: verification code {}",
+            person.verification_code
+        )),
+        "the phone showed the code the desktop's person confirmed ({}): {stdout}",
+        person.verification_code
+    );
     assert!(stdout.contains("0 unacknowledged"), "{stdout}");
 
     let phones = hub.phones();
@@ -174,6 +207,7 @@ async fn binary_pairs_with_a_code_and_plays_a_scenario() {
         "0".repeat(64),
         "--code".into(),
         "123456".into(),
+        "--confirm-code".into(),
         "--scenario".into(),
         scenario_path.display().to_string(),
     ])

@@ -135,6 +135,7 @@ fn plausible_args(cmd: &str, home: &std::path::Path) -> Value {
         "save_settings" => json!({"settings": switchboard::settings::Settings::default()}),
         "autonomy_table" => json!({"phone": "Ada's Pixel"}),
         "unpair_phone" => json!({"deviceId": "dev_pixel_ada"}),
+        "confirm_pairing" => json!({"id": "pairing_1", "codesMatch": true}),
         "explain_error" => {
             json!({"text": "EACCES: permission denied", "caller": null, "endpoint": null})
         }

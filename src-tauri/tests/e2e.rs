@@ -260,8 +260,51 @@ async fn wait_connected(ui: &Ui, label: &str, limit: Duration) -> R<String> {
     Ok(v.as_str().unwrap_or_default().to_string())
 }
 
-/// Pairs a phone through the window: opens pairing, reads the code, then (optionally) opens
-/// another view with its shortcut, and starts `switchboard-phone` with the link.
+/// The person's part of a pairing: waits for the pending pairing's verification code in the
+/// Phones view, checks that the phone (started with `--confirm-code`) printed the same code, and
+/// clicks "Codes match". With `shot`, checks the names and takes a screenshot first.
+async fn confirm_codes(j: &mut Journey, phone: usize, shot: bool) -> R<String> {
+    let v = j
+        .ui()
+        .wait(
+            "the verification code to compare",
+            WAIT,
+            "const c = document.querySelector('[aria-label=\"Verification code\"]'); \
+             const code = c ? c.textContent.trim() : ''; \
+             return /^\\d{3} \\d{3}$/.test(code) ? code : null;",
+        )
+        .await?;
+    let code = v.as_str().unwrap_or_default().to_string();
+    let printed = format!("verification code {code}");
+    let end = std::time::Instant::now() + WAIT;
+    while !j.phones[phone].output().contains(&printed) {
+        ensure!(
+            std::time::Instant::now() < end,
+            "the phone does not show the desktop's code {code}:\n{}",
+            j.phones[phone].output()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let ui = j.ui();
+    let text = ui.main_text().await?;
+    ensure!(
+        text.contains("Does the phone show this code?")
+            && text.contains("Nothing is saved until both screens confirm"),
+        "the pending pairing does not ask the person:\n{text}"
+    );
+    if shot {
+        ui.assert_names("Phones (pending pairing)").await?;
+        ui.shot("phones-pending").await?;
+    }
+    ui.click_button("Codes match").await?;
+    Ok(code)
+}
+
+/// Pairs a phone through the window: opens pairing, reads the code, starts `switchboard-phone`
+/// with the link (and `--confirm-code`) and clicks "Codes match" once both screens show the same
+/// code. With `then`, the phone only pairs (`--pair-only`), the view `then` is opened with its
+/// shortcut, and only then does the phone come back (without a code) to play: so that view is
+/// open before anything of the phone's arrives.
 async fn pair_phone(
     j: &mut Journey,
     name: &str,
@@ -270,12 +313,25 @@ async fn pair_phone(
     then: Option<(char, &str)>,
 ) -> R<usize> {
     let invite = open_pairing(j.ui(), false).await?;
-    if let Some((digit, title)) = then {
-        j.ui().view(digit, title).await?;
-    }
-    let mut args = vec![s("--link"), invite.link(), s("--label"), s(label)];
-    args.append(&mut extra);
-    j.phone(name, args)
+    let mut args = vec![
+        s("--link"),
+        invite.link(),
+        s("--label"),
+        s(label),
+        s("--confirm-code"),
+    ];
+    let Some((digit, title)) = then else {
+        args.append(&mut extra);
+        let phone = j.phone(name, args)?;
+        confirm_codes(j, phone, false).await?;
+        return Ok(phone);
+    };
+    args.push(s("--pair-only"));
+    let pairing = j.phone(&format!("{name}-pair"), args)?;
+    confirm_codes(j, pairing, false).await?;
+    j.phones[pairing].finish(Duration::from_secs(30))?;
+    j.ui().view(digit, title).await?;
+    j.phone(name, extra)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -299,11 +355,19 @@ async fn pair_journey(j: &mut Journey) -> R<()> {
     let phone = j.phone(
         "pair",
         [
-            vec![s("--link"), invite.link(), s("--label"), s("E2E phone")],
+            vec![
+                s("--link"),
+                invite.link(),
+                s("--label"),
+                s("E2E phone"),
+                s("--confirm-code"),
+            ],
             scenario_arg("settings.jsonl"),
         ]
         .concat(),
     )?;
+    // Nothing is trusted until the person compares the codes and clicks "Codes match".
+    let code = confirm_codes(j, phone, true).await?;
     let ui = j.ui();
     let card = wait_connected(ui, "E2E phone", WAIT).await?;
     ensure!(
@@ -312,8 +376,12 @@ async fn pair_journey(j: &mut Journey) -> R<()> {
     );
     let text = ui.main_text().await?;
     ensure!(
-        text.contains("Paired E2E phone") && text.contains("Verification code"),
-        "no verification code after pairing:\n{text}"
+        text.contains("Paired E2E phone") && text.contains("matched on both screens"),
+        "no word that the pairing was confirmed:\n{text}"
+    );
+    ensure!(
+        !text.contains(&code) && !text.contains("Does the phone show this code?"),
+        "the verification code is still shown after the pairing ended:\n{text}"
     );
     let gone = ui
         .js(
@@ -340,7 +408,7 @@ async fn pair_journey(j: &mut Journey) -> R<()> {
     );
     let text = ui.main_text().await?;
     ensure!(
-        !text.contains("Verification code") && !text.contains("Valid for"),
+        !text.contains("Does the phone show this code?") && !text.contains("Valid for"),
         "the phone was paired again after the restart:\n{text}"
     );
     ensure!(

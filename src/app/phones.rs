@@ -1,5 +1,6 @@
-//! The Phones view's state: the running link, each paired phone's live connection, the last
-//! completed pairing and why the link is not running; the pairing window and unpair.
+//! The Phones view's state: the running link, each paired phone's live connection, the pairing
+//! waiting for the person's confirmation, how the last pairing ended and why the link is not
+//! running; the pairing window, the confirmation of the verification code, and unpair.
 //!
 //! The link's events reach it synchronously, in order, from the hub's task
 //! ([`PhonesState::on_link_event`]), before the hub applies them.
@@ -11,8 +12,11 @@ use std::sync::Mutex;
 use serde::Serialize;
 use ts_rs::TS;
 
+use crate::clock::Clock as _;
 use crate::error::{IpcError, IpcErrorKind};
-use crate::link::{Link, LinkDiagnostics, LinkEvent, PairedPhone, PairingInvite};
+use crate::link::{
+    Link, LinkDiagnostics, LinkEvent, PairedPhone, PairingEnd, PairingInvite, PendingPairing,
+};
 use crate::sync::lock;
 
 /// One paired phone as the Phones view shows it.
@@ -31,7 +35,7 @@ pub struct PhoneStatus {
     pub key_fingerprint: String,
 }
 
-/// The last completed pairing, so both screens can compare the verification code.
+/// How the last pairing ended: paired (both sides confirmed the code) or discarded.
 #[derive(Debug, Clone, Serialize, TS)]
 #[ts(export)]
 pub struct PairingResult {
@@ -39,8 +43,11 @@ pub struct PairingResult {
     pub device_id: String,
     /// The phone's label.
     pub label: String,
-    /// The code both screens show (`123 456`).
-    pub verification_code: String,
+    /// `None` when paired; else why the pending pairing was discarded (nothing was saved).
+    pub ended: Option<PairingEnd>,
+    /// When it ended, ms since the Unix epoch.
+    #[ts(type = "number")]
+    pub at_ms: u64,
 }
 
 /// Everything the Phones view shows.
@@ -53,10 +60,12 @@ pub struct PhonesSnapshot {
     pub link_error: Option<String>,
     /// The paired phones.
     pub phones: Vec<PhoneStatus>,
-    /// The open pairing window, if any.
+    /// The open pairing window, if any (`None` while a pairing made with its code is pending).
     pub pairing: Option<PairingInvite>,
-    /// The last completed pairing.
-    pub last_paired: Option<PairingResult>,
+    /// The pairing waiting for the person to compare verification codes, if any.
+    pub pending: Option<PendingPairing>,
+    /// How the last pairing ended.
+    pub last_pairing: Option<PairingResult>,
     /// Addresses, port, mDNS, recent failures; `None` while the link is not running.
     pub diagnostics: Option<LinkDiagnostics>,
 }
@@ -65,7 +74,7 @@ pub struct PhonesSnapshot {
 struct Live {
     /// device id -> (address, version)
     connections: HashMap<String, (String, u32)>,
-    last_paired: Option<PairingResult>,
+    last_pairing: Option<PairingResult>,
     error: Option<String>,
 }
 
@@ -141,7 +150,8 @@ impl PhonesState {
             link_error: live.error.clone(),
             phones,
             pairing: link.as_ref().and_then(|l| l.pairing_invite()),
-            last_paired: live.last_paired.clone(),
+            pending: link.as_ref().and_then(|l| l.pending_pairing()),
+            last_pairing: live.last_pairing.clone(),
             diagnostics: link.as_ref().map(|l| l.diagnostics()),
         }
     }
@@ -168,17 +178,31 @@ impl PhonesState {
                 live.connections.remove(device_id);
             }
             LinkEvent::Paired {
-                device_id,
-                label,
-                verification_code,
+                device_id, label, ..
             } => {
-                live.last_paired = Some(PairingResult {
+                live.last_pairing = Some(PairingResult {
                     device_id: device_id.clone(),
                     label: label.clone(),
-                    verification_code: verification_code.clone(),
+                    ended: None,
+                    at_ms: crate::clock::SystemClock.now_ms(),
                 });
             }
-            LinkEvent::PairingClosed { .. } | LinkEvent::Failure(_) => {}
+            LinkEvent::PairingEnded {
+                device_id,
+                label,
+                end,
+                ..
+            } => {
+                live.last_pairing = Some(PairingResult {
+                    device_id: device_id.clone(),
+                    label: label.clone(),
+                    ended: Some(*end),
+                    at_ms: crate::clock::SystemClock.now_ms(),
+                });
+            }
+            LinkEvent::PairingClosed { .. }
+            | LinkEvent::PairingPending(_)
+            | LinkEvent::Failure(_) => {}
             _ => return PhonesChange::None,
         }
         PhonesChange::Changed {
@@ -224,6 +248,19 @@ impl PhonesState {
         if let Some(link) = self.link() {
             link.close_pairing();
         }
+    }
+
+    /// The person's answer to the pending pairing `id` after comparing the verification codes:
+    /// `codes_match` pins the phone once the phone confirmed too; otherwise the pairing is
+    /// discarded (nothing saved) and the pairing window closes.
+    ///
+    /// # Errors
+    /// `link` when the link is not running; `not_found` when that pairing ended meanwhile
+    /// (confirmed, refused, expired, or the phone went away).
+    pub fn confirm_pairing(&self, id: &str, codes_match: bool) -> Result<(), IpcError> {
+        let link = self.running()?;
+        link.confirm_pairing(id, codes_match)
+            .map_err(|e| IpcError::new(IpcErrorKind::NotFound, e.to_string()))
     }
 
     /// Forgets a phone's pinned key and, when it is connected, tells it. Returns whether it was

@@ -12,10 +12,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use switchboard::link::phone_client::PhoneClient;
 use switchboard::phone::demo::{DEMO_LABEL, DEMO_SCENARIO};
 use switchboard::phone::discover::{browse, parse_pair_link, DesktopAddress};
 use switchboard::phone::identity::{IdentityFile, KnownDesktop};
-use switchboard::phone::player::{random_run, Join, PlayOptions, Player, Rate};
+use switchboard::phone::player::{random_run, Confirmer, Join, PlayOptions, Player, Rate};
 use switchboard::phone::scenario::Scenario;
 
 const SIMULATOR_NOTE: &str =
@@ -46,6 +47,15 @@ struct Args {
     /// Pairing code the desktop shows (`123-456`); pairs before playing.
     #[arg(long)]
     code: Option<String>,
+    /// When pairing, say the verification code matches without asking (for scripts and tests;
+    /// the person on the desktop still has to confirm there). Without it the code is shown and
+    /// the person at this terminal answers y or n.
+    #[arg(long)]
+    confirm_code: bool,
+    /// Pair (with the code) and stop, keeping the desktop in the identity file; a later run
+    /// without a code says hello and plays.
+    #[arg(long)]
+    pair_only: bool,
     /// Scenario file (JSON Lines, docs/protocol.md "Scenarios"); the built-in demo when absent.
     #[arg(long, value_name = "FILE")]
     scenario: Option<PathBuf>,
@@ -75,6 +85,19 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Shows the code and asks the person at the terminal whether the desktop shows the same.
+fn ask_codes_match(code: &str) -> bool {
+    use std::io::Write as _;
+    println!("verification code {code}");
+    print!("Does the desktop show {code}? [y/N] ");
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    if std::io::stdin().read_line(&mut line).is_err() {
+        return false;
+    }
+    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
 async fn run(args: Args) -> Result<(), String> {
@@ -145,6 +168,49 @@ async fn run(args: Args) -> Result<(), String> {
             ))
         }
     };
+    let confirm = if args.confirm_code {
+        Confirmer::new(|p| {
+            println!(
+                "verification code {} (confirmed by --confirm-code; confirm the same code on the desktop)",
+                p.verification_code
+            );
+            true
+        })
+    } else {
+        use std::io::IsTerminal as _;
+        if matches!(join, Join::Pair { .. }) && !std::io::stdin().is_terminal() {
+            return Err("pairing needs the person to compare the verification code: run this on a terminal, or give --confirm-code in scripts".to_string());
+        }
+        Confirmer::new(|p| tokio::task::block_in_place(|| ask_codes_match(&p.verification_code)))
+    };
+    if args.pair_only {
+        // Pair now, play later (the identity file keeps the desktop).
+        let Join::Pair { code } = &join else {
+            return Err("--pair-only needs a pairing code (--code, or a --link with one)".into());
+        };
+        let me = file.identity();
+        let mut c = PhoneClient::connect(target.addr, &target.cert_fp)
+            .await
+            .map_err(|e| e.to_string())?;
+        let pending = c
+            .pair_start(&me, code, vec![])
+            .await
+            .map_err(|e| e.to_string())?;
+        let matches = confirm.confirm(&pending);
+        let paired = c
+            .pair_confirm(&me, &pending, matches, switchboard::app_info::IFP_RANGE)
+            .await
+            .map_err(|e| e.to_string())?;
+        c.close().await;
+        println!("paired: verification code {}", paired.verification_code);
+        file.desktop = Some(KnownDesktop {
+            address: target.addr.to_string(),
+            cert_fp: target.cert_fp.clone(),
+            public_key: paired.desktop_public_key,
+        });
+        file.save(&args.identity).map_err(|e| e.to_string())?;
+        return Ok(());
+    }
     let scenario = match &args.scenario {
         Some(p) => Scenario::load(p).map_err(|e| e.to_string())?,
         None => Scenario::parse(DEMO_SCENARIO).map_err(|e| e.to_string())?,
@@ -153,6 +219,7 @@ async fn run(args: Args) -> Result<(), String> {
     opts.rate = args.rate;
     opts.count = args.count.max(1);
     opts.run = args.run.clone().unwrap_or_else(random_run);
+    opts.confirm = confirm;
     eprintln!(
         "playing {} message(s) x {} to {} at {:?}",
         scenario.len(),

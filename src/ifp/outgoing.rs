@@ -93,22 +93,44 @@ pub struct DesktopRequest {
 }
 
 /// `pair.grant` payload (shape not pinned by ifp/1; Switchboard's choice):
-/// `{device_id, public_key, challenge, capabilities, label?}`.
+/// `{device_id, public_key, challenge, commitment, capabilities, label?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct PairGrant {
-    /// The device id the requester is paired as, `^dev_[A-Za-z0-9_]{4,64}$`.
+    /// The **phone's** device id, the one the requester is paired as,
+    /// `^dev_[A-Za-z0-9_]{4,64}$` (the desktop's own id is the envelope's `device`).
     pub device_id: String,
     /// Switchboard's Ed25519 public key, unpadded base64url (43 characters).
     pub public_key: String,
     /// Fresh random challenge the requester signs in `pair.complete`, unpadded base64url.
     pub challenge: String,
+    /// The desktop's commitment to the nonce it reveals in `pair.reveal`, unpadded base64url of
+    /// 32 bytes ([`crate::link::pairing::pairing_commitment`]).
+    pub commitment: String,
     /// What Switchboard can do.
     pub capabilities: Vec<Capability>,
     /// Switchboard's human label (e.g. the computer's name); omitted when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub label: Option<String>,
+}
+
+/// `pair.reveal` payload (Switchboard's own type): `{nonce}`, the desktop's nonce committed
+/// to in `pair.grant`, sent once the phone's `pair.complete` (with its own nonce) verified.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct PairReveal {
+    /// 32 random bytes, unpadded base64url (43 characters).
+    pub nonce: String,
+}
+
+/// `pair.done` payload (Switchboard's own type): `{device_id}`, sent when both people
+/// confirmed that the verification codes match and the phone's key is pinned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct PairDone {
+    /// The phone's device id, as pinned.
+    pub device_id: String,
 }
 
 /// `control.ack` payload (Switchboard's own type, not pinned by ifp/1): `{last_id, applied}`.
@@ -132,6 +154,10 @@ pub struct ControlAck {
 pub enum OutgoingMessage {
     /// `pair.grant`: accept a `pair.request`.
     PairGrant(PairGrant),
+    /// `pair.reveal`: the desktop's committed nonce.
+    PairReveal(PairReveal),
+    /// `pair.done`: both sides confirmed the codes; the phone is paired.
+    PairDone(PairDone),
     /// `control.hello`: Switchboard's hello, sent first or in answer to the phone's.
     Hello(ControlHello),
     /// `control.ping` (empty payload).
@@ -153,6 +179,12 @@ pub enum OutgoingType {
     /// `pair.grant`.
     #[serde(rename = "pair.grant")]
     PairGrant,
+    /// `pair.reveal`.
+    #[serde(rename = "pair.reveal")]
+    PairReveal,
+    /// `pair.done`.
+    #[serde(rename = "pair.done")]
+    PairDone,
     /// `control.hello`.
     #[serde(rename = "control.hello")]
     ControlHello,
@@ -175,8 +207,10 @@ pub enum OutgoingType {
 
 impl OutgoingType {
     /// Every type Switchboard can send.
-    pub const ALL: [OutgoingType; 7] = [
+    pub const ALL: [OutgoingType; 9] = [
         OutgoingType::PairGrant,
+        OutgoingType::PairReveal,
+        OutgoingType::PairDone,
         OutgoingType::ControlHello,
         OutgoingType::ControlPing,
         OutgoingType::ControlPong,
@@ -189,6 +223,8 @@ impl OutgoingType {
     pub const fn as_str(self) -> &'static str {
         match self {
             OutgoingType::PairGrant => "pair.grant",
+            OutgoingType::PairReveal => "pair.reveal",
+            OutgoingType::PairDone => "pair.done",
             OutgoingType::ControlHello => "control.hello",
             OutgoingType::ControlPing => "control.ping",
             OutgoingType::ControlPong => "control.pong",
@@ -303,6 +339,8 @@ impl OutgoingMessage {
     pub fn kind(&self) -> OutgoingType {
         match self {
             OutgoingMessage::PairGrant(_) => OutgoingType::PairGrant,
+            OutgoingMessage::PairReveal(_) => OutgoingType::PairReveal,
+            OutgoingMessage::PairDone(_) => OutgoingType::PairDone,
             OutgoingMessage::Hello(_) => OutgoingType::ControlHello,
             OutgoingMessage::Ping => OutgoingType::ControlPing,
             OutgoingMessage::Pong => OutgoingType::ControlPong,
@@ -326,6 +364,8 @@ impl OutgoingMessage {
     fn payload(&self) -> Result<Value, serde_json::Error> {
         match self {
             OutgoingMessage::PairGrant(p) => serde_json::to_value(p),
+            OutgoingMessage::PairReveal(p) => serde_json::to_value(p),
+            OutgoingMessage::PairDone(p) => serde_json::to_value(p),
             OutgoingMessage::Hello(h) => serde_json::to_value(h),
             OutgoingMessage::Ping | OutgoingMessage::Pong => Ok(Value::Object(Map::new())),
             OutgoingMessage::Error(e) => serde_json::to_value(e),
@@ -408,11 +448,18 @@ mod tests {
                 device_id: "dev_phone_01".into(),
                 public_key: "JDInBjWvZbYAt-lFQxZbV0jkyDrkejNzq5zA5PJ07UE".into(),
                 challenge: "Y2hhbGxlbmdl".into(),
+                commitment: "Y29tbWl0bWVudA".into(),
                 capabilities: vec![Capability {
                     capability_type: "console".into(),
                     properties: None,
                 }],
                 label: Some("desk".into()),
+            }),
+            OutgoingMessage::PairReveal(PairReveal {
+                nonce: "bm9uY2U".into(),
+            }),
+            OutgoingMessage::PairDone(PairDone {
+                device_id: "dev_phone_01".into(),
             }),
             OutgoingMessage::Hello(ControlHello {
                 device_id: "dev_mac_a1b2".into(),
@@ -439,6 +486,8 @@ mod tests {
         for m in &all {
             match m {
                 OutgoingMessage::PairGrant(_)
+                | OutgoingMessage::PairReveal(_)
+                | OutgoingMessage::PairDone(_)
                 | OutgoingMessage::Hello(_)
                 | OutgoingMessage::Ping
                 | OutgoingMessage::Pong

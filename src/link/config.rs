@@ -33,6 +33,9 @@ pub struct LinkConfig {
     pub max_connections: usize,
     /// How long a pairing code lives, ms (default [`PAIRING_TTL_MS`]).
     pub pairing_ttl_ms: u64,
+    /// How long a pending pairing waits for both confirmations (default
+    /// [`PENDING_TTL_MS`](super::pairing::PENDING_TTL_MS), 2 minutes).
+    pub pending_ttl: Duration,
     /// Advertise over mDNS (default true; tests turn it off).
     pub mdns: bool,
     /// Wall clock (default [`SystemClock`]).
@@ -52,6 +55,7 @@ impl LinkConfig {
             hello_timeout: Duration::from_secs(60),
             max_connections: 32,
             pairing_ttl_ms: PAIRING_TTL_MS,
+            pending_ttl: Duration::from_millis(super::pairing::PENDING_TTL_MS),
             mdns: true,
             clock: Arc::new(SystemClock),
             frame_log: None,

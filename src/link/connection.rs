@@ -27,10 +27,10 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::WebSocketStream;
 
-use self::pair::Grant;
+use self::pair::{Grant, Pending};
 use super::diagnostics::FailureKind;
 use super::event::{LinkEvent, MessageCredit, MAX_UNAPPLIED};
-use super::pairing::desktop_intro_signed_bytes;
+use super::pairing::{desktop_intro_signed_bytes, EXPORTER_LEN, HELLO_EXPORTER_LABEL};
 use super::shared::{lock, Command, Shared};
 use super::trust::PairedPhone;
 use super::wire::{self, ifp};
@@ -93,6 +93,24 @@ pub(super) async fn serve(
             return;
         }
     };
+    // RFC 9266 style: a value only the two ends of this TLS session know, signed into every
+    // hello proof so a proof cannot be carried to another session.
+    let exporter = match tls.get_ref().1.export_keying_material(
+        [0u8; EXPORTER_LEN],
+        HELLO_EXPORTER_LABEL,
+        None,
+    ) {
+        Ok(b) => wire::b64(&b),
+        Err(e) => {
+            shared.fail_before_hello(
+                FailureKind::Handshake,
+                format!("TLS with {peer}: no exporter value for the hello proof ({e})"),
+                None,
+                Some(peer),
+            );
+            return;
+        }
+    };
     let ws = match timeout(
         handshake,
         tokio_tungstenite::accept_async_with_config(tls, Some(ws_config())),
@@ -123,12 +141,14 @@ pub(super) async fn serve(
     let conn = shared.next_conn.fetch_add(1, Ordering::SeqCst);
     let mut c = Conn {
         nonce: wire::random_token(),
+        exporter,
         shared,
         ws,
         peer,
         conn,
         stage: Stage::Fresh,
         pair_requested: false,
+        paired_now: false,
         unapplied: Arc::new(Semaphore::new(MAX_UNAPPLIED)),
         dials: Vec::new(),
         dials_permit: None,
@@ -140,6 +160,8 @@ pub(super) async fn serve(
 enum Stage {
     Fresh,
     Granted(Box<Grant>),
+    /// The signature verified; waiting for the person's and the phone's confirmation.
+    Pending(Box<Pending>),
     /// `phone` is `device_id` again, shared by the dials read on this connection.
     Live {
         device_id: String,
@@ -157,10 +179,14 @@ struct Conn {
     ws: WebSocketStream<TlsStream<TcpStream>>,
     peer: SocketAddr,
     nonce: String,
+    /// This TLS session's exporter value ([`HELLO_EXPORTER_LABEL`]), unpadded base64url.
+    exporter: String,
     conn: u64,
     stage: Stage,
     /// A `pair.request` was seen on this connection (only one is allowed).
     pair_requested: bool,
+    /// The phone was just paired on this connection (its hello deadline starts again).
+    paired_now: bool,
     /// [`MAX_UNAPPLIED`] slots for this connection's messages held by the app.
     unapplied: Arc<Semaphore>,
     /// Dials read but not yet handed to the app ([`Conn::emit_dials`]), and their slots.
@@ -176,10 +202,11 @@ impl Conn {
         let fp = self.shared.identity.cert_fingerprint().to_string();
         let intro = ifp::OutgoingMessage::Hello(ifp::ControlHello {
             device_id: self.shared.identity.device_id(),
-            proof: self
-                .shared
-                .identity
-                .sign_b64(&desktop_intro_signed_bytes(&self.nonce, &fp)),
+            proof: self.shared.identity.sign_b64(&desktop_intro_signed_bytes(
+                &self.nonce,
+                &fp,
+                &self.exporter,
+            )),
             capabilities: vec![],
             protocol: ifp::ProtocolVersions {
                 min: cfg.protocol.0.into(),
@@ -194,15 +221,26 @@ impl Conn {
         }
         let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
         let mut tx = Some(tx);
-        let started = Instant::now();
+        let mut hello_by = Instant::now() + cfg.hello_timeout;
         let mut last_rx = Instant::now();
         let mut next_ping = Instant::now() + cfg.ping_interval;
         loop {
             let live = matches!(self.stage, Stage::Live { .. });
+            let pending = match &self.stage {
+                Stage::Pending(p) => Some(p.deadline),
+                _ => None,
+            };
+            if self.paired_now {
+                // Paired on this connection: the phone gets the full time for its hello.
+                self.paired_now = false;
+                hello_by = Instant::now() + cfg.hello_timeout;
+            }
             let deadline = if live {
                 last_rx + cfg.dead_after
+            } else if let Some(d) = pending {
+                d
             } else {
-                started + cfg.hello_timeout
+                hello_by
             };
             let ping_at = if live {
                 next_ping
@@ -216,6 +254,12 @@ impl Conn {
                     break;
                 }
                 _ = sleep_until(deadline) => {
+                    if pending.is_some() {
+                        self.end_pending(crate::link::event::PairingEnd::Expired).await;
+                        reason = "the pairing was not confirmed in time".into();
+                        self.close(CloseCode::Policy, &reason).await;
+                        break;
+                    }
                     reason = if live {
                         format!("no frame within {} s (keepalive)", cfg.dead_after.as_secs_f32())
                     } else {
@@ -235,8 +279,16 @@ impl Conn {
                         break;
                     }
                 }
-                cmd = rx.recv(), if live => {
+                cmd = rx.recv(), if live || pending.is_some() => {
                     match cmd {
+                        Some(Command::PairDecision(codes_match)) => {
+                            if let Flow::Close = self.on_pair_decision(codes_match).await {
+                                reason = "pairing refused on the desktop".into();
+                                break;
+                            }
+                        }
+                        // Only the person's answer and a close reach a pending connection.
+                        Some(Command::Send(_) | Command::Revoke(_)) if !live => {}
                         Some(Command::Send(f)) => {
                             let written = self.write_frame(f).await;
                             if written.is_err() {
@@ -282,6 +334,8 @@ impl Conn {
             }
         }
         self.emit_dials();
+        // A pairing this connection started and did not finish costs its window one try.
+        self.abandon_pairing();
         if let Stage::Live { device_id, .. } = &self.stage {
             let mut sessions = lock(&self.shared.sessions);
             if sessions.get(device_id).map(|s| s.conn) == Some(self.conn) {
@@ -391,6 +445,7 @@ impl Conn {
         match &self.stage {
             Stage::Live { device_id, .. } => Some(device_id),
             Stage::Granted(g) => Some(&g.device_id),
+            Stage::Pending(p) => Some(&p.grant.device_id),
             Stage::Fresh => None,
         }
     }
@@ -531,9 +586,19 @@ impl Conn {
                 });
                 Flow::Continue
             }
+            Stage::Granted(_) | Stage::Pending(_) if kind == "control.hello" => {
+                self.refuse(
+                    ifp::ErrorClass::PairingFailed,
+                    "control.hello before the pairing on this connection ended (pair.done): the pairing is abandoned".into(),
+                    Some(env.id),
+                )
+                .await;
+                Flow::Close
+            }
             _ => match kind.as_str() {
                 "pair.request" => self.on_pair_request(env).await,
-                "pair.complete" => self.on_pair_complete(env).await,
+                "pair.complete" => self.on_pair_complete(env, tx).await,
+                "pair.confirm" => self.on_pair_confirm(env).await,
                 "control.hello" => self.on_hello(env, tx).await,
                 other => {
                     self.refuse(

@@ -28,6 +28,9 @@ pub enum FailureKind {
     RateLimited,
     /// The phone's `pair.complete` signature did not verify.
     PairingSignature,
+    /// A pending pairing ended unpaired: someone said the verification codes differ, nobody
+    /// confirmed in time, or the phone went away first.
+    PairingNotConfirmed,
     /// Phone and desktop share no protocol version.
     VersionMismatch,
     /// A paired device id came back with another key.
@@ -61,6 +64,7 @@ impl FailureKind {
             FailureKind::ExpiredCode => "The code lives 2 minutes: open a new pairing window and use the new code.",
             FailureKind::RateLimited => "Too many wrong codes: open a new pairing window; if you did not type them, someone on the network may be guessing.",
             FailureKind::PairingSignature => "Start pairing again from the phone; if it repeats, reinstall the phone app.",
+            FailureKind::PairingNotConfirmed => "Nothing was saved. Open a new pairing window with the phone next to you and compare the verification codes; if they differ, someone on the network may be relaying the pairing: pair with the QR code.",
             FailureKind::VersionMismatch => "Update the app on the phone or on the desktop so both speak a common protocol version.",
             FailureKind::IdentityChanged => "If the phone was reset or reinstalled, unpair it on the desktop and pair it again; otherwise someone may be impersonating it.",
             FailureKind::CertificateMismatch => "The phone pinned another desktop certificate: pair the phone again from the desktop's pairing window.",

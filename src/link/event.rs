@@ -6,6 +6,9 @@
 
 use std::sync::Arc;
 
+use serde::Serialize;
+use ts_rs::TS;
+
 use super::diagnostics::LinkFailure;
 use super::wire::ifp;
 use crate::phone_events::DialFrame;
@@ -19,6 +22,44 @@ pub const MAX_UNAPPLIED: usize = 1024;
 /// is free again once every clone is dropped.
 #[derive(Debug, Clone)]
 pub struct MessageCredit(#[allow(dead_code)] pub(super) Arc<tokio::sync::OwnedSemaphorePermit>);
+
+/// A pairing whose signature verified and that waits for both confirmations: the person on the
+/// desktop that the codes match, and the phone's `pair.confirm`. Nothing is in the trust file
+/// yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct PendingPairing {
+    /// Names this pending pairing for [`Link::confirm_pairing`](super::Link::confirm_pairing).
+    pub id: String,
+    /// The phone's device id (as it asked to be paired; not yet trusted).
+    pub device_id: String,
+    /// The phone's label (as it sent it; not yet trusted).
+    pub label: String,
+    /// The code the person compares with the phone's screen, `012 345`.
+    pub verification_code: String,
+    /// When the pending pairing is discarded unless confirmed, ms since the Unix epoch.
+    #[ts(type = "number")]
+    pub expires_at_ms: u64,
+    /// The phone said its person saw the same code.
+    pub phone_confirmed: bool,
+    /// The person on the desktop said the codes match.
+    pub desktop_confirmed: bool,
+}
+
+/// Why a pending pairing ended without being paired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum PairingEnd {
+    /// The person on the desktop said the codes differ.
+    CodesDifferDesktop,
+    /// The phone said the codes differ.
+    CodesDifferPhone,
+    /// Not confirmed on both sides in time.
+    Expired,
+    /// The phone went away (or broke the protocol) before it was confirmed.
+    PhoneLeft,
+}
 
 /// What the link tells the app.
 #[derive(Debug, Clone)]
@@ -42,7 +83,7 @@ pub enum LinkEvent {
         /// Why, in words.
         reason: String,
     },
-    /// A phone was paired and its key pinned.
+    /// A phone was paired and its key pinned: both sides confirmed the verification code.
     Paired {
         /// Its device id.
         device_id: String,
@@ -50,6 +91,19 @@ pub enum LinkEvent {
         label: String,
         /// The 6-digit code both screens show (`123 456`).
         verification_code: String,
+    },
+    /// A pairing waits for its confirmations (sent again when one side confirmed).
+    PairingPending(PendingPairing),
+    /// A pending pairing ended without being paired; nothing was written.
+    PairingEnded {
+        /// The pending pairing's id.
+        id: String,
+        /// The phone's device id (not trusted).
+        device_id: String,
+        /// The phone's label (not trusted).
+        label: String,
+        /// Why.
+        end: PairingEnd,
     },
     /// A phone was unpaired on the desktop.
     Unpaired {

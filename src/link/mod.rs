@@ -61,8 +61,8 @@ pub use mdns::SERVICE_TYPE;
 pub use pairing::PairingInvite;
 pub use secret_store::{KeyringStore, MemoryStore, SecretStore, SecretStoreError};
 pub use server::{
-    bind, FrameLog, Link, LinkConfig, LinkError, LinkEvent, MessageCredit, DEFAULT_PORT,
-    MAX_UNAPPLIED,
+    bind, FrameLog, Link, LinkConfig, LinkError, LinkEvent, MessageCredit, PairingEnd,
+    PendingPairing, DEFAULT_PORT, MAX_UNAPPLIED,
 };
 pub use trust::{PairedPhone, TrustFile};
 pub use wire::{rfc3339_ms, FORBIDDEN_OUTGOING};

@@ -3,7 +3,10 @@
 //! `docs/protocol.md`, "Link: pairing and sessions". It connects over TLS 1.3 trusting exactly
 //! the desktop certificate whose fingerprint it was given (from the pairing link), reads the
 //! desktop's first `control.hello` (its nonce), pairs with a code (`pair.request` →
-//! `pair.grant` → `pair.complete`), says `control.hello`, sends messages and answers
+//! `pair.grant` (with the desktop's commitment) → `pair.complete` (with the phone's nonce) →
+//! `pair.reveal`, checks the commitment and shows the verification code: [`PhoneClient::pair_start`];
+//! then `pair.confirm` → `pair.done` once both people confirmed: [`PhoneClient::pair_confirm`]),
+//! says `control.hello` (its proof bound to this TLS session), sends messages and answers
 //! `control.ping` while it waits for frames.
 
 use std::net::SocketAddr;
@@ -23,8 +26,9 @@ use tokio_tungstenite::WebSocketStream;
 
 use super::identity::{key_fingerprint, CERT_NAME};
 use super::pairing::{
-    desktop_hello_signed_bytes, desktop_intro_signed_bytes, hello_signed_bytes, pair_signed_bytes,
-    verification_code,
+    commitment_b64, desktop_hello_signed_bytes, desktop_intro_signed_bytes, hello_signed_bytes,
+    pair_signed_bytes, random_nonce, verification_code, EXPORTER_LEN, HELLO_EXPORTER_LABEL,
+    PENDING_TTL_MS,
 };
 use super::tls::{pinned_client_config, PinnedCertVerifier};
 use super::wire::message_id;
@@ -69,6 +73,10 @@ pub enum PhoneError {
     /// The desktop closed the connection.
     #[error("the desktop closed the connection")]
     Closed,
+    /// The pairing was not confirmed: the codes differ (said on this phone), or the desktop's
+    /// revealed nonce does not match its commitment.
+    #[error("not paired: {0}")]
+    NotConfirmed(String),
 }
 
 /// A phone's identity: its Ed25519 key, device id and label.
@@ -154,6 +162,18 @@ impl PhoneIdentity {
     }
 }
 
+/// A pairing that waits for the two confirmations: the phone's person compares
+/// `verification_code` with the desktop's screen, then [`PhoneClient::pair_confirm`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingPair {
+    /// The device id the desktop is pairing (the phone's).
+    pub device_id: String,
+    /// The desktop's Ed25519 public key (base64url), kept once paired.
+    pub desktop_public_key: String,
+    /// The 6-digit verification code to show and compare (`012 345`).
+    pub verification_code: String,
+}
+
 /// What pairing gave the phone.
 #[derive(Debug, Clone)]
 pub struct Paired {
@@ -171,10 +191,15 @@ pub struct Paired {
 pub struct PhoneClient {
     ws: WebSocketStream<TlsStream<TcpStream>>,
     nonce: String,
+    /// This TLS session's exporter value ([`HELLO_EXPORTER_LABEL`]), unpadded base64url.
+    exporter: String,
     cert_fp: String,
     desktop_range: (u64, u64),
     /// Longest wait for any one frame (default 10 s).
     pub wait: Duration,
+    /// Longest wait for `pair.done` after this phone's `pair.confirm`, while the person on the
+    /// desktop compares the codes (default the desktop's pending time, 2 minutes, and 10 s).
+    pub confirm_wait: Duration,
     /// Whether [`PhoneClient::recv`] answers `control.ping` by itself (default true).
     pub answer_pings: bool,
     /// Every frame received, in order (parsed), including pings.
@@ -239,6 +264,12 @@ impl PhoneClient {
             }
             Ok(Ok(s)) => s,
         };
+        let exporter = tls
+            .get_ref()
+            .1
+            .export_keying_material([0u8; EXPORTER_LEN], HELLO_EXPORTER_LABEL, None)
+            .map(|b| URL_SAFE_NO_PAD.encode(b))
+            .map_err(|e| PhoneError::Tls(format!("no exporter value: {e}")))?;
         let url = format!("wss://{addr}/ifp");
         let (ws, _) = tokio::time::timeout(wait, tokio_tungstenite::client_async(url, tls))
             .await
@@ -247,9 +278,11 @@ impl PhoneClient {
         let mut c = Self {
             ws,
             nonce: String::new(),
+            exporter,
             cert_fp: pinned_fp.to_ascii_lowercase(),
             desktop_range: (0, 0),
             wait,
+            confirm_wait: Duration::from_millis(PENDING_TTL_MS) + Duration::from_secs(10),
             answer_pings: true,
             received: Vec::new(),
             desktop_public_key: None,
@@ -273,6 +306,12 @@ impl PhoneClient {
         &self.nonce
     }
 
+    /// This TLS session's exporter value (unpadded base64url of [`EXPORTER_LEN`] bytes under
+    /// [`HELLO_EXPORTER_LABEL`]), which the hello proofs sign.
+    pub fn exporter(&self) -> &str {
+        &self.exporter
+    }
+
     /// The protocol range the desktop announced.
     pub fn desktop_range(&self) -> (u64, u64) {
         self.desktop_range
@@ -283,7 +322,7 @@ impl PhoneClient {
     ///
     /// Errors: [`PhoneError::Protocol`] when the proof does not verify.
     pub fn set_desktop_public_key(&mut self, key: &str) -> Result<(), PhoneError> {
-        let msg = desktop_intro_signed_bytes(&self.nonce, &self.cert_fp);
+        let msg = desktop_intro_signed_bytes(&self.nonce, &self.cert_fp, &self.exporter);
         if !verify(key, &msg, &self.intro_proof) {
             return Err(PhoneError::Protocol(
                 "the desktop's first hello proof does not verify with the paired key".into(),
@@ -293,12 +332,11 @@ impl PhoneClient {
         Ok(())
     }
 
-    /// Pairs with `code` and says hello: `pair.request` → `pair.grant` → `pair.complete` +
-    /// `control.hello` (with `range`) → the desktop's answering `control.hello`.
+    /// Pairs with `code`, has both confirmations and says hello: [`PhoneClient::pair_start`],
+    /// then [`PhoneClient::pair_confirm`] with "the codes match". Completes only when the
+    /// person on the desktop confirms too (within [`PhoneClient::confirm_wait`]).
     ///
-    /// Errors: [`PhoneError::Refused`] with the desktop's error class (`pairing_failed` with
-    /// the one answer [`crate::link::pairing::PAIRING_REFUSED`] for every refused code, ...).
-    /// One `pair.request` per connection: to try again, connect again.
+    /// Errors: as the two steps.
     pub async fn pair(
         &mut self,
         me: &PhoneIdentity,
@@ -306,6 +344,25 @@ impl PhoneClient {
         capabilities: Vec<Value>,
         range: (u32, u32),
     ) -> Result<Paired, PhoneError> {
+        let pending = self.pair_start(me, code, capabilities).await?;
+        self.pair_confirm(me, &pending, true, range).await
+    }
+
+    /// Starts pairing with `code`: `pair.request` → `pair.grant` (the desktop's commitment) →
+    /// `pair.complete` (this phone's signature and fresh nonce) → `pair.reveal` (the desktop's
+    /// nonce, checked against its commitment). Returns the verification code to compare; the
+    /// desktop has a pending pairing and writes nothing until both sides confirm.
+    ///
+    /// Errors: [`PhoneError::Refused`] with the desktop's error class (`pairing_failed` with
+    /// the one answer [`crate::link::pairing::PAIRING_REFUSED`] for every refused code, ...);
+    /// [`PhoneError::NotConfirmed`] when the revealed nonce does not match the commitment.
+    /// One `pair.request` per connection: to try again, connect again.
+    pub async fn pair_start(
+        &mut self,
+        me: &PhoneIdentity,
+        code: &str,
+        capabilities: Vec<Value>,
+    ) -> Result<PendingPair, PhoneError> {
         let mut req = envelope(
             "pair.request",
             None,
@@ -316,37 +373,111 @@ impl PhoneClient {
         self.send_value(&req).await?;
         let grant = self.expect("pair.grant").await?;
         let p = &grant["payload"];
-        let challenge = p["challenge"]
-            .as_str()
-            .ok_or_else(|| PhoneError::Protocol("pair.grant without challenge".into()))?;
-        let desktop_pk = p["public_key"]
-            .as_str()
-            .ok_or_else(|| PhoneError::Protocol("pair.grant without public_key".into()))?
-            .to_string();
+        let text = |k: &str| {
+            p[k].as_str()
+                .map(str::to_string)
+                .ok_or_else(|| PhoneError::Protocol(format!("pair.grant without {k}")))
+        };
+        let challenge = text("challenge")?;
+        let desktop_pk = text("public_key")?;
+        let commitment = text("commitment")?;
         let device_id = p["device_id"].as_str().unwrap_or(&me.device_id).to_string();
-        let sig = me.sign_b64(&pair_signed_bytes(challenge, &self.cert_fp, &device_id));
+        self.set_desktop_public_key(&desktop_pk)?;
+        let phone_nonce = random_nonce();
+        let sig = me.sign_b64(&pair_signed_bytes(
+            &challenge,
+            &self.cert_fp,
+            &device_id,
+            &phone_nonce,
+        ));
         let done = envelope(
             "pair.complete",
             None,
-            json!({"device_id": device_id, "signature": sig}),
+            json!({"device_id": device_id, "signature": sig, "nonce": phone_nonce}),
         );
         self.send_value(&done).await?;
-        self.set_desktop_public_key(&desktop_pk)?;
+        let reveal = self.expect("pair.reveal").await?;
+        let desktop_nonce = reveal["payload"]["nonce"]
+            .as_str()
+            .ok_or_else(|| PhoneError::Protocol("pair.reveal without nonce".into()))?
+            .to_string();
+        let me_pk = me.public_key_b64();
+        let expected = commitment_b64(&desktop_nonce, &self.cert_fp, &me_pk)
+            .map_err(|e| PhoneError::Protocol(format!("pair.reveal: {e}")))?;
+        if expected != commitment {
+            return Err(PhoneError::NotConfirmed(
+                "the desktop's revealed nonce does not match the commitment it sent: someone may be in the middle".into(),
+            ));
+        }
+        let verification_code =
+            verification_code(&desktop_nonce, &phone_nonce, &self.cert_fp, &me_pk)
+                .map_err(|e| PhoneError::Protocol(format!("verification code: {e}")))?;
+        Ok(PendingPair {
+            device_id,
+            desktop_public_key: desktop_pk,
+            verification_code,
+        })
+    }
+
+    /// This phone's answer after its person compared the codes: `pair.confirm {codes_match}`.
+    /// With `true` it waits (at most [`PhoneClient::confirm_wait`]) for the desktop's
+    /// `pair.done`, which comes once the person on the desktop confirmed too, then says hello
+    /// with `range`.
+    ///
+    /// Errors: [`PhoneError::NotConfirmed`] when `codes_match` is false (nothing is paired);
+    /// [`PhoneError::Refused`] when the desktop discarded the pairing (its person said the
+    /// codes differ, or it expired); [`PhoneError::Timeout`].
+    pub async fn pair_confirm(
+        &mut self,
+        me: &PhoneIdentity,
+        pending: &PendingPair,
+        codes_match: bool,
+        range: (u32, u32),
+    ) -> Result<Paired, PhoneError> {
+        let confirm = envelope(
+            "pair.confirm",
+            Some(&me.entity_id()),
+            json!({"codes_match": codes_match}),
+        );
+        self.send_value(&confirm).await?;
+        if !codes_match {
+            return Err(PhoneError::NotConfirmed(
+                "this phone's person said the verification codes differ".into(),
+            ));
+        }
+        let saved = self.wait;
+        self.wait = self.confirm_wait;
+        let done = self.expect("pair.done").await;
+        self.wait = saved;
+        done?;
         let version = self.hello(me, range).await?;
         Ok(Paired {
             version,
-            verification_code: verification_code(&desktop_pk, &me.public_key_b64(), &self.cert_fp),
-            device_id,
-            desktop_public_key: desktop_pk,
+            verification_code: pending.verification_code.clone(),
+            device_id: pending.device_id.clone(),
+            desktop_public_key: pending.desktop_public_key.clone(),
         })
     }
 
     /// The `control.hello` this phone would send on this connection (for replay tests).
     pub fn hello_frame(&self, me: &PhoneIdentity, range: (u32, u32)) -> Value {
+        self.hello_frame_for(me, range, &self.nonce, &self.exporter)
+    }
+
+    /// The `control.hello` of `me` signed for `nonce` and the TLS exporter value `exporter`
+    /// (for tests of proofs carried from one connection or TLS session to another).
+    pub fn hello_frame_for(
+        &self,
+        me: &PhoneIdentity,
+        range: (u32, u32),
+        nonce: &str,
+        exporter: &str,
+    ) -> Value {
         let proof = me.sign_b64(&hello_signed_bytes(
-            &self.nonce,
+            nonce,
             &me.device_id,
             &self.cert_fp,
+            exporter,
         ));
         let mut v = envelope(
             "control.hello",
@@ -372,7 +503,12 @@ impl PhoneClient {
         let h = self.expect("control.hello").await?;
         let p = &h["payload"];
         if let Some(pk) = &self.desktop_public_key {
-            let msg = desktop_hello_signed_bytes(&self.nonce, &me.device_id, &self.cert_fp);
+            let msg = desktop_hello_signed_bytes(
+                &self.nonce,
+                &me.device_id,
+                &self.cert_fp,
+                &self.exporter,
+            );
             if !verify(pk, &msg, p["proof"].as_str().unwrap_or("")) {
                 return Err(PhoneError::Protocol(
                     "the desktop's hello proof does not verify".into(),

@@ -38,7 +38,7 @@ use super::wire::{self, ifp};
 
 pub use super::config::{FrameLog, LinkConfig, DEFAULT_PORT};
 pub use super::connection::DRAIN_MAX;
-pub use super::event::{LinkEvent, MessageCredit, MAX_UNAPPLIED};
+pub use super::event::{LinkEvent, MessageCredit, PairingEnd, PendingPairing, MAX_UNAPPLIED};
 
 /// How many ports [`bind`] tries, starting at the preferred one.
 pub const PORT_TRIES: u16 = 10;
@@ -72,6 +72,9 @@ pub enum LinkError {
     /// The message was refused before sending.
     #[error("message refused: {0}")]
     Refused(String),
+    /// No pending pairing has that id (it was confirmed, refused or expired meanwhile).
+    #[error("no pairing waits for confirmation under {0}: it ended meanwhile (confirmed, refused, expired, or the phone went away); open a new pairing window to try again")]
+    NoPendingPairing(String),
 }
 
 /// Binds `ip:port`, or the next free port up to [`PORT_TRIES`] ports on; port 0 binds an
@@ -135,6 +138,7 @@ impl Link {
             trust_file,
             trust: Mutex::new(phones),
             pairing: Mutex::new(None),
+            pending: Mutex::new(None),
             pair_backoff: Mutex::new(PairingBackoff::default()),
             sessions: Mutex::new(HashMap::new()),
             events: tx,
@@ -259,8 +263,37 @@ impl Link {
         let now = self.shared.config.clock.now_ms();
         let window = PairingWindow::open(now, self.shared.config.pairing_ttl_ms);
         let inv = self.shared.invite_for(&window, addr);
-        *lock(&self.shared.pairing) = Some(OpenPairing { window, addr });
+        *lock(&self.shared.pairing) = Some(OpenPairing {
+            window,
+            addr,
+            held_by: None,
+        });
         inv
+    }
+
+    /// The pairing that waits for confirmation, if any: its signature verified, the person on
+    /// the desktop is to compare its verification code with the phone's screen. Nothing is in
+    /// the trust file until [`Link::confirm_pairing`] said the codes match and the phone sent its
+    /// own `pair.confirm`.
+    pub fn pending_pairing(&self) -> Option<PendingPairing> {
+        lock(&self.shared.pending).as_ref().map(|p| p.info.clone())
+    }
+
+    /// The person's answer to the pending pairing `id`: `codes_match` when the phone shows the
+    /// same verification code. With `true`, the phone's key is pinned once the phone confirmed
+    /// too (maybe already); with `false` the pending pairing is discarded, nothing is written,
+    /// and the pairing window closes (the person opens a new one, with the phone in view).
+    ///
+    /// Errors: [`LinkError::NoPendingPairing`] when no pending pairing has that id (it ended).
+    pub fn confirm_pairing(&self, id: &str, codes_match: bool) -> Result<(), LinkError> {
+        let pending = lock(&self.shared.pending);
+        let slot = pending
+            .as_ref()
+            .filter(|p| p.info.id == id)
+            .ok_or_else(|| LinkError::NoPendingPairing(id.to_string()))?;
+        slot.tx
+            .send(Command::PairDecision(codes_match))
+            .map_err(|_| LinkError::NoPendingPairing(id.to_string()))
     }
 
     /// Closes the pairing window, if open.
@@ -269,7 +302,8 @@ impl Link {
     }
 
     /// The open pairing window's invite, if any: `None` once the window was used, expired, or
-    /// closed after its last allowed wrong code.
+    /// closed after its last allowed wrong code, and while a pairing made with its code waits
+    /// for confirmation ([`Link::pending_pairing`]).
     pub fn pairing_invite(&self) -> Option<PairingInvite> {
         let now = self.shared.config.clock.now_ms();
         let mut p = lock(&self.shared.pairing);
@@ -277,6 +311,7 @@ impl Link {
             *p = None;
         }
         p.as_ref()
+            .filter(|o| !o.window.held())
             .map(|o| self.shared.invite_for(&o.window, o.addr))
     }
 

@@ -19,6 +19,7 @@ use super::diagnostics::{
     FailureKind, LinkFailure, MdnsStatus, MAX_FAILURES_KEPT, MAX_PRE_HELLO_KEPT,
 };
 use super::event::LinkEvent;
+use super::event::PendingPairing;
 use super::flood::{grouped, FloodGate, FLOOD_WINDOW_MS};
 use super::identity::DesktopIdentity;
 use super::pairing::{invite, PairingBackoff, PairingInvite, PairingWindow};
@@ -33,6 +34,20 @@ pub(super) enum Command {
     Revoke(String),
     /// Close with these words (e.g. a newer connection of the same phone replaced this one).
     Close(String),
+    /// The person's answer to the pending pairing on this connection: `true` when the codes
+    /// match ([`Link::confirm_pairing`](super::Link::confirm_pairing)).
+    PairDecision(bool),
+}
+
+/// The pending pairing (signature verified, waiting for both confirmations) and how to reach
+/// the connection that holds it.
+pub(super) struct PendingSlot {
+    /// The connection's number.
+    pub(super) conn: u64,
+    /// What the Phones view shows.
+    pub(super) info: PendingPairing,
+    /// The connection's command channel (for [`Command::PairDecision`]).
+    pub(super) tx: mpsc::UnboundedSender<Command>,
 }
 
 /// A phone's live session: which connection holds it and how to reach that connection.
@@ -50,6 +65,8 @@ pub(super) struct OpenPairing {
     pub(super) window: PairingWindow,
     /// The address the phone should dial.
     pub(super) addr: IpAddr,
+    /// The connection whose pairing holds the window (its right code came), if any.
+    pub(super) held_by: Option<u64>,
 }
 
 /// What [`Link::diagnostics`](super::Link::diagnostics) reports beyond the trust file and
@@ -88,6 +105,9 @@ pub(super) struct Shared {
     /// The backoff on failed `pair.request`s (per source and global). Lock order: this one
     /// before `pairing` when both are held.
     pub(super) pair_backoff: Mutex<PairingBackoff>,
+    /// The pairing waiting for the person's and the phone's confirmation, if any (at most one:
+    /// it holds the window its code came from).
+    pub(super) pending: Mutex<Option<PendingSlot>>,
     /// Live sessions by device id.
     pub(super) sessions: Mutex<HashMap<String, Session>>,
     /// Where [`LinkEvent`]s go (unbounded: nothing is dropped; the app drains it).

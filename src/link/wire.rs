@@ -13,7 +13,9 @@ use serde_json::{Map, Value};
 
 /// The ifp module as the link uses it (the one seam to the validator and outgoing types).
 pub(crate) mod ifp {
-    pub(crate) use crate::ifp::outgoing::{DesktopRequest, DesktopRequestKind, PairGrant};
+    pub(crate) use crate::ifp::outgoing::{
+        DesktopRequest, DesktopRequestKind, PairDone, PairGrant, PairReveal,
+    };
     pub(crate) use crate::ifp::payload::{ControlHello, ErrorPayload, ProtocolVersions};
     pub(crate) use crate::ifp::{
         readable_id, validate_frame, Envelope, ErrorClass, OutgoingFrame, OutgoingHeader,
@@ -41,6 +43,11 @@ fn random_alnum(n: usize) -> String {
 }
 
 /// 32 random bytes as unpadded base64url (43 characters): nonces and challenges.
+/// `bytes` as unpadded base64url.
+pub(crate) fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
 pub(crate) fn random_token() -> String {
     let mut b = [0u8; 32];
     rand::rngs::OsRng.fill(&mut b);

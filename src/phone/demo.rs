@@ -160,6 +160,21 @@ pub async fn run_demo_phone(link: &Link, options: DemoOptions) -> Result<PlayRep
         opts.base_ms = b;
     }
     opts.cut_after = options.cut_after;
+    // The built-in demo phone is ours, in this process, on loopback: it is trusted without the
+    // person comparing codes. It confirms its own pending pairing on the desktop's side (by its
+    // device id) and says the codes match on its side. A real phone never can: the desktop's
+    // confirmation comes only from the person, through the Phones view.
+    let desk = link.clone();
+    opts.confirm =
+        crate::phone::player::Confirmer::new(move |pending| match desk.pending_pairing() {
+            Some(p)
+                if p.device_id == pending.device_id
+                    && p.verification_code == pending.verification_code =>
+            {
+                desk.confirm_pairing(&p.id, true).is_ok()
+            }
+            _ => false,
+        });
     let player = Player::new(addr, &fp, me, join, &scenario, opts);
     let report = player.play().await?;
     if let Some(p) = &report.paired {

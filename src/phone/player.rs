@@ -15,6 +15,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
@@ -24,7 +25,9 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::scenario::{Frame, Resolver, Scenario, ScenarioError, Sender};
 use crate::clock::{Clock as _, SystemClock};
-use crate::link::phone_client::{envelope, Paired, PhoneClient, PhoneError, PhoneIdentity};
+use crate::link::phone_client::{
+    envelope, Paired, PendingPair, PhoneClient, PhoneError, PhoneIdentity,
+};
 use crate::timefmt::rfc3339_ms;
 
 /// Frames queued before a flush at [`Rate::Max`].
@@ -77,6 +80,35 @@ pub enum Join {
     },
 }
 
+/// How the phone's person answers "does the desktop show this verification code?" while
+/// pairing: `true` when it does. Called once per pairing, after the code is known.
+#[derive(Clone)]
+pub struct Confirmer(Arc<dyn Fn(&PendingPair) -> bool + Send + Sync>);
+
+impl Confirmer {
+    /// Answers with `f` (which may ask a person; it may block).
+    pub fn new(f: impl Fn(&PendingPair) -> bool + Send + Sync + 'static) -> Self {
+        Confirmer(Arc::new(f))
+    }
+
+    /// Always "the codes match", without asking (scripts and tests: the person on the desktop
+    /// still has to confirm there).
+    pub fn auto() -> Self {
+        Confirmer::new(|_| true)
+    }
+
+    /// The answer for `pending`.
+    pub fn confirm(&self, pending: &PendingPair) -> bool {
+        (self.0)(pending)
+    }
+}
+
+impl std::fmt::Debug for Confirmer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Confirmer(..)")
+    }
+}
+
 /// What to play and how.
 #[derive(Debug, Clone)]
 pub struct PlayOptions {
@@ -95,6 +127,9 @@ pub struct PlayOptions {
     /// For tests: cut the connection (no close frame) right after the frame with this 1-based
     /// number is handed over, dropping the [`CUT_LOSES`] next frames as if lost in flight.
     pub cut_after: Vec<u64>,
+    /// How the phone confirms the verification code when pairing (default
+    /// [`Confirmer::auto`]).
+    pub confirm: Confirmer,
 }
 
 /// Frames "lost in flight" at a test cut: counted as sent, never written.
@@ -112,6 +147,7 @@ impl PlayOptions {
             max_reconnects: 20,
             ack_wait: Duration::from_secs(30),
             cut_after: Vec::new(),
+            confirm: Confirmer::auto(),
         }
     }
 }
@@ -277,8 +313,10 @@ impl<'a> Player<'a> {
                 c.hello(&self.me, crate::app_info::IFP_RANGE).await?;
             }
             Join::Pair { code } => {
+                let pending = c.pair_start(&self.me, &code, vec![]).await?;
+                let matches = self.opts.confirm.confirm(&pending);
                 let paired = c
-                    .pair(&self.me, &code, vec![], crate::app_info::IFP_RANGE)
+                    .pair_confirm(&self.me, &pending, matches, crate::app_info::IFP_RANGE)
                     .await?;
                 self.join = Join::Paired {
                     desktop_public_key: paired.desktop_public_key.clone(),
@@ -294,7 +332,9 @@ impl<'a> Player<'a> {
         loop {
             match self.connect().await {
                 Ok(ws) => return Ok(ws),
-                Err(e @ PhoneError::Refused { .. }) => return Err(e.into()),
+                Err(e @ (PhoneError::Refused { .. } | PhoneError::NotConfirmed(_))) => {
+                    return Err(e.into())
+                }
                 Err(e) => {
                     tries += 1;
                     if tries > self.opts.max_reconnects {

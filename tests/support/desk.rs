@@ -29,12 +29,18 @@ pub(crate) struct Desk {
 }
 
 pub(crate) async fn start() -> Desk {
+    start_with(|_| {}).await
+}
+
+/// [`start`] with `change` applied to the link's settings first.
+pub(crate) async fn start_with(change: impl FnOnce(&mut LinkConfig)) -> Desk {
     let dir = tempfile::tempdir().unwrap();
     let identity = DesktopIdentity::load_or_create(&MemoryStore::new()).unwrap();
     let clock = Arc::new(ManualClock::new(1_780_000_000_000));
     let mut cfg = LinkConfig::new(dir.path());
     cfg.mdns = false;
     cfg.clock = clock.clone();
+    change(&mut cfg);
     let (link, events) = Link::new(identity, cfg).unwrap();
     let listener = bind(LOOPBACK, 0).await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -91,7 +97,9 @@ impl Desk {
     /// One `pair.request` on a fresh connection; the answer as (class, detail), or "granted".
     pub(crate) async fn try_code(&self, me: &PhoneIdentity, code: &str) -> (String, String) {
         let mut phone = self.phone().await;
-        let got = phone.pair(me, code, vec![], (1, 1)).await;
+        // "granted": the code passed and the pairing is pending (closing the connection then
+        // discards it).
+        let got = phone.pair_start(me, code, vec![]).await;
         phone.close().await;
         match got {
             Ok(_) => ("granted".into(), String::new()),
@@ -104,7 +112,9 @@ impl Desk {
         let invite = self.link.open_pairing(LOOPBACK);
         let me = PhoneIdentity::generate(label);
         let mut phone = self.phone().await;
-        phone.pair(&me, &invite.code, vec![], (1, 1)).await.unwrap();
+        crate::confirm::pair_confirmed(&self.link, &mut phone, &me, &invite.code, vec![], (1, 1))
+            .await
+            .unwrap();
         phone.close().await;
         me
     }

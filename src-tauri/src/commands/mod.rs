@@ -73,6 +73,7 @@ commands! {
     phones::phones_snapshot() -> PhonesSnapshot;
     phones::open_pairing() -> PairingInvite;
     phones::close_pairing() -> ();
+    phones::confirm_pairing(id: String, codes_match: bool) -> ();
     phones::unpair_phone(device_id: String) -> bool;
     bridge::bridge_snapshot() -> BridgeSnapshot;
     bridge::explain_error(text: String, caller: Option<String>, endpoint: Option<String>) -> ErrorExplanation;

@@ -30,6 +30,17 @@ pub fn close_pairing(core: Core<'_>) {
     core.phones.close_pairing();
 }
 
+/// The person's answer after comparing the verification code of the pending pairing `id` with
+/// the phone's screen: `codes_match` ("Codes match") pins the phone once the phone confirmed too;
+/// `false` ("They differ") discards it, saves nothing and closes the pairing window.
+///
+/// # Errors
+/// `link` when the link is not running; `not_found` when that pairing ended meanwhile.
+#[tauri::command]
+pub fn confirm_pairing(core: Core<'_>, id: String, codes_match: bool) -> Result<(), IpcError> {
+    core.phones.confirm_pairing(&id, codes_match)
+}
+
 /// Forgets a phone's pinned key and, when it is connected, tells it. Returns whether it was
 /// paired.
 ///

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use super::pair::{identity_changed_words, verify};
+use super::pair::{identity_changed_words, shown_id, verify};
 use super::{Conn, Flow, Stage};
 use crate::link::diagnostics::FailureKind;
 use crate::link::event::LinkEvent;
@@ -38,7 +38,9 @@ impl Conn {
         let proof = p.get("proof").and_then(Value::as_str).unwrap_or("");
         let presented = env.ext.get("x-ifp-public-key").and_then(Value::as_str);
         let fp = self.shared.identity.cert_fingerprint().to_string();
-        let signed = hello_signed_bytes(&self.nonce, &device_id, &fp);
+        let signed = hello_signed_bytes(&self.nonce, &device_id, &fp, &self.exporter);
+        // The id as it may go into failure words (the peer is not authenticated yet).
+        let shown = shown_id(&device_id);
         let known = self.pinned(&device_id);
         // Every refusal gets the same answer (HELLO_REFUSED); only the desktop's own record says
         // which check failed. "Identity changed" is recorded only when the proof verifies under
@@ -49,26 +51,26 @@ impl Conn {
                 let _ = presented.map(|k| verify(k, &signed, proof));
                 Some((
                     FailureKind::UnknownDevice,
-                    format!("{device_id} is not paired with this desktop"),
+                    format!("{shown} is not paired with this desktop"),
                 ))
             }
             (Some(k), Some(other)) if other != k.public_key => {
                 if verify(other, &signed, proof) {
                     Some((
                         FailureKind::IdentityChanged,
-                        identity_changed_words(&device_id, &k.public_key, other),
+                        identity_changed_words(&shown, &k.public_key, other),
                     ))
                 } else {
                     Some((
                         FailureKind::BadProof,
-                        format!("{device_id} presents another key than the pinned one, with no valid proof for it (forged)"),
+                        format!("{shown} presents another key than the pinned one, with no valid proof for it (forged)"),
                     ))
                 }
             }
             (Some(k), _) => (!verify(&k.public_key, &signed, proof)).then(|| {
                 (
                     FailureKind::BadProof,
-                    format!("the hello proof of {device_id} does not verify for this connection's nonce (forged or replayed)"),
+                    format!("the hello proof of {shown} does not verify for this connection's nonce and TLS session (forged, replayed or relayed)"),
                 )
             }),
         };
@@ -170,6 +172,7 @@ impl Conn {
             &self.nonce,
             &device_id,
             &fp,
+            &self.exporter,
         ));
         let hello = ifp::OutgoingMessage::Hello(ifp::ControlHello {
             device_id: self.shared.identity.device_id(),

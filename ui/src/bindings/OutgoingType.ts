@@ -3,4 +3,4 @@
 /**
  * The `type` of each [`OutgoingMessage`] variant; the closed list of types Switchboard sends.
  */
-export type OutgoingType = "pair.grant" | "control.hello" | "control.ping" | "control.pong" | "error" | "desktop.request" | "control.ack";
+export type OutgoingType = "pair.grant" | "pair.reveal" | "pair.done" | "control.hello" | "control.ping" | "control.pong" | "error" | "desktop.request" | "control.ack";

@@ -3,11 +3,12 @@ import type { Capability } from "./Capability";
 
 /**
  * `pair.grant` payload (shape not pinned by ifp/1; Switchboard's choice):
- * `{device_id, public_key, challenge, capabilities, label?}`.
+ * `{device_id, public_key, challenge, commitment, capabilities, label?}`.
  */
 export type PairGrant = { 
 /**
- * The device id the requester is paired as, `^dev_[A-Za-z0-9_]{4,64}$`.
+ * The **phone's** device id, the one the requester is paired as,
+ * `^dev_[A-Za-z0-9_]{4,64}$` (the desktop's own id is the envelope's `device`).
  */
 device_id: string, 
 /**
@@ -18,6 +19,11 @@ public_key: string,
  * Fresh random challenge the requester signs in `pair.complete`, unpadded base64url.
  */
 challenge: string, 
+/**
+ * The desktop's commitment to the nonce it reveals in `pair.reveal`, unpadded base64url of
+ * 32 bytes ([`crate::link::pairing::pairing_commitment`]).
+ */
+commitment: string, 
 /**
  * What Switchboard can do.
  */

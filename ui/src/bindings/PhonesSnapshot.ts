@@ -2,6 +2,7 @@
 import type { LinkDiagnostics } from "./LinkDiagnostics";
 import type { PairingInvite } from "./PairingInvite";
 import type { PairingResult } from "./PairingResult";
+import type { PendingPairing } from "./PendingPairing";
 import type { PhoneStatus } from "./PhoneStatus";
 
 /**
@@ -21,13 +22,17 @@ link_error: string | null,
  */
 phones: Array<PhoneStatus>, 
 /**
- * The open pairing window, if any.
+ * The open pairing window, if any (`None` while a pairing made with its code is pending).
  */
 pairing: PairingInvite | null, 
 /**
- * The last completed pairing.
+ * The pairing waiting for the person to compare verification codes, if any.
  */
-last_paired: PairingResult | null, 
+pending: PendingPairing | null, 
+/**
+ * How the last pairing ended.
+ */
+last_pairing: PairingResult | null, 
 /**
  * Addresses, port, mDNS, recent failures; `None` while the link is not running.
  */

@@ -34,6 +34,7 @@ export type Commands = {
   phones_snapshot: { args: Record<string, never>; ret: PhonesSnapshot };
   open_pairing: { args: Record<string, never>; ret: PairingInvite };
   close_pairing: { args: Record<string, never>; ret: void };
+  confirm_pairing: { args: { id: string; codesMatch: boolean }; ret: void };
   unpair_phone: { args: { deviceId: string }; ret: boolean };
   bridge_snapshot: { args: Record<string, never>; ret: BridgeSnapshot };
   explain_error: { args: { text: string; caller?: string | null; endpoint?: string | null }; ret: ErrorExplanation };

@@ -81,6 +81,7 @@ export const api = {
       .catch(() => ({})),
   openPairing: () => call("open_pairing"),
   closePairing: () => call("close_pairing"),
+  confirmPairing: (id: string, codesMatch: boolean) => call("confirm_pairing", { id, codesMatch }),
   unpairPhone: (deviceId: string) => call("unpair_phone", { deviceId }),
   bridgeSnapshot: () => call("bridge_snapshot"),
   explainError: (text: string, caller?: string, endpoint?: string) =>
