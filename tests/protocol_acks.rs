@@ -7,6 +7,9 @@
 //! injected clock (no sleeping for the expiry).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/confirm.rs"]
+mod confirm;
+
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -79,7 +82,9 @@ impl Desk {
     async fn pair(&self, me: &PhoneIdentity) -> PhoneClient {
         let invite = self.link.open_pairing(LOOPBACK);
         let mut phone = PhoneClient::connect(self.addr, &self.fp).await.unwrap();
-        phone.pair(me, &invite.code, vec![], (1, 1)).await.unwrap();
+        confirm::pair_confirmed(&self.link, &mut phone, me, &invite.code, vec![], (1, 1))
+            .await
+            .unwrap();
         phone
     }
 
