@@ -14,9 +14,10 @@
 //! current lives in [`store`].
 //!
 //! Permissions of an extension with no known manifest are *unchecked*: they are all treated as
-//! grantable and the banner says so ([`Banner::manifest_checked`] is `false`). This is what
-//! `switchboard explain-error` does without `--manifests`, so the spec's example still prints
-//! the spec's banner words.
+//! grantable and the banner says so ([`Banner::manifest_checked`] is `false`). Every place that
+//! judges a banner uses one directory ([`explain::with_builtin`]: a phone's reported manifests
+//! over the built-in LumiAgent and LumiRealm ones), so only extensions outside both are
+//! unchecked.
 
 pub mod explain;
 pub mod store;

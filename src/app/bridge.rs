@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::App;
-use crate::bridge::explain::{builtin_extensions, explain, ErrorExplanation, MAX_EXPLAIN_BYTES};
+use crate::bridge::explain::{builtin_directory, explain, ErrorExplanation, MAX_EXPLAIN_BYTES};
 use crate::bridge::store::{BridgeSnapshot, BridgeStatusStore};
 use crate::bridge::{CallPath, ExtensionDirectory};
 use crate::error::IpcError;
@@ -22,7 +22,9 @@ use crate::sync::lock;
 pub struct BridgeState {
     /// The bridge-status store. Shared: the hub records call results into the same store.
     pub store: Arc<Mutex<BridgeStatusStore>>,
-    /// The extension manifests the app knows (see [`builtin_extensions`]).
+    /// The extension manifests the app knows: the built-in directory every banner falls back
+    /// to ([`builtin_directory`]; a pasted text names no phone whose reported manifests could
+    /// come first).
     pub extensions: Arc<ExtensionDirectory>,
 }
 
@@ -37,7 +39,7 @@ impl BridgeState {
     pub fn new() -> Self {
         Self {
             store: Arc::new(Mutex::new(BridgeStatusStore::new())),
-            extensions: Arc::new(builtin_extensions()),
+            extensions: Arc::new(builtin_directory().clone()),
         }
     }
 

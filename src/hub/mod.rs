@@ -658,8 +658,9 @@ impl Hub {
     }
 
     /// The extension directory `device_id`'s call results are judged with (the declared
-    /// permissions from its latest settings; empty before any); `None` for a phone the hub has
-    /// not heard of.
+    /// permissions from its latest settings over the built-in LumiAgent and LumiRealm
+    /// manifests, [`crate::bridge::explain::with_builtin`]; the built-in ones before any
+    /// settings); `None` for a phone the hub has not heard of.
     pub fn extensions(&self, device_id: &str) -> Option<ExtensionDirectory> {
         let st = lock(&self.inner.state);
         st.phones.get(device_id).map(|p| p.directory.clone())
