@@ -20,7 +20,7 @@ use crate::phone_line::pairing::DescribeOutcome;
 pub const DESCRIBE_CALLER: &str = "lumiagent";
 
 /// The call path of line `identifier`'s `describe`: LumiAgent → `<identifier>.phoneline`
-/// (`phone-line.md`: "Register one rpcPool handler at <yourExtId>.phoneline"), the path a
+/// (`phone-line.md`: "Register one rpcPool handler at `<yourExtId>.phoneline`"), the path a
 /// dial of that line's handler has.
 pub fn describe_path(identifier: &str) -> CallPath {
     CallPath::new(DESCRIBE_CALLER, format!("{identifier}.phoneline"))
