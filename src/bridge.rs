@@ -14,9 +14,10 @@
 //! current lives in [`store`].
 //!
 //! Permissions of an extension with no known manifest are *unchecked*: they are all treated as
-//! grantable and the banner says so ([`Banner::manifest_checked`] is `false`). This is what
-//! `switchboard explain-error` does without `--manifests`, so the spec's example still prints
-//! the spec's banner words.
+//! grantable and the banner says so ([`Banner::manifest_checked`] is `false`). Every place that
+//! judges a banner uses one directory ([`explain::with_builtin`]: a phone's reported manifests
+//! over the built-in LumiAgent and LumiRealm ones), so only extensions outside both are
+//! unchecked.
 
 pub mod explain;
 pub mod store;
@@ -223,7 +224,7 @@ fn read_manifest(path: &Path) -> Result<ExtensionManifest, String> {
 }
 
 /// A call between two extensions: who made it and which endpoint it went to. Banners are kept
-/// per path: only a later result on the same path changes them (spec: "A successful probe
+/// per phone and path: only a later result of the same phone on the same path changes them (spec: "A successful probe
 /// doesn't prove that LumiAgent can call your own handler").
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, TS)]
 #[ts(export)]
@@ -255,8 +256,17 @@ impl CallPath {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
 pub struct Banner {
-    /// Stable id for the UI: the path's key (one current banner per path).
+    /// Stable id for the UI: `<phone>|<caller>><endpoint>` ([`Banner::key_of`]; one current
+    /// banner per phone and path). A banner derived outside the store (a pasted text) has no
+    /// phone: its id is the path's key alone.
     pub id: String,
+    /// The device id of the phone whose call result raised it; empty for a banner derived from
+    /// a pasted text or an imported capture (never in the store under a phone).
+    pub phone: String,
+    /// Which banner of the store this is: a number the store gives each banner it raises
+    /// (unique within the store, increasing); 0 for a banner derived outside the store.
+    #[ts(type = "number")]
+    pub serial: u64,
     /// The call whose failure raised the banner.
     pub path: CallPath,
     /// Which host permission form the failure used.
@@ -298,10 +308,21 @@ pub struct Banner {
 }
 
 impl Banner {
-    /// Whether `other` reports the same failure (same path, form, endpoint, extensions and
-    /// permission split); wrappers and raw text may differ.
+    /// The id of the banner of `phone` (device id; empty: none) on `path`:
+    /// `<phone>|<caller>><endpoint>`, or the path's key alone without a phone.
+    pub fn key_of(phone: &str, path: &CallPath) -> String {
+        if phone.is_empty() {
+            path.key()
+        } else {
+            format!("{phone}|{}", path.key())
+        }
+    }
+
+    /// Whether `other` reports the same failure (same phone, path, form, endpoint, extensions
+    /// and permission split); wrappers and raw text may differ.
     pub fn same_failure(&self, other: &Banner) -> bool {
-        self.path == other.path
+        self.phone == other.phone
+            && self.path == other.path
             && self.form == other.form
             && self.endpoint == other.endpoint
             && self.missing_extension == other.missing_extension
@@ -345,7 +366,8 @@ fn other_end<'a>(p: &'a PermissionFailure, path: &'a CallPath) -> Option<&'a str
 }
 
 /// Derives the banner for a failed call on `path` with the classified `error`, seen at `at_ms`
-/// (epoch milliseconds; first and last seen, count 1).
+/// (epoch milliseconds; first and last seen, count 1). The banner has no phone and serial 0:
+/// the store ([`store::BridgeStatusStore`]) gives both when it raises it.
 ///
 /// Grantable permissions are those the missing extension's manifest declares; with no known
 /// manifest they are all grantable and [`Banner::manifest_checked`] is `false`.
@@ -384,6 +406,8 @@ pub fn derive_banner(
     let list = grantable.join(", ");
     Derived::Banner(Box::new(Banner {
         id: path.key(),
+        phone: String::new(),
+        serial: 0,
         path: path.clone(),
         form: p.form,
         endpoint: p.endpoint.clone(),

@@ -32,7 +32,7 @@ pub use dial_frame::{DialFrame, SharedStrings};
 use crate::dials::{Dial, DialOutcome, JsonText, Retention};
 use crate::ifp::{Envelope, Timestamp};
 use crate::phone_line::pairing::DescribeOutcome;
-use crate::phone_line::pairings::PairingsFile;
+use crate::phone_line::pairings::{read_as_lumiagent, LumiAgentRead, PairingsFile};
 use crate::phone_line::registry::PhoneLineRegistry;
 use crate::runtime::autonomy::Autonomy;
 
@@ -168,9 +168,14 @@ pub struct LastDescribe {
 pub struct PhoneSettings {
     /// The registry of known phone lines (the settings file `{version: 1, phoneLines: [...]}`).
     pub registry: PhoneLineRegistry,
-    /// The pairing records: the `phoneline-pairings.json` content; `None` when the phone has
-    /// no such file yet.
+    /// The pairing records: the `phoneline-pairings.json` content read as LumiAgent reads it
+    /// ([`read_as_lumiagent`]: records of the wrong shape kept with their problems, never
+    /// refused); `None` when the phone has no such file yet; empty when LumiAgent treats the
+    /// content as empty.
     pub pairings: Option<PairingsFile>,
+    /// Why LumiAgent treats the phone's pairings content as empty (`its version is 2, not 1`);
+    /// `None` when it reads its records (or there are none).
+    pub pairings_treated_as_empty: Option<String>,
     /// Every extension the phone knows, phone lines and callers alike.
     pub lines: Vec<LineSettings>,
 }
@@ -213,19 +218,24 @@ struct WireDescribe {
 
 impl PhoneSettings {
     /// Types an `event.phoneline.settings` payload. Errors name the field
-    /// (`payload.registry.phoneLines`, `payload.pairings.pairings.lumirealm.allowed`,
-    /// `payload.lines[0].describe.manifest`).
+    /// (`payload.registry.phoneLines`, `payload.lines[0].describe.manifest`). The `pairings`
+    /// content is never refused for its shape: it is read as LumiAgent reads its file.
     pub fn from_payload(payload: &Map<String, Value>) -> Result<Self, PhoneEventError> {
         let ev = SETTINGS_EVENT;
         let wire: WireSettings = typed(ev, payload)?;
         let registry = PhoneLineRegistry::parse(&wire.registry.to_string())
             .map_err(|e| field_err(ev, "payload.registry", e.to_string()))?;
-        let pairings = match wire.pairings {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(
-                PairingsFile::parse(&v.to_string())
-                    .map_err(|e| field_err(ev, "payload.pairings", e.to_string()))?,
-            ),
+        // Read as LumiAgent reads its file (upstream-behaviour.md): never refused for its shape.
+        let (pairings, pairings_treated_as_empty) = match wire.pairings {
+            None | Some(Value::Null) => (None, None),
+            Some(v) => match read_as_lumiagent(&v.to_string())
+                .map_err(|e| field_err(ev, "payload.pairings", e.to_string()))?
+            {
+                LumiAgentRead::Records(file) => (Some(file), None),
+                LumiAgentRead::TreatedAsEmpty { reason } => {
+                    (Some(PairingsFile::new()), Some(reason))
+                }
+            },
         };
         let mut lines = Vec::with_capacity(wire.lines.len());
         for (i, l) in wire.lines.into_iter().enumerate() {
@@ -264,6 +274,7 @@ impl PhoneSettings {
         Ok(PhoneSettings {
             registry,
             pairings,
+            pairings_treated_as_empty,
             lines,
         })
     }
@@ -654,14 +665,30 @@ mod tests {
                 .outcome,
             DescribeOutcome::Answered(_)
         ));
-        let mut bad = p.clone();
-        bad["pairings"]["pairings"]["lumirealm"]["allowed"] = json!("yes");
-        let err = PhoneEvent::from_envelope(&env(SETTINGS_EVENT, bad))
-            .unwrap_err()
-            .to_string();
+        // A record of the wrong shape is read as LumiAgent reads it, not refused.
+        let mut odd = p.clone();
+        odd["pairings"]["pairings"]["lumirealm"]["allowed"] = json!("yes");
+        let PhoneEvent::Settings(s) = PhoneEvent::from_envelope(&env(SETTINGS_EVENT, odd)).unwrap()
+        else {
+            panic!()
+        };
+        let rec = s.pairings.as_ref().unwrap().get("lumirealm").unwrap();
+        assert!(!rec.is_decision());
         assert!(
-            err.contains("payload.pairings") && err.contains("allowed"),
-            "{err}"
+            rec.problems()[0].contains("pairings.lumirealm.allowed"),
+            "{:?}",
+            rec.problems()
+        );
+        let mut odd = p.clone();
+        odd["pairings"]["version"] = json!(2);
+        let PhoneEvent::Settings(s) = PhoneEvent::from_envelope(&env(SETTINGS_EVENT, odd)).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(s.pairings.unwrap().records().count(), 0);
+        assert_eq!(
+            s.pairings_treated_as_empty.as_deref(),
+            Some("its version is 2, not 1")
         );
         let mut bad = p;
         bad["lines"][0]["describe"]["status"] = json!("failed");

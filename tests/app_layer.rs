@@ -561,12 +561,410 @@ async fn the_hub_and_the_dial_inspector_judge_banners_with_one_directory() {
             .unwrap();
         let wants_push = d.error.as_deref().unwrap().ends_with("push_notification");
         assert_eq!(
-            shown.as_ref().map(|b| b.message.as_str()),
+            shown.as_ref().map(|b| b.banner.message.as_str()),
             wants_push.then_some(banners[0].message.as_str()),
             "{}",
             d.id
         );
     }
+    phone.close().await;
+    desk.app.shutdown().await;
+}
+
+const SPEC_EXAMPLE: &str = "Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\" to inherit owner \"lumirealm\" permissions: push_notification";
+const SPEC_BANNER: &str =
+    "LumiAgent is missing push_notification, required for LumiRealm communication.";
+
+/// Dial `i` on lumiagent → lumirealm.phoneline: `ok`, or failed with the spec's example.
+fn dial_on_the_line(i: u64, fails: bool) -> Value {
+    let mut d = dial(i);
+    if fails {
+        d["outcome"] = json!("error");
+        d["error"] = json!(SPEC_EXAMPLE);
+        d.as_object_mut().unwrap().remove("response");
+    }
+    d
+}
+
+/// Banners per phone (issue 16): two phones on one hub, the same call path. A phone's result
+/// raises and clears only that phone's banner; the dial inspector shows the banner the hub
+/// raised for a dial (and where it stands), and one derived from the text only for an imported
+/// capture, marked as derived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_phones_on_one_path_raise_and_clear_only_their_own_banners() {
+    use switchboard::app::dials::{BannerOrigin, DialSource};
+    use switchboard::bridge::store::{BannerStanding, RetireReason};
+    let desk = start().await;
+    let (a, mut phone_a) = pair(&desk, "Phone A").await;
+    let (b, mut phone_b) = pair(&desk, "Phone B").await;
+    let hub = desk.app.hub().unwrap();
+    // One session each: the dial ids (`dedup` keys) differ between the phones.
+    let (sa, sb) = ("ses_mirrorA000000001", "ses_mirrorB000000001");
+    let held = |me: &PhoneIdentity, n: u64| hub.phone(me.device_id()).is_some_and(|p| p.dials == n);
+
+    // A fails, then B succeeds on the same path: A's banner stays.
+    phone_a
+        .send_value(&event(
+            &a,
+            "event.phoneline.dial",
+            sa,
+            1,
+            dial_on_the_line(1, true),
+        ))
+        .await
+        .unwrap();
+    until("A's failing dial", || held(&a, 1)).await;
+    phone_b
+        .send_value(&event(
+            &b,
+            "event.phoneline.dial",
+            sb,
+            1,
+            dial_on_the_line(2, false),
+        ))
+        .await
+        .unwrap();
+    until("B's ok dial", || held(&b, 1)).await;
+    let banners = desk.app.bridge_snapshot().banners;
+    assert_eq!(banners.len(), 1, "{banners:?}");
+    assert_eq!(banners[0].phone, a.device_id());
+    assert_eq!(banners[0].message, SPEC_BANNER);
+    let a_banner = banners[0].clone();
+
+    // B fails, then A succeeds: only B's stays.
+    phone_b
+        .send_value(&event(
+            &b,
+            "event.phoneline.dial",
+            sb,
+            2,
+            dial_on_the_line(3, true),
+        ))
+        .await
+        .unwrap();
+    until("B's failing dial", || held(&b, 2)).await;
+    assert_eq!(desk.app.bridge_snapshot().banners.len(), 2);
+    phone_a
+        .send_value(&event(
+            &a,
+            "event.phoneline.dial",
+            sa,
+            2,
+            dial_on_the_line(4, false),
+        ))
+        .await
+        .unwrap();
+    until("A's ok dial", || held(&a, 2)).await;
+    let snap = desk.app.bridge_snapshot();
+    let phones: Vec<_> = snap.banners.iter().map(|x| x.phone.as_str()).collect();
+    assert_eq!(phones, [b.device_id()]);
+    assert_eq!(snap.history.len(), 1);
+    assert_eq!(snap.history[0].banner.phone, a.device_id());
+    assert_eq!(snap.history[0].reason, RetireReason::CallSucceeded);
+    // The notices name each phone's own banner.
+    let seen = notices(&desk.host);
+    assert!(seen
+        .iter()
+        .any(|n| matches!(n, HubNotice::BannerCleared { banner_id } if *banner_id == a_banner.id)));
+    assert!(!seen.iter().any(|n| matches!(n, HubNotice::BannerCleared { banner_id } if banner_id.starts_with(b.device_id()))));
+
+    // The dial inspector: the hub's banner for each failing dial, with where it stands now.
+    let page = desk
+        .app
+        .dials()
+        .unwrap()
+        .dials_query(None, None)
+        .await
+        .unwrap();
+    let failing: Vec<_> = page.dials.iter().filter(|d| d.error.is_some()).collect();
+    assert_eq!(failing.len(), 2);
+    for d in &failing {
+        let shown = desk
+            .app
+            .dial_banner(&d.id, Some(d.start_ms), None)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(shown.origin, BannerOrigin::RaisedByHub, "{}", d.id);
+        assert_eq!(shown.banner.phone, *d.phone);
+        let want = if *d.phone == *a.device_id() {
+            BannerStanding::Retired {
+                reason: RetireReason::CallSucceeded,
+                at_ms: snap.history[0].retired_at_ms,
+            }
+        } else {
+            BannerStanding::Current
+        };
+        assert_eq!(shown.standing, Some(want), "{}", d.id);
+    }
+    for d in page.dials.iter().filter(|d| d.error.is_none()) {
+        assert_eq!(
+            desk.app
+                .dial_banner(&d.id, Some(d.start_ms), None)
+                .await
+                .unwrap(),
+            None
+        );
+    }
+    // The same dials as an imported capture: derived from the text, said so.
+    let dials = desk.app.dials().unwrap();
+    let out = dials
+        .dials_export(None, "capture.jsonl".into(), None)
+        .await
+        .unwrap();
+    dials.dials_import(out.path).await.unwrap();
+    let d = failing[0];
+    let shown = desk
+        .app
+        .dial_banner(&d.id, Some(d.start_ms), Some(DialSource::Imported))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(shown.origin, BannerOrigin::Derived);
+    assert_eq!(shown.standing, None);
+    assert_eq!(shown.banner.message, SPEC_BANNER);
+    assert_eq!(shown.banner.serial, 0);
+    phone_a.close().await;
+    phone_b.close().await;
+    desk.app.shutdown().await;
+}
+
+/// A phone's settings carry each line's last `describe`: a failed one raises the phone's
+/// banner on the describe path (lumiagent → lumirealm.phoneline) with the texts a dial there
+/// gives; the same snapshot again changes nothing; a later answered describe clears it. A
+/// pairing record of the wrong shape in the same settings is read, not refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_failures_in_settings_raise_and_clear_banners_as_a_dial_does() {
+    let desk = start().await;
+    let (me, mut phone) = pair(&desk, "Describe phone").await;
+    let hub = desk.app.hub().unwrap();
+    let session = "ses_mirror0000000001";
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/corpus/lumiverse/lumirealm.describe.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let with_describe = |describe: Value| {
+        json!({
+            "registry": {"version": 1, "phoneLines": [{"identifier": "lumirealm", "name": "LumiRealm"}]},
+            "pairings": {"version": 1, "pairings": {"lumirealm": {"identifier": "lumirealm",
+                "displayName": "LumiRealm", "allowed": "yes", "manifestHash": "ab", "decidedAt": 1}}},
+            "lines": [{"identifier": "lumirealm", "name": "LumiRealm", "describe": describe}]
+        })
+    };
+    let failed = json!({"at": "2026-07-21T01:00:00.000Z", "status": "failed",
+        "error": "Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\"\r\n  to inherit owner \"lumirealm\" permissions: push_notification"});
+    let updates = || {
+        notices(&desk.host)
+            .iter()
+            .filter(|n| matches!(n, HubNotice::SettingsUpdated { .. }))
+            .count()
+    };
+    for seq in [1, 2] {
+        phone
+            .send_value(&event(
+                &me,
+                "event.phoneline.settings",
+                session,
+                seq,
+                with_describe(failed.clone()),
+            ))
+            .await
+            .unwrap();
+        until("the settings", || updates() == seq as usize).await;
+    }
+    let banners = desk.app.bridge_snapshot().banners;
+    assert_eq!(banners.len(), 1, "{banners:?}");
+    let banner = &banners[0];
+    assert_eq!(banner.message, SPEC_BANNER);
+    assert_eq!(
+        banner.fix,
+        "In Lumiverse, open Extensions, then LumiAgent, and grant push_notification"
+    );
+    assert!(
+        banner.manifest_checked,
+        "judged with the built-in manifests"
+    );
+    assert_eq!(banner.phone, me.device_id());
+    assert_eq!(banner.path, switchboard::hub::describe_path("lumirealm"));
+    assert_eq!(
+        banner.count, 1,
+        "the repeated snapshot is not counted again"
+    );
+    // The settings were applied, their odd pairing record read as LumiAgent reads it.
+    let line = hub
+        .phone(me.device_id())
+        .unwrap()
+        .lines
+        .into_iter()
+        .find(|l| l.identifier == "lumirealm")
+        .unwrap();
+    assert!(
+        line.warnings
+            .iter()
+            .any(|w| w.contains("rewrites it with allowed: true")),
+        "{:?}",
+        line.warnings
+    );
+    assert!(
+        line.warnings.iter().any(|w| w.contains("describe failed")),
+        "{:?}",
+        line.warnings
+    );
+
+    // A later answered describe clears the banner.
+    let answered =
+        json!({"at": "2026-07-21T01:05:00.000Z", "status": "answered", "manifest": manifest});
+    phone
+        .send_value(&event(
+            &me,
+            "event.phoneline.settings",
+            session,
+            3,
+            with_describe(answered),
+        ))
+        .await
+        .unwrap();
+    until("the third settings", || updates() == 3).await;
+    let snap = desk.app.bridge_snapshot();
+    assert!(snap.banners.is_empty(), "{:?}", snap.banners);
+    assert_eq!(snap.history.len(), 1);
+    // The old failed describe sent again (older than the answer) raises nothing.
+    phone
+        .send_value(&event(
+            &me,
+            "event.phoneline.settings",
+            session,
+            4,
+            with_describe(failed),
+        ))
+        .await
+        .unwrap();
+    until("the fourth settings", || updates() == 4).await;
+    assert!(desk.app.bridge_snapshot().banners.is_empty());
+    phone.close().await;
+    desk.app.shutdown().await;
+}
+
+/// The autonomy beside a proposal is its session's (`openphone-runtime-protocol.md`,
+/// "Autonomy": a tool call without its own autonomy inherits the session's; with none,
+/// `ask_before_action`), not the phone's latest, and says where it came from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_autonomy_beside_a_proposal_is_its_sessions() {
+    use switchboard::confirmations::AutonomySource;
+    let desk = start().await;
+    let (me, mut phone) = pair(&desk, "Runtime phone").await;
+    let (trusted, observing, silent) = (
+        "ses_trusted000000001",
+        "ses_observe000000001",
+        "ses_silent0000000001",
+    );
+    let propose = |id: &str, action: &str, session: &str| {
+        let params = json!({"to": "+1 555 0100", "body": "hi"});
+        let mut v = envelope(
+            "action.propose",
+            Some(&me.entity_id()),
+            json!({
+            "action_id": action, "tool": "messages.send", "params": params,
+            "params_hash": switchboard::ifp::params_hash(&params), "risk": "high",
+            "idempotency_key": action, "expires_at": rfc3339_ms(4_000_000_000_000)}),
+        );
+        v["id"] = json!(id);
+        v["session"] = json!(session);
+        v["device"] = json!(me.device_id());
+        v
+    };
+    phone
+        .send_value(&event(
+            &me,
+            "event.runtime.autonomy",
+            trusted,
+            1,
+            json!({"autonomy": "trusted_actions"}),
+        ))
+        .await
+        .unwrap();
+    // The phone's latest level is another session's.
+    phone
+        .send_value(&event(
+            &me,
+            "event.runtime.autonomy",
+            observing,
+            1,
+            json!({"autonomy": "observe_only"}),
+        ))
+        .await
+        .unwrap();
+    phone
+        .send_value(&propose("msg_prop00000001", "act_trusted0001", trusted))
+        .await
+        .unwrap();
+    phone
+        .send_value(&propose("msg_prop00000002", "act_silent00001", silent))
+        .await
+        .unwrap();
+    until("both proposals", || {
+        desk.app.confirmations_snapshot().waiting.len() == 2
+    })
+    .await;
+    let device = me.device_id().to_string();
+    assert_eq!(
+        desk.app.confirmations.lock().autonomy_of(&device),
+        (Autonomy::ObserveOnly, true)
+    );
+    let snap = desk.app.confirmations_snapshot();
+    let of = |action: &str| {
+        snap.waiting
+            .iter()
+            .find(|c| c.action_id == action)
+            .unwrap()
+            .autonomy
+            .clone()
+    };
+    let t = of("act_trusted0001");
+    assert_eq!(
+        (t.autonomy, t.source),
+        (Autonomy::TrustedActions, AutonomySource::Session)
+    );
+    assert!(t.reported_at_ms.is_some());
+    assert!(
+        t.words.contains(trusted) && t.words.starts_with("trusted actions"),
+        "{}",
+        t.words
+    );
+    let s = of("act_silent00001");
+    assert_eq!(
+        (s.autonomy, s.source),
+        (
+            Autonomy::AskBeforeAction,
+            AutonomySource::SessionNotReported
+        )
+    );
+    assert!(
+        s.words.contains("fallback") && s.words.contains(silent),
+        "{}",
+        s.words
+    );
+    // The silent session's level arrives later: its waiting proposal follows.
+    phone
+        .send_value(&event(
+            &me,
+            "event.runtime.autonomy",
+            silent,
+            1,
+            json!({"autonomy": "trusted_actions"}),
+        ))
+        .await
+        .unwrap();
+    until("the silent session's level", || {
+        desk.app.confirmations_snapshot().waiting.iter().any(|c| {
+            c.action_id == "act_silent00001" && c.autonomy.source == AutonomySource::Session
+        })
+    })
+    .await;
     phone.close().await;
     desk.app.shutdown().await;
 }

@@ -937,7 +937,7 @@ fn policy_auto_on_a_phone_action_or_a_high_risk_tool_under_trusted_actions_is_an
     ] {
         let mut rx = Receiver::new(3);
         let mut m = ConfirmationMirror::with_bundled_catalogue();
-        m.set_autonomy(PHONE, autonomy);
+        m.set_session_autonomy(PHONE, "ses_pa0001", autonomy, 0);
         let params = json!({"event_id": "ev_1"});
         let mut p = propose(
             "msg_hr0001",
@@ -963,7 +963,7 @@ fn policy_auto_on_a_phone_action_or_a_high_risk_tool_under_trusted_actions_is_an
     // policy_auto of a medium-risk tool under trusted_actions is what that level allows.
     let mut rx = Receiver::new(3);
     let mut m = ConfirmationMirror::with_bundled_catalogue();
-    m.set_autonomy(PHONE, Autonomy::TrustedActions);
+    m.set_session_autonomy(PHONE, "ses_pa0001", Autonomy::TrustedActions, 0);
     let params = json!({"title": "Dentist", "start": "2026-07-22T09:00"});
     feed(
         &mut rx,
@@ -1084,4 +1084,66 @@ fn unanswered_proposals_lapse_at_expires_at_and_on_unpair_without_notifications(
         Some("ended: the phone was unpaired before it answered")
     );
     assert_eq!(approved.ended_at_ms, Some(expires + 2));
+}
+
+/// The autonomy a `policy_auto` approval is judged under is the proposal's session's, not the
+/// phone's latest (`openphone-runtime-protocol.md`, "Autonomy"): trusted_actions reported for
+/// another session does not make a high-risk policy approval odd-under-trusted in this one, and
+/// the view says where the level came from.
+#[test]
+fn a_proposal_is_judged_under_its_own_sessions_autonomy() {
+    use switchboard::confirmations::AutonomySource;
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    m.set_session_autonomy(PHONE, "ses_other0001", Autonomy::TrustedActions, 7);
+    assert_eq!(m.autonomy_of(PHONE), (Autonomy::TrustedActions, true));
+    let params = json!({"event_id": "ev_1"});
+    let mut p = propose(
+        "msg_os0001",
+        "act_os0001",
+        "calendar.delete",
+        params.clone(),
+        None,
+    );
+    p["payload"]["risk"] = json!("high");
+    feed(&mut rx, &mut m, &p);
+    let view = m.get(PHONE, "act_os0001").unwrap();
+    assert_eq!(view.autonomy.autonomy, Autonomy::AskBeforeAction);
+    assert_eq!(view.autonomy.source, AutonomySource::SessionNotReported);
+    assert!(
+        view.autonomy.words.contains("ses_pa0001"),
+        "{}",
+        view.autonomy.words
+    );
+    feed(
+        &mut rx,
+        &mut m,
+        &approve("msg_os0002", "act_os0001", &params, "policy_auto"),
+    );
+    assert!(!anomaly_kinds(&m, "act_os0001").contains(&AnomalyKind::PolicyAutoHighRisk));
+
+    // Its own session trusted: the level shows as the session's, and the approval is odd.
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    feed(&mut rx, &mut m, &p);
+    let changed = m.set_session_autonomy(PHONE, "ses_pa0001", Autonomy::TrustedActions, 9);
+    assert_eq!(
+        changed.len(),
+        1,
+        "the waiting proposal follows its session's level"
+    );
+    let view = m.get(PHONE, "act_os0001").unwrap();
+    assert_eq!(view.autonomy.source, AutonomySource::Session);
+    assert_eq!(view.autonomy.reported_at_ms, Some(9));
+    feed(
+        &mut rx,
+        &mut m,
+        &approve("msg_os0002", "act_os0001", &params, "policy_auto"),
+    );
+    assert!(anomaly_kinds(&m, "act_os0001").contains(&AnomalyKind::PolicyAutoHighRisk));
+    // A proposal without a session: the spec's fallback.
+    assert_eq!(
+        m.proposal_autonomy(PHONE, None).source,
+        AutonomySource::NoSession
+    );
 }

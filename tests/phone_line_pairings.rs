@@ -285,9 +285,144 @@ fn files_lumiagent_treats_as_empty_say_why() {
             "{text}"
         );
     }
-    // A record of the wrong shape is still refused, naming the field.
-    let e = read_as_lumiagent(r#"{"version":1,"pairings":{"x":{"identifier":1}}}"#).unwrap_err();
-    assert!(e.to_string().contains("pairings.x.identifier"), "{e}");
+}
+
+/// upstream-behaviour.md: LumiAgent keeps a record "whose allowed is true and whose hash still
+/// matches"; any other record is rewritten on its next discovery. So a record of the wrong shape
+/// is read, never refused: one without a boolean `allowed` (or not an object) is not a decision
+/// it keeps; other fields of the wrong shape are named, with line and column.
+#[test]
+fn records_of_the_wrong_shape_are_read_as_lumiagent_reads_them() {
+    use switchboard::phone_line::pairing::PhoneLineState;
+    use switchboard::phone_line::pairings::read_as_lumiagent;
+    use switchboard::phone_line::registry::PhoneLineRegistry;
+    use switchboard::phone_line::summary::{summarize, DialResult};
+    // LumiAgent's own file, with its one record changed field by field.
+    let good: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/phoneline-pairings.lumiagent.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let describe: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/corpus/lumiverse/lumirealm.describe.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let dials = [DialResult {
+        namespace: "lumirealm".into(),
+        outcome: switchboard::phone_line::pairing::DescribeOutcome::Answered(describe),
+    }];
+    let registry = PhoneLineRegistry::builtin();
+    let record = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = good.clone();
+        f(&mut v["pairings"]["lumirealm"]);
+        serde_json::to_string_pretty(&v).unwrap()
+    };
+    // (change, is a decision LumiAgent keeps, the field named)
+    let cases: Vec<(String, bool, &str)> = vec![
+        (
+            record(&|r| r["allowed"] = "yes".into()),
+            false,
+            "pairings.lumirealm.allowed: expected a boolean, found a string",
+        ),
+        (
+            record(&|r| {
+                r.as_object_mut().unwrap().remove("allowed");
+            }),
+            false,
+            "pairings.lumirealm.allowed: missing",
+        ),
+        (
+            record(&|r| *r = serde_json::json!(["lumirealm", true])),
+            false,
+            "pairings.lumirealm: expected a pairing record object, found an array",
+        ),
+        (
+            record(&|r| *r = serde_json::json!(null)),
+            false,
+            "pairings.lumirealm: expected a pairing record object, found null",
+        ),
+        (
+            record(&|r| r["decidedAt"] = "yesterday".into()),
+            true,
+            "pairings.lumirealm.decidedAt: expected a number (epoch milliseconds), found a string",
+        ),
+        (
+            record(&|r| r["manifestHash"] = 5.into()),
+            true,
+            "pairings.lumirealm.manifestHash: expected a string, found a number",
+        ),
+        (
+            record(&|r| {
+                r.as_object_mut().unwrap().remove("identifier");
+            }),
+            true,
+            "pairings.lumirealm.identifier: missing",
+        ),
+    ];
+    for (text, decision, named) in &cases {
+        let read = read_as_lumiagent(text).unwrap();
+        assert_eq!(read.empty_reason(), None, "{text}");
+        let file = read.records_or_empty();
+        let rec = file.get("lumirealm").unwrap();
+        assert_eq!(rec.is_decision(), *decision, "{text}");
+        assert!(
+            rec.problems()
+                .iter()
+                .any(|p| p.contains(named) && p.contains("line ")),
+            "{:?} lacks {named:?}",
+            rec.problems()
+        );
+        // Written back, the record is kept as it was read.
+        let back: serde_json::Value = serde_json::from_str(&file.to_text()).unwrap();
+        let orig: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(back, orig, "{text}");
+        let line = &summarize(&registry, Some(&file), &dials)[0];
+        if *decision {
+            assert!(
+                line.warnings
+                    .iter()
+                    .any(|w| w.contains("wrong shape") && w.contains(named)),
+                "{:?}",
+                line.warnings
+            );
+            assert!(line.allowed.is_some());
+        } else {
+            // Not a decision: no record fields shown; LumiAgent pairs the line again on its
+            // next discovery (its describe succeeds) and rewrites the record.
+            assert_eq!(line.state, PhoneLineState::Paired, "{text}");
+            assert_eq!(line.allowed, None);
+            assert!(
+                line.warnings
+                    .iter()
+                    .any(|w| w.contains("rewrites it with allowed: true")),
+                "{:?}",
+                line.warnings
+            );
+        }
+        // Revoking a record that is not a decision is refused, and the file is unchanged.
+        let mut f = file.clone();
+        match f.revoke("lumirealm", 5) {
+            Ok(_) => assert!(*decision, "{text}"),
+            Err(e) => {
+                assert!(!*decision);
+                assert!(matches!(e, PairingsError::NotADecision { .. }), "{e}");
+                assert_eq!(f, file);
+            }
+        }
+    }
+    // A well-formed LumiAgent file has no problems.
+    let file = read_as_lumiagent(&good.to_string())
+        .unwrap()
+        .records_or_empty();
+    assert!(file.get("lumirealm").unwrap().problems().is_empty());
+    assert!(file.get("lumirealm").unwrap().is_decision());
 }
 
 #[test]

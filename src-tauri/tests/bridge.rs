@@ -135,33 +135,40 @@ fn bridge_commands_through_ipc() {
     let state = &core.bridge;
     let shared = state.store.clone();
     let handler = CallPath::new("lumiagent", "lumirealm.phoneline");
+    const PHONE: &str = "dev_aaaaaaaaaaaaaaaa";
     let probe = CallPath::new("lumirealm", "lumiagent.phoneline_probe");
     {
         let mut store = shared.lock().unwrap();
         store.record_failure(
+            PHONE,
             &handler,
             spec["input"].as_str().unwrap(),
             1_000,
             &state.extensions,
         );
         store.record_failure(
+            PHONE,
             &handler,
             spec["input"].as_str().unwrap(),
             2_000,
             &state.extensions,
         );
-        store.record_failure(&probe, "Connection closed", 3_000, &state.extensions);
+        store.record_failure(PHONE, &probe, "Connection closed", 3_000, &state.extensions);
     }
     let s = ok("bridge_snapshot", json!({}));
     let banners = s["banners"].as_array().unwrap();
     assert_eq!(banners.len(), 1);
     assert_eq!(banners[0]["count"], 2);
+    assert_eq!(banners[0]["phone"], PHONE);
     assert_eq!(banners[0]["first_seen_ms"], 1_000);
     assert_eq!(banners[0]["last_seen_ms"], 2_000);
     assert_eq!(s["diagnostics"][0]["error"]["kind"], "connection_closed");
     assert_eq!(s["diagnostics"][0]["reason"], "not_permission");
     // A later success on the handler's path clears the banner to history.
-    shared.lock().unwrap().record_success(&handler, 4_000);
+    shared
+        .lock()
+        .unwrap()
+        .record_success(PHONE, &handler, 4_000);
     let s = ok("bridge_snapshot", json!({}));
     assert_eq!(s["banners"], json!([]));
     assert_eq!(s["history"][0]["reason"], "call_succeeded");

@@ -178,8 +178,12 @@ fn dials_commands_answer_through_ipc() {
         Value::Null
     );
 
-    // The banner of the dial that failed on permissions; none for the others.
+    // The banner of the dial that failed on permissions; none for the others. These dials went
+    // straight into the log, not through a phone's hub: the banner is derived, and says so.
     let b = call("dial_banner", json!({ "dialId": "d4" })).unwrap();
+    assert_eq!(b["origin"], "derived");
+    assert_eq!(b["standing"], Value::Null);
+    let b = &b["banner"];
     assert_eq!(
         b["message"],
         "LumiAgent is missing push_notification, required for LumiRealm communication."
@@ -244,7 +248,7 @@ fn dials_commands_answer_through_ipc() {
             "dial_banner",
             json!({ "dialId": "d4", "source": "imported" })
         )
-        .unwrap()["missing_extension"],
+        .unwrap()["banner"]["missing_extension"],
         "lumiagent"
     );
     let status = call("dials_status", json!({})).unwrap();

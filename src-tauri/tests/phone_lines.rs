@@ -232,20 +232,36 @@ fn phone_line_commands_through_ipc() {
     );
     assert_eq!(line(&s, "risu-notes")["state"], "unknown");
 
-    // A bad file is refused naming the field and its line; the opened file stays shown.
+    // A record of the wrong shape is read as LumiAgent reads it (upstream-behaviour.md): the
+    // file opens, the line names the field and its line, nothing shows as recorded, and the
+    // record cannot be revoked (LumiAgent rewrites it on its next discovery); nothing is written.
     let bad = files.path().join("bad.json");
-    std::fs::write(
-        &bad,
-        "{\n  \"version\": 1,\n  \"pairings\": {\n    \"lumirealm\": {\"identifier\": \"lumirealm\", \"displayName\": \"LumiRealm\",\n      \"allowed\": \"yes\", \"manifestHash\": \"00\", \"decidedAt\": 1}\n  }\n}\n",
+    let bad_text = "{\n  \"version\": 1,\n  \"pairings\": {\n    \"lumirealm\": {\"identifier\": \"lumirealm\", \"displayName\": \"LumiRealm\",\n      \"allowed\": \"yes\", \"manifestHash\": \"00\", \"decidedAt\": 1}\n  }\n}\n";
+    std::fs::write(&bad, bad_text).unwrap();
+    let s = ok("open_pairings_file", json!({ "path": bad }));
+    let lr = line(&s, "lumirealm");
+    assert_eq!(lr["allowed"], Value::Null);
+    let w = lr["warnings"][0].as_str().unwrap();
+    assert!(w.contains("pairings.lumirealm.allowed"), "{w}");
+    assert!(w.contains("line 5"), "{w}");
+    assert!(w.contains("boolean"), "{w}");
+    assert!(w.contains("rewrites it with allowed: true"), "{w}");
+    let err = call(
+        "revoke_phone_line",
+        json!({"identifier": "lumirealm", "confirm": true}),
     )
-    .unwrap();
-    let err = call("open_pairings_file", json!({ "path": bad })).unwrap_err();
+    .unwrap_err();
     assert_eq!(err["kind"], "invalid_input");
-    let m = err["message"].as_str().unwrap();
-    assert!(m.contains("pairings.lumirealm.allowed"), "{m}");
-    assert!(m.contains("line 5"), "{m}");
-    assert!(m.contains("boolean"), "{m}");
-    let s = ok("phone_lines_snapshot", json!({}));
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("nothing to revoke"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&bad).unwrap(), bad_text);
+    assert!(!backup_path_of(&bad).exists());
+    let s = ok("open_pairings_file", json!({ "path": path }));
     assert_eq!(s["source"]["path"], path.to_str().unwrap());
     let err = call(
         "open_pairings_file",
@@ -259,4 +275,11 @@ fn phone_line_commands_through_ipc() {
     let s = ok("close_pairings_file", json!({}));
     assert_eq!(s["source"]["kind"], "none");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+}
+
+/// Where a revoke would keep the previous file (`<file>.bak`).
+fn backup_path_of(p: &std::path::Path) -> std::path::PathBuf {
+    let mut s = p.as_os_str().to_os_string();
+    s.push(".bak");
+    std::path::PathBuf::from(s)
 }

@@ -3,13 +3,15 @@
 //! pasted error text (for support staff working from a user's report).
 //!
 //! The store is shared (`Arc`) with the hub, which records every call result a phone reports
-//! into it. Nothing here can approve, reject or cancel anything on a phone: it only reads.
+//! into it, under the phone's device id. A text pasted into the explainer is never recorded:
+//! its banner is a preview with no phone (empty `phone`, serial 0) and touches no phone's
+//! banners. Nothing here can approve, reject or cancel anything on a phone: it only reads.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::App;
-use crate::bridge::explain::{builtin_extensions, explain, ErrorExplanation, MAX_EXPLAIN_BYTES};
+use crate::bridge::explain::{builtin_directory, explain, ErrorExplanation, MAX_EXPLAIN_BYTES};
 use crate::bridge::store::{BridgeSnapshot, BridgeStatusStore};
 use crate::bridge::{CallPath, ExtensionDirectory};
 use crate::error::IpcError;
@@ -20,7 +22,9 @@ use crate::sync::lock;
 pub struct BridgeState {
     /// The bridge-status store. Shared: the hub records call results into the same store.
     pub store: Arc<Mutex<BridgeStatusStore>>,
-    /// The extension manifests the app knows (see [`builtin_extensions`]).
+    /// The extension manifests the app knows: the built-in directory every banner falls back
+    /// to ([`builtin_directory`]; a pasted text names no phone whose reported manifests could
+    /// come first).
     pub extensions: Arc<ExtensionDirectory>,
 }
 
@@ -35,13 +39,14 @@ impl BridgeState {
     pub fn new() -> Self {
         Self {
             store: Arc::new(Mutex::new(BridgeStatusStore::new())),
-            extensions: Arc::new(builtin_extensions()),
+            extensions: Arc::new(builtin_directory().clone()),
         }
     }
 
-    /// Records the call results of a JSON file `[{"caller","endpoint","error"?,"at_ms"}]` (no
-    /// `error`: the call succeeded), so the view can be looked at with data before a phone
-    /// reports any (the shell's `SWITCHBOARD_DEMO_BRIDGE`, debug builds only).
+    /// Records the call results of a JSON file `[{"phone"?,"caller","endpoint","error"?,"at_ms"}]`
+    /// (no `error`: the call succeeded; `phone`: the device id the result is kept under, empty
+    /// when absent), so the view can be looked at with data before a phone reports any (the
+    /// shell's `SWITCHBOARD_DEMO_BRIDGE`, debug builds only).
     ///
     /// # Errors
     /// The file and what is wrong in it (unreadable, not JSON, entry `i` without `at_ms`).
@@ -53,16 +58,17 @@ impl BridgeState {
         for (i, call) in calls.iter().enumerate() {
             let field = |k: &str| call.get(k).and_then(|v| v.as_str()).unwrap_or("");
             let path = CallPath::new(field("caller"), field("endpoint"));
+            let phone = field("phone");
             let at_ms = call
                 .get("at_ms")
                 .and_then(serde_json::Value::as_u64)
                 .ok_or_else(|| format!("call {i}: at_ms is missing or not a whole number"))?;
             match call.get("error").and_then(|v| v.as_str()) {
                 Some(error) => {
-                    store.record_failure(&path, error, at_ms, &self.extensions);
+                    store.record_failure(phone, &path, error, at_ms, &self.extensions);
                 }
                 None => {
-                    store.record_success(&path, at_ms);
+                    store.record_success(phone, &path, at_ms);
                 }
             }
         }

@@ -35,12 +35,39 @@ use ts_rs::TS;
 
 use super::App;
 use crate::bridge::explain::banner_for_dial;
+use crate::bridge::store::{BannerStanding, DialJudgement};
 use crate::bridge::Banner;
 use crate::dials::{
     ClearScope, Dial, DialBatch, DialFilter, DialLog, DialLogConfig, DialLogHandle, DialLogStatus,
     DialOutcome, DialPage, ImportedLog, OpStats, SubscribeOptions, Subscription,
 };
 use crate::error::IpcError;
+
+/// Where the banner the dial inspector shows comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum BannerOrigin {
+    /// The hub raised (or repeated) it for this dial: it is the banner of the Bridge view.
+    RaisedByHub,
+    /// Derived from the dial's error text here; the phone's bridge did not raise it (an
+    /// imported capture, a dial from before the app started, or one the store no longer
+    /// remembers).
+    Derived,
+}
+
+/// A dial's banner for the dial inspector ([`App::dial_banner`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct DialBanner {
+    /// The banner: for [`BannerOrigin::RaisedByHub`] as it stands now (current or in history),
+    /// or as it stood after the dial when the history no longer holds it.
+    pub banner: Banner,
+    /// Where it comes from.
+    pub origin: BannerOrigin,
+    /// For a raised banner: current, retired (why, when) or forgotten; `null` when derived.
+    pub standing: Option<BannerStanding>,
+}
 
 /// One dial as a row of the live table: everything but the request and response bodies and the
 /// error text. Shape: `{ id, phone, call_id, caller, callee, endpoint, op, start_ms,
@@ -649,11 +676,14 @@ impl App {
             .ok_or_else(|| IpcError::internal("the dial log did not start; see the app's log"))
     }
 
-    /// The banner of dial `dial_id` when it failed on permissions: its error text parsed with
-    /// the host-error classifier and the banner derived with the extension directory of the
-    /// phone that reported it (the one the hub judged it with; the built-in manifests for an
-    /// imported capture or a phone that sent none); `null` otherwise or when the dial is no
-    /// longer held.
+    /// The banner of dial `dial_id`, as the dial inspector shows it: the banner the hub raised
+    /// (or repeated) for this dial, when the bridge-status store still knows what the dial did,
+    /// with where that banner stands now; else (an imported capture, a dial from before the app
+    /// started, or one the store no longer remembers) the banner derived from its error text
+    /// with the extension directory the hub judges that phone's results with (the built-in
+    /// manifests for an imported capture or a phone that sent none), marked as derived. `null`
+    /// when the hub judged the dial and raised none, when a derivation gives none, or when the
+    /// dial is no longer held.
     ///
     /// # Errors
     /// As [`DialsState::dials_query`].
@@ -662,16 +692,34 @@ impl App {
         dial_id: &str,
         start_ms: Option<i64>,
         source: Option<DialSource>,
-    ) -> Result<Option<Banner>, IpcError> {
+    ) -> Result<Option<DialBanner>, IpcError> {
         let source = source.unwrap_or_default();
-        let dial = self.dials()?.find(dial_id, start_ms, source).await?;
-        Ok(dial.and_then(|d| {
-            let dir = match source {
-                DialSource::Live => self.extensions_of(&d.phone),
-                DialSource::Imported => None,
-            };
-            let dir = dir.unwrap_or_else(|| crate::bridge::explain::builtin_directory().clone());
-            banner_for_dial(&d, &dir)
+        let Some(d) = self.dials()?.find(dial_id, start_ms, source).await? else {
+            return Ok(None);
+        };
+        if source == DialSource::Live {
+            let judged = self.bridge.lock_store().dial_judgement(&d.phone, &d.id);
+            match judged {
+                Some((DialJudgement::Banner(banner), standing)) => {
+                    return Ok(Some(DialBanner {
+                        banner: *banner,
+                        origin: BannerOrigin::RaisedByHub,
+                        standing,
+                    }))
+                }
+                Some((DialJudgement::NoBanner(_), _)) => return Ok(None),
+                None => {}
+            }
+        }
+        let dir = match source {
+            DialSource::Live => self.extensions_of(&d.phone),
+            DialSource::Imported => None,
+        };
+        let dir = dir.unwrap_or_else(|| crate::bridge::explain::builtin_directory().clone());
+        Ok(banner_for_dial(&d, &dir).map(|banner| DialBanner {
+            banner,
+            origin: BannerOrigin::Derived,
+            standing: None,
         }))
     }
 }

@@ -312,9 +312,11 @@ impl App {
     /// (unreadable, not JSON, `version` not 1, `pairings` not an object) is opened with
     /// nothing paired and the reason in `source.treated_as_empty`.
     ///
+    /// A record of the wrong shape is read as LumiAgent reads it: shown with a warning naming the
+    /// field, line and column (not refused).
+    ///
     /// # Errors
-    /// `invalid_input` naming the field, line and column for a record of the wrong shape; `io`
-    /// when there is no file at the path. The source shown before stays.
+    /// `io` when there is no file at the path. The source shown before stays.
     pub fn open_pairings_file(&self, path: &str) -> Result<PhoneLinesSnapshot, IpcError> {
         let (app, state) = (self, &self.phone_lines);
         let path = pairings_path(path)?;
@@ -401,7 +403,9 @@ impl App {
     ///
     /// # Errors
     /// `invalid_input` without `confirm`, with nothing opened, with a file LumiAgent treats as
-    /// empty (never written), or a record already revoked; `link`
+    /// empty (never written), a record already revoked, or a record that is not a decision
+    /// LumiAgent keeps (not an object, no boolean `allowed`: it rewrites it on its next
+    /// discovery, so there is nothing to revoke; never written); `link`
     /// when a phone's settings are shown but the link cannot ask the phone; `not_found` without a record for
     /// `identifier`; `conflict` when the file changed on disk since it was opened (the view then
     /// shows the file as it is now; nothing is written); `io` when reading or writing fails.
@@ -470,7 +474,8 @@ impl App {
                             ),
                         )
                     })?;
-                    if !record.allowed() {
+                    // A record LumiAgent does not read as a decision: revoke refuses it.
+                    if record.is_decision() && !record.allowed() {
                         return Err(IpcError::invalid_input(format!(
                             "{identifier:?} is already revoked"
                         )));

@@ -12,8 +12,9 @@ use serde_json::{Map, Value};
 use super::catalogue::{bundled_catalogue, tool_info, PHONE_ACTION_TOOL};
 use super::texts::{self, finish, summary_of};
 use super::view::{
-    Anomaly, AnomalyKind, ChangeKind, ConfirmationView, ConfirmationsSnapshot, ConfirmedBy,
-    HashCheck, MirrorChange, PhoneActionView, RejectReason, TimelineItem,
+    Anomaly, AnomalyKind, AutonomySource, ChangeKind, ConfirmationView, ConfirmationsSnapshot,
+    ConfirmedBy, HashCheck, MirrorChange, PhoneActionView, ProposalAutonomy, RejectReason,
+    TimelineItem,
 };
 use crate::ifp::envelope::{Envelope, Timestamp};
 use crate::ifp::payload::{ConfirmationMode as WireMode, IncomingAction, IncomingMessage};
@@ -31,6 +32,9 @@ pub const MAX_TIMELINE: usize = 32;
 pub const MAX_ANOMALIES: usize = 16;
 /// Most stray messages (about actions never seen proposed) kept.
 pub const MAX_STRAY: usize = 50;
+/// Most (phone, session) autonomy levels kept; past it the oldest reported is forgotten (its
+/// proposals then show the spec's fallback).
+pub const MAX_SESSIONS: usize = 1024;
 /// The mirror: every proposal seen from every phone, bounded (module doc).
 #[derive(Debug, Clone)]
 pub struct ConfirmationMirror {
@@ -42,6 +46,9 @@ pub struct ConfirmationMirror {
     waiting_dropped: u64,
     next_n: u64,
     autonomy: HashMap<String, Autonomy>,
+    /// Each (phone, session)'s reported level and when it was received (epoch ms).
+    session_autonomy: HashMap<(String, String), (Autonomy, i64)>,
+    session_order: VecDeque<(String, String)>,
 }
 
 impl Default for ConfirmationMirror {
@@ -95,6 +102,8 @@ impl ConfirmationMirror {
             waiting_dropped: 0,
             next_n: 0,
             autonomy: HashMap::new(),
+            session_autonomy: HashMap::new(),
+            session_order: VecDeque::new(),
         }
     }
 
@@ -118,6 +127,72 @@ impl ConfirmationMirror {
     /// Records the autonomy level a phone declared (when the hub learns it).
     pub fn set_autonomy(&mut self, phone: &str, autonomy: Autonomy) {
         self.autonomy.insert(phone.to_string(), autonomy);
+    }
+
+    /// Records the autonomy level `phone` reported for runtime session `session`
+    /// (`event.runtime.autonomy`), received at `at_ms` (Unix epoch milliseconds): it becomes the
+    /// phone's latest level (the autonomy table's) and the level of every proposal of that
+    /// session, those waiting now and those to come. Returns the waiting proposals whose
+    /// autonomy changed.
+    pub fn set_session_autonomy(
+        &mut self,
+        phone: &str,
+        session: &str,
+        autonomy: Autonomy,
+        at_ms: i64,
+    ) -> Vec<ConfirmationView> {
+        self.set_autonomy(phone, autonomy);
+        let key = (phone.to_string(), session.to_string());
+        if self
+            .session_autonomy
+            .insert(key.clone(), (autonomy, at_ms))
+            .is_none()
+        {
+            self.session_order.push_back(key);
+            while self.session_order.len() > MAX_SESSIONS {
+                if let Some(old) = self.session_order.pop_front() {
+                    self.session_autonomy.remove(&old);
+                }
+            }
+        }
+        let level = self.proposal_autonomy(phone, Some(session));
+        let mut changed = Vec::new();
+        for view in self
+            .waiting
+            .iter_mut()
+            .filter(|c| c.phone == phone && c.session.as_deref() == Some(session))
+        {
+            if view.autonomy != level {
+                view.autonomy = level.clone();
+                changed.push(view.clone());
+            }
+        }
+        changed
+    }
+
+    /// The autonomy that applies to a proposal of `phone` in `session`: the level the phone
+    /// reported for that session (a proposal carries none of its own, so it inherits it), else
+    /// `ask_before_action`, the spec's fallback (`openphone-runtime-protocol.md`, "Autonomy").
+    pub fn proposal_autonomy(&self, phone: &str, session: Option<&str>) -> ProposalAutonomy {
+        let reported = session.and_then(|s| {
+            self.session_autonomy
+                .get(&(phone.to_string(), s.to_string()))
+        });
+        let (autonomy, source, reported_at_ms) = match (session, reported) {
+            (Some(_), Some((a, at))) => (*a, AutonomySource::Session, Some(*at)),
+            (Some(_), None) => (
+                Autonomy::AskBeforeAction,
+                AutonomySource::SessionNotReported,
+                None,
+            ),
+            (None, _) => (Autonomy::AskBeforeAction, AutonomySource::NoSession, None),
+        };
+        ProposalAutonomy {
+            autonomy,
+            source,
+            reported_at_ms,
+            words: texts::proposal_autonomy(autonomy, source, session),
+        }
     }
 
     /// The phone's autonomy level, and whether it is known; `ask_before_action` when unknown
@@ -291,11 +366,13 @@ impl ConfirmationMirror {
         let summary = summary_of(p, &tool, phone_action_view.as_ref());
         let n = self.next_n;
         self.next_n = self.next_n.wrapping_add(1);
+        let autonomy = self.proposal_autonomy(phone, env.session.as_deref());
         let mut view = ConfirmationView {
             key: format!("{phone}/{action_id}#{n}"),
             phone: phone.to_string(),
             action_id: action_id.to_string(),
             session: env.session.clone(),
+            autonomy,
             summary,
             tool,
             params: p.params.clone(),
@@ -522,7 +599,6 @@ impl ConfirmationMirror {
                     );
                 };
                 let text = texts::accepted_action(action, new_state, &env.r#type);
-                let (autonomy, _) = self.autonomy_of(phone);
                 let mut odd = None;
                 if let Some(view) = self.find_mut(phone, action_id) {
                     push_timeline(view, env, outcome, now_ms, text);
@@ -540,7 +616,9 @@ impl ConfirmationMirror {
                                         texts::policy_auto_phone_action(),
                                     ))
                                 } else if view.risk == crate::runtime::Risk::High
-                                    && autonomy == Autonomy::TrustedActions
+                                    // The proposal's own (its session's) level, not the
+                                    // phone's latest of any session.
+                                    && view.autonomy.autonomy == Autonomy::TrustedActions
                                 {
                                     Some((
                                         AnomalyKind::PolicyAutoHighRisk,

@@ -10,7 +10,9 @@
 //! Spec: `ifp1-notes.md` "Action lifecycle" (states, `binding_mismatch`, `action_expired`,
 //! messages after the end), "params_hash" (the binding the view checks); `phone-actions.md` §2
 //! (the card the phone shows, the server's refusals) and §3 (done, declined, failed, no answer);
-//! `openphone-runtime-protocol.md` "Autonomy" (the table of what the phone will ask).
+//! `openphone-runtime-protocol.md` "Autonomy" (the table of what the phone will ask; the
+//! autonomy beside a proposal is its session's, inherited as a tool call without its own
+//! autonomy inherits it, else `ask_before_action`: [`ProposalAutonomy`]).
 //!
 //! ## How it is fed
 //! The link's hub validates a frame, gives it to its [`crate::ifp::Receiver`], then calls
@@ -64,9 +66,11 @@ mod view;
 
 pub use catalogue::{bundled_catalogue, BUNDLED_TOOLS_JSON, PHONE_ACTION_TOOL};
 pub use mirror::{
-    ConfirmationMirror, MAX_ANOMALIES, MAX_ENDED, MAX_STRAY, MAX_TIMELINE, MAX_WAITING,
+    ConfirmationMirror, MAX_ANOMALIES, MAX_ENDED, MAX_SESSIONS, MAX_STRAY, MAX_TIMELINE,
+    MAX_WAITING,
 };
 pub use view::{
-    Anomaly, AnomalyKind, ChangeKind, ConfirmationView, ConfirmationsSnapshot, ConfirmedBy,
-    HashCheck, MirrorChange, PhoneActionView, RejectReason, TimelineItem, ToolInfo,
+    Anomaly, AnomalyKind, AutonomySource, ChangeKind, ConfirmationView, ConfirmationsSnapshot,
+    ConfirmedBy, HashCheck, MirrorChange, PhoneActionView, ProposalAutonomy, RejectReason,
+    TimelineItem, ToolInfo,
 };

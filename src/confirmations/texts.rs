@@ -253,3 +253,27 @@ pub(super) fn policy_auto_high_risk(tool: &str) -> String {
          (openphone-runtime-protocol.md, \"Autonomy\"): the phone did not ask the person."
     )
 }
+
+/// The autonomy beside a proposal in words: the level and where it came from
+/// (`openphone-runtime-protocol.md`, "Autonomy").
+pub(super) fn proposal_autonomy(
+    autonomy: crate::runtime::Autonomy,
+    source: super::view::AutonomySource,
+    session: Option<&str>,
+) -> String {
+    use super::view::AutonomySource;
+    let level = autonomy.as_str().replace('_', " ");
+    match (source, session) {
+        (AutonomySource::Session, Some(s)) => format!(
+            "{level}: the level the phone reported for this proposal's session {s}, which a \
+             tool call without its own autonomy inherits"
+        ),
+        (AutonomySource::SessionNotReported, Some(s)) => {
+            format!(
+                "{level} (the spec's fallback): the phone has not reported the level of this \
+                 proposal's session {s}"
+            )
+        }
+        _ => format!("{level} (the spec's fallback): the proposal names no session"),
+    }
+}

@@ -13,7 +13,7 @@ use ts_rs::TS;
 use crate::ifp::payload::RejectReasonClass;
 use crate::ifp::{ActionState, ErrorClass, Verdict};
 use crate::phone_action::{PhoneActionCard, PhoneActionOutcome};
-use crate::runtime::{Access, ConfirmationPolicy, Risk};
+use crate::runtime::{Access, Autonomy, ConfirmationPolicy, Risk};
 
 #[cfg(doc)]
 use super::{MAX_ENDED, MAX_TIMELINE, MAX_WAITING};
@@ -174,6 +174,40 @@ pub struct TimelineItem {
     pub text: String,
 }
 
+/// Where the autonomy beside a proposal comes from (`openphone-runtime-protocol.md`,
+/// "Autonomy": "If a runtime tool call omits autonomy, OpenPhone inherits the phone execution
+/// session's autonomy. If no session is available, it falls back to ask_before_action."). A
+/// proposal carries no autonomy of its own, so it always inherits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum AutonomySource {
+    /// Inherited from the proposal's session: the level the phone reported for that session
+    /// (`event.runtime.autonomy`).
+    Session,
+    /// The proposal names a session, but the phone has not reported that session's level:
+    /// shown as `ask_before_action`, the spec's fallback when no session level is available.
+    SessionNotReported,
+    /// The proposal names no session: `ask_before_action`, the spec's fallback.
+    NoSession,
+}
+
+/// The autonomy that applies to a proposal, with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct ProposalAutonomy {
+    /// The level.
+    pub autonomy: Autonomy,
+    /// Where it came from.
+    pub source: AutonomySource,
+    /// When the phone's report of the session's level was received (Unix epoch milliseconds);
+    /// `null` unless [`AutonomySource::Session`].
+    #[ts(type = "number | null")]
+    pub reported_at_ms: Option<i64>,
+    /// The same in words, for the view.
+    pub words: String,
+}
+
 /// One proposal as the view shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 #[ts(export)]
@@ -186,6 +220,10 @@ pub struct ConfirmationView {
     pub action_id: String,
     /// The proposal's `session`.
     pub session: Option<String>,
+    /// The autonomy that applies to it: its session's, or the spec's fallback, with where it
+    /// came from. While it waits, a later report of the session's level updates it; once ended
+    /// it keeps the level it ended under.
+    pub autonomy: ProposalAutonomy,
     /// The line to show: the card's summary, the reason, or the tool's description.
     pub summary: String,
     /// The tool and its details from the phone's tool list.

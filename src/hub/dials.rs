@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use super::bridge::Via;
 use super::{lock, After, Hub, HubNotice, ACK_EVERY};
 use crate::bridge::CallPath;
 use crate::dials::{DialLogError, DialOutcome, IngestVerdict, Retention};
@@ -262,20 +263,37 @@ impl Hub {
         };
         match dial.outcome {
             DialOutcome::Ok => {
-                // A success only retires the path's banner: nothing to do when it has none.
-                let has_banner = lock(&self.inner.bridge)
-                    .banners()
-                    .iter()
-                    .any(|b| b.path.caller == *dial.caller && b.path.endpoint == *dial.endpoint);
+                // A success only retires the phone's banner on the path: nothing to do when it
+                // has none (the path's latest result time still moves, for snapshot results).
+                let path = CallPath::new(&*dial.caller, &*dial.endpoint);
+                let has_banner = {
+                    let mut store = lock(&self.inner.bridge);
+                    let has = store.banner(device_id, &path).is_some();
+                    if !has {
+                        store.record_success(device_id, &path, dial.end_ms);
+                    }
+                    has
+                };
                 if has_banner {
-                    let path = CallPath::new(&*dial.caller, &*dial.endpoint);
-                    self.bridge_result(device_id, &path, None, dial.end_ms);
+                    self.bridge_result(
+                        device_id,
+                        &path,
+                        None,
+                        dial.end_ms,
+                        Via::Call(Some(&dial.id)),
+                    );
                 }
             }
             DialOutcome::Error | DialOutcome::TimedOut => {
                 let path = CallPath::new(&*dial.caller, &*dial.endpoint);
                 let text = dial.error.as_deref().unwrap_or_default();
-                self.bridge_result(device_id, &path, Some(text), dial.end_ms);
+                self.bridge_result(
+                    device_id,
+                    &path,
+                    Some(text),
+                    dial.end_ms,
+                    Via::Call(Some(&dial.id)),
+                );
             }
             // The handler answered: the bridge worked, but a tool error says nothing new.
             DialOutcome::ToolError => {}

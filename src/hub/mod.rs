@@ -17,7 +17,10 @@
 //!   with an ifp/1 `error` (its class, `parent` = the event's id) and changes nothing. An accepted
 //!   event is typed ([`PhoneEvent`]) and applied:
 //!   - settings: kept as the phone's latest; phone-line summaries recomputed with
-//!     [`summarize`]; the extensions' declared permissions feed the banner judgement;
+//!     [`summarize`]; the extensions' declared permissions feed the banner judgement; each
+//!     line's last `describe` raises or clears the phone's banner on the describe path
+//!     (`lumiagent` → `<line>.phoneline`) as a dial of that path does, once (a repeated
+//!     snapshot, or a describe older than the path's latest result, changes nothing);
 //!   - dial: converted with [`DialEvent::to_dial`] and ingested into the [`DialLogHandle`] (which
 //!     dedups by dial id again, so a dial is never counted twice even across desktop restarts).
 //!     Dials read by the link in one pass arrive as [`LinkEvent::Dials`] with the record already
@@ -25,6 +28,7 @@
 //!     their fields ([`Receiver::receive_event_fields`]) with the same outcomes;
 //!     a failed dial goes to [`BridgeStatusStore::record_failure`] (a permission error raises a
 //!     banner), an `ok` dial to [`BridgeStatusStore::record_success`] (clears the path's banner);
+//!     banners are the phone's own (keyed by its device id and the path);
 //!   - bridge status: the same, for a probe read or a permission change;
 //!   - autonomy: kept per runtime session.
 //! - `action.*`: forwarded by the phone as it saw them. A message id already applied is a replay
@@ -69,6 +73,7 @@ use tokio::sync::{broadcast, mpsc};
 
 pub use acks::{ACK_EVERY, MAX_WAITING_ACKS};
 pub use actions::{MAX_PROPOSALS, MAX_SEEN_IDS};
+pub use bridge::{describe_path, DESCRIBE_CALLER};
 pub use dials::MAX_DIAL_BATCH;
 pub use expiry::EXPIRY_TICK;
 pub use generations::GENERATIONS_FILE;
@@ -296,6 +301,8 @@ enum After {
         retention: Retention,
     },
     Bridge(BridgeEvent, u64),
+    /// The `describe` results of a settings snapshot, into the bridge-status store.
+    Describes(Vec<crate::phone_events::LineSettings>),
 }
 
 impl Hub {
@@ -616,6 +623,7 @@ impl Hub {
             After::Nothing => {}
             After::Dial { dial, retention } => self.apply_dial(device_id, &dial, retention).await,
             After::Bridge(b, at_ms) => self.apply_bridge(device_id, &b, at_ms),
+            After::Describes(lines) => self.apply_describes(device_id, &lines),
         }
     }
 
@@ -662,12 +670,19 @@ impl Hub {
         };
         match typed {
             PhoneEvent::Settings(s) => {
+                let described: Vec<_> = s
+                    .lines
+                    .iter()
+                    .filter(|l| l.last_describe.is_some())
+                    .cloned()
+                    .collect();
                 self.apply_settings(p, *s, env.ts.as_str());
                 self.notify(HubNotice::SettingsUpdated {
                     device_id: device_id.to_string(),
                     lines: p.summaries.len() as u64,
                 });
-                After::Nothing
+                // Judged after the lock is released, with the directory these settings gave.
+                After::Describes(described)
             }
             PhoneEvent::Dial(d) => After::Dial {
                 dial: d,
@@ -679,9 +694,22 @@ impl Hub {
             PhoneEvent::Bridge(b) => After::Bridge(b, ts_ms(env)),
             PhoneEvent::Autonomy(a) => {
                 p.autonomy.insert(a.session.clone(), a.autonomy);
-                // The Confirmations table shows the phone's latest session level.
+                // The session's level goes beside its proposals; the Confirmations table
+                // shows the phone's latest session level.
                 if let Some(mirror) = &self.inner.confirmations {
-                    lock(mirror).set_autonomy(device_id, a.autonomy);
+                    let at = self.inner.clock.now_ms_i64();
+                    let changed =
+                        lock(mirror).set_session_autonomy(device_id, &a.session, a.autonomy, at);
+                    for view in changed {
+                        self.notify(HubNotice::ConfirmationChanged {
+                            device_id: device_id.to_string(),
+                            change: Box::new(crate::confirmations::MirrorChange {
+                                kind: crate::confirmations::ChangeKind::Noted,
+                                confirmation: Some(view),
+                                anomaly: None,
+                            }),
+                        });
+                    }
                 }
                 self.notify(HubNotice::AutonomyChanged {
                     device_id: device_id.to_string(),
@@ -705,6 +733,13 @@ impl Hub {
             })
             .collect();
         p.summaries = summarize(&s.registry, s.pairings.as_ref(), &describes);
+        if let Some(reason) = &s.pairings_treated_as_empty {
+            for line in &mut p.summaries {
+                line.warnings.push(format!(
+                    "LumiAgent treats the phone's pairings file as empty because {reason}: no pairing record is read from it"
+                ));
+            }
+        }
         let mut dir = ExtensionDirectory::new();
         for l in &s.lines {
             if let Some(perms) = &l.permissions {
@@ -727,8 +762,9 @@ impl Hub {
     }
 
     /// The extension directory `device_id`'s call results are judged with (the declared
-    /// permissions from its latest settings; empty before any); `None` for a phone the hub has
-    /// not heard of.
+    /// permissions from its latest settings over the built-in LumiAgent and LumiRealm
+    /// manifests, [`crate::bridge::explain::with_builtin`]; the built-in ones before any
+    /// settings); `None` for a phone the hub has not heard of.
     pub fn extensions(&self, device_id: &str) -> Option<ExtensionDirectory> {
         let st = lock(&self.inner.state);
         st.phones.get(device_id).map(|p| p.directory.clone())

@@ -5,6 +5,9 @@
 //! - A line not in the registry is **unknown**: LumiAgent never dials it.
 //! - A record with `allowed: false` (the desktop's revoke) is **revoked**; auto-approval does not
 //!   undo an explicit revoke.
+//! - A record LumiAgent does not read as a decision (not an object, no boolean `allowed`:
+//!   [`PairingRecord::is_decision`]) counts as no record, with a warning saying LumiAgent
+//!   rewrites it on its next discovery; other fields of the wrong shape are warned about.
 //! - A `describe` that failed (or answered with something that is not a manifest) is
 //!   **describe failed**.
 //! - A `describe` whose `extension.name` differs from the registry's name is **skipped**, with a
@@ -78,6 +81,23 @@ pub fn decide(
     now_ms: u64,
 ) -> PairingDecision {
     let mut warnings = Vec::new();
+    // A record of the wrong shape is read as LumiAgent reads it (upstream-behaviour.md): only
+    // `allowed` true with the current hash is kept; anything else is rewritten on the next
+    // discovery whose describe succeeds.
+    if let Some(r) = existing {
+        if !r.is_decision() {
+            warnings.push(format!(
+                "the pairing record is not a decision LumiAgent keeps ({}): its allowed is not true, so LumiAgent rewrites it with allowed: true, the current manifest hash and decidedAt = now on its next discovery whose describe succeeds (nothing to do)",
+                r.problems().join("; ")
+            ));
+        } else if !r.problems().is_empty() {
+            warnings.push(format!(
+                "the pairing record has fields of the wrong shape ({}); LumiAgent only compares allowed and manifestHash, so it keeps the record while allowed is true and the hash matches, and rewrites it otherwise",
+                r.problems().join("; ")
+            ));
+        }
+    }
+    let existing = existing.filter(|r| r.is_decision());
     let mut manifest = None;
     let mut declared_id = None;
     let mut describe_error = None;

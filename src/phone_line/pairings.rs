@@ -57,6 +57,16 @@ pub enum PairingsError {
     /// No pairing record for this extension id.
     #[error("no pairing record for {0:?}")]
     NotFound(String),
+    /// The record for this id is not one LumiAgent reads as a decision (not an object, or no
+    /// boolean `allowed`): there is nothing to revoke, and LumiAgent rewrites it on its next
+    /// discovery.
+    #[error("the pairing record for {id:?} is not a decision LumiAgent keeps ({problems}): it rewrites it with allowed: true on its next discovery, so there is nothing to revoke")]
+    NotADecision {
+        /// The extension id.
+        id: String,
+        /// What is wrong with it, in words.
+        problems: String,
+    },
     /// Reading the file failed.
     #[error("cannot read {}: {source}", path.display())]
     Read {
@@ -80,9 +90,9 @@ impl From<PairingsError> for crate::error::IpcError {
     /// for read and write failures; the message is the error's words (field, line, column).
     fn from(e: PairingsError) -> Self {
         let kind = match &e {
-            PairingsError::Syntax { .. } | PairingsError::Shape { .. } => {
-                crate::error::IpcErrorKind::InvalidInput
-            }
+            PairingsError::Syntax { .. }
+            | PairingsError::Shape { .. }
+            | PairingsError::NotADecision { .. } => crate::error::IpcErrorKind::InvalidInput,
             PairingsError::NotFound(_) => crate::error::IpcErrorKind::NotFound,
             PairingsError::Read { .. } | PairingsError::Write { .. } => {
                 crate::error::IpcErrorKind::Io
@@ -99,6 +109,11 @@ impl From<PairingsError> for crate::error::IpcError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairingRecord {
     fields: Map<String, Value>,
+    /// What is of the wrong shape in it, in words naming the field (read leniently, as
+    /// LumiAgent reads it: [`read_as_lumiagent`]); empty for a well-formed record.
+    problems: Vec<String>,
+    /// The value as read when it is not an object at all (kept verbatim when writing).
+    not_object: Option<Value>,
 }
 
 impl PairingRecord {
@@ -117,7 +132,27 @@ impl PairingRecord {
         fields.insert("allowed".into(), Value::Bool(allowed));
         fields.insert("manifestHash".into(), Value::from(manifest_hash));
         fields.insert("decidedAt".into(), Value::from(decided_at));
-        Self { fields }
+        Self {
+            fields,
+            problems: Vec::new(),
+            not_object: None,
+        }
+    }
+
+    /// Whether LumiAgent reads this record as a decision: an object whose `allowed` is a
+    /// boolean. Any other record (not an object, `allowed` missing or of another type) has no
+    /// `allowed` that is true, so LumiAgent does not keep it: on its next discovery whose
+    /// `describe` succeeds it rewrites it with `allowed: true`, the new hash and `decidedAt` =
+    /// now (upstream-behaviour.md, "LumiAgent's registry and pairing records").
+    pub fn is_decision(&self) -> bool {
+        self.not_object.is_none() && self.fields.get("allowed").is_some_and(Value::is_boolean)
+    }
+
+    /// What is of the wrong shape in the record, in words naming the field
+    /// (`pairings.lumirealm.decidedAt: expected a number (epoch milliseconds), found a string`);
+    /// empty for a well-formed record.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
     }
 
     fn str_field(&self, key: &str) -> &str {
@@ -188,9 +223,12 @@ impl PairingRecord {
         self.manifest_hash() != current_hash
     }
 
-    /// The record as JSON, all members in order.
+    /// The record as JSON, all members in order (a record that is not an object: as read).
     pub fn to_value(&self) -> Value {
-        Value::Object(self.fields.clone())
+        match &self.not_object {
+            Some(v) => v.clone(),
+            None => Value::Object(self.fields.clone()),
+        }
     }
 }
 
@@ -298,6 +336,8 @@ impl PairingsFile {
                         id.clone(),
                         PairingRecord {
                             fields: fields.clone(),
+                            problems: Vec::new(),
+                            not_object: None,
                         },
                     ));
                 }
@@ -365,6 +405,12 @@ impl PairingsFile {
         let record = self
             .get_mut(id)
             .ok_or_else(|| PairingsError::NotFound(id.to_string()))?;
+        if !record.is_decision() {
+            return Err(PairingsError::NotADecision {
+                id: id.to_string(),
+                problems: record.problems.join("; "),
+            });
+        }
         record.set_allowed(false);
         record.set_decided_at(now_ms);
         Ok(record)
@@ -443,11 +489,15 @@ impl LumiAgentRead {
 /// level that is not an object, a `version` other than the number 1 (JavaScript's
 /// `version === 1`, so `1.0` counts) and a `pairings` that is missing, `null` or not an object
 /// (an array included) give [`LumiAgentRead::TreatedAsEmpty`] naming what was wrong. Otherwise
-/// the file is read as [`PairingsFile::parse`] reads it.
+/// every record is read as LumiAgent reads it, whatever its shape: LumiAgent only asks whether a
+/// record's `allowed` is true and its `manifestHash` still matches (it keeps it unchanged) or not
+/// (it rewrites it on its next discovery). A record of the wrong shape is kept, verbatim, with
+/// its problems in words naming the field and its line and column ([`PairingRecord::problems`]);
+/// one that is not an object or has no boolean `allowed` is not a decision
+/// ([`PairingRecord::is_decision`]).
 ///
 /// # Errors
-/// [`PairingsError::Shape`] for a record of the wrong shape (field, line and column), as
-/// [`PairingsFile::parse`].
+/// None today (kept for the file reader's signature): every text gives a [`LumiAgentRead`].
 pub fn read_as_lumiagent(text: &str) -> Result<LumiAgentRead, PairingsError> {
     let empty = |reason: String| Ok(LumiAgentRead::TreatedAsEmpty { reason });
     if text.is_empty() {
@@ -485,7 +535,7 @@ pub fn read_as_lumiagent(text: &str) -> Result<LumiAgentRead, PairingsError> {
         }
     }
     match top.get("pairings") {
-        Some(Value::Object(_)) => PairingsFile::parse(text).map(LumiAgentRead::Records),
+        Some(Value::Object(_)) => Ok(LumiAgentRead::Records(lenient(text, value.clone()))),
         None => empty("it has no pairings object".into()),
         Some(other) => empty(format!(
             "its pairings is {}, not an object",
@@ -540,27 +590,87 @@ fn whole_ms(v: &Value) -> Result<u64, String> {
     }
 }
 
-fn check_record(fields: &Map<String, Value>, at: &JsonPath) -> Result<(), (JsonPath, String)> {
-    for key in RECORD_FIELDS {
-        let here = at.key(key);
-        let Some(v) = fields.get(key) else {
-            return Err((here, "missing".into()));
-        };
-        let problem = match key {
-            "allowed" if !v.is_boolean() => {
-                Some(format!("expected a boolean, found {}", type_words(v)))
+/// The records of `value` (a top-level object whose `pairings` is an object), each read as
+/// LumiAgent reads it: problems collected, nothing refused.
+fn lenient(text: &str, value: Value) -> PairingsFile {
+    let Value::Object(mut top) = value else {
+        return PairingsFile::new();
+    };
+    let root = JsonPath::root();
+    let pairings_path = root.key("pairings");
+    let map = match top.insert("pairings".into(), Value::Object(Map::new())) {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    // `pairings.lumirealm.allowed: expected a boolean, found a string (line 8, column 18)`.
+    let words = |path: &JsonPath, msg: &str| {
+        let p = path
+            .locate_nearest(text)
+            .unwrap_or(Position { line: 1, column: 1 });
+        format!("{path}: {msg} ({p})")
+    };
+    let mut records = Vec::with_capacity(map.len());
+    for (id, record) in map {
+        let at = pairings_path.key(&id);
+        let rec = match record {
+            Value::Object(fields) => {
+                let problems = record_problems(&fields, &at)
+                    .into_iter()
+                    .map(|(path, msg)| words(&path, &msg))
+                    .collect();
+                PairingRecord {
+                    fields,
+                    problems,
+                    not_object: None,
+                }
             }
-            "decidedAt" => whole_ms(v).err(),
-            "identifier" | "displayName" | "manifestHash" if !v.is_string() => {
-                Some(format!("expected a string, found {}", type_words(v)))
-            }
-            _ => None,
+            other => PairingRecord {
+                fields: Map::new(),
+                problems: vec![words(
+                    &at,
+                    &format!(
+                        "expected a pairing record object, found {}",
+                        type_words(&other)
+                    ),
+                )],
+                not_object: Some(other),
+            },
         };
-        if let Some(message) = problem {
-            return Err((here, message));
-        }
+        records.push((id, rec));
     }
-    Ok(())
+    PairingsFile { top, records }
+}
+
+/// Every field of a record that is missing or of the wrong shape, in the format's order.
+fn record_problems(fields: &Map<String, Value>, at: &JsonPath) -> Vec<(JsonPath, String)> {
+    RECORD_FIELDS
+        .iter()
+        .filter_map(|key| field_problem(key, fields.get(*key)).map(|m| (at.key(key), m)))
+        .collect()
+}
+
+/// What is wrong with field `key` of a record holding `v` (`None`: missing), if anything.
+fn field_problem(key: &str, v: Option<&Value>) -> Option<String> {
+    let Some(v) = v else {
+        return Some("missing".into());
+    };
+    match key {
+        "allowed" if !v.is_boolean() => {
+            Some(format!("expected a boolean, found {}", type_words(v)))
+        }
+        "decidedAt" => whole_ms(v).err(),
+        "identifier" | "displayName" | "manifestHash" if !v.is_string() => {
+            Some(format!("expected a string, found {}", type_words(v)))
+        }
+        _ => None,
+    }
+}
+
+fn check_record(fields: &Map<String, Value>, at: &JsonPath) -> Result<(), (JsonPath, String)> {
+    match record_problems(fields, at).into_iter().next() {
+        Some(first) => Err(first),
+        None => Ok(()),
+    }
 }
 
 /// `JSON.stringify(value, null, 2)`: two-space indentation, `"key": value`, empty objects and

@@ -98,10 +98,13 @@ pub fn summarize(
 
     ids.into_iter()
         .map(|id| {
-            let record = pairings.and_then(|p| p.get(id));
+            let stored = pairings.and_then(|p| p.get(id));
             let outcome = dials.iter().find(|d| d.namespace == id).map(|d| &d.outcome);
             // The time is irrelevant: only the state, manifest and warnings are used.
-            let d = decide(registry, id, outcome, record, 0);
+            let d = decide(registry, id, outcome, stored, 0);
+            // A record LumiAgent does not read as a decision shows no fields (its warning says
+            // why).
+            let record = stored.filter(|r| r.is_decision());
             let mut warnings = d.warnings;
             let current_hash = d.manifest.as_ref().map(|m| m.hash());
             let hash_matches_current = match (record, &current_hash) {

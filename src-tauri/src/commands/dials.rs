@@ -7,9 +7,8 @@
 use std::sync::Arc;
 
 use switchboard::app::dials::{
-    DialBatchMsg, DialClearScope, DialSource, DialsStatus, ExportSummary, ImportSummary,
+    DialBanner, DialBatchMsg, DialClearScope, DialSource, DialsStatus, ExportSummary, ImportSummary,
 };
-use switchboard::bridge::Banner;
 use switchboard::dials::{Dial, DialFilter, DialPage, OpStats};
 use switchboard::error::IpcError;
 use tauri::ipc::Channel;
@@ -138,6 +137,6 @@ pub async fn dial_banner(
     dial_id: String,
     start_ms: Option<i64>,
     source: Option<DialSource>,
-) -> Result<Option<Banner>, IpcError> {
+) -> Result<Option<DialBanner>, IpcError> {
     core.dial_banner(&dial_id, start_ms, source).await
 }

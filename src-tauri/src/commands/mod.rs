@@ -51,7 +51,7 @@ macro_rules! commands {
 }
 
 use switchboard::app::dials::{
-    DialBatchMsg, DialClearScope, DialSource, DialsStatus, ExportSummary, ImportSummary,
+    DialBanner, DialBatchMsg, DialClearScope, DialSource, DialsStatus, ExportSummary, ImportSummary,
 };
 use switchboard::app::phone_lines::{ExclusionTest, PhoneLinesSnapshot};
 use switchboard::app::phones::PhonesSnapshot;
@@ -59,7 +59,6 @@ use switchboard::app::{confirmations::PhoneAutonomy, Diagnostics};
 use switchboard::app_info::AppInfo;
 use switchboard::bridge::explain::ErrorExplanation;
 use switchboard::bridge::store::BridgeSnapshot;
-use switchboard::bridge::Banner;
 use switchboard::confirmations::ConfirmationsSnapshot;
 use switchboard::dials::{Dial, DialFilter, DialPage, OpStats};
 use switchboard::link::PairingInvite;
@@ -95,7 +94,7 @@ commands! {
     dials::dials_close_import() -> ();
     dials::dials_clear(scope: DialClearScope) -> u64;
     dials::dials_status() -> DialsStatus;
-    dials::dial_banner(dial_id: String, start_ms: Option<i64>, source: Option<DialSource>) -> Option<Banner>;
+    dials::dial_banner(dial_id: String, start_ms: Option<i64>, source: Option<DialSource>) -> Option<DialBanner>;
     confirmations::confirmations_snapshot() -> ConfirmationsSnapshot;
     confirmations::autonomy_table(phone: String) -> PhoneAutonomy;
     confirmations::notification_status() -> crate::notify::NotificationStatus;

@@ -8,9 +8,21 @@ import type { PermissionForm } from "./PermissionForm";
  */
 export type Banner = { 
 /**
- * Stable id for the UI: the path's key (one current banner per path).
+ * Stable id for the UI: `<phone>|<caller>><endpoint>` ([`Banner::key_of`]; one current
+ * banner per phone and path). A banner derived outside the store (a pasted text) has no
+ * phone: its id is the path's key alone.
  */
 id: string, 
+/**
+ * The device id of the phone whose call result raised it; empty for a banner derived from
+ * a pasted text or an imported capture (never in the store under a phone).
+ */
+phone: string, 
+/**
+ * Which banner of the store this is: a number the store gives each banner it raises
+ * (unique within the store, increasing); 0 for a banner derived outside the store.
+ */
+serial: number, 
 /**
  * The call whose failure raised the banner.
  */

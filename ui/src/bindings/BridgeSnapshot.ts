@@ -8,7 +8,7 @@ import type { RetiredBanner } from "./RetiredBanner";
  */
 export type BridgeSnapshot = { 
 /**
- * Current banners, in the order first raised.
+ * Current banners, in the order first raised (each names its phone).
  */
 banners: Array<Banner>, 
 /**

@@ -2,7 +2,7 @@
 
 /**
  * A call between two extensions: who made it and which endpoint it went to. Banners are kept
- * per path: only a later result on the same path changes them (spec: "A successful probe
+ * per phone and path: only a later result of the same phone on the same path changes them (spec: "A successful probe
  * doesn't prove that LumiAgent can call your own handler").
  */
 export type CallPath = { 

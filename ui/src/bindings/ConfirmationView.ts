@@ -5,6 +5,7 @@ import type { ConfirmedBy } from "./ConfirmedBy";
 import type { ErrorClass } from "./ErrorClass";
 import type { HashCheck } from "./HashCheck";
 import type { PhoneActionView } from "./PhoneActionView";
+import type { ProposalAutonomy } from "./ProposalAutonomy";
 import type { RejectReason } from "./RejectReason";
 import type { Risk } from "./Risk";
 import type { TimelineItem } from "./TimelineItem";
@@ -30,6 +31,12 @@ action_id: string,
  * The proposal's `session`.
  */
 session: string | null, 
+/**
+ * The autonomy that applies to it: its session's, or the spec's fallback, with where it
+ * came from. While it waits, a later report of the session's level updates it; once ended
+ * it keeps the level it ended under.
+ */
+autonomy: ProposalAutonomy, 
 /**
  * The line to show: the card's summary, the reason, or the tool's description.
  */

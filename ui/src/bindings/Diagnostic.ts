@@ -9,6 +9,11 @@ import type { HostError } from "./HostError";
  */
 export type Diagnostic = { 
 /**
+ * The device id of the phone that reported the call; empty when no phone did (a demo
+ * file's entry without one).
+ */
+phone: string, 
+/**
  * The call that failed.
  */
 path: CallPath, 

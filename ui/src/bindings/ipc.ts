@@ -1,11 +1,11 @@
 // Generated from the command list in src-tauri/src/commands/mod.rs and
 // switchboard::app::AppEvent::ALL by `cargo test`; do not edit.
 import type { AppInfo } from "./AppInfo";
-import type { Banner } from "./Banner";
 import type { BridgeSnapshot } from "./BridgeSnapshot";
 import type { ConfirmationsSnapshot } from "./ConfirmationsSnapshot";
 import type { Diagnostics } from "./Diagnostics";
 import type { Dial } from "./Dial";
+import type { DialBanner } from "./DialBanner";
 import type { DialBatchMsg } from "./DialBatchMsg";
 import type { DialClearScope } from "./DialClearScope";
 import type { DialFilter } from "./DialFilter";
@@ -56,7 +56,7 @@ export type Commands = {
   dials_close_import: { args: Record<string, never>; ret: void };
   dials_clear: { args: { scope: DialClearScope }; ret: number };
   dials_status: { args: Record<string, never>; ret: DialsStatus };
-  dial_banner: { args: { dialId: string; startMs?: number | null; source?: DialSource | null }; ret: Banner | null };
+  dial_banner: { args: { dialId: string; startMs?: number | null; source?: DialSource | null }; ret: DialBanner | null };
   confirmations_snapshot: { args: Record<string, never>; ret: ConfirmationsSnapshot };
   autonomy_table: { args: { phone: string }; ret: PhoneAutonomy };
   notification_status: { args: Record<string, never>; ret: NotificationStatus };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bannerCopyText, diagnosticWords, errorWords, filterBanners, noBannerWords, pathWords, retireWords, unsupportedOpWords } from "./bridge";
+import { bannerCopyText, dialBannerWords, diagnosticWords, groupByPhone, phoneCount, errorWords, filterBanners, noBannerWords, pathWords, retireWords, unsupportedOpWords } from "./bridge";
 import type { Banner } from "../bindings/Banner";
 import type { Diagnostic } from "../bindings/Diagnostic";
 import type { ErrorExplanation } from "../bindings/ErrorExplanation";
@@ -9,7 +9,9 @@ declare const process: { env: Record<string, string | undefined> };
 process.env.TZ = "UTC";
 
 const spec: Banner = {
-  id: "lumiagent>lumirealm.phoneline",
+  id: "dev_a|lumiagent>lumirealm.phoneline",
+  phone: "dev_a",
+  serial: 1,
   path: { caller: "lumiagent", endpoint: "lumirealm.phoneline" },
   form: "inherit",
   endpoint: "lumirealm.phoneline",
@@ -116,6 +118,7 @@ describe("bridge words", () => {
 
   it("explains diagnostics and missing banners", () => {
     const d: Diagnostic = {
+      phone: "dev_a",
       path: { caller: "lumirealm", endpoint: "lumiagent.phoneline_probe" },
       reason: "nothing_grantable",
       error: { kind: "permission", form: "inherit", endpoint: "lumiagent.phoneline_probe", missing_extension: "lumirealm", owner: "lumiagent", permissions: ["mcp_servers"], wrapped_by: [], text: "" },
@@ -142,5 +145,28 @@ describe("bridge words", () => {
     expect(noBannerWords({ ...x, banner: spec, no_banner: null })).toBe("");
     expect(pathWords({ caller: "", endpoint: "x.y" })).toBe("unknown caller → x.y");
     expect(retireWords("call_succeeded")).toContain("succeeded");
+  });
+});
+
+describe("banners per phone", () => {
+  const b = { ...spec, id: "dev_b|lumiagent>lumirealm.phoneline", phone: "dev_b", serial: 2 };
+  it("groups by phone in first-seen order, with the paired label or the device id", () => {
+    const groups = groupByPhone([spec, b, { ...probe, phone: "dev_a" }], { dev_a: "Pixel" });
+    expect(groups.map((g) => [g.phone, g.label, g.items.length])).toEqual([
+      ["dev_a", "Pixel", 2],
+      ["dev_b", "dev_b", 1],
+    ]);
+    expect(groupByPhone([{ ...spec, phone: "" }], {})[0].label).toBe("No phone");
+    expect(phoneCount([spec, b, spec])).toBe(2);
+    expect(phoneCount([spec])).toBe(1);
+  });
+  it("says where the inspector's banner comes from", () => {
+    expect(dialBannerWords({ banner: spec, origin: "derived", standing: null })).toBe(
+      "Derived from the error text; not raised by the phone's bridge.",
+    );
+    expect(dialBannerWords({ banner: spec, origin: "raised_by_hub", standing: { state: "current" } })).toContain("current banner");
+    expect(
+      dialBannerWords({ banner: spec, origin: "raised_by_hub", standing: { state: "retired", reason: "call_succeeded", at_ms: 1_726_000_000_000 } }),
+    ).toBe("Raised by the phone's bridge for this dial; no longer current since 2024-09-10 20:26:40 (cleared: a later call on the same path succeeded).");
   });
 });

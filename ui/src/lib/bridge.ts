@@ -1,5 +1,6 @@
 // Pure helpers of the Bridge view: error kinds and reasons in words, copy texts, filtering.
 import type { Banner } from "../bindings/Banner";
+import type { DialBanner } from "../bindings/DialBanner";
 import type { Diagnostic } from "../bindings/Diagnostic";
 import type { HostError } from "../bindings/HostError";
 import type { PermissionForm } from "../bindings/PermissionForm";
@@ -148,4 +149,51 @@ export function filterBanners<T extends Banner>(banners: T[], query: string): T[
     [b.message, b.endpoint, b.missing_extension, b.missing_name, b.other_name, b.raw_text, ...b.grantable, ...b.not_grantable]
       .some((s) => s.toLowerCase().includes(q)),
   );
+}
+
+/** One phone's banners in the Bridge view. */
+export interface PhoneGroup<T> {
+  /** The phone's device id ("" for results no phone reported, e.g. a demo file). */
+  phone: string;
+  /** The heading: the phone's label, else its device id. */
+  label: string;
+  items: T[];
+}
+
+/**
+ * Banners (or anything with a `phone`) grouped by phone, in the order each phone's first item
+ * comes, labelled with the name the phone was paired under (`labels`, by device id). A phone
+ * the link does not know is shown by its device id; results without a phone as "No phone".
+ */
+export function groupByPhone<T extends { phone: string }>(items: T[], labels: Record<string, string>): PhoneGroup<T>[] {
+  const groups: PhoneGroup<T>[] = [];
+  for (const item of items) {
+    let g = groups.find((x) => x.phone === item.phone);
+    if (!g) {
+      g = { phone: item.phone, label: phoneLabel(item.phone, labels), items: [] };
+      groups.push(g);
+    }
+    g.items.push(item);
+  }
+  return groups;
+}
+
+/** A phone's name for the Bridge view: its label, else its device id, else "No phone". */
+export function phoneLabel(phone: string, labels: Record<string, string>): string {
+  if (!phone) return "No phone";
+  return labels[phone] || phone;
+}
+
+/** How many different phones `items` come from. */
+export function phoneCount(items: { phone: string }[]): number {
+  return new Set(items.map((i) => i.phone)).size;
+}
+
+/** Where the dial inspector's banner comes from, in words. */
+export function dialBannerWords(d: DialBanner): string {
+  if (d.origin === "derived") return "Derived from the error text; not raised by the phone's bridge.";
+  const s = d.standing;
+  if (!s || s.state === "current") return "Raised by the phone's bridge for this dial; it is a current banner in Bridge status.";
+  if (s.state === "retired") return `Raised by the phone's bridge for this dial; no longer current since ${localTime(s.at_ms)} (${retireWords(s.reason)}).`;
+  return "Raised by the phone's bridge for this dial; no longer current, and no longer in Bridge status's history (it keeps the latest 100).";
 }

@@ -5,7 +5,9 @@ import type { ConfirmationView } from "../bindings/ConfirmationView";
 
 function view(key: string, phone: string, state: ConfirmationView["state"]): ConfirmationView {
   return {
-    key, phone, action_id: key, session: null, summary: "s",
+    key, phone, action_id: key, session: null,
+    autonomy: { autonomy: "ask_before_action", source: "no_session", reported_at_ms: null, words: "ask before action (the spec's fallback): the proposal names no session" },
+    summary: "s",
     tool: { name: "t", known: false, description: null, risk: null, capability: null, old_confirmation: null, access: null },
     params: {}, hash: { given: "", computed: "", matches: true }, risk: "low", reason: null,
     idempotency_key: key, expires_at: "", expires_at_ms: 0, proposed_at_ms: 0, updated_at_ms: 0,
