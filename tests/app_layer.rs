@@ -915,6 +915,24 @@ async fn the_autonomy_beside_a_proposal_is_its_sessions() {
         desk.app.confirmations.lock().autonomy_of(&device),
         (Autonomy::ObserveOnly, true)
     );
+    // The "asks you to confirm" notification names the phone as the person paired it, not
+    // by the device id the mirror keys it by.
+    let bodies: Vec<String> = desk
+        .host
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            HostCall::Notify(n) => Some(n.body),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b.starts_with("Runtime phone asks you to confirm")),
+        "{bodies:?}"
+    );
+    assert!(!bodies.iter().any(|b| b.contains(&device)), "{bodies:?}");
     let snap = desk.app.confirmations_snapshot();
     let of = |action: &str| {
         snap.waiting

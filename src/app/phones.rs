@@ -156,6 +156,18 @@ impl PhonesState {
         }
     }
 
+    /// The name `device_id` was paired under (its pairing label), or `None` when the link is
+    /// not running or the phone is not paired (callers then show the device id). Notifications
+    /// name phones by it, as the views do.
+    pub fn label_of(&self, device_id: &str) -> Option<String> {
+        let link = self.link()?;
+        link.paired_phones()
+            .into_iter()
+            .find(|p| p.device_id == device_id)
+            .map(|p| p.label)
+            .filter(|l| !l.trim().is_empty())
+    }
+
     /// How many phones are connected now.
     pub fn connected_count(&self) -> usize {
         lock(&self.live).connections.len()

@@ -105,7 +105,15 @@ impl HubObserver for Observer {
             }
             HubNotice::ConfirmationChanged { change, .. } => {
                 let settings = app.settings.get().notifications;
-                if let Some(n) = notification_for(change, &settings) {
+                // The mirror keys proposals by device id; the person knows the phone by the
+                // name it was paired under, as the Confirmations view shows it.
+                let mut named = change.clone();
+                if let Some(c) = named.confirmation.as_mut() {
+                    if let Some(label) = app.phones.label_of(&c.phone) {
+                        c.phone = label;
+                    }
+                }
+                if let Some(n) = notification_for(&named, &settings) {
                     app.host.notify(n);
                 }
                 app.host.emit(&AppEvent::Confirmations);

@@ -253,8 +253,9 @@ impl ConfirmationMirror {
     /// (Unix epoch milliseconds), and returns what it changed. Only `action.*` messages change
     /// anything; any other message returns an empty list. Never panics on any input.
     ///
-    /// `phone` is the phone's name as the person knows it (its pairing label): it keys the
-    /// proposals (with `action_id`) and is the `<Phone>` of the notification texts. Call it with
+    /// `phone` is the phone's device id: it keys the proposals (with `action_id`); the app
+    /// puts the phone's pairing label in its place before a notification text is made
+    /// (`app::run`), as the views do. Call it with
     /// the same receiver outcome the link answered with, for every message, rejected ones
     /// included (they are how anomalies are seen).
     pub fn apply(
