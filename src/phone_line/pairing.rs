@@ -3,8 +3,11 @@
 //! `describe`.
 //!
 //! - A line not in the registry is **unknown**: LumiAgent never dials it.
-//! - A record with `allowed: false` (the desktop's revoke) is **revoked**; auto-approval does not
-//!   undo an explicit revoke.
+//! - A record with `allowed: false` (the desktop's revoke) is **revoked**, until LumiAgent's next
+//!   discovery: upstream LumiAgent rewrites every record that is not `allowed: true` with a
+//!   matching hash as `allowed: true` once the line's describe succeeds
+//!   (`upstream-behaviour.md`, "LumiAgent's registry and pairing records"), so a revoke lasts
+//!   until then and the warning says so.
 //! - A record LumiAgent does not read as a decision (not an object, no boolean `allowed`:
 //!   [`PairingRecord::is_decision`]) counts as no record, with a warning saying LumiAgent
 //!   rewrites it on its next discovery; other fields of the wrong shape are warned about.
@@ -140,7 +143,7 @@ pub fn decide(
     };
     if let Some(record) = existing.filter(|r| !r.allowed()) {
         warnings.push(format!(
-            "pairing revoked (decidedAt {}); auto-approval does not undo a revoke",
+            "pairing revoked (decidedAt {}); LumiAgent re-approves it on its next discovery if its describe succeeds",
             record.decided_at()
         ));
         if let Some(e) = describe_error {

@@ -74,8 +74,8 @@ describe("phone-line words", () => {
   });
 
   it("shows a warning's decidedAt as local time", () => {
-    expect(warningWords("pairing revoked (decidedAt 1726000000000); auto-approval does not undo a revoke")).toBe(
-      "pairing revoked (decided 2024-09-10 20:26:40); auto-approval does not undo a revoke",
+    expect(warningWords("pairing revoked (decidedAt 1726000000000); LumiAgent re-approves it on its next discovery if its describe succeeds")).toBe(
+      "pairing revoked (decided 2024-09-10 20:26:40); LumiAgent re-approves it on its next discovery if its describe succeeds",
     );
     expect(warningWords("the manifest changed since the pairing decision")).toBe("the manifest changed since the pairing decision");
   });

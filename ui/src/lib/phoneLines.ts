@@ -17,7 +17,7 @@ export function stateInfo(state: PhoneLineState): { label: string; tone: Tone; m
     case "unknown":
       return { label: "Unknown", tone: "muted", meaning: "Not in the registry of known phone lines: LumiAgent never dials it." };
     case "revoked":
-      return { label: "Revoked", tone: "bad", meaning: "Its pairing record says allowed: false. Auto-approval does not undo a revoke; only the phone can pair it again." };
+      return { label: "Revoked", tone: "bad", meaning: "Its pairing record says allowed: false. LumiAgent re-approves every known line whose describe succeeds on its next discovery, so this lasts until then; to keep LumiAgent away from the line for good, take the endpoint's permission away in Lumiverse on the phone." };
     case "describe_failed":
       return { label: "Describe failed", tone: "bad", meaning: "Its describe failed or did not answer with a manifest." };
     case "not_dialed":
@@ -66,7 +66,7 @@ export function filterLines(lines: PhoneLineSummary[], query: string, state: Pho
 export function revokePrompt(name: string, file: string, backup: string): { title: string; body: string } {
   return {
     title: `Revoke ${name}?`,
-    body: `LumiAgent will stop dialing ${name}: its pairing record gets allowed: false. Switchboard can take a permission away but never grant one; pairing it again is done on the phone. This writes the file ${file} (the previous file is kept as ${backup}).`,
+    body: `Its pairing record gets allowed: false, so LumiAgent stops dialing ${name} until its next discovery (LumiAgent then re-approves every known line whose describe succeeds). Switchboard can take a permission away but never grant one; pairing it again is done on the phone. This writes the file ${file} (the previous file is kept as ${backup}).`,
   };
 }
 
@@ -74,7 +74,7 @@ export function revokePrompt(name: string, file: string, backup: string): { titl
 export function revokeOnPhonePrompt(name: string, phone: string): { title: string; body: string } {
   return {
     title: `Revoke ${name}?`,
-    body: `Switchboard asks the phone ${phone} to set ${name}'s pairing record to allowed: false, so LumiAgent stops dialing it. Switchboard can take a permission away but never grant one; pairing it again is done on the phone. The phone's new settings show here when they arrive.`,
+    body: `Switchboard asks the phone ${phone} to set ${name}'s pairing record to allowed: false, so LumiAgent stops dialing it until its next discovery (LumiAgent then re-approves every known line whose describe succeeds). Switchboard can take a permission away but never grant one; pairing it again is done on the phone. The phone's new settings show here when they arrive.`,
   };
 }
 
