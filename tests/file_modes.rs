@@ -217,11 +217,9 @@ async fn every_file_and_folder_the_app_creates_is_private_whatever_the_umask() {
         .collect();
     assert_eq!(
         shown[0].body,
-        format!(
-            "{} asks you to confirm: &lt;b&gt;Send&lt;/b&gt; &lt;a href=\"https://evil.example\"&gt;this&lt;/a&gt; \
-             &amp;amp; more line two. Confirm on the phone.",
-            me.device_id()
-        ),
+        // The phone is named by the label it paired under (markup in it escaped too).
+        "&lt;a href=\"x\"&gt;Pixel&lt;/a&gt; &amp;amp; Approved asks you to confirm: &lt;b&gt;Send&lt;/b&gt; \
+         &lt;a href=\"https://evil.example\"&gt;this&lt;/a&gt; &amp;amp; more line two. Confirm on the phone.",
         "{shown:?}"
     );
 
