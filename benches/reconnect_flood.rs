@@ -13,6 +13,9 @@
 //! address (127.0.0.2) or from [`MANY_SOURCES`] addresses (127.0.1.x): the second is the worst
 //! case for a per-address budget.
 //!
+//! A last case has the phone come from an address the desktop has never seen (the budget
+//! protects a paired phone's last address; a new one is the worst case).
+//!
 //! Run: `cargo bench -p switchboard --bench reconnect_flood` (release profile).
 //! `RECONNECT_ROUNDS=N` changes the reconnects per case (default 40).
 
@@ -202,13 +205,19 @@ struct Phone {
 impl Phone {
     /// One reconnect: retries at once on a failed attempt; `None` past [`ATTEMPT_CAP`].
     async fn reconnect(&self) -> (Option<Duration>, u32) {
+        self.reconnect_from(None).await
+    }
+
+    /// [`Phone::reconnect`] from the local address `from` (`None`: 127.0.0.1, the address the
+    /// phone last used, which the desktop's budget knows).
+    async fn reconnect_from(&self, from: Option<IpAddr>) -> (Option<Duration>, u32) {
         let t0 = Instant::now();
         let mut attempts = 0;
         while t0.elapsed() < ATTEMPT_CAP {
             attempts += 1;
             let left = ATTEMPT_CAP.saturating_sub(t0.elapsed());
             let got = tokio::time::timeout(left, async {
-                let mut c = PhoneClient::connect(self.addr, &self.fp).await?;
+                let mut c = PhoneClient::connect_from(self.addr, &self.fp, from).await?;
                 c.set_desktop_public_key(&self.desktop_key)?;
                 c.hello(&self.me, (1, 1)).await?;
                 Ok::<_, switchboard::link::phone_client::PhoneError>(c)
@@ -243,13 +252,17 @@ impl Figures {
 }
 
 async fn rounds(phone: &Phone, n: usize) -> Figures {
+    rounds_from(phone, n, |_| None).await
+}
+
+async fn rounds_from(phone: &Phone, n: usize, from: impl Fn(usize) -> Option<IpAddr>) -> Figures {
     let mut f = Figures {
         times: Vec::new(),
         failed: 0,
         retries: 0,
     };
-    for _ in 0..n {
-        let (t, attempts) = phone.reconnect().await;
+    for i in 0..n {
+        let (t, attempts) = phone.reconnect_from(from(i)).await;
         f.retries += attempts.saturating_sub(1);
         match t {
             Some(t) => f.times.push(t),
@@ -344,9 +357,30 @@ async fn main_async() -> R<()> {
         Some(s2),
     );
 
+    // The worst case: the phone comes from an address the desktop has never seen (a new
+    // address each round), while 64 other addresses flood.
+    let flood = Flood::start(addr, &fp, &many);
+    tokio::time::sleep(WARM_UP).await;
+    let fresh = n.min(15);
+    let f3 = rounds_from(&phone, fresh, |i| {
+        Some(IpAddr::V4(Ipv4Addr::new(
+            127,
+            0,
+            2,
+            u8::try_from(i + 1).unwrap_or(250),
+        )))
+    })
+    .await;
+    let s3 = flood.stop().await;
+    print("same, phone from a new address each time", &f3, Some(s3));
+
     let bare2 = rounds(&phone, n).await;
     print("no flood (again, after the floods)", &bare2, None);
-    for (case, f) in [("one address", &f1), ("many addresses", &f2)] {
+    for (case, f) in [
+        ("one address", &f1),
+        ("many addresses", &f2),
+        ("many addresses, phone from a new address", &f3),
+    ] {
         let p95 = f.pct(0.95);
         println!(
             "target: p95 under the flood ({case}) < {} ms: {} ({} ms, {:.1}x the bare median)",

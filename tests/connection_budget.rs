@@ -289,10 +289,9 @@ async fn a_paired_phone_gets_in_while_a_host_floods_connections_without_hello() 
     let stop = Arc::new(AtomicBool::new(false));
     let opened = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
-    // 12 addresses × 4 tasks and one address × 16 tasks: more than the budget in all.
-    let mut sources: Vec<Ipv4Addr> = (1..=12)
-        .flat_map(|d| std::iter::repeat(src(4, d)).take(4))
-        .collect();
+    // 40 addresses with one task each (more addresses than the budget holds: the worst case,
+    // where every source holds one) and one address with 16 tasks.
+    let mut sources: Vec<Ipv4Addr> = (1..=40).map(|d| src(4, d)).collect();
     sources.extend(std::iter::repeat(src(4, 100)).take(16));
     for (i, from) in sources.into_iter().enumerate() {
         let hold = [Hold::HalfOpen, Hold::Tls, Hold::Upgraded][i % 3];
@@ -337,11 +336,12 @@ async fn a_paired_phone_gets_in_while_a_host_floods_connections_without_hello() 
         "{} opened",
         opened.load(Ordering::Relaxed)
     );
-    // Reported through the flood gate: one report per source in its minute, not one per
-    // eviction; the diagnostics keep one entry per source, the last few sources.
+    // Reported through the flood gate: one report per source in its minute and at most 20 a
+    // minute in all, not one per eviction; the diagnostics keep one entry per source, the last
+    // few sources.
     let fs = desk.failures();
     assert!(
-        evicted_failures(&fs) <= 13,
+        evicted_failures(&fs) <= 20,
         "{} eviction reports for {} evictions",
         evicted_failures(&fs),
         d.evicted

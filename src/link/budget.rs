@@ -12,17 +12,21 @@
 //! - if its source already holds `max_per_source`, that source's oldest connection is evicted
 //!   (a source only ever pushes out its own);
 //! - else if `max_total` are held, the oldest connection of the source holding the most is
-//!   evicted (ties: the oldest connection of those sources);
+//!   evicted (ties: the oldest connection of those sources), looking first only at sources that
+//!   are not *known*: a known source is the address a paired phone last connected from (its
+//!   pairing record's `last_address`), whose connections go last;
 //! - an evicted connection's task is aborted at once (its socket is dropped, wherever it is
 //!   stuck: TCP, TLS, upgrade, or a write to a peer that does not read), and so is any
 //!   connection still without hello [`LinkConfig::hello_timeout`] after its accept
 //!   ([`Budget::overdue`]).
 //!
 //! What an attacker gets: from one address, at most `max_per_source` connections, and every one
-//! it opens pushes out only its own. A phone's fresh connection (its source holding 1) is never
-//! the one evicted while any source holds more than one; the only way to push it out is from at
-//! least `max_total` distinct addresses, opening `max_total` connections while the phone's
-//! handshake runs (a few milliseconds on a LAN), over and over.
+//! it opens pushes out only its own. A paired phone coming from the address it last used is
+//! never pushed out by connections from other addresses, however many. From a new address, a
+//! phone's fresh connection (its source holding 1) is never the one evicted while any source
+//! holds more than one; the only way to push it out is from at least `max_total` distinct
+//! addresses, opening `max_total` connections while the phone's handshake runs (a few
+//! milliseconds on a LAN), over and over.
 //!
 //! [`LinkConfig::max_unauthenticated`]: super::config::LinkConfig::max_unauthenticated
 //! [`LinkConfig::max_unauthenticated_per_source`]: super::config::LinkConfig::max_unauthenticated_per_source
@@ -73,6 +77,9 @@ impl Evicted {
 
 struct Pending {
     peer: SocketAddr,
+    /// From a known source (a paired phone's last address): evicted for another source only
+    /// when no connection of an unknown source is held.
+    known: bool,
     since: Instant,
     abort: Option<AbortHandle>,
 }
@@ -99,19 +106,24 @@ impl Budget {
         }
     }
 
-    /// Admits a newcomer from `peer` at `now`; returns its number and the connections evicted
-    /// to make room (already out of the budget; the caller aborts them).
-    pub(super) fn admit(&mut self, peer: SocketAddr, now: Instant) -> (u64, Vec<Evicted>) {
+    /// Admits a newcomer from `peer` at `now` (`known`: from a paired phone's last address);
+    /// returns its number and the connections evicted to make room (already out of the budget;
+    /// the caller aborts them).
+    pub(super) fn admit(
+        &mut self,
+        peer: SocketAddr,
+        known: bool,
+        now: Instant,
+    ) -> (u64, Vec<Evicted>) {
         let source = peer.ip();
         let mut out = Vec::new();
         let held = self.per_source.get(&source).copied().unwrap_or(0);
         let victim = if held >= self.max_per_source {
-            self.oldest_of(|ip| ip == source)
+            self.oldest_of(|p| p.peer.ip() == source)
                 .map(|n| (n, Eviction::SourceFull))
         } else if self.pending.len() >= self.max_total {
-            let most = self.per_source.values().copied().max().unwrap_or(0);
-            let per_source = &self.per_source;
-            self.oldest_of(|ip| per_source.get(&ip).copied() == Some(most))
+            self.most_held(false)
+                .or_else(|| self.most_held(true))
                 .map(|n| (n, Eviction::TotalFull))
         } else {
             None
@@ -127,6 +139,7 @@ impl Budget {
             n,
             Pending {
                 peer,
+                known,
                 since: now,
                 abort: None,
             },
@@ -194,11 +207,22 @@ impl Budget {
             .collect()
     }
 
-    fn oldest_of(&self, pick: impl Fn(IpAddr) -> bool) -> Option<u64> {
-        self.pending
-            .iter()
-            .find(|(_, p)| pick(p.peer.ip()))
-            .map(|(n, _)| *n)
+    fn oldest_of(&self, pick: impl Fn(&Pending) -> bool) -> Option<u64> {
+        self.pending.iter().find(|(_, p)| pick(p)).map(|(n, _)| *n)
+    }
+
+    /// The oldest connection of the source holding the most, among known sources (`known`)
+    /// or unknown ones.
+    fn most_held(&self, known: bool) -> Option<u64> {
+        let most = self
+            .pending
+            .values()
+            .filter(|p| p.known == known)
+            .filter_map(|p| self.per_source.get(&p.peer.ip()).copied())
+            .max()?;
+        self.oldest_of(|p| {
+            p.known == known && self.per_source.get(&p.peer.ip()).copied() == Some(most)
+        })
     }
 
     fn evict(&mut self, n: u64, why: Eviction, now: Instant) -> Option<Evicted> {
@@ -269,16 +293,43 @@ mod tests {
         SocketAddr::from((ip, port))
     }
 
+    impl Budget {
+        /// `admit` from an unknown source.
+        fn admit_u(&mut self, peer: SocketAddr, now: Instant) -> (u64, Vec<Evicted>) {
+            self.admit(peer, false, now)
+        }
+    }
+
+    #[test]
+    fn a_paired_phones_last_address_goes_last() {
+        let t = Instant::now();
+        let mut b = Budget::new(3, 3);
+        let (phone, _) = b.admit(at([192, 0, 2, 1], 1), true, t);
+        // Three other addresses, one connection each, again and again: with every source
+        // holding one, the oldest would go, but the known source's connection never does.
+        for i in 0..50u8 {
+            let (_, e) = b.admit_u(at([198, 51, 100, i], 1), t);
+            assert!(e.iter().all(|e| e.peer.ip() != at([192, 0, 2, 1], 1).ip()));
+        }
+        assert!(b.release(phone));
+        // Only known sources held: they go, oldest of the most first.
+        let mut b = Budget::new(2, 2);
+        let (_, _) = b.admit(at([192, 0, 2, 1], 1), true, t);
+        let (_, _) = b.admit(at([192, 0, 2, 2], 1), true, t);
+        let (_, e) = b.admit_u(at([198, 51, 100, 1], 1), t);
+        assert_eq!(e[0].peer, at([192, 0, 2, 1], 1));
+    }
+
     #[test]
     fn a_source_at_its_share_pushes_out_only_its_own_oldest() {
         let t = Instant::now();
         let mut b = Budget::new(8, 2);
-        let (phone, _) = b.admit(at([192, 0, 2, 1], 1), t);
-        let (a1, e) = b.admit(at([192, 0, 2, 66], 1), t);
+        let (phone, _) = b.admit_u(at([192, 0, 2, 1], 1), t);
+        let (a1, e) = b.admit_u(at([192, 0, 2, 66], 1), t);
         assert!(e.is_empty());
-        let (_a2, e) = b.admit(at([192, 0, 2, 66], 2), t);
+        let (_a2, e) = b.admit_u(at([192, 0, 2, 66], 2), t);
         assert!(e.is_empty());
-        let (_a3, e) = b.admit(at([192, 0, 2, 66], 3), t);
+        let (_a3, e) = b.admit_u(at([192, 0, 2, 66], 3), t);
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].peer, at([192, 0, 2, 66], 1));
         assert_eq!(e[0].why, Eviction::SourceFull);
@@ -291,13 +342,13 @@ mod tests {
     fn a_full_budget_evicts_from_the_source_holding_the_most_never_the_newcomer() {
         let t = Instant::now();
         let mut b = Budget::new(4, 3);
-        let (p, _) = b.admit(at([192, 0, 2, 1], 1), t);
+        let (p, _) = b.admit_u(at([192, 0, 2, 1], 1), t);
         for port in 1..=3 {
-            let (_, e) = b.admit(at([192, 0, 2, 66], port), t);
+            let (_, e) = b.admit_u(at([192, 0, 2, 66], port), t);
             assert!(e.is_empty());
         }
         // Full: a second phone comes in; the attacker's oldest goes, not the first phone.
-        let (q, e) = b.admit(at([192, 0, 2, 2], 1), t);
+        let (q, e) = b.admit_u(at([192, 0, 2, 2], 1), t);
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].peer, at([192, 0, 2, 66], 1));
         assert_eq!(e[0].why, Eviction::TotalFull);
@@ -311,9 +362,9 @@ mod tests {
         let t = Instant::now();
         let mut b = Budget::new(3, 3);
         for i in 1..=3 {
-            let _ = b.admit(at([192, 0, 2, i], 1), t);
+            let _ = b.admit_u(at([192, 0, 2, i], 1), t);
         }
-        let (_, e) = b.admit(at([192, 0, 2, 9], 1), t);
+        let (_, e) = b.admit_u(at([192, 0, 2, 9], 1), t);
         assert_eq!(e[0].peer, at([192, 0, 2, 1], 1));
     }
 
@@ -321,8 +372,8 @@ mod tests {
     fn overdue_connections_are_evicted_oldest_first_and_promotion_after_eviction_fails() {
         let t = Instant::now();
         let b = Arc::new(Mutex::new(Budget::new(8, 8)));
-        let (old, _) = lock(&b).admit(at([192, 0, 2, 1], 1), t);
-        let (young, _) = lock(&b).admit(at([192, 0, 2, 1], 2), t + Duration::from_secs(5));
+        let (old, _) = lock(&b).admit_u(at([192, 0, 2, 1], 1), t);
+        let (young, _) = lock(&b).admit_u(at([192, 0, 2, 1], 2), t + Duration::from_secs(5));
         let mut old_ticket = PendingTicket::new(b.clone(), old);
         let mut young_ticket = PendingTicket::new(b.clone(), young);
         let limit = Duration::from_secs(10);
@@ -342,7 +393,7 @@ mod tests {
     fn a_dropped_ticket_gives_its_place_back() {
         let t = Instant::now();
         let b = Arc::new(Mutex::new(Budget::new(2, 2)));
-        let (n, _) = lock(&b).admit(at([192, 0, 2, 1], 1), t);
+        let (n, _) = lock(&b).admit_u(at([192, 0, 2, 1], 1), t);
         drop(PendingTicket::new(b.clone(), n));
         assert_eq!(lock(&b).held(), 0);
         assert!(lock(&b).per_source.is_empty());

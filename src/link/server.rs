@@ -246,7 +246,8 @@ impl Link {
                 }
             };
             let now = Instant::now();
-            let (n, evicted) = lock(&budget).admit(peer, now);
+            let known = self.shared.is_known_source(peer.ip());
+            let (n, evicted) = lock(&budget).admit(peer, known, now);
             self.report_evicted(&evicted);
             let ticket = PendingTicket::new(budget.clone(), n);
             let shared = self.shared.clone();

@@ -249,6 +249,17 @@ impl Shared {
         }
     }
 
+    /// Whether `ip` is the address a paired phone last connected from (its pairing record's
+    /// `last_address`): the connection budget evicts such connections last.
+    pub(super) fn is_known_source(&self, ip: IpAddr) -> bool {
+        lock(&self.trust).iter().any(|p| {
+            p.last_address
+                .as_deref()
+                .and_then(|a| a.parse::<SocketAddr>().ok())
+                .is_some_and(|a| a.ip() == ip)
+        })
+    }
+
     /// Tells the app (a closed receiver is ignored).
     pub(super) fn emit(&self, e: LinkEvent) {
         let _ = self.events.send(e);
