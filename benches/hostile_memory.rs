@@ -5,7 +5,8 @@
 //!
 //! Cases, one after the other in one run:
 //! 1. 100 000 small dials (about 400 bytes each);
-//! 2. 600 dials of about 1 MiB each (the frame limit), the worst a phone can send per frame.
+//! 2. 600, then 1 800 more dials of about 1 MiB each (the frame limit), the worst a phone can
+//!    send per frame: memory must not grow with the count.
 //!
 //! What bounds memory: the link reads no further while a connection has 1 024 messages the app
 //! has not applied (`MAX_UNAPPLIED`); the dial log holds at most its ring's capacity in dials,
@@ -243,8 +244,12 @@ async fn main_async() -> R<()> {
     let small = stream(addr, &fp, &me, &key, 1, 100_000, "", &sampler, idle).await?;
     print("small dials (~400 B)", &small);
     let pad = "x".repeat(1_048_576 - 900);
-    let big = stream(addr, &fp, &me, &key, 100_001, 600, &pad, &sampler, idle).await?;
-    print("1 MiB dials", &big);
+    let mut seq = 100_001;
+    for n in [600, 1_800] {
+        let big = stream(addr, &fp, &me, &key, seq, n, &pad, &sampler, idle).await?;
+        print(&format!("1 MiB dials, {n} more"), &big);
+        seq += n;
+    }
     let held = app.dials().map_err(|e| e.to_string())?.log.status().await?;
     println!(
         "dial log after both: {} dials held (capacity {}), {} evicted from the ring",

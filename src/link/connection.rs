@@ -30,7 +30,9 @@ use tokio_tungstenite::WebSocketStream;
 use self::pair::Grant;
 use super::budget::PendingTicket;
 use super::diagnostics::FailureKind;
-use super::event::{LinkEvent, MessageCredit, MAX_UNAPPLIED};
+use super::event::{
+    unapplied_cost, LinkEvent, MessageCredit, MAX_UNAPPLIED, MAX_UNAPPLIED_BYTES, UNAPPLIED_UNIT,
+};
 use super::pairing::desktop_intro_signed_bytes;
 use super::shared::{lock, Command, Shared};
 use super::trust::PairedPhone;
@@ -154,7 +156,7 @@ pub(super) async fn serve(
         ticket,
         write_failed: false,
         pair_requested: false,
-        unapplied: Arc::new(Semaphore::new(MAX_UNAPPLIED)),
+        unapplied: Arc::new(Semaphore::new(MAX_UNAPPLIED_BYTES / UNAPPLIED_UNIT)),
         dials: Vec::new(),
         dials_permit: None,
         shared_strings: SharedStrings::default(),
@@ -192,7 +194,9 @@ struct Conn {
     write_failed: bool,
     /// A `pair.request` was seen on this connection (only one is allowed).
     pair_requested: bool,
-    /// [`MAX_UNAPPLIED`] slots for this connection's messages held by the app.
+    /// This connection's budget of messages held by the app: [`MAX_UNAPPLIED`] messages and
+    /// [`MAX_UNAPPLIED_BYTES`] of their text, in permits of [`UNAPPLIED_UNIT`] bytes
+    /// ([`unapplied_cost`] a message).
     unapplied: Arc<Semaphore>,
     /// Dials read but not yet handed to the app ([`Conn::emit_dials`]), and their slots.
     dials: Vec<DialFrame>,
@@ -369,12 +373,14 @@ impl Conn {
             if let Some(frame) =
                 DialFrame::parse_shared(t.as_str(), phone, &mut self.shared_strings)
             {
-                let permit = match Arc::clone(&self.unapplied).try_acquire_owned() {
+                let cost = unapplied_cost(t.len());
+                let permit = match Arc::clone(&self.unapplied).try_acquire_many_owned(cost) {
                     Ok(p) => p,
                     Err(_) => {
                         // The app holds the budget: hand it what is read, then wait.
                         self.emit_dials();
-                        let Ok(p) = Arc::clone(&self.unapplied).acquire_owned().await else {
+                        let Ok(p) = Arc::clone(&self.unapplied).acquire_many_owned(cost).await
+                        else {
                             return Flow::Close;
                         };
                         p
@@ -603,7 +609,8 @@ impl Conn {
                         return Flow::Continue;
                     }
                 }
-                let Ok(permit) = Arc::clone(&self.unapplied).acquire_owned().await else {
+                let cost = unapplied_cost(bytes.len());
+                let Ok(permit) = Arc::clone(&self.unapplied).acquire_many_owned(cost).await else {
                     return Flow::Close;
                 };
                 self.shared.emit(LinkEvent::Message {

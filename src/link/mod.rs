@@ -65,7 +65,7 @@ pub use pairing::PairingInvite;
 pub use secret_store::{KeyringStore, MemoryStore, SecretStore, SecretStoreError};
 pub use server::{
     bind, FrameLog, Link, LinkConfig, LinkError, LinkEvent, MessageCredit, DEFAULT_PORT,
-    MAX_UNAPPLIED,
+    MAX_UNAPPLIED, MAX_UNAPPLIED_BYTES,
 };
 pub use trust::{PairedPhone, TrustFile};
 pub use wire::{rfc3339_ms, FORBIDDEN_OUTGOING};

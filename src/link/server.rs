@@ -41,7 +41,7 @@ use super::wire::{self, ifp};
 
 pub use super::config::{FrameLog, LinkConfig, DEFAULT_PORT};
 pub use super::connection::DRAIN_MAX;
-pub use super::event::{LinkEvent, MessageCredit, MAX_UNAPPLIED};
+pub use super::event::{LinkEvent, MessageCredit, MAX_UNAPPLIED, MAX_UNAPPLIED_BYTES};
 
 /// How many ports [`bind`] tries, starting at the preferred one.
 pub const PORT_TRIES: u16 = 10;
