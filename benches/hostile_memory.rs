@@ -119,18 +119,25 @@ struct Case {
 
 /// Sends `n` dials with `pad` from `first_seq` as fast as the socket takes them, reading acks on
 /// the side; returns when the last one is acknowledged.
-async fn stream(
+/// The paired phone: where the desktop listens, its certificate, the phone's key, the
+/// desktop's key.
+struct Phone {
     addr: std::net::SocketAddr,
-    fp: &str,
-    me: &PhoneIdentity,
-    key: &str,
+    fp: String,
+    me: PhoneIdentity,
+    key: String,
+}
+
+async fn stream(
+    phone: &Phone,
     first_seq: u64,
     n: u64,
     pad: &str,
     sampler: &Sampler,
     idle_kib: u64,
 ) -> R<Case> {
-    let mut c = PhoneClient::connect(addr, fp).await?;
+    let Phone { addr, fp, me, key } = phone;
+    let mut c = PhoneClient::connect(*addr, fp).await?;
     c.set_desktop_public_key(key)?;
     c.hello(me, (1, 1)).await?;
     let (mut tx, mut rx) = c.into_ws().split();
@@ -241,12 +248,13 @@ async fn main_async() -> R<()> {
     let sampler = Sampler::start();
     let idle = rss_kib();
     println!("idle app: VmRSS {:.1} MiB", idle as f64 / 1024.0);
-    let small = stream(addr, &fp, &me, &key, 1, 100_000, "", &sampler, idle).await?;
+    let phone = Phone { addr, fp, me, key };
+    let small = stream(&phone, 1, 100_000, "", &sampler, idle).await?;
     print("small dials (~400 B)", &small);
     let pad = "x".repeat(1_048_576 - 900);
     let mut seq = 100_001;
     for n in [600, 1_800] {
-        let big = stream(addr, &fp, &me, &key, seq, n, &pad, &sampler, idle).await?;
+        let big = stream(&phone, seq, n, &pad, &sampler, idle).await?;
         print(&format!("1 MiB dials, {n} more"), &big);
         seq += n;
     }

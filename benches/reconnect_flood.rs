@@ -203,13 +203,9 @@ struct Phone {
 }
 
 impl Phone {
-    /// One reconnect: retries at once on a failed attempt; `None` past [`ATTEMPT_CAP`].
-    async fn reconnect(&self) -> (Option<Duration>, u32) {
-        self.reconnect_from(None).await
-    }
-
-    /// [`Phone::reconnect`] from the local address `from` (`None`: 127.0.0.1, the address the
-    /// phone last used, which the desktop's budget knows).
+    /// One reconnect from the local address `from` (`None`: 127.0.0.1, the address the phone
+    /// last used, which the desktop's budget knows): retries at once on a failed attempt;
+    /// `None` past [`ATTEMPT_CAP`].
     async fn reconnect_from(&self, from: Option<IpAddr>) -> (Option<Duration>, u32) {
         let t0 = Instant::now();
         let mut attempts = 0;

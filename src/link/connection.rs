@@ -30,9 +30,7 @@ use tokio_tungstenite::WebSocketStream;
 use self::pair::Grant;
 use super::budget::PendingTicket;
 use super::diagnostics::FailureKind;
-use super::event::{
-    unapplied_cost, LinkEvent, MessageCredit, MAX_UNAPPLIED, MAX_UNAPPLIED_BYTES, UNAPPLIED_UNIT,
-};
+use super::event::{unapplied_cost, LinkEvent, MessageCredit, MAX_UNAPPLIED_BYTES, UNAPPLIED_UNIT};
 use super::pairing::desktop_intro_signed_bytes;
 use super::shared::{lock, Command, Shared};
 use super::trust::PairedPhone;
@@ -194,7 +192,8 @@ struct Conn {
     write_failed: bool,
     /// A `pair.request` was seen on this connection (only one is allowed).
     pair_requested: bool,
-    /// This connection's budget of messages held by the app: [`MAX_UNAPPLIED`] messages and
+    /// This connection's budget of messages held by the app:
+    /// [`MAX_UNAPPLIED`](super::event::MAX_UNAPPLIED) messages and
     /// [`MAX_UNAPPLIED_BYTES`] of their text, in permits of [`UNAPPLIED_UNIT`] bytes
     /// ([`unapplied_cost`] a message).
     unapplied: Arc<Semaphore>,
