@@ -380,7 +380,9 @@ fn comparable_bridge(d: &Desk) -> Value {
 }
 
 /// The Confirmations mirror without what differs between two desks by design: the wall-clock
-/// times it received messages at, and the phone's device id (in `phone` and `key`).
+/// times it received messages at (and `expires_at_ms`, the countdown's end on the desktop's
+/// clock, counted from when the proposal arrived; `expires_at` as sent is compared), and the
+/// phone's device id (in `phone` and `key`).
 fn comparable_mirror(d: &Desk) -> Value {
     fn strip(v: &mut Value) {
         match v {
@@ -389,6 +391,7 @@ fn comparable_mirror(d: &Desk) -> Value {
                     "key",
                     "phone",
                     "proposed_at_ms",
+                    "expires_at_ms",
                     "updated_at_ms",
                     "ended_at_ms",
                     "received_at_ms",

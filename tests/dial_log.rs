@@ -878,3 +878,60 @@ async fn a_log_in_memory_only_counts_every_dial_durable_once_held() {
     assert!(log.is_durable(log.durable_mark()));
     log.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_ring_holds_at_most_its_byte_budget_and_sqlite_keeps_the_rest() {
+    // Dials of about 100 kB each: a 1 MB budget holds the newest few, not `capacity` of them.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = || DialLogConfig {
+        max_bytes: 1_000_000,
+        ..disk_config(dir.path())
+    };
+    let log = DialLog::spawn(cfg()).unwrap();
+    let big = |i: i64| {
+        dial(
+            &format!("evt_big_{i}"),
+            "describe",
+            50,
+            DialOutcome::Ok,
+            Retention::Standard,
+            T0 + i,
+            json!({"op": "describe", "pad": "x".repeat(100_000)}),
+            None,
+            None,
+        )
+    };
+    for i in 0..30 {
+        assert_eq!(log.ingest(big(i)).await.unwrap(), IngestVerdict::Held);
+    }
+    let status = log.status().await.unwrap();
+    // 100 000 + overhead each: 9 fit in 1 000 000 bytes.
+    assert_eq!(status.held, 9, "{status:?}");
+    assert_eq!(status.evicted, 21);
+    let ids = ids_of(&log, DialFilter::default()).await;
+    assert_eq!(ids.first().map(String::as_str), Some("evt_big_29"));
+    assert_eq!(ids.last().map(String::as_str), Some("evt_big_21"));
+    // Evicted from memory, not lost: every one is in SQLite, and a replay is still a duplicate.
+    log.flush().await.unwrap();
+    assert_eq!(db_ids(dir.path()).len(), 30);
+    assert_eq!(log.ingest(big(0)).await.unwrap(), IngestVerdict::Duplicate);
+    log.shutdown().await.unwrap();
+    // At start the ring loads what fits in the budget.
+    let log = DialLog::spawn(cfg()).unwrap();
+    assert_eq!(log.status().await.unwrap().held, 9);
+    // One dial bigger than the whole budget is still held (alone).
+    let huge = dial(
+        "evt_huge",
+        "describe",
+        50,
+        DialOutcome::Ok,
+        Retention::Standard,
+        T0 + 99,
+        json!({"pad": "y".repeat(1_500_000)}),
+        None,
+        None,
+    );
+    assert_eq!(log.ingest(huge).await.unwrap(), IngestVerdict::Held);
+    assert_eq!(ids_of(&log, DialFilter::default()).await, vec!["evt_huge"]);
+    log.shutdown().await.unwrap();
+}

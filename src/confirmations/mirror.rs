@@ -382,7 +382,11 @@ impl ConfirmationMirror {
             reason: p.reason.clone(),
             idempotency_key: p.idempotency_key.clone(),
             expires_at: p.expires_at.to_string(),
-            expires_at_ms: ts_ms(&p.expires_at),
+            // The countdown runs on the desktop's clock: the lifetime the phone gave the
+            // proposal by its own clock (`expires_at` - `ts`), from when it arrived here, so a
+            // phone clock a day off does not show it expired (or a day long).
+            expires_at_ms: now_ms
+                .saturating_add(ts_ms(&p.expires_at).saturating_sub(ts_ms(&env.ts))),
             proposed_at_ms: now_ms,
             updated_at_ms: now_ms,
             ended_at_ms: None,

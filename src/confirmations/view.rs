@@ -241,7 +241,9 @@ pub struct ConfirmationView {
     pub idempotency_key: String,
     /// `expires_at` as sent (RFC 3339 UTC).
     pub expires_at: String,
-    /// `expires_at` as Unix epoch milliseconds (for the live countdown).
+    /// When the proposal expires on the desktop's clock, Unix epoch milliseconds (for the live
+    /// countdown): the time it was received plus its lifetime by the phone's own clock
+    /// (`expires_at` - the proposal's `ts`), so a phone clock that is off does not shift it.
     #[ts(type = "number")]
     pub expires_at_ms: i64,
     /// When the proposal was received (Unix epoch milliseconds).

@@ -167,6 +167,7 @@ pub(crate) fn load_newest(
     conn: &Connection,
     path: &Path,
     limit: usize,
+    max_bytes: usize,
 ) -> Result<Vec<Dial>, DialLogError> {
     let mut stmt = conn
         .prepare(
@@ -197,6 +198,7 @@ pub(crate) fn load_newest(
         })
         .map_err(|e| storage(path, "reading", e))?;
     let mut out = Vec::new();
+    let mut bytes = 0usize;
     for row in rows {
         let (
             id,
@@ -244,6 +246,12 @@ pub(crate) fn load_newest(
             slow: false,
         };
         d.normalise();
+        // Newest first: stop once the ring's byte budget is reached (the newest one always).
+        let size = crate::dials::log::held_bytes(&d);
+        if !out.is_empty() && bytes.saturating_add(size) > max_bytes {
+            break;
+        }
+        bytes = bytes.saturating_add(size);
         out.push(d);
     }
     out.reverse();

@@ -27,10 +27,26 @@ pub struct LinkConfig {
     pub ping_interval: Duration,
     /// Silence after which a phone counts as gone (default 45 s).
     pub dead_after: Duration,
-    /// How long a connection may stay without a valid hello (default 60 s).
+    /// How long a connection may stay without a valid hello, from its TCP accept, pairing
+    /// included (default 20 s). Past it the connection is closed wherever it is stuck.
     pub hello_timeout: Duration,
-    /// Most connections at once (default 32).
-    pub max_connections: usize,
+    /// How long the TLS handshake may take, from the TCP accept (default 5 s).
+    pub tls_timeout: Duration,
+    /// How long the WebSocket upgrade may take, from the end of the TLS handshake (default 5 s).
+    pub upgrade_timeout: Duration,
+    /// How long a connection may wait after the upgrade before its first `pair.request` or
+    /// `control.hello` (default 10 s; pings do not count).
+    pub first_message_timeout: Duration,
+    /// How long one frame may take to write before the peer counts as not reading and the
+    /// connection is closed (default 10 s).
+    pub write_timeout: Duration,
+    /// Most connections without a valid hello at once, from every source together (default
+    /// 32). A newcomer past it evicts the oldest connection of the source holding the most;
+    /// it is never refused ([`super::budget`]).
+    pub max_unauthenticated: usize,
+    /// Most connections without a valid hello at once from one source address (default 4).
+    /// A newcomer past it evicts that source's oldest connection.
+    pub max_unauthenticated_per_source: usize,
     /// How long a pairing code lives, ms (default [`PAIRING_TTL_MS`]).
     pub pairing_ttl_ms: u64,
     /// How long a pending pairing waits for both confirmations (default
@@ -52,8 +68,13 @@ impl LinkConfig {
             protocol: crate::app_info::IFP_RANGE,
             ping_interval: Duration::from_secs(15),
             dead_after: Duration::from_secs(45),
-            hello_timeout: Duration::from_secs(60),
-            max_connections: 32,
+            hello_timeout: Duration::from_secs(20),
+            tls_timeout: Duration::from_secs(5),
+            upgrade_timeout: Duration::from_secs(5),
+            first_message_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
+            max_unauthenticated: 32,
+            max_unauthenticated_per_source: 4,
             pairing_ttl_ms: PAIRING_TTL_MS,
             pending_ttl: Duration::from_millis(super::pairing::PENDING_TTL_MS),
             mdns: true,

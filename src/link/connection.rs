@@ -20,7 +20,7 @@ use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
 use serde_json::{Map, Value};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, Semaphore};
-use tokio::time::{sleep_until, timeout, Instant};
+use tokio::time::{sleep_until, timeout, timeout_at, Instant};
 use tokio_rustls::server::TlsStream;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
@@ -28,8 +28,9 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::WebSocketStream;
 
 use self::pair::{Grant, Pending};
+use super::budget::PendingTicket;
 use super::diagnostics::FailureKind;
-use super::event::{LinkEvent, MessageCredit, MAX_UNAPPLIED};
+use super::event::{unapplied_cost, LinkEvent, MessageCredit, MAX_UNAPPLIED_BYTES, UNAPPLIED_UNIT};
 use super::pairing::{desktop_intro_signed_bytes, EXPORTER_LEN, HELLO_EXPORTER_LABEL};
 use super::shared::{lock, Command, Shared};
 use super::trust::PairedPhone;
@@ -47,18 +48,34 @@ fn ws_config() -> WebSocketConfig {
 }
 
 /// Serves one accepted socket until it closes or `stop` turns true.
+///
+/// `accepted` is when the listener accepted it; `ticket` is its place in the budget of
+/// connections without hello, given up when its phone's hello verifies. Deadlines before hello
+/// (`docs/protocol.md`, "Connection budget"): the TLS handshake within
+/// [`LinkConfig::tls_timeout`] of the accept, the upgrade within
+/// [`LinkConfig::upgrade_timeout`] after it, the first `pair.request` or `control.hello`
+/// within [`LinkConfig::first_message_timeout`] after that, a valid hello within
+/// [`LinkConfig::hello_timeout`] of the accept.
+///
+/// [`LinkConfig::tls_timeout`]: super::config::LinkConfig::tls_timeout
+/// [`LinkConfig::upgrade_timeout`]: super::config::LinkConfig::upgrade_timeout
+/// [`LinkConfig::first_message_timeout`]: super::config::LinkConfig::first_message_timeout
+/// [`LinkConfig::hello_timeout`]: super::config::LinkConfig::hello_timeout
 pub(super) async fn serve(
     shared: Arc<Shared>,
     tcp: TcpStream,
     peer: SocketAddr,
+    accepted: Instant,
+    ticket: PendingTicket,
     stop: watch::Receiver<bool>,
 ) {
-    let handshake = Duration::from_secs(10);
+    let tls_timeout = shared.config.tls_timeout;
+    let upgrade_timeout = shared.config.upgrade_timeout;
     // Frames and acknowledgements are small and latency matters: no Nagle delay.
     if let Err(e) = tcp.set_nodelay(true) {
         tracing::debug!("link: TCP_NODELAY on {peer}: {e}");
     }
-    let tls = match timeout(handshake, shared.acceptor.accept(tcp)).await {
+    let tls = match timeout_at(accepted + tls_timeout, shared.acceptor.accept(tcp)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             let alert = e
@@ -86,7 +103,10 @@ pub(super) async fn serve(
         Err(_) => {
             shared.fail_before_hello(
                 FailureKind::Handshake,
-                format!("TLS handshake with {peer} took over 10 s"),
+                format!(
+                    "TLS handshake with {peer} not done within {} s of the TCP accept",
+                    tls_timeout.as_secs_f32()
+                ),
                 None,
                 Some(peer),
             );
@@ -112,7 +132,7 @@ pub(super) async fn serve(
         }
     };
     let ws = match timeout(
-        handshake,
+        upgrade_timeout,
         tokio_tungstenite::accept_async_with_config(tls, Some(ws_config())),
     )
     .await
@@ -128,10 +148,12 @@ pub(super) async fn serve(
             return;
         }
         Err(_) => {
-            // Said, not dropped silently: the phone only sees the connection end.
             shared.fail_before_hello(
                 FailureKind::Handshake,
-                format!("WebSocket upgrade from {peer} took over 10 s after TLS"),
+                format!(
+                    "WebSocket upgrade from {peer} not done within {} s of the TLS handshake",
+                    upgrade_timeout.as_secs_f32()
+                ),
                 None,
                 Some(peer),
             );
@@ -147,9 +169,12 @@ pub(super) async fn serve(
         peer,
         conn,
         stage: Stage::Fresh,
+        accepted,
+        ticket,
+        write_failed: false,
         pair_requested: false,
         paired_now: false,
-        unapplied: Arc::new(Semaphore::new(MAX_UNAPPLIED)),
+        unapplied: Arc::new(Semaphore::new(MAX_UNAPPLIED_BYTES / UNAPPLIED_UNIT)),
         dials: Vec::new(),
         dials_permit: None,
         shared_strings: SharedStrings::default(),
@@ -183,11 +208,20 @@ struct Conn {
     exporter: String,
     conn: u64,
     stage: Stage,
+    /// When the listener accepted the socket (the hello deadline counts from here).
+    accepted: Instant,
+    /// This connection's place in the budget of connections without hello.
+    ticket: PendingTicket,
+    /// A write failed or timed out: the connection closes after the frame being handled.
+    write_failed: bool,
     /// A `pair.request` was seen on this connection (only one is allowed).
     pair_requested: bool,
     /// The phone was just paired on this connection (its hello deadline starts again).
     paired_now: bool,
-    /// [`MAX_UNAPPLIED`] slots for this connection's messages held by the app.
+    /// This connection's budget of messages held by the app:
+    /// [`MAX_UNAPPLIED`](super::event::MAX_UNAPPLIED) messages and
+    /// [`MAX_UNAPPLIED_BYTES`] of their text, in permits of [`UNAPPLIED_UNIT`] bytes
+    /// ([`unapplied_cost`] a message).
     unapplied: Arc<Semaphore>,
     /// Dials read but not yet handed to the app ([`Conn::emit_dials`]), and their slots.
     dials: Vec<DialFrame>,
@@ -221,7 +255,8 @@ impl Conn {
         }
         let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
         let mut tx = Some(tx);
-        let mut hello_by = Instant::now() + cfg.hello_timeout;
+        let mut hello_by = self.accepted + cfg.hello_timeout;
+        let first_by = (Instant::now() + cfg.first_message_timeout).min(hello_by);
         let mut last_rx = Instant::now();
         let mut next_ping = Instant::now() + cfg.ping_interval;
         loop {
@@ -235,12 +270,17 @@ impl Conn {
                 self.paired_now = false;
                 hello_by = Instant::now() + cfg.hello_timeout;
             }
+            // Before hello: the first pair.request or hello is due first, then a valid hello;
+            // a pending pairing waits for the person until its own deadline.
+            let greeted = self.pair_requested;
             let deadline = if live {
                 last_rx + cfg.dead_after
             } else if let Some(d) = pending {
                 d
-            } else {
+            } else if greeted {
                 hello_by
+            } else {
+                first_by
             };
             let ping_at = if live {
                 next_ping
@@ -262,12 +302,16 @@ impl Conn {
                     }
                     reason = if live {
                         format!("no frame within {} s (keepalive)", cfg.dead_after.as_secs_f32())
+                    } else if greeted || deadline == hello_by {
+                        format!("no valid control.hello within {} s of the TCP accept", cfg.hello_timeout.as_secs_f32())
                     } else {
-                        format!("no valid control.hello within {} s", cfg.hello_timeout.as_secs_f32())
+                        format!("no pair.request or control.hello within {} s of the WebSocket upgrade", cfg.first_message_timeout.as_secs_f32())
                     };
                     if live {
                         let dev = self.device().map(str::to_string);
                         self.shared.fail(FailureKind::Timeout, format!("phone {} went silent: {reason}", dev.as_deref().unwrap_or("?")), dev.as_deref(), Some(self.peer));
+                    } else {
+                        self.shared.fail_before_hello(FailureKind::Timeout, format!("connection from {}: {reason}", self.peer), self.device(), Some(self.peer));
                     }
                     self.close(CloseCode::Policy, &reason).await;
                     break;
@@ -317,7 +361,7 @@ impl Conn {
                 }
                 msg = self.ws.next() => {
                     last_rx = Instant::now();
-                    let mut flow = self.on_message(msg, &mut tx, &mut reason).await;
+                    let mut flow = self.on_read(msg, &mut tx, &mut reason).await;
                     // Frames already buffered are handled here rather than one select (and its
                     // timers) per frame; bounded, so commands, pings and shutdown get their turn.
                     let mut drained = 0;
@@ -326,7 +370,7 @@ impl Conn {
                             break;
                         };
                         drained += 1;
-                        flow = self.on_message(msg, &mut tx, &mut reason).await;
+                        flow = self.on_read(msg, &mut tx, &mut reason).await;
                     }
                     self.emit_dials();
                     if let Flow::Close = flow { break; }
@@ -349,6 +393,25 @@ impl Conn {
         }
     }
 
+    /// [`Conn::on_message`], then closes when one of its writes failed or timed out (an
+    /// answer the peer does not read must not hold the connection, nor one write per frame).
+    async fn on_read(
+        &mut self,
+        msg: Option<Result<Message, tungstenite::Error>>,
+        tx: &mut Option<mpsc::UnboundedSender<Command>>,
+        reason: &mut String,
+    ) -> Flow {
+        let flow = self.on_message(msg, tx, reason).await;
+        if self.write_failed {
+            *reason = format!(
+                "a write failed or took over {} s (the peer does not read)",
+                self.shared.config.write_timeout.as_secs_f32()
+            );
+            return Flow::Close;
+        }
+        flow
+    }
+
     /// Handles one read from the socket (a frame, a close, an error); `reason` is set when the
     /// connection ends.
     async fn on_message(
@@ -364,12 +427,14 @@ impl Conn {
             if let Some(frame) =
                 DialFrame::parse_shared(t.as_str(), phone, &mut self.shared_strings)
             {
-                let permit = match Arc::clone(&self.unapplied).try_acquire_owned() {
+                let cost = unapplied_cost(t.len());
+                let permit = match Arc::clone(&self.unapplied).try_acquire_many_owned(cost) {
                     Ok(p) => p,
                     Err(_) => {
                         // The app holds the budget: hand it what is read, then wait.
                         self.emit_dials();
-                        let Ok(p) = Arc::clone(&self.unapplied).acquire_owned().await else {
+                        let Ok(p) = Arc::clone(&self.unapplied).acquire_many_owned(cost).await
+                        else {
                             return Flow::Close;
                         };
                         p
@@ -414,6 +479,20 @@ impl Conn {
                     .await;
                 self.close(CloseCode::Size, "frame over 1 MiB").await;
                 *reason = "oversize frame".into();
+                Flow::Close
+            }
+            Some(Err(tungstenite::Error::Utf8)) => {
+                // RFC 6455 fails the connection (1007); the phone is told why first.
+                let words =
+                    "text frame: not valid UTF-8 (WebSocket text is UTF-8); connection closed";
+                self.fail(
+                    FailureKind::InvalidFrame,
+                    format!("{} sent an invalid frame: {words}", self.peer),
+                );
+                self.refuse(ifp::ErrorClass::InvalidEnvelope, words.into(), None)
+                    .await;
+                self.close(CloseCode::Invalid, "text frame not UTF-8").await;
+                *reason = "a text frame that is not UTF-8".into();
                 Flow::Close
             }
             Some(Err(e)) => {
@@ -475,13 +554,34 @@ impl Conn {
         }
     }
 
-    /// The one writer: only [`ifp::OutgoingFrame`]s reach the socket.
+    /// The one writer: only [`ifp::OutgoingFrame`]s reach the socket. A write that takes
+    /// longer than [`LinkConfig::write_timeout`](super::config::LinkConfig::write_timeout)
+    /// (the peer does not read) fails, and the caller closes the connection.
     async fn write_frame(&mut self, frame: ifp::OutgoingFrame) -> Result<(), ()> {
         let text = frame.into_string();
         if let Some(log) = &self.shared.config.frame_log {
             lock(log).push(text.clone());
         }
-        self.ws.send(Message::text(text)).await.map_err(|_| ())
+        let written = match timeout(
+            self.shared.config.write_timeout,
+            self.ws.send(Message::text(text)),
+        )
+        .await
+        {
+            Ok(r) => r.map_err(|_| ()),
+            Err(_) => Err(()),
+        };
+        if written.is_err() {
+            self.write_failed = true;
+        }
+        written
+    }
+
+    /// Takes this connection out of the budget of connections without hello, once its phone's
+    /// hello verified and before anything is changed for it. False when the budget evicted it
+    /// meanwhile (its task is being aborted): it must not go live.
+    fn promote(&mut self) -> bool {
+        self.ticket.promote()
     }
 
     async fn refuse(&mut self, class: ifp::ErrorClass, detail: String, parent: Option<String>) {
@@ -576,7 +676,8 @@ impl Conn {
                             .await;
                     }
                 }
-                let Ok(permit) = Arc::clone(&self.unapplied).acquire_owned().await else {
+                let cost = unapplied_cost(bytes.len());
+                let Ok(permit) = Arc::clone(&self.unapplied).acquire_many_owned(cost).await else {
                     return Flow::Close;
                 };
                 self.shared.emit(LinkEvent::Message {

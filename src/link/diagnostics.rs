@@ -47,8 +47,12 @@ pub enum FailureKind {
     OversizeFrame,
     /// A connection's TLS or WebSocket handshake failed for another reason.
     Handshake,
-    /// A phone went silent past the keepalive limit.
+    /// A phone went silent past the keepalive limit, or a connection said no valid hello in
+    /// time.
     Timeout,
+    /// A connection without hello was dropped to make room for a newer one (the budget of
+    /// connections without hello was full), or for having no hello past its deadline.
+    Evicted,
     /// The trust file could not be written.
     TrustFile,
     /// mDNS advertising is unavailable.
@@ -74,6 +78,7 @@ impl FailureKind {
             FailureKind::OversizeFrame => "The phone app sent a message over 1 MiB: update the phone app.",
             FailureKind::Handshake => "Check that the phone connects to this desktop's address and port over TLS 1.3.",
             FailureKind::Timeout => "Check the phone is awake and on the same network.",
+            FailureKind::Evicted => "If no phone was connecting, a host on the network keeps opening connections without pairing; paired phones still get in. Find the address above if it repeats.",
             FailureKind::TrustFile => "Check the data folder is writable and has free space.",
             FailureKind::Mdns => "Phones cannot find the desktop by name: pair with the QR code or type the address.",
         }
@@ -148,6 +153,11 @@ pub struct LinkDiagnostics {
     pub paired: usize,
     /// Device ids of the phones connected now.
     pub connected: Vec<String>,
+    /// Connections open now that have not said a valid hello (pairing ones included).
+    pub without_hello: usize,
+    /// Connections without hello dropped to make room, or past their deadline, since start.
+    #[ts(type = "number")]
+    pub evicted: u64,
     /// The last failures, oldest first: at most [`MAX_FAILURES_KEPT`] real ones and at most
     /// [`MAX_PRE_HELLO_KEPT`] coalesced ones from before hello (one per source, with a count).
     pub recent_failures: Vec<LinkFailure>,

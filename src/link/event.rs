@@ -18,6 +18,22 @@ use crate::phone_events::DialFrame;
 /// phone through TCP, so memory stays bounded when a phone sends at full speed).
 pub const MAX_UNAPPLIED: usize = 1024;
 
+/// Most bytes of frame text of one connection held by the app at once (16 MiB), besides
+/// [`MAX_UNAPPLIED`]: a phone sending frames near the 1 MiB limit holds at most 16 of them (plus
+/// the one being read), not 1 024. Each message counts its length, and at least
+/// `MAX_UNAPPLIED_BYTES / MAX_UNAPPLIED` (16 KiB), so one budget bounds both.
+pub const MAX_UNAPPLIED_BYTES: usize = 16 * 1024 * 1024;
+
+/// The budget's unit, bytes: a connection's budget is `MAX_UNAPPLIED_BYTES / UNIT` permits.
+pub(super) const UNAPPLIED_UNIT: usize = 1024;
+
+/// The permits one message of `len` bytes takes from its connection's budget.
+pub(super) fn unapplied_cost(len: usize) -> u32 {
+    let floor = MAX_UNAPPLIED_BYTES / MAX_UNAPPLIED / UNAPPLIED_UNIT;
+    let own = len.div_ceil(UNAPPLIED_UNIT);
+    u32::try_from(own.max(floor).min(MAX_UNAPPLIED_BYTES / UNAPPLIED_UNIT)).unwrap_or(u32::MAX)
+}
+
 /// A slot of a connection's [`MAX_UNAPPLIED`] budget, carried by [`LinkEvent::Message`]; the slot
 /// is free again once every clone is dropped.
 #[derive(Debug, Clone)]
@@ -158,4 +174,24 @@ pub enum LinkEvent {
     },
     /// Something failed (also kept in diagnostics).
     Failure(LinkFailure),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_budget_bounds_the_messages_and_their_bytes() {
+        let budget = MAX_UNAPPLIED_BYTES / UNAPPLIED_UNIT;
+        // Small messages: MAX_UNAPPLIED of them fill the budget.
+        assert_eq!(budget / unapplied_cost(300) as usize, MAX_UNAPPLIED);
+        // Frames at the 1 MiB limit: 16 of them.
+        assert_eq!(
+            budget / unapplied_cost(crate::ifp::MAX_FRAME_BYTES) as usize,
+            16
+        );
+        assert_eq!(unapplied_cost(16 * 1024 + 1), 17);
+        // Never more than the whole budget, so one message can always be taken.
+        assert_eq!(unapplied_cost(usize::MAX / 2) as usize, budget);
+    }
 }

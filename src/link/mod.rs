@@ -19,6 +19,8 @@
 //!   children `connection::pair` (`pair.request` / `pair.complete`) and `connection::hello`
 //!   (the phone's `control.hello`).
 //! - [`diagnostics`]: addresses, port, mDNS state, recent failures in plain words.
+//! - `budget`: the connections without a valid hello, per source and in total (eviction,
+//!   never refusal, so a paired phone always gets in).
 //! - `flood`: coalescing of failures before hello (per source, a few reports a minute).
 //! - [`tls`]: TLS 1.3 server config and the phone's certificate-pinning verifier.
 //! - [`phone_client`]: a phone end in Rust, for tests and the `switchboard-phone` tool.
@@ -38,6 +40,7 @@
 //! `pair.grant` declare no capabilities, [`Link::send`] takes only the ifp outgoing type, and
 //! the one writer refuses `action.approve`, `action.reject` and `action.cancel` as a last guard.
 
+mod budget;
 mod config;
 mod connection;
 pub mod diagnostics;
@@ -62,7 +65,7 @@ pub use pairing::PairingInvite;
 pub use secret_store::{KeyringStore, MemoryStore, SecretStore, SecretStoreError};
 pub use server::{
     bind, FrameLog, Link, LinkConfig, LinkError, LinkEvent, MessageCredit, PairingEnd,
-    PendingPairing, DEFAULT_PORT, MAX_UNAPPLIED,
+    PendingPairing, DEFAULT_PORT, MAX_UNAPPLIED, MAX_UNAPPLIED_BYTES,
 };
 pub use trust::{PairedPhone, TrustFile};
 pub use wire::{rfc3339_ms, FORBIDDEN_OUTGOING};

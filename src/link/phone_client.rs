@@ -9,7 +9,7 @@
 //! says `control.hello` (its proof bound to this TLS session), sends messages and answers
 //! `control.ping` while it waits for frames.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use base64::Engine as _;
 use ed25519_dalek::{Signature, Signer as _, SigningKey, Verifier as _, VerifyingKey};
 use futures_util::{SinkExt as _, StreamExt as _};
 use serde_json::{json, Map, Value};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 use tokio_tungstenite::tungstenite::Message;
@@ -238,13 +238,38 @@ impl PhoneClient {
     /// Errors: [`PhoneError::CertificateMismatch`] when the desktop presents another
     /// certificate; [`PhoneError::Protocol`] when the first frame is not a challenge.
     pub async fn connect(addr: SocketAddr, pinned_fp: &str) -> Result<Self, PhoneError> {
+        Self::connect_from(addr, pinned_fp, None).await
+    }
+
+    /// [`PhoneClient::connect`] from the local address `from` (e.g. `127.0.0.2`, so tests on
+    /// loopback can play several hosts); `None` lets the system choose.
+    ///
+    /// Errors as [`PhoneClient::connect`]; [`PhoneError::Connect`] when `from` cannot be bound.
+    pub async fn connect_from(
+        addr: SocketAddr,
+        pinned_fp: &str,
+        from: Option<IpAddr>,
+    ) -> Result<Self, PhoneError> {
         let wait = Duration::from_secs(10);
         let verifier = Arc::new(PinnedCertVerifier::new(pinned_fp));
         let cfg =
             pinned_client_config(verifier.clone()).map_err(|e| PhoneError::Tls(e.to_string()))?;
-        let tcp = tokio::time::timeout(wait, TcpStream::connect(addr))
-            .await
-            .map_err(|_| PhoneError::Timeout("TCP connect".into()))??;
+        let tcp = tokio::time::timeout(wait, async {
+            match from {
+                None => TcpStream::connect(addr).await,
+                Some(ip) => {
+                    let sock = if ip.is_ipv4() {
+                        TcpSocket::new_v4()?
+                    } else {
+                        TcpSocket::new_v6()?
+                    };
+                    sock.bind(SocketAddr::new(ip, 0))?;
+                    sock.connect(addr).await
+                }
+            }
+        })
+        .await
+        .map_err(|_| PhoneError::Timeout("TCP connect".into()))??;
         // Small frames, latency matters: no Nagle delay (as the desktop's side).
         tcp.set_nodelay(true)?;
         let name = rustls::pki_types::ServerName::try_from(CERT_NAME)
@@ -530,6 +555,15 @@ impl PhoneClient {
     pub async fn send_text(&mut self, text: String) -> Result<(), PhoneError> {
         self.ws
             .send(Message::text(text))
+            .await
+            .map_err(|e| PhoneError::WebSocket(e.to_string()))
+    }
+
+    /// Sends one WebSocket message as it is: a binary message, or a hand-made frame (e.g. a
+    /// text frame that is not UTF-8), for tests of what the desktop does with them.
+    pub async fn send_message(&mut self, message: Message) -> Result<(), PhoneError> {
+        self.ws
+            .send(message)
             .await
             .map_err(|e| PhoneError::WebSocket(e.to_string()))
     }

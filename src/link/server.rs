@@ -2,8 +2,10 @@
 //!
 //! `ifp1-notes.md`, "Pairing and identity", and `docs/protocol.md`, "Link: pairing and
 //! sessions". Shape (as in mini-redis): the caller binds a [`TcpListener`] (see [`bind`]) and
-//! passes it to [`Link::run`] with a shutdown future; a semaphore caps live connections, and
-//! each accepted socket is served by its own task ([`super::connection`]: TLS 1.3 handshake,
+//! passes it to [`Link::run`] with a shutdown future; every accepted socket is admitted to the
+//! budget of connections without hello ([`super::budget`]: per source and in total; a newcomer
+//! evicts the oldest rather than being refused, so a paired phone always gets in) and served by
+//! its own task ([`super::connection`]: TLS 1.3 handshake,
 //! WebSocket upgrade with a 1 MiB message limit, the desktop's first `control.hello` carrying
 //! a fresh nonce (`x-ifp-nonce`), then pairing and/or the phone's `control.hello`; after hello
 //! every validated message goes to the app as a [`LinkEvent::Message`]). The [`Link`] handle
@@ -22,10 +24,11 @@ use std::time::Duration;
 
 use serde_json::Map;
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch, Semaphore};
-use tokio::time::timeout;
+use tokio::sync::{mpsc, watch};
+use tokio::time::{sleep_until, timeout, Instant};
 use tokio_rustls::TlsAcceptor;
 
+use super::budget::{Budget, Evicted, Eviction, PendingTicket};
 use super::connection;
 use super::diagnostics::{listen_addresses, FailureKind, LinkDiagnostics, MdnsStatus};
 use super::flood::FloodGate;
@@ -38,10 +41,16 @@ use super::wire::{self, ifp};
 
 pub use super::config::{FrameLog, LinkConfig, DEFAULT_PORT};
 pub use super::connection::DRAIN_MAX;
-pub use super::event::{LinkEvent, MessageCredit, PairingEnd, PendingPairing, MAX_UNAPPLIED};
+pub use super::event::{
+    LinkEvent, MessageCredit, PairingEnd, PendingPairing, MAX_UNAPPLIED, MAX_UNAPPLIED_BYTES,
+};
 
 /// How many ports [`bind`] tries, starting at the preferred one.
 pub const PORT_TRIES: u16 = 10;
+
+/// How long past [`LinkConfig::hello_timeout`] a connection without hello may linger before the
+/// listener aborts its task wherever it is stuck (its own deadline closes it cleanly first).
+const OVERDUE_GRACE: Duration = Duration::from_secs(3);
 
 /// Errors of the link.
 #[derive(Debug, thiserror::Error)]
@@ -131,7 +140,12 @@ impl Link {
         } else {
             MdnsStatus::Disabled
         };
+        let budget = Budget::new(
+            config.max_unauthenticated,
+            config.max_unauthenticated_per_source,
+        );
         let shared = Shared {
+            budget: Arc::new(Mutex::new(budget)),
             identity,
             acceptor: TlsAcceptor::from(tls),
             config,
@@ -208,20 +222,25 @@ impl Link {
         } else {
             None
         };
-        let limit = Arc::new(Semaphore::new(self.shared.config.max_connections.max(1)));
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut tasks = tokio::task::JoinSet::new();
+        let budget = self.shared.budget.clone();
+        let overdue_after = self.shared.config.hello_timeout + OVERDUE_GRACE;
         tokio::pin!(shutdown);
         loop {
-            let permit = tokio::select! {
-                _ = &mut shutdown => break,
-                p = limit.clone().acquire_owned() => match p {
-                    Ok(p) => p,
-                    Err(_) => break,
-                },
-            };
+            let due = lock(&budget).next_due(overdue_after);
             let accepted = tokio::select! {
                 _ = &mut shutdown => break,
+                _ = async {
+                    match due {
+                        Some(at) => sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    let late = lock(&budget).overdue(Instant::now(), overdue_after);
+                    self.report_evicted(&late);
+                    continue;
+                }
                 a = listener.accept() => a,
             };
             let (tcp, peer) = match accepted {
@@ -232,13 +251,25 @@ impl Link {
                     continue;
                 }
             };
+            let now = Instant::now();
+            let known = self.shared.is_known_source(peer.ip());
+            let (n, evicted) = lock(&budget).admit(peer, known, now);
+            self.report_evicted(&evicted);
+            let ticket = PendingTicket::new(budget.clone(), n);
             let shared = self.shared.clone();
             let stop = stop_rx.clone();
-            tasks.spawn(async move {
-                let _permit = permit;
-                connection::serve(shared, tcp, peer, stop).await;
+            let abort = tasks.spawn(async move {
+                connection::serve(shared, tcp, peer, now, ticket, stop).await;
             });
+            // False when the connection already ended (nothing left to abort).
+            let _ = lock(&budget).set_abort(n, abort);
             while tasks.try_join_next().is_some() {}
+        }
+        // Connections without hello have nothing to flush: dropped at once. Live ones close
+        // with a close frame.
+        let held = lock(&budget).take_all();
+        for task in held {
+            task.abort();
         }
         let _ = stop_tx.send(true);
         let _ = timeout(Duration::from_secs(5), async {
@@ -250,6 +281,33 @@ impl Link {
             ad.stop();
         }
         Ok(())
+    }
+
+    /// Ends the tasks of connections the budget dropped and records them as failures before hello (coalesced per source
+    /// by the flood gate, so a flood of them costs a few reports a minute).
+    fn report_evicted(&self, evicted: &[Evicted]) {
+        let cfg = &self.shared.config;
+        for e in evicted {
+            e.abort();
+            let held = format!("{:.1} s", e.held.as_secs_f32());
+            let words = match e.why {
+                Eviction::SourceFull => format!(
+                    "connection from {} dropped after {held} without hello to make room: its address opened another one while holding {} (the most one address may hold without hello)",
+                    e.peer, cfg.max_unauthenticated_per_source
+                ),
+                Eviction::TotalFull => format!(
+                    "connection from {} dropped after {held} without hello to make room: {} connections without hello were held (the most in all), its address held the most",
+                    e.peer, cfg.max_unauthenticated
+                ),
+                Eviction::Overdue => format!(
+                    "connection from {} dropped: no valid hello within {} s of its TCP accept",
+                    e.peer,
+                    cfg.hello_timeout.as_secs_f32()
+                ),
+            };
+            self.shared
+                .fail_before_hello(FailureKind::Evicted, words, None, Some(e.peer));
+        }
     }
 
     /// Opens (or reopens) the pairing window; the link advertises `addr` (the address the
@@ -412,6 +470,10 @@ impl Link {
             failures.sort_by_key(|f| f.at_ms);
             (d.bound, d.mdns.clone(), failures)
         };
+        let (without_hello, evicted) = {
+            let b = lock(&self.shared.budget);
+            (b.held(), b.evicted_total())
+        };
         LinkDiagnostics {
             port: bound.map(|b| b.port()),
             addresses: bound.map(|b| listen_addresses(b.ip())).unwrap_or_default(),
@@ -420,6 +482,8 @@ impl Link {
             desktop_device_id: self.shared.identity.device_id(),
             paired: lock(&self.shared.trust).len(),
             connected: self.connected(),
+            without_hello,
+            evicted,
             recent_failures: failures,
         }
     }

@@ -9,11 +9,12 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::AtomicU64;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 
+use super::budget::Budget;
 use super::config::{LinkConfig, DEFAULT_PORT};
 use super::diagnostics::{
     FailureKind, LinkFailure, MdnsStatus, MAX_FAILURES_KEPT, MAX_PRE_HELLO_KEPT,
@@ -89,6 +90,9 @@ pub(super) struct Diag {
 
 /// The state behind every clone of a [`Link`](super::Link) and every connection task.
 pub(super) struct Shared {
+    /// The connections without a valid hello (per source and in total), shared with their
+    /// tickets. Never held with another lock of this struct.
+    pub(super) budget: Arc<Mutex<Budget>>,
     /// The desktop's key and certificate.
     pub(super) identity: DesktopIdentity,
     /// TLS 1.3 acceptor built from `identity`.
@@ -263,6 +267,17 @@ impl Shared {
             address: address.map(|a| a.to_string()),
             at_ms: self.config.clock.now_ms(),
         }
+    }
+
+    /// Whether `ip` is the address a paired phone last connected from (its pairing record's
+    /// `last_address`): the connection budget evicts such connections last.
+    pub(super) fn is_known_source(&self, ip: IpAddr) -> bool {
+        lock(&self.trust).iter().any(|p| {
+            p.last_address
+                .as_deref()
+                .and_then(|a| a.parse::<SocketAddr>().ok())
+                .is_some_and(|a| a.ip() == ip)
+        })
     }
 
     /// Tells the app (a closed receiver is ignored).

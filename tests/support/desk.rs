@@ -32,15 +32,15 @@ pub(crate) async fn start() -> Desk {
     start_with(|_| {}).await
 }
 
-/// [`start`] with `change` applied to the link's settings first.
-pub(crate) async fn start_with(change: impl FnOnce(&mut LinkConfig)) -> Desk {
+/// [`start`] with `tune` applied to the link's settings (after mDNS off and the ManualClock).
+pub(crate) async fn start_with(tune: impl FnOnce(&mut LinkConfig)) -> Desk {
     let dir = tempfile::tempdir().unwrap();
     let identity = DesktopIdentity::load_or_create(&MemoryStore::new()).unwrap();
     let clock = Arc::new(ManualClock::new(1_780_000_000_000));
     let mut cfg = LinkConfig::new(dir.path());
     cfg.mdns = false;
     cfg.clock = clock.clone();
-    change(&mut cfg);
+    tune(&mut cfg);
     let (link, events) = Link::new(identity, cfg).unwrap();
     let listener = bind(LOOPBACK, 0).await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -15,6 +15,11 @@ pub struct DialLogConfig {
     pub data_dir: Option<PathBuf>,
     /// Dials held in memory (the ring). Default 100 000.
     pub capacity: usize,
+    /// Bytes the ring may hold: each dial counts its request, response and error text plus
+    /// [`DIAL_OVERHEAD_BYTES`]. Default 256 MiB. Past it the oldest dials leave the ring
+    /// (counted in `evicted`, as past `capacity`), so a phone sending frames near the 1 MiB limit
+    /// cannot make the ring hold `capacity` of them. Stored dials stay in SQLite.
+    pub max_bytes: usize,
     /// Bound of the command channel to the log's task (queries, stats, subscribe, prune, clear,
     /// flush, status). Default 1024. A full channel makes those calls wait; ingest does not use
     /// the channel (it runs under the log's lock), and a subscriber never makes anything wait.
@@ -43,6 +48,7 @@ impl Default for DialLogConfig {
         Self {
             data_dir: None,
             capacity: 100_000,
+            max_bytes: 256 * 1024 * 1024,
             command_queue: 1024,
             db_batch_size: 1000,
             db_flush_interval: Duration::from_millis(100),
@@ -53,6 +59,18 @@ impl Default for DialLogConfig {
             clock: std::sync::Arc::new(crate::clock::SystemClock),
         }
     }
+}
+
+/// What [`DialLogConfig::max_bytes`] counts for a dial besides its request, response and error
+/// text (ids, names, the ring's bookkeeping), in bytes.
+pub const DIAL_OVERHEAD_BYTES: usize = 256;
+
+/// The bytes a held dial counts against [`DialLogConfig::max_bytes`].
+pub(crate) fn held_bytes(d: &crate::dials::Dial) -> usize {
+    DIAL_OVERHEAD_BYTES
+        + d.request.as_str().len()
+        + d.response.as_ref().map_or(0, |r| r.as_str().len())
+        + d.error.as_ref().map_or(0, |e| e.len())
 }
 
 /// What happened to one ingested dial.

@@ -37,6 +37,9 @@ mod interning;
 mod subscribers;
 mod task;
 
-pub use config::{ClearScope, DialLogConfig, DialLogStatus, IngestVerdict, PruneReport};
+pub(crate) use config::held_bytes;
+pub use config::{
+    ClearScope, DialLogConfig, DialLogStatus, IngestVerdict, PruneReport, DIAL_OVERHEAD_BYTES,
+};
 pub use handle::{DialLog, DialLogHandle};
 pub use subscribers::{DialBatch, SubscribeOptions, Subscription};

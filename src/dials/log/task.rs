@@ -17,7 +17,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::config::{ClearScope, DialLogConfig, DialLogStatus, IngestVerdict};
+use super::config::{held_bytes, ClearScope, DialLogConfig, DialLogStatus, IngestVerdict};
 use super::interning::Interner;
 use super::subscribers::{Sub, SubscribeOptions, Subscription};
 use crate::dials::query::{run_query, run_stats, DialFilter, DialPage, Matcher, OpStats};
@@ -84,7 +84,7 @@ pub(super) fn start(
             store::prune(&read, config.clock.now_ms_i64())
                 .map_err(|e| DialLogError::Storage(format!("pruning {}: {e}", path.display())))?;
         }
-        let loaded = store::load_newest(&read, &path, config.capacity)?;
+        let loaded = store::load_newest(&read, &path, config.capacity, config.max_bytes)?;
         let (write, _) = store::open(dir)?;
         let shared = Arc::new(WriterShared {
             committed: Arc::clone(&committed),
@@ -297,6 +297,8 @@ impl Db {
 pub(super) struct Actor {
     cfg: DialLogConfig,
     ring: VecDeque<Entry>,
+    /// What the ring holds, as [`held_bytes`] counts it (at most `cfg.max_bytes`).
+    ring_bytes: usize,
     ids: HashSet<Arc<str>>,
     interner: Interner,
     next_arrival: u64,
@@ -316,6 +318,7 @@ impl Actor {
         };
         Self {
             ring: VecDeque::with_capacity(cfg.capacity.min(1 << 20)),
+            ring_bytes: 0,
             ids: HashSet::with_capacity(cfg.capacity.min(1 << 20)),
             interner: Interner::default(),
             next_arrival: 1,
@@ -460,7 +463,10 @@ impl Actor {
 
     fn push_ring(&mut self, dial: Dial, arrival: u64) -> Arc<Dial> {
         let dial = Arc::new(dial);
-        while self.ring.len() >= self.cfg.capacity {
+        let size = held_bytes(&dial);
+        while self.ring.len() >= self.cfg.capacity
+            || (!self.ring.is_empty() && self.ring_bytes.saturating_add(size) > self.cfg.max_bytes)
+        {
             match self.ring.pop_front() {
                 Some(old) => {
                     self.forget(old);
@@ -470,6 +476,7 @@ impl Actor {
             }
         }
         self.ids.insert(Arc::clone(&dial.id));
+        self.ring_bytes = self.ring_bytes.saturating_add(size);
         self.ring.push_back(Entry {
             arrival,
             dial: Arc::clone(&dial),
@@ -480,6 +487,7 @@ impl Actor {
     /// Drops a ring entry's id from the in-memory dedup set, remembering it while its write is
     /// still pending so a replay in that window is still caught.
     fn forget(&mut self, e: Entry) {
+        self.ring_bytes = self.ring_bytes.saturating_sub(held_bytes(&e.dial));
         self.ids.remove(&*e.dial.id);
         if let Some(db) = self.db.as_mut() {
             if e.dial.retention.persists() {
@@ -523,6 +531,7 @@ impl Actor {
         scope: ClearScope,
     ) -> Option<oneshot::Receiver<Result<usize, DialLogError>>> {
         let ring = std::mem::take(&mut self.ring);
+        self.ring_bytes = 0;
         match scope {
             ClearScope::Memory => {
                 for e in ring {

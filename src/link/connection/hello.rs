@@ -134,6 +134,11 @@ impl Conn {
                 .await;
             return Flow::Close;
         }
+        // Out of the budget of connections without hello before anything changes: an eviction
+        // racing this hello wins, and the connection closes with nothing done.
+        if !self.promote() {
+            return Flow::Close;
+        }
         let now = self.shared.config.clock.now_ms();
         let peer = self.peer.to_string();
         if let Err(e) = self.shared.update_trust(|list| {

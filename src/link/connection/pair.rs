@@ -365,6 +365,13 @@ impl Conn {
         let Some(sender) = tx.as_ref().cloned() else {
             return Flow::Close;
         };
+        // The phone proved the window's code and its key: it leaves the budget of connections
+        // without hello (whose deadline is far shorter than the person's time to compare the
+        // codes). At most one pairing is pending at a time, so this cannot be used to flood.
+        if !self.promote() {
+            self.release_window();
+            return Flow::Close;
+        }
         let ttl = self.shared.config.pending_ttl;
         let now = self.shared.config.clock.now_ms();
         let pending = Pending {

@@ -70,7 +70,9 @@ idempotency_key: string,
  */
 expires_at: string, 
 /**
- * `expires_at` as Unix epoch milliseconds (for the live countdown).
+ * When the proposal expires on the desktop's clock, Unix epoch milliseconds (for the live
+ * countdown): the time it was received plus its lifetime by the phone's own clock
+ * (`expires_at` - the proposal's `ts`), so a phone clock that is off does not shift it.
  */
 expires_at_ms: number, 
 /**

@@ -36,6 +36,14 @@ paired: number,
  */
 connected: Array<string>, 
 /**
+ * Connections open now that have not said a valid hello (pairing ones included).
+ */
+without_hello: number, 
+/**
+ * Connections without hello dropped to make room, or past their deadline, since start.
+ */
+evicted: number, 
+/**
  * The last failures, oldest first: at most [`MAX_FAILURES_KEPT`] real ones and at most
  * [`MAX_PRE_HELLO_KEPT`] coalesced ones from before hello (one per source, with a count).
  */
