@@ -16,6 +16,9 @@
 
 #![allow(missing_docs)]
 
+#[path = "../tests/support/confirm.rs"]
+mod confirm;
+
 use std::error::Error;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -236,6 +239,8 @@ async fn main_async() -> R<()> {
     let addr = link.local_addr().ok_or("no address")?;
     let fp = link.identity().cert_fingerprint().to_string();
     let invite = link.open_pairing(LOOPBACK);
+    let _confirmer =
+        confirm::confirm_when_pending(link.clone(), std::time::Duration::from_secs(30));
     let me = PhoneIdentity::generate("fast phone");
     let mut c = PhoneClient::connect(addr, &fp).await?;
     let key = c

@@ -23,6 +23,9 @@
 #[path = "common/sample_dials.rs"]
 mod sample_dials;
 
+#[path = "../tests/support/confirm.rs"]
+mod confirm;
+
 use std::collections::HashMap;
 use std::error::Error;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -282,6 +285,8 @@ impl Desk {
     /// A paired phone's live connection (pairing then hello, as `switchboard-phone --code`).
     async fn phone(&self, me: &PhoneIdentity) -> R<ClientWs> {
         let invite = self.link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let _confirmer =
+            confirm::confirm_when_pending(self.link.clone(), std::time::Duration::from_secs(30));
         let addr = self.link.local_addr().ok_or("link not bound")?;
         let fp = self.link.identity().cert_fingerprint().to_string();
         let me = me.clone();
@@ -746,6 +751,8 @@ fn main() -> R<()> {
             tokio::spawn(link.run(listener, std::future::pending::<()>()));
             let me = PhoneIdentity::generate("Bench phone");
             let invite = link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST));
+            let _confirmer =
+                confirm::confirm_when_pending(link.clone(), std::time::Duration::from_secs(30));
             let addr = link.local_addr().ok_or("link not bound")?;
             let fp = link.identity().cert_fingerprint().to_string();
             let me2 = me.clone();

@@ -21,6 +21,9 @@
 
 #![allow(missing_docs)]
 
+#[path = "../tests/support/confirm.rs"]
+mod confirm;
+
 use std::error::Error;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -316,6 +319,8 @@ async fn main_async() -> R<()> {
     let fp = link.identity().cert_fingerprint().to_string();
 
     let invite = link.open_pairing(LOOPBACK);
+    let _confirmer =
+        confirm::confirm_when_pending(link.clone(), std::time::Duration::from_secs(30));
     let me = PhoneIdentity::generate("bench phone");
     let mut c = PhoneClient::connect(addr, &fp).await?;
     let paired = c.pair(&me, &invite.code, vec![], (1, 1)).await?;

@@ -106,7 +106,9 @@ async fn pair(desk: &mut Desk, label: &str) -> (PhoneIdentity, String) {
     let invite = desk.link.open_pairing(desk::LOOPBACK);
     let me = PhoneIdentity::generate(label);
     let mut phone = desk.phone().await;
-    let paired = phone.pair(&me, &invite.code, vec![], (1, 1)).await.unwrap();
+    let paired = confirm::pair_confirmed(&desk.link, &mut phone, &me, &invite.code, vec![], (1, 1))
+        .await
+        .unwrap();
     phone.close().await;
     let _ = desk.drain();
     (me, paired.desktop_public_key)

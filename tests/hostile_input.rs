@@ -10,6 +10,9 @@
 //! `benches/hostile_memory.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/confirm.rs"]
+mod confirm;
+
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,6 +86,8 @@ impl Phone {
     async fn pair(desk: &Desk) -> Phone {
         let link = desk.app.phones.link().unwrap();
         let invite = link.open_pairing(LOOPBACK);
+        let _confirmer =
+            confirm::confirm_when_pending(link.clone(), std::time::Duration::from_secs(30));
         let me = PhoneIdentity::generate("hostile");
         let mut client = PhoneClient::connect(desk.addr, &desk.fp).await.unwrap();
         let paired = client
