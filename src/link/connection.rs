@@ -480,25 +480,9 @@ impl Conn {
         match &self.stage {
             Stage::Live { device_id, .. } => {
                 let device_id = device_id.clone();
-                if kind == "control.hello" || kind.starts_with("pair.") {
-                    self.refuse(
-                        ifp::ErrorClass::InvalidEnvelope,
-                        format!("`{kind}` after a successful hello on this connection"),
-                        Some(env.id),
-                    )
-                    .await;
+                if let Some((class, detail)) = wire::refusal_after_hello(&env, &device_id) {
+                    self.refuse(class, detail, Some(env.id)).await;
                     return Flow::Continue;
-                }
-                if let Some(d) = &env.device {
-                    if d != &device_id {
-                        self.refuse(
-                            ifp::ErrorClass::UnauthorizedDevice,
-                            format!("device: this connection belongs to {device_id}, not {d}"),
-                            Some(env.id),
-                        )
-                        .await;
-                        return Flow::Continue;
-                    }
                 }
                 let Ok(permit) = Arc::clone(&self.unapplied).acquire_owned().await else {
                     return Flow::Close;

@@ -65,6 +65,7 @@ pub use server::{
     MAX_UNAPPLIED,
 };
 pub use trust::{PairedPhone, TrustFile};
+pub(crate) use wire::refusal_after_hello;
 pub use wire::{rfc3339_ms, FORBIDDEN_OUTGOING};
 
 impl From<LinkError> for crate::error::IpcError {
