@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Switchboard needs to build, run and test, skipping what is already there:
 # Debian/Ubuntu packages (WebKitGTK, Xvfb, D-Bus, a keyring, screenshot tools), the Rust
-# toolchain check, and the front end's npm packages (from ui/package-lock.json).
+# toolchain check, and the front end's npm packages (from ui/package-lock.json). strace is for
+# tests/crash_safe_files.rs (a writer killed at each step of a write).
 # Usage: bash scripts/install-deps.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,7 @@ APT_PACKAGES=(
   libayatana-appindicator3-dev librsvg2-dev librsvg2-bin libxdo-dev
   xvfb xauth webkit2gtk-driver dbus dbus-x11 fonts-dejavu-core
   gnome-keyring libsecret-1-dev libnotify-bin imagemagick xdotool
+  strace
 )
 
 missing=()
