@@ -2,6 +2,8 @@
 # Runs one fuzz target under AFL++ for a number of executions and prints what it did.
 # Usage: bash scripts/fuzz.sh TARGET EXECS      (targets: switchboard::fuzz::TARGETS, e.g.
 #        bash scripts/fuzz.sh dial_shortcut 1000000)
+# FUZZ_SECONDS=N also stops it after N seconds, whichever comes first (the count printed is
+# then what it reached).
 # Engine: AFL++ through the `afl` crate (`cargo afl`, which builds AFL++ from its bundled source
 # when it is installed; no nightly toolchain needed). The fuzz crate is `fuzz/` (not a
 # workspace member). Seeds: fuzz/seeds/TARGET/ (make them with
@@ -48,7 +50,7 @@ mkdir -p "$out"
 export AFL_NO_UI=1 AFL_NO_AFFINITY=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1
 export AFL_FORKSRV_INIT_TMOUT=20000
 echo "==> fuzzing $target for $execs executions from $(ls "$seeds" | wc -l) seeds"
-cargo afl fuzz -i "$seeds" -o "$out" -E "$execs" -t 2000 -- "$bin" >"$out/afl.log" 2>&1 || {
+cargo afl fuzz -i "$seeds" -o "$out" -E "$execs" ${FUZZ_SECONDS:+-V "$FUZZ_SECONDS"} -t 2000 -- "$bin" >"$out/afl.log" 2>&1 || {
   echo "afl-fuzz failed; its last lines:" >&2
   tail -30 "$out/afl.log" >&2
   exit 1
