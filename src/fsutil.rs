@@ -9,6 +9,13 @@
 //! rename itself survives a crash. On any error the target is untouched and the temporary file is
 //! removed.
 //!
+//! Killed mid-write (SIGKILL, a crash): the target is the old file until the rename and the new
+//! one from it on, whole either way — a kill between the rename and the folder fsync cannot undo
+//! the rename; only a power cut there could, and it leaves the old file
+//! (`tests/crash_safe_files.rs` kills a writer at random moments and at each step). What such a
+//! kill leaves is the temporary file, which nothing reads ([`is_temp_file_name`]); the app
+//! removes those of its own folders at start ([`remove_stale_temp_files`]).
+//!
 //! Private files (issue 23, "Files"): what the app keeps is the person's own. On Unix every
 //! folder this module creates is `0700` and every file it writes is `0600`, whatever the umask
 //! (the mode is set with `chmod` after creating, not left to the umask). The temporary file is
