@@ -5,6 +5,7 @@
 # fonts-noto-color-emoji: emoji in proposal parameters and phone texts render as emoji, not
 # boxes (WebKitGTK has no emoji font of its own); the .deb/.rpm should recommend it too
 # (Debian fonts-noto-color-emoji, Fedora google-noto-color-emoji-fonts).
+# strace is for tests/crash_safe_files.rs (a writer killed at each step of a write).
 # Usage: bash scripts/install-deps.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,7 @@ APT_PACKAGES=(
   libayatana-appindicator3-dev librsvg2-dev librsvg2-bin libxdo-dev
   xvfb xauth webkit2gtk-driver dbus dbus-x11 fonts-dejavu-core fonts-noto-color-emoji
   gnome-keyring libsecret-1-dev libnotify-bin imagemagick xdotool
+  strace
 )
 
 missing=()

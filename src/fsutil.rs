@@ -9,6 +9,13 @@
 //! rename itself survives a crash. On any error the target is untouched and the temporary file is
 //! removed.
 //!
+//! Killed mid-write (SIGKILL, a crash): the target is the old file until the rename and the new
+//! one from it on, whole either way — a kill between the rename and the folder fsync cannot undo
+//! the rename; only a power cut there could, and it leaves the old file
+//! (`tests/crash_safe_files.rs` kills a writer at random moments and at each step). What such a
+//! kill leaves is the temporary file, which nothing reads ([`is_temp_file_name`]); the app
+//! removes those of its own folders at start ([`remove_stale_temp_files`]).
+//!
 //! Private files (issue 23, "Files"): what the app keeps is the person's own. On Unix every
 //! folder this module creates is `0700` and every file it writes is `0600`, whatever the umask
 //! (the mode is set with `chmod` after creating, not left to the umask). The temporary file is
@@ -23,7 +30,7 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The mode, on Unix, of every folder the app creates.
 pub const PRIVATE_DIR_MODE: u32 = 0o700;
@@ -175,6 +182,63 @@ pub fn write_atomic_with_backup(path: &Path, bytes: &[u8], backup: &Path) -> io:
     write_atomic(path, bytes)
 }
 
+/// Whether `file_name` is a temporary file [`write_atomic`] makes for a target named `target`
+/// (`.TARGET.<random letters and digits>.tmp`); with `target` `None`, for any target. Such a
+/// file is left behind only when the writing process is killed mid-write (a SIGKILL, a crash,
+/// a power cut): every error path removes it. Nothing reads it: the app and LumiAgent read
+/// only the target's own name.
+pub fn is_temp_file_name(file_name: &str, target: Option<&str>) -> bool {
+    let Some(rest) = file_name
+        .strip_prefix('.')
+        .and_then(|r| r.strip_suffix(".tmp"))
+    else {
+        return false;
+    };
+    let random = match target {
+        Some(t) => match rest.strip_prefix(t).and_then(|r| r.strip_prefix('.')) {
+            Some(r) => r,
+            None => return false,
+        },
+        None => match rest.rsplit_once('.') {
+            Some((name, r)) if !name.is_empty() => r,
+            _ => return false,
+        },
+    };
+    !random.is_empty() && random.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// Removes, in `dir`, the temporary files a killed writer left behind
+/// ([`is_temp_file_name`] with `target`); for the app's own folders at start, before anything
+/// writes (a temporary file of a write under way would be removed too). Returns the files
+/// removed. A missing folder has none.
+///
+/// # Errors
+/// Reading the folder, or removing a file (other than one already gone).
+pub fn remove_stale_temp_files(dir: &Path, target: Option<&str>) -> io::Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut removed = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        if !is_temp_file_name(name, target) || !entry.file_type()?.is_file() {
+            continue;
+        }
+        match std::fs::remove_file(entry.path()) {
+            Ok(()) => removed.push(entry.path()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(removed)
+}
+
 /// The folder `path` lives in (`.` for a bare file name).
 fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
@@ -293,6 +357,49 @@ mod tests {
         let e = create_private_dir_all(&file).unwrap_err();
         assert!(e.to_string().contains("is not a folder"), "{e}");
         assert!(create_private_dir_all(&file.join("below")).is_err());
+    }
+
+    #[test]
+    fn stale_temp_files_are_told_apart_and_removed() {
+        assert!(is_temp_file_name(
+            ".settings.json.a1B2c3.tmp",
+            Some("settings.json")
+        ));
+        assert!(is_temp_file_name(".settings.json.a1B2c3.tmp", None));
+        assert!(!is_temp_file_name(
+            ".settings.json.a1B2c3.tmp",
+            Some("paired-phones.json")
+        ));
+        assert!(!is_temp_file_name("settings.json", None));
+        assert!(!is_temp_file_name(".settings.json..tmp", None));
+        assert!(!is_temp_file_name(".settings.json.a-b.tmp", None));
+        assert!(!is_temp_file_name(".x.tmp", None), "no target name");
+        let dir = tempfile::tempdir().unwrap();
+        let keep = ["settings.json", "notes.tmp", ".other.tmp"];
+        for k in keep {
+            fs::write(dir.path().join(k), b"k").unwrap();
+        }
+        fs::write(dir.path().join(".settings.json.Zx81aa.tmp"), b"half").unwrap();
+        fs::create_dir(dir.path().join(".folder.json.abcdef.tmp")).unwrap();
+        let removed = remove_stale_temp_files(dir.path(), Some("settings.json")).unwrap();
+        assert_eq!(removed, vec![dir.path().join(".settings.json.Zx81aa.tmp")]);
+        let mut left: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                ".folder.json.abcdef.tmp",
+                ".other.tmp",
+                "notes.tmp",
+                "settings.json"
+            ]
+        );
+        assert!(remove_stale_temp_files(&dir.path().join("none"), None)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

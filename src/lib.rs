@@ -9,6 +9,7 @@
 //! - [`js_json`]: JSON text exactly as JavaScript writes it (manifest hashes, params_hash).
 //! - [`settings`]: the person's settings, kept across restarts.
 //! - [`fsutil`]: atomic file writes.
+//! - [`fuzz`]: the fuzz targets (`scripts/fuzz.sh`; their seeds are replayed by `cargo test`).
 //! - [`ifp`]: the ifp/1 wire protocol: validator, typed messages, receiver, params_hash.
 //! - [`host_error`]: classifies host and phone-line error texts (permission forms and others).
 //! - [`bridge`]: bridge-status banners derived from failed calls, and the store keeping them current.
@@ -36,6 +37,7 @@ pub mod confirmations;
 pub mod dials;
 pub mod error;
 pub mod fsutil;
+pub mod fuzz;
 pub mod host_error;
 pub mod hub;
 pub mod ifp;

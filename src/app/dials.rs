@@ -303,7 +303,7 @@ impl DialsState {
         Ok(Self {
             log,
             storage_error,
-            export_dir: data_dir.join("exports"),
+            export_dir: data_dir.join(super::paths::EXPORT_DIR),
             imported: Mutex::new(None),
             subs: Arc::default(),
             next_id: AtomicU64::new(1),

@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 /// and the end-to-end suite instead of the OS folders.
 pub const HOME_VAR: &str = "SWITCHBOARD_HOME";
 
+/// The folder, inside the data folder ([`AppPaths::link_dir`]), dial exports go to by default.
+pub const EXPORT_DIR: &str = "exports";
+
 /// The folders the app keeps its files in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppPaths {
@@ -53,7 +56,9 @@ impl AppPaths {
     /// Creates the app's own folders (config, data and, with the demo, `<data>/demo`) when
     /// missing and, on Unix, sets each to `0700`, and the settings and trust files that exist
     /// to `0600` (also when an earlier version left them `0755` and `0644`; the dial database
-    /// is tightened when it is opened). The log folder is the shell's (it makes it private when
+    /// is tightened when it is opened). Removes the temporary files a write cut short by a
+    /// kill left beside the settings file, the trust file and in the export folder
+    /// ([`crate::fsutil::remove_stale_temp_files`]); called at start, before anything writes. The log folder is the shell's (it makes it private when
     /// it starts logging). Returns one line per folder or file that could not be made private
     /// (each naming it), for the log: a folder that cannot be created is reported again, in
     /// words, by whatever then uses it.
@@ -72,6 +77,30 @@ impl AppPaths {
             self.settings_file(),
             self.link_dir(demo).join(crate::link::trust::TRUST_FILE),
         ];
+        // What a write killed midway left behind (issue 17, crash-safe files): the app never
+        // reads these, but they would pile up, one per crash.
+        let exports = self.link_dir(demo).join(EXPORT_DIR);
+        let stale = files
+            .iter()
+            .filter_map(|f| Some((f.parent()?.to_path_buf(), f.file_name()?.to_str()?)))
+            .map(|(dir, name)| (dir, Some(name)))
+            .chain(std::iter::once((exports, None)));
+        for (dir, target) in stale {
+            match crate::fsutil::remove_stale_temp_files(&dir, target) {
+                Ok(removed) => {
+                    for f in removed {
+                        tracing::info!(
+                            "removed {}, left by a write that was cut short",
+                            f.display()
+                        );
+                    }
+                }
+                Err(e) => problems.push(format!(
+                    "stale temporary files in {} not removed: {e}",
+                    dir.display()
+                )),
+            }
+        }
         for f in &files {
             match crate::fsutil::make_private_file(f) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -81,5 +110,43 @@ impl AppPaths {
             }
         }
         problems
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn start_removes_what_killed_writes_left_and_nothing_else() {
+        let home = tempfile::tempdir().unwrap();
+        let paths = AppPaths::under(home.path());
+        let exports = paths.data_dir.join(EXPORT_DIR);
+        fs::create_dir_all(&paths.config_dir).unwrap();
+        fs::create_dir_all(&exports).unwrap();
+        let stale = [
+            paths.config_dir.join(".settings.json.Ab12Cd.tmp"),
+            paths.data_dir.join(".paired-phones.json.x9Y8z7.tmp"),
+            exports.join(".week.jsonl.QQQQQQ.tmp"),
+        ];
+        let kept = [
+            paths.settings_file(),
+            paths.data_dir.join("paired-phones.json"),
+            // Not a temporary file of the settings or the trust file.
+            paths.data_dir.join(".dials.sqlite3.abcdef.tmp"),
+            exports.join("week.jsonl"),
+        ];
+        for f in stale.iter().chain(&kept) {
+            fs::write(f, b"x").unwrap();
+        }
+        assert!(paths.make_private(false).is_empty());
+        for f in &stale {
+            assert!(!f.exists(), "{} is left", f.display());
+        }
+        for f in &kept {
+            assert!(f.exists(), "{} was removed", f.display());
+        }
     }
 }

@@ -649,32 +649,10 @@ impl Conn {
         match &self.stage {
             Stage::Live { device_id, .. } => {
                 let device_id = device_id.clone();
-                if kind == "control.hello" || kind.starts_with("pair.") {
-                    let detail = format!("`{kind}` after a successful hello on this connection");
-                    self.refuse(
-                        ifp::ErrorClass::InvalidEnvelope,
-                        detail.clone(),
-                        Some(env.id.clone()),
-                    )
-                    .await;
-                    return self
-                        .refused_live(env.id, ifp::ErrorClass::InvalidEnvelope, detail)
+                if let Some((class, detail)) = wire::refusal_after_hello(&env, &device_id) {
+                    self.refuse(class, detail.clone(), Some(env.id.clone()))
                         .await;
-                }
-                if let Some(d) = &env.device {
-                    if d != &device_id {
-                        let detail =
-                            format!("device: this connection belongs to {device_id}, not {d}");
-                        self.refuse(
-                            ifp::ErrorClass::UnauthorizedDevice,
-                            detail.clone(),
-                            Some(env.id.clone()),
-                        )
-                        .await;
-                        return self
-                            .refused_live(env.id, ifp::ErrorClass::UnauthorizedDevice, detail)
-                            .await;
-                    }
+                    return self.refused_live(env.id, class, detail).await;
                 }
                 let cost = unapplied_cost(bytes.len());
                 let Ok(permit) = Arc::clone(&self.unapplied).acquire_many_owned(cost).await else {

@@ -77,6 +77,19 @@ pub enum PairingEnd {
     PhoneLeft,
 }
 
+impl MessageCredit {
+    /// A credit of a one-slot budget of its own, for feeding a hub the frames of a peer with no
+    /// connection in between ([`crate::fuzz::link_after_hello`]). `None` only if the fresh
+    /// semaphore had no slot, which does not happen.
+    pub(crate) fn detached() -> Option<Self> {
+        let budget = Arc::new(tokio::sync::Semaphore::new(1));
+        budget
+            .try_acquire_owned()
+            .ok()
+            .map(|p| MessageCredit(Arc::new(p)))
+    }
+}
+
 /// What the link tells the app.
 #[derive(Debug, Clone)]
 #[non_exhaustive]

@@ -68,6 +68,7 @@ pub use server::{
     PendingPairing, DEFAULT_PORT, MAX_UNAPPLIED, MAX_UNAPPLIED_BYTES,
 };
 pub use trust::{PairedPhone, TrustFile};
+pub(crate) use wire::refusal_after_hello;
 pub use wire::{rfc3339_ms, FORBIDDEN_OUTGOING};
 
 impl From<LinkError> for crate::error::IpcError {

@@ -26,6 +26,31 @@ pub(crate) mod ifp {
 /// Message types the desktop must never send (`ifp1-notes.md`, "Action lifecycle").
 pub const FORBIDDEN_OUTGOING: [&str; 3] = ["action.approve", "action.reject", "action.cancel"];
 
+/// Why a validated message on a live connection of `device_id` (after its hello) is refused,
+/// with the ifp/1 error class the link answers with; `None` when it goes to the app. Refused:
+/// a second `control.hello` or any `pair.*` (`invalid_envelope`), and a `device` other than
+/// the connection's (`unauthorized_device`; `docs/protocol.md`, "Link: pairing and sessions").
+/// `control.ping` and `control.pong` are answered before this is asked.
+pub(crate) fn refusal_after_hello(
+    env: &ifp::Envelope,
+    device_id: &str,
+) -> Option<(ifp::ErrorClass, String)> {
+    let kind = env.r#type.as_str();
+    if kind == "control.hello" || kind.starts_with("pair.") {
+        return Some((
+            ifp::ErrorClass::InvalidEnvelope,
+            format!("`{kind}` after a successful hello on this connection"),
+        ));
+    }
+    match &env.device {
+        Some(d) if d != device_id => Some((
+            ifp::ErrorClass::UnauthorizedDevice,
+            format!("device: this connection belongs to {device_id}, not {d}"),
+        )),
+        _ => None,
+    }
+}
+
 /// A random message id: `msg_` + 20 alphanumerics.
 pub(crate) fn message_id() -> String {
     format!("msg_{}", random_alnum(20))

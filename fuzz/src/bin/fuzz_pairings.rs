@@ -1,0 +1,4 @@
+//! AFL++ target `pairings`: see `switchboard::fuzz::pairings`.
+fn main() {
+    afl::fuzz!(|data: &[u8]| switchboard::fuzz::pairings(data));
+}
