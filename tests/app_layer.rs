@@ -6,6 +6,8 @@
 //!   every notice reaching the host (nothing dropped);
 //! - revoke in an opened pairings file that changed on disk (a conflict, nothing written);
 //! - quit: dials the hub holds just before [`App::shutdown`] are all in SQLite after it.
+//! - a key store locked at start: said in words, recovered without a restart once unlocked;
+//!   locked again while running, the link keeps working and nothing private is in a file.
 //!
 //! Every test binds 127.0.0.1:0 and every wait is bounded.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -984,5 +986,144 @@ async fn the_autonomy_beside_a_proposal_is_its_sessions() {
     })
     .await;
     phone.close().await;
+    desk.app.shutdown().await;
+}
+
+/// A stand-in for the OS key store that can be locked and unlocked while the app runs: locked,
+/// every call fails as a locked Secret Service does ([`SecretStoreError::Unavailable`]).
+#[derive(Default)]
+struct LockableStore {
+    locked: std::sync::atomic::AtomicBool,
+    inner: switchboard::link::secret_store::MemoryStore,
+}
+
+impl switchboard::link::secret_store::SecretStore for LockableStore {
+    fn get(
+        &self,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, switchboard::link::secret_store::SecretStoreError> {
+        self.check()?;
+        self.inner.get(name)
+    }
+    fn set(
+        &self,
+        name: &str,
+        secret: &[u8],
+    ) -> Result<(), switchboard::link::secret_store::SecretStoreError> {
+        self.check()?;
+        self.inner.set(name, secret)
+    }
+    fn delete(&self, name: &str) -> Result<(), switchboard::link::secret_store::SecretStoreError> {
+        self.check()?;
+        self.inner.delete(name)
+    }
+}
+
+impl LockableStore {
+    fn check(&self) -> Result<(), switchboard::link::secret_store::SecretStoreError> {
+        if self.locked.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(
+                switchboard::link::secret_store::SecretStoreError::Unavailable {
+                    reason: "the collection is locked".into(),
+                },
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Issue 17, "Key store going away": started while the key store is locked, the Phones view
+/// says so in words and nothing is written in its place; unlocking brings the link up without
+/// a restart; locking it again while the app runs leaves the link and its phones working (the
+/// keys are held in memory), and no file under the app's folders holds the private key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_key_store_is_said_in_words_and_unlocking_recovers_without_a_restart() {
+    use switchboard::link::secret_store::SecretStore as _;
+    let store = Arc::new(LockableStore::default());
+    store
+        .locked
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let home = tempfile::tempdir().unwrap();
+    let mut config = AppConfig::new(AppPaths::under(home.path()), false);
+    config.identity = IdentityStore::KeyStore;
+    config.key_store = Some(switchboard::app::KeyStoreOverride(store.clone()));
+    config.listen = (LOOPBACK, 0);
+    config.mdns = false;
+    let host = Arc::new(RecordingHost::new());
+    let app = App::new(
+        config,
+        host.clone(),
+        tokio::runtime::Handle::current(),
+        ConfirmationMirror::with_bundled_catalogue(),
+    );
+    let desk = Desk { app, host, home };
+    desk.app.start_link();
+    until("the Phones view to say the key store is locked", || {
+        desk.app
+            .phones
+            .snapshot()
+            .link_error
+            .is_some_and(|e| e.contains("No OS key store") && e.contains("tries again"))
+    })
+    .await;
+    assert!(desk.app.phones.link().is_none());
+    let words = desk.app.phones.snapshot().link_error.unwrap();
+    assert!(words.contains("the collection is locked"), "{words}");
+    assert!(
+        words.contains("never keeps its private keys in a plain"),
+        "{words}"
+    );
+
+    store
+        .locked
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    until("the link to start once the key store is unlocked", || {
+        desk.app.phones.link().is_some() && desk.app.hub().is_some()
+    })
+    .await;
+    until("the error to be gone", || {
+        desk.app.phones.snapshot().link_error.is_none()
+    })
+    .await;
+    let stored = store
+        .get(switchboard::link::identity::IDENTITY_SECRET)
+        .unwrap()
+        .expect("the identity was written to the key store once it was unlocked");
+    let stored: Value = serde_json::from_slice(&stored).unwrap();
+    let private: Vec<String> = ["ed25519_seed", "key_der"]
+        .iter()
+        .map(|k| stored[k].as_str().expect("a private part").to_string())
+        .collect();
+
+    // Locked again while the app runs: a phone still pairs and says hello.
+    store
+        .locked
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let (_me, phone) = pair(&desk, "Phone while locked").await;
+    phone.close().await;
+    assert!(desk.app.phones.snapshot().link_error.is_none());
+
+    // Nothing under the app's folders holds a private part in plain text.
+    let mut stack = vec![desk.home.path().to_path_buf()];
+    let mut files = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files += 1;
+                let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+                for p in &private {
+                    assert!(
+                        !text.contains(p.as_str()),
+                        "{} holds a private key",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+    assert!(files > 0, "the app wrote its files (trust file, settings)");
     desk.app.shutdown().await;
 }

@@ -91,6 +91,20 @@ pub struct AppConfig {
     /// The wall clock every part of the app reads (the hub, the dial log, revoke's
     /// `decidedAt`, banners' times). Default [`SystemClock`].
     pub clock: Arc<dyn Clock>,
+    /// The key store [`IdentityStore::KeyStore`] uses instead of the OS one (`keyring`), for
+    /// tests of a store that is locked, or goes away, while the app runs. Default `None`.
+    pub key_store: Option<KeyStoreOverride>,
+}
+
+/// A [`SecretStore`](crate::link::secret_store::SecretStore) standing in for the OS key store
+/// ([`AppConfig::key_store`]).
+#[derive(Clone)]
+pub struct KeyStoreOverride(pub Arc<dyn crate::link::secret_store::SecretStore>);
+
+impl std::fmt::Debug for KeyStoreOverride {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyStoreOverride(..)")
+    }
 }
 
 impl AppConfig {
@@ -114,6 +128,7 @@ impl AppConfig {
             demo_phone: demo,
             log_dir: None,
             clock: Arc::new(SystemClock),
+            key_store: None,
         }
     }
 }

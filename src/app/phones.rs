@@ -123,6 +123,11 @@ impl PhonesState {
         lock(&self.live).error = Some(words);
     }
 
+    /// Forgets the link error (the link started after all).
+    pub fn clear_error(&self) {
+        lock(&self.live).error = None;
+    }
+
     /// What the Phones view shows now.
     pub fn snapshot(&self) -> PhonesSnapshot {
         let link = self.link();

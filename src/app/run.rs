@@ -135,28 +135,96 @@ impl HubObserver for Observer {
     }
 }
 
+/// The first wait before the link's start is tried again after the key store failed.
+pub const KEY_STORE_RETRY_FIRST: Duration = Duration::from_secs(1);
+/// The longest wait between two tries.
+pub const KEY_STORE_RETRY_MAX: Duration = Duration::from_secs(30);
+/// How many times the start is tried (about an hour and a half at the longest wait).
+pub const KEY_STORE_RETRIES: u32 = 180;
+
+/// Why the link did not start: the key store (tried again) or anything else (said once).
+enum StartError {
+    KeyStore(String),
+    Other(String),
+}
+
 impl App {
     /// Starts the link in the background: loads or creates the identity, binds, runs, starts
     /// the hub over the app's stores and, with the demo, the demo phone. A failure is kept
     /// for the Phones view (which is told to reload), never a crash.
+    ///
+    /// When the identity cannot be read because the key store is locked or not running, the
+    /// Phones view says so and the start is tried again by itself ([`KEY_STORE_RETRY_FIRST`],
+    /// doubling to [`KEY_STORE_RETRY_MAX`], at most [`KEY_STORE_RETRIES`] times, until quit):
+    /// unlocking the key store brings the link up without a restart. Nothing is ever written
+    /// in its place (no plaintext fallback).
     pub fn start_link(self: &Arc<Self>) {
         let app = Arc::clone(self);
         self.rt.spawn(async move {
-            if let Err(words) = app.start_link_now().await {
-                tracing::error!("link not started: {words}");
-                app.phones.set_error(words);
-                app.host.emit(&AppEvent::Phones);
+            let mut stop = app.running.link_stop.subscribe();
+            let mut wait = KEY_STORE_RETRY_FIRST;
+            for attempt in 1..=KEY_STORE_RETRIES {
+                match app.start_link_now().await {
+                    Ok(()) => {
+                        if attempt > 1 {
+                            tracing::info!(attempt, "link started: the key store answered");
+                            app.phones.clear_error();
+                            app.host.emit(&AppEvent::Phones);
+                        }
+                        return;
+                    }
+                    Err(StartError::KeyStore(words)) => {
+                        if attempt == 1 {
+                            tracing::error!("link not started: {words}");
+                        }
+                        app.phones.set_error(format!(
+                            "{words} Switchboard tries again by itself (every {} s at most).",
+                            KEY_STORE_RETRY_MAX.as_secs()
+                        ));
+                        app.host.emit(&AppEvent::Phones);
+                    }
+                    Err(StartError::Other(words)) => {
+                        tracing::error!("link not started: {words}");
+                        app.phones.set_error(words);
+                        app.host.emit(&AppEvent::Phones);
+                        return;
+                    }
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = stop.changed() => return,
+                }
+                wait = (wait * 2).min(KEY_STORE_RETRY_MAX);
             }
         });
     }
 
-    async fn start_link_now(self: &Arc<Self>) -> Result<(), String> {
+    async fn start_link_now(self: &Arc<Self>) -> Result<(), StartError> {
         let cfg = &self.config;
-        let identity = match cfg.identity {
-            super::IdentityStore::Memory => DesktopIdentity::load_or_create(&MemoryStore::new()),
-            super::IdentityStore::KeyStore => DesktopIdentity::load_or_create(&KeyringStore::new()),
+        let identity = match (&cfg.identity, &cfg.key_store) {
+            (super::IdentityStore::Memory, _) => {
+                DesktopIdentity::load_or_create(&MemoryStore::new())
+            }
+            (super::IdentityStore::KeyStore, Some(store)) => {
+                DesktopIdentity::load_or_create(store.0.as_ref())
+            }
+            (super::IdentityStore::KeyStore, None) => {
+                DesktopIdentity::load_or_create(&KeyringStore::new())
+            }
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| match e {
+            crate::link::identity::IdentityError::KeyStore(_) => {
+                StartError::KeyStore(e.to_string())
+            }
+            other => StartError::Other(other.to_string()),
+        })?;
+        self.start_link_with(identity)
+            .await
+            .map_err(StartError::Other)
+    }
+
+    async fn start_link_with(self: &Arc<Self>, identity: DesktopIdentity) -> Result<(), String> {
+        let cfg = &self.config;
         let dir = cfg.paths.link_dir(cfg.demo);
         let mut link_config = LinkConfig::new(dir.clone());
         link_config.mdns = cfg.mdns;

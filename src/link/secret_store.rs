@@ -21,8 +21,8 @@ pub enum SecretStoreError {
     #[error(
         "No OS key store is available ({reason}): install and unlock gnome-keyring or KeePassXC \
          (any Secret Service provider) on Linux, or unlock the login Keychain on macOS / the \
-         Credential Manager on Windows, then start Switchboard again. Switchboard never keeps \
-         its private keys in a plain file."
+         Credential Manager on Windows. Switchboard never keeps its private keys in a plain \
+         file."
     )]
     Unavailable {
         /// What the platform said.
