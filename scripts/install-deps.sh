@@ -15,6 +15,7 @@ APT_PACKAGES=(
   libayatana-appindicator3-dev librsvg2-dev librsvg2-bin libxdo-dev
   xvfb xauth webkit2gtk-driver dbus dbus-x11 fonts-dejavu-core fonts-noto-color-emoji
   gnome-keyring libsecret-1-dev libnotify-bin imagemagick xdotool
+  iproute2
 )
 
 missing=()
