@@ -6,7 +6,7 @@
 //! addresses of every interface that is up, ordered: the interface of the default route first,
 //! then other networks, then bridges and containers, then VPNs. IPv6 link-local addresses
 //! (`fe80::/10`) are left out: a phone cannot dial them without naming its own interface.
-//! When the link would be too long for a QR code ([`MAX_LINK_ADDRESSES`], [`MAX_LINK_CHARS`]),
+//! When the link would be too long for a QR code ([`MAX_LINK_ADDRESSES`], [`MAX_QR_VERSION`]),
 //! the least likely addresses are left out and the pairing card says which.
 
 use std::net::IpAddr;
@@ -62,14 +62,14 @@ impl OfferedAddress {
     }
 }
 
-/// Most addresses a pairing link carries (the QR code of a link with 8 addresses, 4 of them
-/// IPv6, is version 13 at error correction M: 69 modules, read at arm's length by a phone
-/// camera; measured by `link_qr_sizes` in this file's tests and `examples/link_qr_sizes.rs`).
+/// Most addresses a pairing link carries.
 pub const MAX_LINK_ADDRESSES: usize = 8;
 
-/// Longest pairing link, in characters, before addresses are left out (a QR code of version 13
-/// at error correction M holds 331 bytes).
-pub const MAX_LINK_CHARS: usize = 320;
+/// Largest QR code version a pairing link may need (version 14: 73 modules a side at error
+/// correction M, 362 bytes; on a 200 px code that is under 3 px a module, still read at arm's
+/// length by a phone camera). Addresses are left out, least likely first, until the link fits
+/// (`link::pairing::tests::link_qr_sizes` measures 1, 4 and 8 addresses).
+pub const MAX_QR_VERSION: i16 = 14;
 
 /// Classifies an interface by its name (`docker0` → [`InterfaceKind::Container`], `wg0` →
 /// [`InterfaceKind::Vpn`]); `default_route` says whether it carries the default route. An

@@ -28,7 +28,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use ts_rs::TS;
 
-use super::addresses::{OfferedAddress, MAX_LINK_ADDRESSES, MAX_LINK_CHARS};
+use super::addresses::{OfferedAddress, MAX_LINK_ADDRESSES, MAX_QR_VERSION};
 
 /// How long a pairing window (and its code) lives: 2 minutes, in milliseconds.
 pub const PAIRING_TTL_MS: u64 = 120_000;
@@ -299,7 +299,8 @@ pub struct PairingInvite {
     /// The addresses the link carries, in the order a phone tries them.
     pub addresses: Vec<OfferedAddress>,
     /// Addresses this machine has that the link leaves out to stay short enough for a QR code
-    /// (the least likely ones: past [`MAX_LINK_ADDRESSES`] or [`MAX_LINK_CHARS`]).
+    /// (the least likely ones: past [`MAX_LINK_ADDRESSES`], or when its QR code would need a
+    /// version past [`MAX_QR_VERSION`]).
     pub left_out: Vec<OfferedAddress>,
 }
 
@@ -329,6 +330,14 @@ pub fn invite_link(addr: &std::net::IpAddr, port: u16, window: &PairingWindow, f
     invite_link_multi(std::slice::from_ref(addr), port, window, fp)
 }
 
+/// The QR code version `text` needs at the error correction [`qr_svg`] uses (M), `None` when it
+/// cannot be encoded at all.
+pub fn qr_version(text: &str) -> Option<i16> {
+    match qrcode::QrCode::new(text.as_bytes()).ok()?.version() {
+        qrcode::Version::Normal(v) | qrcode::Version::Micro(v) => Some(v),
+    }
+}
+
 /// Renders `text` as a QR code SVG document (empty string if it cannot be encoded).
 pub fn qr_svg(text: &str) -> String {
     match qrcode::QrCode::new(text.as_bytes()) {
@@ -341,8 +350,8 @@ pub fn qr_svg(text: &str) -> String {
 }
 
 /// Splits `offered` into what the link carries and what it leaves out: at most
-/// [`MAX_LINK_ADDRESSES`], then the last ones dropped while the link is longer than
-/// [`MAX_LINK_CHARS`] (at least one is always kept). `offered` is in the order of
+/// [`MAX_LINK_ADDRESSES`], then the last ones dropped while the link's QR code needs a version
+/// past [`MAX_QR_VERSION`] (at least one is always kept). `offered` is in the order of
 /// [`super::addresses::order_addresses`], so the least likely go first.
 pub fn fit_addresses(
     offered: &[OfferedAddress],
@@ -354,7 +363,9 @@ pub fn fit_addresses(
     let mut keep = usable.len().min(MAX_LINK_ADDRESSES).max(1);
     while keep > 1 {
         let ips: Vec<IpAddr> = usable[..keep].iter().filter_map(|a| a.ip()).collect();
-        if invite_link_multi(&ips, port, window, fp).len() <= MAX_LINK_CHARS {
+        if qr_version(&invite_link_multi(&ips, port, window, fp))
+            .is_some_and(|v| v <= MAX_QR_VERSION)
+        {
             break;
         }
         keep -= 1;
@@ -714,7 +725,7 @@ mod tests {
             );
             assert_eq!(inv.addresses.len(), n, "{n} addresses fit");
             assert!(inv.left_out.is_empty());
-            assert!(v <= 13, "{n} addresses: QR version {v}");
+            assert!(v <= MAX_QR_VERSION, "{n} addresses: QR version {v}");
             // The phone reads back the same addresses, in order.
             let back = crate::phone::discover::parse_pair_link(&inv.link).unwrap();
             let got: Vec<String> = back
@@ -730,7 +741,23 @@ mod tests {
         assert_eq!(inv.addresses.len(), MAX_LINK_ADDRESSES);
         assert_eq!(inv.left_out.len(), 4);
         assert_eq!(inv.left_out[0].interface, "eth8");
-        assert!(inv.link.len() <= MAX_LINK_CHARS, "{}", inv.link.len());
+        // Eight addresses all long IPv6 ones do not fit version 14: the last are left out.
+        let long: Vec<OfferedAddress> = offered(16)
+            .into_iter()
+            .filter(|a| a.address.contains(':'))
+            .collect();
+        let inv = invite_offering(&long, 47470, &w, &fp);
+        assert!(
+            inv.addresses.len() < 8 && !inv.left_out.is_empty(),
+            "{}",
+            inv.addresses.len()
+        );
+        assert_eq!(inv.addresses.len() + inv.left_out.len(), 8);
+        assert_eq!(
+            inv.addresses[0].address, long[0].address,
+            "the most likely stays"
+        );
+        assert!(qr_version(&inv.link).unwrap() <= MAX_QR_VERSION);
     }
 
     /// The worked example of `docs/protocol.md` ("Verification code"), computed independently
