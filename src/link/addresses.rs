@@ -147,10 +147,12 @@ pub fn parse_proc_ipv6_route(text: &str) -> Vec<String> {
             continue;
         }
         let (dest, plen, name) = (f[0], f[1], f[9]);
-        if dest.chars().all(|c| c == '0') && plen == "00" && name != "lo" {
-            if !out.iter().any(|o| o == name) {
-                out.push(name.to_string());
-            }
+        if dest.chars().all(|c| c == '0')
+            && plen == "00"
+            && name != "lo"
+            && !out.iter().any(|o| o == name)
+        {
+            out.push(name.to_string());
         }
     }
     out

@@ -360,7 +360,7 @@ pub fn fit_addresses(
     fp: &str,
 ) -> (Vec<OfferedAddress>, Vec<OfferedAddress>) {
     let usable: Vec<&OfferedAddress> = offered.iter().filter(|a| a.ip().is_some()).collect();
-    let mut keep = usable.len().min(MAX_LINK_ADDRESSES).max(1);
+    let mut keep = usable.len().clamp(1, MAX_LINK_ADDRESSES);
     while keep > 1 {
         let ips: Vec<IpAddr> = usable[..keep].iter().filter_map(|a| a.ip()).collect();
         if qr_version(&invite_link_multi(&ips, port, window, fp))
