@@ -461,3 +461,60 @@ fn failed_attempts_reach_the_desktop() {
     assert!(attempts[0]["at_ms"].as_u64().unwrap() > 1_600_000_000_000);
     let _ = std::fs::remove_dir_all(home);
 }
+
+/// The first address hangs (the phone's route to it goes through a neighbour that never
+/// answers): the phone does not wait for it to fail, it starts the LAN address 250 ms later,
+/// connects there, and reports the first try as abandoned while still connecting.
+#[test]
+fn a_hanging_address_does_not_hold_up_the_next() {
+    if std::env::var_os(ROLE_DIR).is_some() {
+        return;
+    }
+    let mut ns = Namespaces::new();
+    let d = ns.add("d");
+    let p = ns.add("p");
+    elsewhere(&d, "uplink0", "203.0.113.1/24");
+    ip(&["-n", &d, "route", "add", "default", "dev", "uplink0"]);
+    veth(&d, "eth0", &p, "wlan0");
+    ip(&["-n", &d, "addr", "add", "192.0.2.1/24", "dev", "eth0"]);
+    ip(&["-n", &p, "addr", "add", "192.0.2.2/24", "dev", "wlan0"]);
+    // 192.0.2.99 does not exist: SYNs to 203.0.113.1 wait on ARP that never answers.
+    ip(&[
+        "-n",
+        &p,
+        "route",
+        "add",
+        "203.0.113.0/24",
+        "via",
+        "192.0.2.99",
+        "dev",
+        "wlan0",
+    ]);
+
+    let mut desk = Desktop::start(&d);
+    let invite = desk.read("invite.json");
+    let offered = addresses(&invite);
+    assert_eq!(
+        offered.iter().map(|a| a.2.as_str()).collect::<Vec<_>>(),
+        ["203.0.113.1", "192.0.2.1"],
+        "{offered:?}"
+    );
+    let port = invite["port"].as_u64().unwrap();
+    let home = phone_home();
+    let out = phone(&p, invite["link"].as_str().unwrap(), &home);
+    check_paired(&out);
+    assert!(
+        stdout(&out).contains(&format!("connected to 192.0.2.1:{port}")),
+        "{}",
+        stdout(&out)
+    );
+    let diag = desk.read("diagnostics.json");
+    let attempts = diag["phone_attempts"][0]["attempts"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(attempts.len(), 1, "{diag}");
+    assert_eq!(attempts[0]["addr"], format!("203.0.113.1:{port}"));
+    assert_eq!(attempts[0]["outcome"], "abandoned", "{diag}");
+    let _ = std::fs::remove_dir_all(home);
+}
