@@ -17,6 +17,7 @@ APT_PACKAGES=(
   xvfb xauth webkit2gtk-driver dbus dbus-x11 fonts-dejavu-core fonts-noto-color-emoji
   gnome-keyring libsecret-1-dev libnotify-bin imagemagick xdotool
   strace
+  iproute2
 )
 
 missing=()

@@ -725,3 +725,86 @@ async fn a_connection_without_hello_is_dropped_and_send_needs_a_connected_phone(
     assert!(err.to_string().contains("dev_nobody00"), "{err}");
     desk.stop().await;
 }
+
+/// A phone's report of its failed tries (`ext.x-ifp-link-attempts` of its hello) reaches the
+/// desktop's diagnostics; one that does not read is recorded as a failure naming the entry and
+/// field, and the hello stands.
+#[tokio::test]
+async fn link_attempt_reports_are_checked_and_kept() {
+    let mut desk = start().await;
+    let me = desk.pair_phone("Attempts").await;
+
+    let mut phone = desk.phone().await;
+    let mut hello = phone.hello_frame(&me, (1, 1));
+    hello["ext"]["x-ifp-link-attempts"] =
+        json!([{"addr": "nowhere", "outcome": "failed", "error": "x", "at_ms": 1, "after_ms": 0}]);
+    phone.send_value(&hello).await.unwrap();
+    phone.expect("control.hello").await.unwrap();
+    let words = desk.failure(FailureKind::InvalidFrame).await;
+    assert!(
+        words.contains("x-ifp-link-attempts: [0].addr: expected ip:port"),
+        "{words}"
+    );
+    assert!(desk.link.diagnostics().phone_attempts.is_empty());
+    phone.close().await;
+
+    let mut phone = desk.phone().await;
+    let mut hello = phone.hello_frame(&me, (1, 1));
+    hello["ext"]["x-ifp-link-attempts"] = json!([{"addr": "203.0.113.1:47470", "outcome": "failed",
+        "error": "connect: Network is unreachable (os error 101)", "at_ms": 1_780_000_000_000u64, "after_ms": 0}]);
+    phone.send_value(&hello).await.unwrap();
+    phone.expect("control.hello").await.unwrap();
+    let d = desk.link.diagnostics();
+    assert_eq!(d.phone_attempts.len(), 1);
+    let r = &d.phone_attempts[0];
+    assert_eq!(r.device_id, me.device_id());
+    assert_eq!(r.connected_to, desk.addr.to_string());
+    assert_eq!(r.attempts[0].addr, "203.0.113.1:47470");
+    assert!(r.attempts[0].error.contains("unreachable"));
+    phone.close().await;
+    desk.stop().await;
+}
+
+/// The dual-stack listener takes IPv4 and IPv6 phones on one port (loopback here; other
+/// networks in `tests/netns.rs`), and an IPv4 phone shows as a.b.c.d, not ::ffff:a.b.c.d.
+#[tokio::test]
+async fn dual_stack_listener_serves_both_families() {
+    let dir = tempfile::tempdir().unwrap();
+    let identity = DesktopIdentity::load_or_create(&MemoryStore::new()).unwrap();
+    let mut cfg = LinkConfig::new(dir.path());
+    cfg.mdns = false;
+    let (link, mut events) = Link::new(identity, cfg).unwrap();
+    let listener = switchboard::link::bind_dual_stack(0).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let serving = link.run(listener, async {
+        let _ = stop_rx.await;
+    });
+    let task = tokio::spawn(serving);
+    let fp = link.identity().cert_fingerprint().to_string();
+    let v4 = SocketAddr::new(LOOPBACK, port);
+    let v6 = SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::LOCALHOST), port);
+    // Both families complete TLS with the pinned certificate; the phone tries both at once.
+    PhoneClient::connect(v4, &fp).await.unwrap().close().await;
+    PhoneClient::connect(v6, &fp).await.unwrap().close().await;
+    let c = PhoneClient::connect_any(&[v6, v4], &fp).await.unwrap();
+    assert_eq!(c.connected_to, v6, "the first address answers and is kept");
+    assert!(c.link_attempts.is_empty());
+    c.close().await;
+    // A wrong code from the IPv4 phone is recorded under its IPv4 address.
+    let _ = link.open_pairing(LOOPBACK);
+    let mut p = PhoneClient::connect(v4, &fp).await.unwrap();
+    let me = PhoneIdentity::generate("v4");
+    let _ = p.pair_start(&me, "000000", vec![]).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let words = loop {
+        match tokio::time::timeout_at(deadline, events.recv()).await {
+            Ok(Some(LinkEvent::Failure(f))) => break f.address.unwrap_or_default(),
+            Ok(Some(_)) => continue,
+            other => panic!("no failure event: {other:?}"),
+        }
+    };
+    assert!(words.starts_with("127.0.0.1:"), "{words}");
+    let _ = stop_tx.send(());
+    let _ = task.await;
+}

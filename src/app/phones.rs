@@ -245,19 +245,19 @@ impl PhonesState {
     }
 
     /// Opens (or renews) the pairing window: a 6-digit code that lives 2 minutes, the
-    /// `switchboard://pair` link and its QR code, naming the LAN address (loopback for the
-    /// demo).
+    /// `switchboard://pair` link and its QR code, naming every address phones may reach, most
+    /// likely first (loopback for the demo).
     ///
     /// # Errors
     /// `link` when the link is not running.
     pub fn open_pairing(&self) -> Result<PairingInvite, IpcError> {
         let link = self.running()?;
-        let addr = if self.demo {
-            IpAddr::V4(Ipv4Addr::LOCALHOST)
-        } else {
-            crate::link::diagnostics::lan_address().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
-        };
-        Ok(link.open_pairing(addr))
+        if self.demo {
+            return Ok(link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        }
+        // Every address of every interface that is up, the default route's first, bridges,
+        // containers and VPNs last (docs/protocol.md, "Pairing link").
+        Ok(link.open_pairing_offering(link.offered_addresses()))
     }
 
     /// Closes the pairing window; the code stops working at once.

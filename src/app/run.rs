@@ -230,7 +230,13 @@ impl App {
         link_config.mdns = cfg.mdns;
         let (link, events) = Link::new(identity, link_config).map_err(|e| e.to_string())?;
         let (ip, port) = cfg.listen;
-        let listener = crate::link::bind(ip, port).await.map_err(|e| {
+        // The unspecified IPv4 address means "every network": serve IPv6 too (dual stack).
+        let listener = if ip == std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED) {
+            crate::link::bind_dual_stack(port).await
+        } else {
+            crate::link::bind(ip, port).await
+        }
+        .map_err(|e| {
             format!("{e}. Close the other program using these ports, or restart Switchboard.")
         })?;
         let run = link.run(listener, stopped(self.running.link_stop.subscribe()));

@@ -35,7 +35,8 @@ struct Args {
     /// Label sent at pairing when the identity file is created.
     #[arg(long, default_value = "switchboard-phone")]
     label: String,
-    /// A pairing link `switchboard://pair?addr=..&port=..&code=..&fp=..` (pairs with its code).
+    /// A pairing link `switchboard://pair?addr=..&port=..&code=..&fp=..[&alt=..]` (pairs with
+    /// its code; every address in it is tried, concurrently with a 250 ms stagger).
     #[arg(long, value_name = "URL", conflicts_with_all = ["addr", "fp"])]
     link: Option<String>,
     /// The desktop's address `ip:port` (with --fp).
@@ -100,6 +101,32 @@ fn ask_codes_match(code: &str) -> bool {
     matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
+fn list_addrs(a: &[SocketAddr]) -> String {
+    a.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The candidates other than the one that worked, as kept in the identity file.
+fn others(candidates: &[SocketAddr], reached: SocketAddr) -> Vec<String> {
+    candidates
+        .iter()
+        .filter(|a| **a != reached)
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// Prints the tries that did not become the connection (the hello reports them too).
+fn report_attempts(c: &PhoneClient) {
+    for a in &c.link_attempts {
+        println!(
+            "attempt {} {:?} after {} ms: {}",
+            a.addr, a.outcome, a.after_ms, a.error
+        );
+    }
+}
+
 async fn run(args: Args) -> Result<(), String> {
     let label = if args.scenario.is_none() && args.label == "switchboard-phone" {
         DEMO_LABEL.to_string()
@@ -130,6 +157,7 @@ async fn run(args: Args) -> Result<(), String> {
     } else if let (Some(addr), Some(fp)) = (args.addr, &args.fp) {
         DesktopAddress {
             addr,
+            alternatives: Vec::new(),
             cert_fp: fp.to_ascii_lowercase(),
             code: None,
             device_id: None,
@@ -140,6 +168,14 @@ async fn run(args: Args) -> Result<(), String> {
                 .address
                 .parse()
                 .map_err(|e| format!("identity file: desktop.address {:?}: {e}", d.address))?,
+            alternatives: d
+                .other_addresses
+                .iter()
+                .map(|a| {
+                    a.parse()
+                        .map_err(|e| format!("identity file: desktop.other_addresses {a:?}: {e}"))
+                })
+                .collect::<Result<_, String>>()?,
             cert_fp: d.cert_fp.clone(),
             code: None,
             device_id: None,
@@ -189,9 +225,12 @@ async fn run(args: Args) -> Result<(), String> {
             return Err("--pair-only needs a pairing code (--code, or a --link with one)".into());
         };
         let me = file.identity();
-        let mut c = PhoneClient::connect(target.addr, &target.cert_fp)
+        let candidates = target.candidates();
+        eprintln!("trying {}", list_addrs(&candidates));
+        let mut c = PhoneClient::connect_any(&candidates, &target.cert_fp)
             .await
             .map_err(|e| e.to_string())?;
+        report_attempts(&c);
         let pending = c
             .pair_start(&me, code, vec![])
             .await
@@ -201,10 +240,13 @@ async fn run(args: Args) -> Result<(), String> {
             .pair_confirm(&me, &pending, matches, switchboard::app_info::IFP_RANGE)
             .await
             .map_err(|e| e.to_string())?;
+        let c_addr = c.connected_to;
         c.close().await;
         println!("paired: verification code {}", paired.verification_code);
+        println!("connected to {}", c_addr);
         file.desktop = Some(KnownDesktop {
-            address: target.addr.to_string(),
+            other_addresses: others(&candidates, c_addr),
+            address: c_addr.to_string(),
             cert_fp: target.cert_fp.clone(),
             public_key: paired.desktop_public_key,
         });
@@ -220,6 +262,7 @@ async fn run(args: Args) -> Result<(), String> {
     opts.count = args.count.max(1);
     opts.run = args.run.clone().unwrap_or_else(random_run);
     opts.confirm = confirm;
+    opts.also_try = target.alternatives.clone();
     eprintln!(
         "playing {} message(s) x {} to {} at {:?}",
         scenario.len(),
@@ -236,10 +279,15 @@ async fn run(args: Args) -> Result<(), String> {
         opts,
     );
     let report = player.play().await.map_err(|e| e.to_string())?;
+    let reached = report.connected_to.unwrap_or(target.addr);
+    if let Some(c) = report.connected_to {
+        println!("connected to {c}");
+    }
     if let Some(p) = &report.paired {
         println!("paired: verification code {}", p.verification_code);
         file.desktop = Some(KnownDesktop {
-            address: target.addr.to_string(),
+            other_addresses: others(&target.candidates(), reached),
+            address: reached.to_string(),
             cert_fp: target.cert_fp.clone(),
             public_key: p.desktop_public_key.clone(),
         });

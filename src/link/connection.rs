@@ -71,6 +71,12 @@ pub(super) async fn serve(
 ) {
     let tls_timeout = shared.config.tls_timeout;
     let upgrade_timeout = shared.config.upgrade_timeout;
+    // The listener's side of this connection (which of the desktop's addresses the phone
+    // reached; an IPv4 phone on a dual-stack listener shows as a.b.c.d, not ::ffff:a.b.c.d).
+    let local = tcp
+        .local_addr()
+        .ok()
+        .map(|a| SocketAddr::new(a.ip().to_canonical(), a.port()));
     // Frames and acknowledgements are small and latency matters: no Nagle delay.
     if let Err(e) = tcp.set_nodelay(true) {
         tracing::debug!("link: TCP_NODELAY on {peer}: {e}");
@@ -167,6 +173,7 @@ pub(super) async fn serve(
         shared,
         ws,
         peer,
+        local,
         conn,
         stage: Stage::Fresh,
         accepted,
@@ -203,6 +210,8 @@ struct Conn {
     shared: Arc<Shared>,
     ws: WebSocketStream<TlsStream<TcpStream>>,
     peer: SocketAddr,
+    /// The desktop's address the phone reached, when the socket says.
+    local: Option<SocketAddr>,
     nonce: String,
     /// This TLS session's exporter value ([`HELLO_EXPORTER_LABEL`]), unpadded base64url.
     exporter: String,

@@ -135,6 +135,95 @@ pub struct ListenAddress {
     pub address: String,
 }
 
+/// How one try of a phone to reach the desktop at one address ended without being used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum AttemptOutcome {
+    /// The try failed (TCP refused or unreachable, timed out, TLS or certificate failed).
+    Failed,
+    /// Another address completed first; this try was still connecting and was given up.
+    Abandoned,
+}
+
+/// One try of a phone to reach the desktop that did not become the connection, as the phone
+/// reports it after it connected (`ext.x-ifp-link-attempts` of its `control.hello`,
+/// `docs/protocol.md`, "Link attempts").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, TS)]
+#[ts(export)]
+pub struct LinkAttempt {
+    /// The address tried, `ip:port` (IPv6 in brackets).
+    pub addr: String,
+    /// Failed or abandoned.
+    pub outcome: AttemptOutcome,
+    /// What happened, the phone's words (at most [`MAX_ATTEMPT_ERROR_CHARS`] characters).
+    pub error: String,
+    /// When the try started, milliseconds since the Unix epoch (the phone's clock).
+    #[ts(type = "number")]
+    pub at_ms: u64,
+    /// How long it ran before it failed or was given up, ms.
+    #[ts(type = "number")]
+    pub after_ms: u64,
+}
+
+/// Most attempts one hello may report.
+pub const MAX_REPORTED_ATTEMPTS: usize = 16;
+
+/// Longest `error` of one reported attempt, characters.
+pub const MAX_ATTEMPT_ERROR_CHARS: usize = 300;
+
+/// What a phone reported about reaching the desktop on its last connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct PhoneAttempts {
+    /// The phone's device id.
+    pub device_id: String,
+    /// Where the connection that carried the report came from (`ip:port`, as the desktop sees it).
+    pub connected_from: String,
+    /// The address of the desktop the phone reached (`ip:port`, the listener's side).
+    pub connected_to: String,
+    /// The phone's tries that did not become the connection, in the order they started.
+    pub attempts: Vec<LinkAttempt>,
+    /// When the desktop received the report, milliseconds since the Unix epoch.
+    #[ts(type = "number")]
+    pub received_at_ms: u64,
+}
+
+/// How many phones' attempt reports diagnostics keep (the latest per phone).
+pub const MAX_ATTEMPT_REPORTS: usize = 8;
+
+/// Reads `ext.x-ifp-link-attempts` of a phone's `control.hello`: an array of at most
+/// [`MAX_REPORTED_ATTEMPTS`] objects `{addr, outcome, error, at_ms, after_ms}`.
+///
+/// Errors: words naming the entry and field that is wrong (`[2].addr: expected ip:port ...`).
+pub fn parse_link_attempts(v: &serde_json::Value) -> Result<Vec<LinkAttempt>, String> {
+    let arr = v
+        .as_array()
+        .ok_or_else(|| "expected an array of attempts".to_string())?;
+    if arr.len() > MAX_REPORTED_ATTEMPTS {
+        return Err(format!(
+            "{} attempts, at most {MAX_REPORTED_ATTEMPTS}",
+            arr.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(arr.len());
+    for (i, item) in arr.iter().enumerate() {
+        let a: LinkAttempt = serde_json::from_value(item.clone()).map_err(|e| {
+            format!("[{i}]: {e} (expected {{addr, outcome, error, at_ms, after_ms}})")
+        })?;
+        if a.addr.parse::<std::net::SocketAddr>().is_err() {
+            return Err(format!("[{i}].addr: expected ip:port, got {:?}", a.addr));
+        }
+        if a.error.chars().count() > MAX_ATTEMPT_ERROR_CHARS {
+            return Err(format!(
+                "[{i}].error: longer than {MAX_ATTEMPT_ERROR_CHARS} characters"
+            ));
+        }
+        out.push(a);
+    }
+    Ok(out)
+}
+
 /// Everything the diagnostics panel shows about the link.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
@@ -158,6 +247,9 @@ pub struct LinkDiagnostics {
     /// Connections without hello dropped to make room, or past their deadline, since start.
     #[ts(type = "number")]
     pub evicted: u64,
+    /// What phones reported about the addresses they could not reach (latest per phone, at most
+    /// [`MAX_ATTEMPT_REPORTS`]), newest first.
+    pub phone_attempts: Vec<PhoneAttempts>,
     /// The last failures, oldest first: at most [`MAX_FAILURES_KEPT`] real ones and at most
     /// [`MAX_PRE_HELLO_KEPT`] coalesced ones from before hello (one per source, with a count).
     pub recent_failures: Vec<LinkFailure>,
@@ -169,14 +261,14 @@ pub const MAX_FAILURES_KEPT: usize = 32;
 /// How many coalesced failures before hello diagnostics keep, one per source address.
 pub const MAX_PRE_HELLO_KEPT: usize = 8;
 
-/// The addresses a listener bound to `bound` is reachable at: for an unspecified address
-/// (`0.0.0.0` / `::`) every interface address of that family, else the one address.
+/// The addresses a listener bound to `bound` is reachable at: for `::` (dual stack) every
+/// interface address, for `0.0.0.0` every IPv4 one, else the one address.
 pub fn listen_addresses(bound: IpAddr) -> Vec<ListenAddress> {
     let ifaces = if_addrs::get_if_addrs().unwrap_or_default();
     if bound.is_unspecified() {
         ifaces
             .iter()
-            .filter(|i| i.ip().is_ipv4() == bound.is_ipv4())
+            .filter(|i| bound.is_ipv6() || i.ip().is_ipv4())
             .map(|i| ListenAddress {
                 interface: i.name.clone(),
                 address: i.ip().to_string(),
@@ -195,11 +287,38 @@ pub fn listen_addresses(bound: IpAddr) -> Vec<ListenAddress> {
     }
 }
 
-/// The first non-loopback IPv4 address of this machine (for the pairing link), if any.
+/// The most likely address of this machine for a phone (the first of
+/// [`super::addresses::offered_addresses`] for a dual-stack listener: the default route's
+/// interface first, bridges, containers and VPNs last), if any.
 pub fn lan_address() -> Option<IpAddr> {
-    if_addrs::get_if_addrs()
-        .ok()?
-        .into_iter()
-        .map(|i| i.ip())
-        .find(|ip| ip.is_ipv4() && !ip.is_loopback())
+    super::addresses::offered_addresses(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED))
+        .first()
+        .and_then(super::addresses::OfferedAddress::ip)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn reads_and_checks_reported_attempts() {
+        let good = serde_json::json!([
+            {"addr": "203.0.113.1:47470", "outcome": "failed", "error": "connect: Network is unreachable", "at_ms": 1, "after_ms": 0},
+            {"addr": "[2001:db8::1]:47470", "outcome": "abandoned", "error": "still connecting", "at_ms": 2, "after_ms": 250}
+        ]);
+        let a = parse_link_attempts(&good).unwrap();
+        assert_eq!(a.len(), 2);
+        assert_eq!(a[1].outcome, AttemptOutcome::Abandoned);
+        let bad = serde_json::json!([{"addr": "nowhere", "outcome": "failed", "error": "", "at_ms": 1, "after_ms": 0}]);
+        let e = parse_link_attempts(&bad).unwrap_err();
+        assert!(e.contains("[0].addr"), "{e}");
+        let bad = serde_json::json!([{"addr": "192.0.2.1:1", "outcome": "maybe", "error": "", "at_ms": 1, "after_ms": 0}]);
+        assert!(parse_link_attempts(&bad).unwrap_err().contains("[0]"));
+        let many: Vec<_> = (0..17).map(|_| good[0].clone()).collect();
+        assert!(parse_link_attempts(&serde_json::Value::from(many))
+            .unwrap_err()
+            .contains("at most 16"));
+        assert!(parse_link_attempts(&serde_json::json!({})).is_err());
+    }
 }

@@ -2,13 +2,34 @@
 //!
 //! `docs/protocol.md`, "Link: pairing and sessions" ("Discovery"): TXT records `id` (the
 //! desktop's device id), `proto` (`<min>-<max>` ifp versions) and `fp` (certificate
-//! fingerprint). Advertising is best-effort: a failure is reported in diagnostics and never
+//! fingerprint), under the host name [`host_name`] (letters, digits and hyphens: RFC 952/1123),
+//! with exactly the addresses the listener serves and the pairing link offers. Advertising is
+//! best-effort: a failure is reported in diagnostics and never
 //! stops the listener.
+
+use std::net::IpAddr;
 
 use mdns_sd::{ServiceDaemon, ServiceInfo};
 
 /// The DNS-SD service type advertised.
 pub const SERVICE_TYPE: &str = "_switchboard._tcp.local.";
+
+/// The mDNS host name for a desktop device id: `switchboard-` and the id's letters and digits,
+/// lowercase, at most 63 characters, then `.local.` (host names may hold letters, digits and
+/// hyphens only, RFC 952 / RFC 1123 section 2.1: no underscore).
+pub fn host_name(device_id: &str) -> String {
+    let tail: String = device_id
+        .strip_prefix("dev_")
+        .unwrap_or(device_id)
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let mut label = format!("switchboard-{}", tail.trim_matches('-'));
+    label.truncate(63);
+    let label = label.trim_end_matches('-');
+    format!("{label}.local.")
+}
 
 /// A running advertisement; dropped or [`Advertisement::stop`]ped to withdraw it.
 pub(crate) struct Advertisement {
@@ -17,24 +38,30 @@ pub(crate) struct Advertisement {
 }
 
 impl Advertisement {
-    /// Starts advertising `port` on every interface; `Err` holds words for diagnostics.
+    /// Starts advertising `port` with the addresses `addrs` (those the listener serves; every
+    /// address of the machine when empty); `Err` holds words for diagnostics.
     pub(crate) fn start(
         device_id: &str,
         port: u16,
         protocol: (u32, u32),
         fingerprint: &str,
+        addrs: &[IpAddr],
     ) -> Result<(Self, String), String> {
         let daemon = ServiceDaemon::new().map_err(|e| format!("mDNS daemon: {e}"))?;
-        let host = format!("{device_id}.local.");
+        let host = host_name(device_id);
         let proto = format!("{}-{}", protocol.0, protocol.1);
         let props = [
             ("id", device_id),
             ("proto", proto.as_str()),
             ("fp", fingerprint),
         ];
-        let info = ServiceInfo::new(SERVICE_TYPE, device_id, &host, (), port, &props[..])
-            .map_err(|e| format!("mDNS service record: {e}"))?
-            .enable_addr_auto();
+        let info = ServiceInfo::new(SERVICE_TYPE, device_id, &host, addrs, port, &props[..])
+            .map_err(|e| format!("mDNS service record: {e}"))?;
+        let info = if addrs.is_empty() {
+            info.enable_addr_auto()
+        } else {
+            info
+        };
         let fullname = info.get_fullname().to_string();
         daemon
             .register(info)
@@ -52,5 +79,32 @@ impl Advertisement {
     pub(crate) fn stop(self) {
         let _ = self.daemon.unregister(&self.fullname);
         let _ = self.daemon.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_names_are_valid() {
+        for id in [
+            "dev_3f9a01c2b4d5e6f7",
+            "dev_",
+            "Weird_Name.with dots",
+            &"x".repeat(90),
+        ] {
+            let h = host_name(id);
+            let label = h.strip_suffix(".local.").unwrap_or("");
+            assert!(!label.is_empty() && label.len() <= 63, "{h}");
+            assert!(
+                label
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{h}"
+            );
+            assert!(!label.starts_with('-') && !label.ends_with('-'), "{h}");
+        }
+        assert_eq!(host_name("dev_3f9a01c2"), "switchboard-3f9a01c2.local.");
     }
 }

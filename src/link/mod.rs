@@ -18,6 +18,8 @@
 //! - `connection`: one phone's socket: handshakes, the read/write loop, credits, drains; its
 //!   children `connection::pair` (`pair.request` / `pair.complete`) and `connection::hello`
 //!   (the phone's `control.hello`).
+//! - [`addresses`]: the addresses a pairing offers (every interface that is up, the default
+//!   route's first, containers and VPNs last), named by kind.
 //! - [`diagnostics`]: addresses, port, mDNS state, recent failures in plain words.
 //! - `budget`: the connections without a valid hello, per source and in total (eviction,
 //!   never refusal, so a paired phone always gets in).
@@ -40,6 +42,7 @@
 //! `pair.grant` declare no capabilities, [`Link::send`] takes only the ifp outgoing type, and
 //! the one writer refuses `action.approve`, `action.reject` and `action.cancel` as a last guard.
 
+pub mod addresses;
 mod budget;
 mod config;
 mod connection;
@@ -60,12 +63,12 @@ mod wire;
 pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use diagnostics::{FailureKind, LinkDiagnostics, LinkFailure, MdnsStatus};
 pub use identity::{DesktopIdentity, IdentityError};
-pub use mdns::SERVICE_TYPE;
+pub use mdns::{host_name, SERVICE_TYPE};
 pub use pairing::PairingInvite;
 pub use secret_store::{KeyringStore, MemoryStore, SecretStore, SecretStoreError};
 pub use server::{
-    bind, FrameLog, Link, LinkConfig, LinkError, LinkEvent, MessageCredit, PairingEnd,
-    PendingPairing, DEFAULT_PORT, MAX_UNAPPLIED, MAX_UNAPPLIED_BYTES,
+    bind, bind_dual_stack, FrameLog, Link, LinkConfig, LinkError, LinkEvent, MessageCredit,
+    PairingEnd, PendingPairing, DEFAULT_PORT, MAX_UNAPPLIED, MAX_UNAPPLIED_BYTES,
 };
 pub use trust::{PairedPhone, TrustFile};
 pub(crate) use wire::refusal_after_hello;

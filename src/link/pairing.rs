@@ -8,7 +8,8 @@
 //!   the moment the person opens the window (nothing extends it), is single-use, and the window
 //!   closes for good after [`MAX_WRONG_TRIES`] wrong codes in total (the person opens a new one);
 //! - wrong codes are slowed down per source address and globally ([`PairingBackoff`]);
-//! - the invitation link is `switchboard://pair?addr=..&port=..&code=..&fp=..`, also as a QR
+//! - the invitation link is `switchboard://pair?addr=..&port=..&code=..&fp=..&alt=..`
+//!   (every address a phone may reach, most likely first; [`invite_offering`]), also as a QR
 //!   code (SVG);
 //! - signed bytes: [`pair_signed_bytes`], [`hello_signed_bytes`],
 //!   [`desktop_hello_signed_bytes`], each hello proof bound to its TLS session by an exporter
@@ -26,6 +27,8 @@ use rand::Rng as _;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use ts_rs::TS;
+
+use super::addresses::{OfferedAddress, MAX_LINK_ADDRESSES, MAX_QR_VERSION};
 
 /// How long a pairing window (and its code) lives: 2 minutes, in milliseconds.
 pub const PAIRING_TTL_MS: u64 = 120_000;
@@ -280,7 +283,9 @@ impl PairingBackoff {
 pub struct PairingInvite {
     /// The code, `123-456`.
     pub code: String,
-    /// `switchboard://pair?addr=<ip>&port=<port>&code=<6 digits>&fp=<cert fingerprint hex>`.
+    /// The pairing link (`docs/protocol.md`, "Pairing link"):
+    /// `switchboard://pair?addr=<ip>&port=<port>&code=<6 digits>&fp=<cert fingerprint hex>`
+    /// then `&alt=<ip>,<ip>,...` with the other addresses, most likely first.
     pub link: String,
     /// The link as a QR code, an SVG document.
     pub qr_svg: String,
@@ -289,16 +294,48 @@ pub struct PairingInvite {
     pub expires_at_ms: u64,
     /// The desktop certificate fingerprint the phone must pin (lowercase hex SHA-256).
     pub cert_fingerprint: String,
+    /// The TCP port the link listens on (the one actually bound).
+    pub port: u16,
+    /// The addresses the link carries, in the order a phone tries them.
+    pub addresses: Vec<OfferedAddress>,
+    /// Addresses this machine has that the link leaves out to stay short enough for a QR code
+    /// (the least likely ones: past [`MAX_LINK_ADDRESSES`], or when its QR code would need a
+    /// version past [`MAX_QR_VERSION`]).
+    pub left_out: Vec<OfferedAddress>,
 }
 
-/// Builds the invitation link for `window` (addresses in brackets are not needed: the address
-/// is a query value; IPv6 colons are percent-encoded).
-pub fn invite_link(addr: &std::net::IpAddr, port: u16, window: &PairingWindow, fp: &str) -> String {
-    let addr = addr.to_string().replace(':', "%3A");
-    format!(
-        "switchboard://pair?addr={addr}&port={port}&code={}&fp={fp}",
+/// Builds the invitation link for `window` offering `addrs` (the first as `addr`, the rest as
+/// `alt`, comma-separated). Addresses need no brackets (they are query values); IPv6 colons are
+/// written as they are (RFC 3986 allows `:` in a query; phones also accept `%3A`).
+pub fn invite_link_multi(addrs: &[IpAddr], port: u16, window: &PairingWindow, fp: &str) -> String {
+    let first = addrs
+        .first()
+        .map(ToString::to_string)
+        .unwrap_or_else(|| "127.0.0.1".to_string());
+    let mut link = format!(
+        "switchboard://pair?addr={first}&port={port}&code={}&fp={fp}",
         window.digits
-    )
+    );
+    if addrs.len() > 1 {
+        let alt: Vec<String> = addrs[1..].iter().map(ToString::to_string).collect();
+        link.push_str("&alt=");
+        link.push_str(&alt.join(","));
+    }
+    link
+}
+
+/// Builds the invitation link for `window` with the one address `addr` (a link of the first
+/// format: no `alt`).
+pub fn invite_link(addr: &std::net::IpAddr, port: u16, window: &PairingWindow, fp: &str) -> String {
+    invite_link_multi(std::slice::from_ref(addr), port, window, fp)
+}
+
+/// The QR code version `text` needs at the error correction [`qr_svg`] uses (M), `None` when it
+/// cannot be encoded at all.
+pub fn qr_version(text: &str) -> Option<i16> {
+    match qrcode::QrCode::new(text.as_bytes()).ok()?.version() {
+        qrcode::Version::Normal(v) | qrcode::Version::Micro(v) => Some(v),
+    }
 }
 
 /// Renders `text` as a QR code SVG document (empty string if it cannot be encoded).
@@ -312,20 +349,62 @@ pub fn qr_svg(text: &str) -> String {
     }
 }
 
-/// Builds the [`PairingInvite`] for a window.
+/// Splits `offered` into what the link carries and what it leaves out: at most
+/// [`MAX_LINK_ADDRESSES`], then the last ones dropped while the link's QR code needs a version
+/// past [`MAX_QR_VERSION`] (at least one is always kept). `offered` is in the order of
+/// [`super::addresses::order_addresses`], so the least likely go first.
+pub fn fit_addresses(
+    offered: &[OfferedAddress],
+    port: u16,
+    window: &PairingWindow,
+    fp: &str,
+) -> (Vec<OfferedAddress>, Vec<OfferedAddress>) {
+    let usable: Vec<&OfferedAddress> = offered.iter().filter(|a| a.ip().is_some()).collect();
+    let mut keep = usable.len().clamp(1, MAX_LINK_ADDRESSES);
+    while keep > 1 {
+        let ips: Vec<IpAddr> = usable[..keep].iter().filter_map(|a| a.ip()).collect();
+        if qr_version(&invite_link_multi(&ips, port, window, fp))
+            .is_some_and(|v| v <= MAX_QR_VERSION)
+        {
+            break;
+        }
+        keep -= 1;
+    }
+    let kept = usable.iter().take(keep).map(|a| (*a).clone()).collect();
+    let left = usable.iter().skip(keep).map(|a| (*a).clone()).collect();
+    (kept, left)
+}
+
+/// Builds the [`PairingInvite`] for a window offering the one address `addr`.
 pub fn invite(
     addr: &std::net::IpAddr,
     port: u16,
     window: &PairingWindow,
     fp: &str,
 ) -> PairingInvite {
-    let link = invite_link(addr, port, window, fp);
+    invite_offering(&[super::addresses::describe(*addr)], port, window, fp)
+}
+
+/// Builds the [`PairingInvite`] for a window offering `offered` (most likely first; see
+/// [`fit_addresses`] for what is left out). With nothing offered the link names loopback.
+pub fn invite_offering(
+    offered: &[OfferedAddress],
+    port: u16,
+    window: &PairingWindow,
+    fp: &str,
+) -> PairingInvite {
+    let (addresses, left_out) = fit_addresses(offered, port, window, fp);
+    let ips: Vec<IpAddr> = addresses.iter().filter_map(OfferedAddress::ip).collect();
+    let link = invite_link_multi(&ips, port, window, fp);
     PairingInvite {
         code: window.code(),
         qr_svg: qr_svg(&link),
         link,
         expires_at_ms: window.expires_at_ms,
         cert_fingerprint: fp.to_string(),
+        port,
+        addresses,
+        left_out,
     }
 }
 
@@ -605,6 +684,80 @@ mod tests {
             )
         );
         assert!(inv.qr_svg.starts_with("<?xml") && inv.qr_svg.contains("<svg"));
+        assert_eq!(inv.port, 47470);
+        assert_eq!(inv.addresses.len(), 1);
+        assert!(inv.left_out.is_empty());
+    }
+
+    fn offered(n: usize) -> Vec<OfferedAddress> {
+        use super::super::addresses::InterfaceKind;
+        (0..n)
+            .map(|i| OfferedAddress {
+                interface: format!("eth{i}"),
+                kind: InterfaceKind::Local,
+                // Every other one a long global IPv6 address (the worst case of a real LAN).
+                address: if i % 2 == 0 {
+                    format!("198.51.100.{}", 200 + i)
+                } else {
+                    format!("2001:db8:4a2f:91c0:7d3e:12ff:fe4b:{:x}", 0xa000 + i)
+                },
+            })
+            .collect()
+    }
+
+    /// The QR code sizes of links with 1, 4 and 8 addresses (printed with `--nocapture`), and
+    /// the rule that keeps a link within [`MAX_LINK_CHARS`] by leaving out the last ones.
+    #[test]
+    fn link_qr_sizes() {
+        let w = PairingWindow::open(0, PAIRING_TTL_MS);
+        let fp = "ab".repeat(32);
+        for n in [1usize, 4, 8] {
+            let inv = invite_offering(&offered(n), 47470, &w, &fp);
+            let qr = qrcode::QrCode::new(inv.link.as_bytes()).unwrap();
+            let qrcode::Version::Normal(v) = qr.version() else {
+                panic!("micro QR for a link")
+            };
+            println!(
+                "{n} address(es): link {} chars, QR version {v} ({} modules a side, EC {:?})",
+                inv.link.len(),
+                qr.width(),
+                qr.error_correction_level()
+            );
+            assert_eq!(inv.addresses.len(), n, "{n} addresses fit");
+            assert!(inv.left_out.is_empty());
+            assert!(v <= MAX_QR_VERSION, "{n} addresses: QR version {v}");
+            // The phone reads back the same addresses, in order.
+            let back = crate::phone::discover::parse_pair_link(&inv.link).unwrap();
+            let got: Vec<String> = back
+                .candidates()
+                .iter()
+                .map(|a| a.ip().to_string())
+                .collect();
+            let want: Vec<String> = inv.addresses.iter().map(|a| a.address.clone()).collect();
+            assert_eq!(got, want);
+        }
+        // Twelve addresses: the last four are left out, and said so.
+        let inv = invite_offering(&offered(12), 47470, &w, &fp);
+        assert_eq!(inv.addresses.len(), MAX_LINK_ADDRESSES);
+        assert_eq!(inv.left_out.len(), 4);
+        assert_eq!(inv.left_out[0].interface, "eth8");
+        // Eight addresses all long IPv6 ones do not fit version 14: the last are left out.
+        let long: Vec<OfferedAddress> = offered(16)
+            .into_iter()
+            .filter(|a| a.address.contains(':'))
+            .collect();
+        let inv = invite_offering(&long, 47470, &w, &fp);
+        assert!(
+            inv.addresses.len() < 8 && !inv.left_out.is_empty(),
+            "{}",
+            inv.addresses.len()
+        );
+        assert_eq!(inv.addresses.len() + inv.left_out.len(), 8);
+        assert_eq!(
+            inv.addresses[0].address, long[0].address,
+            "the most likely stays"
+        );
+        assert!(qr_version(&inv.link).unwrap() <= MAX_QR_VERSION);
     }
 
     /// The worked example of `docs/protocol.md` ("Verification code"), computed independently

@@ -24,6 +24,9 @@ use tokio_rustls::TlsConnector;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
+use super::diagnostics::{
+    AttemptOutcome, LinkAttempt, MAX_ATTEMPT_ERROR_CHARS, MAX_REPORTED_ATTEMPTS,
+};
 use super::identity::{key_fingerprint, CERT_NAME};
 use super::pairing::{
     commitment_b64, desktop_hello_signed_bytes, desktop_intro_signed_bytes, hello_signed_bytes,
@@ -73,6 +76,9 @@ pub enum PhoneError {
     /// The desktop closed the connection.
     #[error("the desktop closed the connection")]
     Closed,
+    /// No address of the desktop could be reached ([`PhoneClient::connect_any`]): every try.
+    #[error("no address of the desktop answered: {}", attempts_words(.0))]
+    Unreachable(Vec<LinkAttempt>),
     /// The pairing was not confirmed: the codes differ (said on this phone), or the desktop's
     /// revealed nonce does not match its commitment.
     #[error("not paired: {0}")]
@@ -206,6 +212,11 @@ pub struct PhoneClient {
     pub received: Vec<Value>,
     desktop_public_key: Option<String>,
     intro_proof: String,
+    /// The tries that did not become this connection ([`PhoneClient::connect_any`]); the
+    /// hello reports them (`ext.x-ifp-link-attempts`) when not empty.
+    pub link_attempts: Vec<LinkAttempt>,
+    /// The address this connection reached.
+    pub connected_to: SocketAddr,
 }
 
 impl std::fmt::Debug for PhoneClient {
@@ -312,6 +323,8 @@ impl PhoneClient {
             received: Vec::new(),
             desktop_public_key: None,
             intro_proof: String::new(),
+            link_attempts: Vec::new(),
+            connected_to: addr,
         };
         let ch = c.expect("control.hello").await?;
         c.nonce = ch["ext"]["x-ifp-nonce"]
@@ -324,6 +337,93 @@ impl PhoneClient {
             ch["payload"]["protocol"]["max"].as_u64().unwrap_or(0),
         );
         Ok(c)
+    }
+
+    /// Connects to the first of `addrs` that completes TLS with the pinned certificate (and
+    /// sends the desktop's first hello), trying them concurrently, Happy Eyeballs style (RFC
+    /// 8305): the next address starts [`ATTEMPT_STAGGER`] after the previous one, or at once
+    /// when the previous one failed. The winner keeps the tries that did not become the
+    /// connection in [`PhoneClient::link_attempts`] (failed ones with their error, and the ones
+    /// still running when it won, as abandoned), which its hello reports.
+    ///
+    /// Errors: with one address, that address's error as [`PhoneClient::connect`] gives it;
+    /// with several, [`PhoneError::Unreachable`] listing every try; with none,
+    /// [`PhoneError::Unreachable`] with no tries.
+    pub async fn connect_any(addrs: &[SocketAddr], pinned_fp: &str) -> Result<Self, PhoneError> {
+        if let [one] = addrs {
+            return Self::connect(*one, pinned_fp).await;
+        }
+        let clock = SystemClock;
+        let mut set = tokio::task::JoinSet::new();
+        let mut started: Vec<(SocketAddr, u64, tokio::time::Instant)> = Vec::new();
+        let mut attempts: Vec<LinkAttempt> = Vec::new();
+        let mut next = 0usize;
+        let mut next_at = tokio::time::Instant::now();
+        loop {
+            if next < addrs.len() && (set.is_empty() || tokio::time::Instant::now() >= next_at) {
+                let addr = addrs[next];
+                let fp = pinned_fp.to_string();
+                started.push((addr, clock.now_ms(), tokio::time::Instant::now()));
+                set.spawn(async move { (addr, Self::connect(addr, &fp).await) });
+                next += 1;
+                next_at = tokio::time::Instant::now() + ATTEMPT_STAGGER;
+                continue;
+            }
+            if set.is_empty() {
+                return Err(PhoneError::Unreachable(attempts));
+            }
+            let more = next < addrs.len();
+            tokio::select! {
+                joined = set.join_next() => {
+                    let Some(joined) = joined else { continue };
+                    let (addr, result) = match joined {
+                        Ok(x) => x,
+                        Err(e) => return Err(PhoneError::Protocol(format!("connect task: {e}"))),
+                    };
+                    let (at_ms, t0) = started
+                        .iter()
+                        .find(|s| s.0 == addr)
+                        .map(|s| (s.1, s.2))
+                        .unwrap_or((clock.now_ms(), tokio::time::Instant::now()));
+                    match result {
+                        Ok(mut c) => {
+                            set.abort_all();
+                            for (a, at, t) in &started {
+                                let done = *a == addr || attempts.iter().any(|x| x.addr == a.to_string());
+                                if !done {
+                                    attempts.push(LinkAttempt {
+                                        addr: a.to_string(),
+                                        outcome: AttemptOutcome::Abandoned,
+                                        error: format!("still connecting when {addr} answered"),
+                                        at_ms: *at,
+                                        after_ms: ms_since(*t),
+                                    });
+                                }
+                            }
+                            attempts.sort_by_key(|a| a.at_ms);
+                            c.link_attempts = attempts;
+                            return Ok(c);
+                        }
+                        Err(e) => {
+                            let mut error = e.to_string();
+                            if error.chars().count() > MAX_ATTEMPT_ERROR_CHARS {
+                                error = error.chars().take(MAX_ATTEMPT_ERROR_CHARS).collect();
+                            }
+                            attempts.push(LinkAttempt {
+                                addr: addr.to_string(),
+                                outcome: AttemptOutcome::Failed,
+                                error,
+                                at_ms,
+                                after_ms: ms_since(t0),
+                            });
+                            // The next address starts at once (RFC 8305 section 5).
+                            next_at = tokio::time::Instant::now();
+                        }
+                    }
+                }
+                _ = tokio::time::sleep_until(next_at), if more => {}
+            }
+        }
     }
 
     /// This connection's nonce (from the desktop's first `control.hello`, `x-ifp-nonce`).
@@ -511,6 +611,14 @@ impl PhoneClient {
                    "protocol": {"min": range.0, "max": range.1}}),
         );
         v["ext"] = json!({"x-ifp-public-key": me.public_key_b64()});
+        if !self.link_attempts.is_empty() {
+            let list: Vec<&LinkAttempt> = self
+                .link_attempts
+                .iter()
+                .take(MAX_REPORTED_ATTEMPTS)
+                .collect();
+            v["ext"]["x-ifp-link-attempts"] = json!(list);
+        }
         v
     }
 
@@ -653,6 +761,23 @@ impl PhoneClient {
     pub async fn close(mut self) {
         let _ = tokio::time::timeout(Duration::from_secs(2), self.ws.close(None)).await;
     }
+}
+
+/// How long after one try the next address starts (Happy Eyeballs, RFC 8305 suggests 250 ms).
+pub const ATTEMPT_STAGGER: Duration = Duration::from_millis(250);
+
+fn ms_since(t: tokio::time::Instant) -> u64 {
+    u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+fn attempts_words(a: &[LinkAttempt]) -> String {
+    if a.is_empty() {
+        return "no address to try".to_string();
+    }
+    a.iter()
+        .map(|x| format!("{}: {}", x.addr, x.error))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn verify(pk_b64: &str, msg: &[u8], sig_b64: &str) -> bool {

@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{sleep_until, timeout, Instant};
 use tokio_rustls::TlsAcceptor;
 
+use super::addresses::OfferedAddress;
 use super::budget::{Budget, Evicted, Eviction, PendingTicket};
 use super::connection;
 use super::diagnostics::{listen_addresses, FailureKind, LinkDiagnostics, MdnsStatus};
@@ -107,6 +108,55 @@ pub async fn bind(ip: IpAddr, port: u16) -> Result<TcpListener, LinkError> {
     })
 }
 
+/// Binds a dual-stack listener on `[::]:port` (IPv6 with `IPV6_V6ONLY` off, so IPv4 phones
+/// reach it too as `::ffff:a.b.c.d`), or the next free port up to [`PORT_TRIES`] ports on
+/// (port 0: an ephemeral port). Where IPv6 is unavailable (disabled in the kernel), binds
+/// `0.0.0.0` instead, as [`bind`] does.
+///
+/// Errors: [`LinkError::NoFreePort`] when every port in the range is taken; the socket's error
+/// otherwise.
+pub async fn bind_dual_stack(port: u16) -> Result<TcpListener, LinkError> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let any6 = IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED);
+    let open = |p: u16| -> std::io::Result<TcpListener> {
+        let s = Socket::new(Domain::IPV6, Type::STREAM, Some(Protocol::TCP))?;
+        s.set_only_v6(false)?;
+        s.set_reuse_address(true)?;
+        s.set_nonblocking(true)?;
+        s.bind(&SocketAddr::new(any6, p).into())?;
+        s.listen(1024)?;
+        TcpListener::from_std(s.into())
+    };
+    match open(port) {
+        Err(e) if ipv6_unavailable(&e) => {
+            return bind(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), port).await;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && port != 0 => {}
+        Err(e) => return Err(e.into()),
+        Ok(l) => return Ok(l),
+    }
+    let last = port.saturating_add(PORT_TRIES - 1);
+    for p in port.saturating_add(1)..=last {
+        match open(p) {
+            Ok(l) => return Ok(l),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(LinkError::NoFreePort {
+        ip: any6,
+        first: port,
+        last,
+    })
+}
+
+/// Whether opening an IPv6 socket failed because this machine has no IPv6 (Linux:
+/// `EAFNOSUPPORT` 97, or `EADDRNOTAVAIL` 99 when IPv6 is disabled by sysctl; elsewhere the error
+/// is returned as it is).
+fn ipv6_unavailable(e: &std::io::Error) -> bool {
+    cfg!(target_os = "linux") && matches!(e.raw_os_error(), Some(97) | Some(99))
+}
+
 /// The desktop end of the link (cheap to clone; all clones share one state).
 #[derive(Clone)]
 pub struct Link {
@@ -162,6 +212,7 @@ impl Link {
                 failures: VecDeque::new(),
                 pre_hello: VecDeque::new(),
                 flood: FloodGate::default(),
+                attempts: VecDeque::new(),
             }),
             next_conn: AtomicU64::new(1),
         };
@@ -201,11 +252,16 @@ impl Link {
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), LinkError> {
         let ad = if self.shared.config.mdns {
+            let served: Vec<IpAddr> = super::addresses::offered_addresses(local.ip())
+                .iter()
+                .filter_map(OfferedAddress::ip)
+                .collect();
             match Advertisement::start(
                 &self.shared.identity.device_id(),
                 local.port(),
                 self.shared.config.protocol,
                 self.shared.identity.cert_fingerprint(),
+                &served,
             ) {
                 Ok((ad, fullname)) => {
                     lock(&self.shared.diag).mdns = MdnsStatus::Advertising { fullname };
@@ -244,7 +300,9 @@ impl Link {
                 a = listener.accept() => a,
             };
             let (tcp, peer) = match accepted {
-                Ok(x) => x,
+                // An IPv4 phone on the dual-stack listener is a.b.c.d, not ::ffff:a.b.c.d (in
+                // diagnostics and in the per-source pairing backoff).
+                Ok((tcp, p)) => (tcp, SocketAddr::new(p.ip().to_canonical(), p.port())),
                 Err(e) => {
                     tracing::warn!("link accept failed: {e}");
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -318,15 +376,40 @@ impl Link {
     /// nothing a phone sends extends them. Reopening replaces the code and starts a new budget;
     /// the backoff on wrong codes stays.
     pub fn open_pairing(&self, addr: IpAddr) -> PairingInvite {
+        self.open_pairing_offering(vec![super::addresses::describe(addr)])
+    }
+
+    /// Opens (or reopens) the pairing window offering every address in `addrs` (most likely
+    /// first, e.g. [`super::addresses::offered_addresses`] of the bound address): the link
+    /// carries as many as fit ([`super::pairing::fit_addresses`]) and the invite names the ones
+    /// left out. With `addrs` empty the link names loopback. Otherwise as
+    /// [`Link::open_pairing`].
+    pub fn open_pairing_offering(&self, addrs: Vec<OfferedAddress>) -> PairingInvite {
         let now = self.shared.config.clock.now_ms();
         let window = PairingWindow::open(now, self.shared.config.pairing_ttl_ms);
-        let inv = self.shared.invite_for(&window, addr);
+        let addrs = if addrs.is_empty() {
+            vec![super::addresses::describe(IpAddr::V4(
+                std::net::Ipv4Addr::LOCALHOST,
+            ))]
+        } else {
+            addrs
+        };
+        let inv = self.shared.invite_for(&window, &addrs);
         *lock(&self.shared.pairing) = Some(OpenPairing {
             window,
-            addr,
+            addrs,
             held_by: None,
         });
         inv
+    }
+
+    /// The addresses this desktop offers phones for the listener it runs: every address of
+    /// every interface that is up, of the families the listener serves, most likely first
+    /// ([`super::addresses::offered_addresses`]); empty before [`Link::run`].
+    pub fn offered_addresses(&self) -> Vec<OfferedAddress> {
+        self.local_addr()
+            .map(|b| super::addresses::offered_addresses(b.ip()))
+            .unwrap_or_default()
     }
 
     /// The pairing that waits for confirmation, if any: its signature verified, the person on
@@ -370,7 +453,7 @@ impl Link {
         }
         p.as_ref()
             .filter(|o| !o.window.held())
-            .map(|o| self.shared.invite_for(&o.window, o.addr))
+            .map(|o| self.shared.invite_for(&o.window, &o.addrs))
     }
 
     /// Sends an app message to the connected phone `device_id`.
@@ -459,7 +542,7 @@ impl Link {
 
     /// Addresses, port, mDNS state, connected phones and recent failures.
     pub fn diagnostics(&self) -> LinkDiagnostics {
-        let (bound, mdns, failures) = {
+        let (bound, mdns, failures, phone_attempts) = {
             let d = lock(&self.shared.diag);
             let mut failures: Vec<_> = d
                 .failures
@@ -468,7 +551,8 @@ impl Link {
                 .chain(d.pre_hello.iter().map(|(_, f)| f.clone()))
                 .collect();
             failures.sort_by_key(|f| f.at_ms);
-            (d.bound, d.mdns.clone(), failures)
+            let attempts: Vec<_> = d.attempts.iter().cloned().collect();
+            (d.bound, d.mdns.clone(), failures, attempts)
         };
         let (without_hello, evicted) = {
             let b = lock(&self.shared.budget);
@@ -484,6 +568,7 @@ impl Link {
             connected: self.connected(),
             without_hello,
             evicted,
+            phone_attempts,
             recent_failures: failures,
         }
     }

@@ -14,8 +14,10 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 
+use super::addresses::OfferedAddress;
 use super::budget::Budget;
 use super::config::{LinkConfig, DEFAULT_PORT};
+use super::diagnostics::PhoneAttempts;
 use super::diagnostics::{
     FailureKind, LinkFailure, MdnsStatus, MAX_FAILURES_KEPT, MAX_PRE_HELLO_KEPT,
 };
@@ -23,7 +25,7 @@ use super::event::LinkEvent;
 use super::event::PendingPairing;
 use super::flood::{grouped, FloodGate, FLOOD_WINDOW_MS};
 use super::identity::DesktopIdentity;
-use super::pairing::{invite, PairingBackoff, PairingInvite, PairingWindow};
+use super::pairing::{invite_offering, PairingBackoff, PairingInvite, PairingWindow};
 use super::trust::{PairedPhone, TrustError, TrustFile};
 use super::wire::{ifp, Sender};
 
@@ -64,8 +66,8 @@ pub(super) struct Session {
 pub(super) struct OpenPairing {
     /// Code, expiry and tries left.
     pub(super) window: PairingWindow,
-    /// The address the phone should dial.
-    pub(super) addr: IpAddr,
+    /// The addresses the phone may dial, most likely first.
+    pub(super) addrs: Vec<OfferedAddress>,
     /// The connection whose pairing holds the window (its right code came), if any.
     pub(super) held_by: Option<u64>,
 }
@@ -86,6 +88,9 @@ pub(super) struct Diag {
     pub(super) pre_hello: VecDeque<(Option<IpAddr>, LinkFailure)>,
     /// Counts the failures before hello and decides which are logged and sent as events.
     pub(super) flood: FloodGate,
+    /// What phones reported about the addresses they could not reach, latest per phone, at
+    /// most [`MAX_ATTEMPT_REPORTS`](super::diagnostics::MAX_ATTEMPT_REPORTS), newest first.
+    pub(super) attempts: VecDeque<PhoneAttempts>,
 }
 
 /// The state behind every clone of a [`Link`](super::Link) and every connection task.
@@ -136,12 +141,24 @@ impl Shared {
 
     /// The invite for `window` at `addr` and the bound port ([`DEFAULT_PORT`] before
     /// [`Link::run`](super::Link::run)).
-    pub(super) fn invite_for(&self, window: &PairingWindow, addr: IpAddr) -> PairingInvite {
+    pub(super) fn invite_for(
+        &self,
+        window: &PairingWindow,
+        addrs: &[OfferedAddress],
+    ) -> PairingInvite {
         let port = lock(&self.diag)
             .bound
             .map(|b| b.port())
             .unwrap_or(DEFAULT_PORT);
-        invite(&addr, port, window, self.identity.cert_fingerprint())
+        invite_offering(addrs, port, window, self.identity.cert_fingerprint())
+    }
+
+    /// Keeps a phone's report of the addresses it could not reach (replacing its earlier one).
+    pub(super) fn record_attempts(&self, report: PhoneAttempts) {
+        let mut d = lock(&self.diag);
+        d.attempts.retain(|r| r.device_id != report.device_id);
+        d.attempts.push_front(report);
+        d.attempts.truncate(super::diagnostics::MAX_ATTEMPT_REPORTS);
     }
 
     /// Records a real failure in diagnostics (the last [`MAX_FAILURES_KEPT`]), logs it and

@@ -179,6 +179,7 @@ pub async fn run_demo_phone(link: &Link, options: DemoOptions) -> Result<PlayRep
     let report = player.play().await?;
     if let Some(p) = &report.paired {
         file.desktop = Some(KnownDesktop {
+            other_addresses: Vec::new(),
             address: addr.to_string(),
             cert_fp: fp,
             public_key: p.desktop_public_key.clone(),

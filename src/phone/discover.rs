@@ -2,7 +2,9 @@
 //!
 //! `docs/protocol.md`, "Link: pairing and sessions" ("Discovery"): the desktop advertises
 //! `_switchboard._tcp.local.` with TXT `id`, `proto` and `fp`; its pairing link is
-//! `switchboard://pair?addr=<ip>&port=<port>&code=<6 digits>&fp=<cert_fp>` (IPv6 colons as `%3A`).
+//! `switchboard://pair?addr=<ip>&port=<port>&code=<6 digits>&fp=<cert_fp>&alt=<ip>,<ip>`
+//! (`docs/protocol.md`, "Pairing link": `alt` lists the other addresses, most likely first, and
+//! is absent from links of the first format; IPv6 colons raw or as `%3A`).
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -24,8 +26,11 @@ pub enum DiscoverError {
 /// What a pairing link (or mDNS) says about the desktop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DesktopAddress {
-    /// Where to connect.
+    /// Where to connect first (the link's `addr`).
     pub addr: SocketAddr,
+    /// The other addresses to try, most likely first (the link's `alt`, mDNS's other
+    /// addresses, or an earlier pairing's), same port.
+    pub alternatives: Vec<SocketAddr>,
     /// The certificate fingerprint to pin (64 lowercase hex).
     pub cert_fp: String,
     /// The pairing code, from a pairing link.
@@ -38,6 +43,23 @@ fn decode(v: &str) -> String {
     v.replace("%3A", ":").replace("%3a", ":")
 }
 
+impl DesktopAddress {
+    /// Every address to try, in order: [`DesktopAddress::addr`] then the alternatives (no
+    /// duplicates).
+    pub fn candidates(&self) -> Vec<SocketAddr> {
+        let mut out = vec![self.addr];
+        for a in &self.alternatives {
+            if !out.contains(a) {
+                out.push(*a);
+            }
+        }
+        out
+    }
+}
+
+/// Most alternatives read from one link (more are refused: a link is short).
+pub const MAX_ALTERNATIVES: usize = 16;
+
 fn check_fp(fp: &str) -> Result<String, DiscoverError> {
     let fp = fp.to_ascii_lowercase();
     if fp.len() == 64 && fp.chars().all(|c| c.is_ascii_hexdigit()) {
@@ -49,9 +71,10 @@ fn check_fp(fp: &str) -> Result<String, DiscoverError> {
     }
 }
 
-/// Reads `switchboard://pair?addr=..&port=..&code=..&fp=..`.
+/// Reads `switchboard://pair?addr=..&port=..&code=..&fp=..[&alt=..,..]`.
 ///
-/// Errors: [`DiscoverError::BadLink`] naming the missing or bad field.
+/// Errors: [`DiscoverError::BadLink`] naming the missing or bad field (an `alt` entry that is
+/// not an IP address is named by its position).
 pub fn parse_pair_link(link: &str) -> Result<DesktopAddress, DiscoverError> {
     let query = link.strip_prefix("switchboard://pair?").ok_or_else(|| {
         DiscoverError::BadLink(format!("expected switchboard://pair?..., got {link:?}"))
@@ -60,6 +83,7 @@ pub fn parse_pair_link(link: &str) -> Result<DesktopAddress, DiscoverError> {
     let mut port = None;
     let mut code = None;
     let mut fp = None;
+    let mut alt = None;
     for pair in query.split('&') {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         match k {
@@ -67,6 +91,7 @@ pub fn parse_pair_link(link: &str) -> Result<DesktopAddress, DiscoverError> {
             "port" => port = Some(v.to_string()),
             "code" => code = Some(v.to_string()),
             "fp" => fp = Some(v.to_string()),
+            "alt" => alt = Some(decode(v)),
             _ => {}
         }
     }
@@ -81,8 +106,26 @@ pub fn parse_pair_link(link: &str) -> Result<DesktopAddress, DiscoverError> {
         .map_err(|e| DiscoverError::BadLink(format!("port: {e}")))?;
     let code = code.filter(|c| !c.is_empty()).ok_or_else(|| miss("code"))?;
     let cert_fp = check_fp(&fp.ok_or_else(|| miss("fp"))?)?;
+    let mut alternatives = Vec::new();
+    for (i, a) in alt
+        .iter()
+        .flat_map(|s| s.split(','))
+        .filter(|s| !s.is_empty())
+        .enumerate()
+    {
+        if i >= MAX_ALTERNATIVES {
+            return Err(DiscoverError::BadLink(format!(
+                "alt: more than {MAX_ALTERNATIVES} addresses"
+            )));
+        }
+        let ip: IpAddr = a
+            .parse()
+            .map_err(|e| DiscoverError::BadLink(format!("alt: address {} ({a:?}): {e}", i + 1)))?;
+        alternatives.push(SocketAddr::new(ip, port));
+    }
     Ok(DesktopAddress {
         addr: SocketAddr::new(ip, port),
+        alternatives,
         cert_fp,
         code: Some(code),
         device_id: None,
@@ -90,7 +133,7 @@ pub fn parse_pair_link(link: &str) -> Result<DesktopAddress, DiscoverError> {
 }
 
 /// Browses mDNS for a Switchboard desktop for at most `wait`; the first one resolved with an
-/// `fp` TXT record wins (an IPv4 address preferred).
+/// `fp` TXT record wins (every address it advertises becomes a candidate, IPv4 first).
 ///
 /// Errors: [`DiscoverError::Mdns`] when mDNS cannot start or nothing answers in time (say so and
 /// suggest `--addr` or a pairing link).
@@ -116,8 +159,13 @@ pub fn browse(wait: Duration) -> Result<DesktopAddress, DiscoverError> {
                     continue;
                 };
                 let Ok(cert_fp) = check_fp(fp) else { continue };
+                let port = info.get_port();
                 break Some(DesktopAddress {
-                    addr: SocketAddr::new(ip, info.get_port()),
+                    addr: SocketAddr::new(ip, port),
+                    alternatives: addrs[1..]
+                        .iter()
+                        .map(|a| SocketAddr::new(*a, port))
+                        .collect(),
                     cert_fp,
                     code: None,
                     device_id: info.get_property_val_str("id").map(str::to_string),
@@ -160,6 +208,27 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("port: missing"), "{e}");
+        assert!(d.alternatives.is_empty());
+        // The second format: every address, most likely first; IPv6 colons raw.
+        let d = parse_pair_link(&format!(
+            "switchboard://pair?addr=192.0.2.10&port=47470&code=123456&fp={fp}&alt=2001:db8::10,203.0.113.1"
+        ))
+        .unwrap();
+        let c: Vec<String> = d.candidates().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            c,
+            [
+                "192.0.2.10:47470",
+                "[2001:db8::10]:47470",
+                "203.0.113.1:47470"
+            ]
+        );
+        let e = parse_pair_link(&format!(
+            "switchboard://pair?addr=192.0.2.10&port=1&code=1&fp={fp}&alt=192.0.2.11,nope"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("alt: address 2"), "{e}");
         assert!(parse_pair_link("https://x").is_err());
     }
 }

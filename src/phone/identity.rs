@@ -41,8 +41,12 @@ pub enum IdentityFileError {
 /// The desktop this phone paired with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KnownDesktop {
-    /// Where it was reached (`ip:port`).
+    /// Where it was reached last (`ip:port`): tried first.
     pub address: String,
+    /// Its other addresses (`ip:port`, from the pairing link's `alt`), tried after `address`,
+    /// concurrently (absent in identity files written before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_addresses: Vec<String>,
     /// Its certificate fingerprint (pinned).
     pub cert_fp: String,
     /// Its Ed25519 public key, base64url (checks its hello proofs).

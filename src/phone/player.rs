@@ -130,6 +130,10 @@ pub struct PlayOptions {
     /// How the phone confirms the verification code when pairing (default
     /// [`Confirmer::auto`]).
     pub confirm: Confirmer,
+    /// Other addresses of the same desktop (a pairing link's `alt`, mDNS), tried concurrently
+    /// with the first ([`PhoneClient::connect_any`]); the one that worked is tried first on
+    /// every reconnect.
+    pub also_try: Vec<SocketAddr>,
 }
 
 /// Frames "lost in flight" at a test cut: counted as sent, never written.
@@ -148,6 +152,7 @@ impl PlayOptions {
             ack_wait: Duration::from_secs(30),
             cut_after: Vec::new(),
             confirm: Confirmer::auto(),
+            also_try: Vec::new(),
         }
     }
 }
@@ -205,6 +210,8 @@ pub struct PlayReport {
     pub paired: Option<PairedInfo>,
     /// Wall time of the play, ms.
     pub elapsed_ms: u64,
+    /// The desktop address the last connection reached (the one to remember).
+    pub connected_to: Option<SocketAddr>,
 }
 
 /// What pairing gave, to keep.
@@ -306,7 +313,20 @@ impl<'a> Player<'a> {
     }
 
     async fn connect(&mut self) -> Result<Ws, PhoneError> {
-        let mut c = PhoneClient::connect(self.addr, &self.cert_fp).await?;
+        let mut candidates = vec![self.addr];
+        for a in &self.opts.also_try {
+            if !candidates.contains(a) {
+                candidates.push(*a);
+            }
+        }
+        let mut c = PhoneClient::connect_any(&candidates, &self.cert_fp).await?;
+        // Remember which one worked: it goes first on the next reconnect.
+        if c.connected_to != self.addr {
+            let old = std::mem::replace(&mut self.addr, c.connected_to);
+            self.opts.also_try.retain(|a| *a != c.connected_to);
+            self.opts.also_try.insert(0, old);
+        }
+        self.report.connected_to = Some(c.connected_to);
         match self.join.clone() {
             Join::Paired { desktop_public_key } => {
                 c.set_desktop_public_key(&desktop_public_key)?;

@@ -13,13 +13,38 @@ use tokio::sync::mpsc;
 
 use super::pair::{identity_changed_words, shown_id, verify};
 use super::{Conn, Flow, Stage};
-use crate::link::diagnostics::FailureKind;
+use crate::link::diagnostics::{parse_link_attempts, FailureKind, PhoneAttempts};
 use crate::link::event::LinkEvent;
 use crate::link::pairing::{desktop_hello_signed_bytes, hello_signed_bytes, HELLO_REFUSED};
 use crate::link::shared::{lock, Command, Session};
 use crate::link::wire::ifp;
 
 impl Conn {
+    /// Keeps what the phone reports about the addresses it could not reach
+    /// (`ext.x-ifp-link-attempts`, `docs/protocol.md`, "Link attempts"). A report that does not
+    /// read is recorded as a failure naming the field (the hello itself stands: the report is
+    /// diagnostics, not authentication).
+    fn take_attempts(&self, env: &ifp::Envelope, device_id: &str) {
+        let Some(v) = env.ext.get("x-ifp-link-attempts") else {
+            return;
+        };
+        match parse_link_attempts(v) {
+            Ok(attempts) => self.shared.record_attempts(PhoneAttempts {
+                device_id: device_id.to_string(),
+                connected_from: self.peer.to_string(),
+                connected_to: self.local.map(|a| a.to_string()).unwrap_or_default(),
+                attempts,
+                received_at_ms: self.shared.config.clock.now_ms(),
+            }),
+            Err(words) => self.shared.fail(
+                FailureKind::InvalidFrame,
+                format!("control.hello from {device_id}: ext.x-ifp-link-attempts: {words}; the report of its failed attempts was not kept"),
+                Some(device_id),
+                Some(self.peer),
+            ),
+        }
+    }
+
     /// `control.hello`: authenticates the phone and makes this connection its live session.
     ///
     /// Before a verified hello every refusal answers `unauthorized_device` with
@@ -173,6 +198,7 @@ impl Conn {
             device_id: device_id.clone(),
             phone: Arc::from(device_id.as_str()),
         };
+        self.take_attempts(&env, &device_id);
         let proof = self.shared.identity.sign_b64(&desktop_hello_signed_bytes(
             &self.nonce,
             &device_id,

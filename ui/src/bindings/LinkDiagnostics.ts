@@ -2,6 +2,7 @@
 import type { LinkFailure } from "./LinkFailure";
 import type { ListenAddress } from "./ListenAddress";
 import type { MdnsStatus } from "./MdnsStatus";
+import type { PhoneAttempts } from "./PhoneAttempts";
 
 /**
  * Everything the diagnostics panel shows about the link.
@@ -36,13 +37,10 @@ paired: number,
  */
 connected: Array<string>, 
 /**
- * Connections open now that have not said a valid hello (pairing ones included).
+ * What phones reported about the addresses they could not reach (latest per phone, at most
+ * [`MAX_ATTEMPT_REPORTS`]), newest first.
  */
-without_hello: number, 
-/**
- * Connections without hello dropped to make room, or past their deadline, since start.
- */
-evicted: number, 
+phone_attempts: Array<PhoneAttempts>, 
 /**
  * The last failures, oldest first: at most [`MAX_FAILURES_KEPT`] real ones and at most
  * [`MAX_PRE_HELLO_KEPT`] coalesced ones from before hello (one per source, with a count).

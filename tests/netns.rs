@@ -1,0 +1,520 @@
+//! Pairing on the networks people have, in real Linux network namespaces (issue 15).
+//!
+//! Each test makes its own namespaces (`sbt<pid><n>d` for the desktop, `...p` for the phone)
+//! joined by a veth pair, with addresses from the documentation ranges only (192.0.2.0/24,
+//! 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32). The desktop is this test binary run again
+//! inside its namespace (`ip netns exec ... <this binary> --exact desktop_in_namespace`, with
+//! [`ROLE_DIR`] set): the `switchboard` library's link on a dual-stack listener, offering
+//! [`Link::offered_addresses`] as a person's "Pair a phone" does, clicking "Codes match" when a
+//! pairing waits. The phone is the reference phone (`switchboard-phone --link ...
+//! --confirm-code --pair-only`) inside the phone's namespace, given the pairing link alone.
+//! Every namespace is removed by a [`Namespaces`] guard, also when a test fails. Where
+//! namespaces cannot be made (not root, no `ip`), the tests fail and say so.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use switchboard::link::{
+    bind_dual_stack, DesktopIdentity, Link, LinkConfig, LinkEvent, MemoryStore,
+};
+
+/// Set (to an output folder) when this binary runs as the desktop inside a namespace.
+const ROLE_DIR: &str = "SWITCHBOARD_NETNS_DESKTOP_DIR";
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// The namespaces one test made; dropping it deletes them all (also on a failed assertion).
+struct Namespaces {
+    names: Vec<String>,
+}
+
+impl Namespaces {
+    fn new() -> Self {
+        Self { names: Vec::new() }
+    }
+
+    /// Makes a namespace with a unique name ending in `role`, loopback up.
+    fn add(&mut self, role: &str) -> String {
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let name = format!("sbt{}{n}{role}", std::process::id());
+        ip(&["netns", "add", &name]);
+        self.names.push(name.clone());
+        ip(&["-n", &name, "link", "set", "lo", "up"]);
+        name
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+/// Runs `ip args`; a failure panics with the command and its words (namespaces cannot be made:
+/// the test fails, it never skips).
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().unwrap_or_else(|e| {
+        panic!(
+            "cannot run `ip {}`: {e} (install iproute2: scripts/install-deps.sh)",
+            args.join(" ")
+        )
+    });
+    assert!(
+        out.status.success(),
+        "`ip {}` failed ({}): {} — these tests need root and network namespaces",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+}
+
+/// A veth pair `dev_a` in `ns_a`, `dev_b` in `ns_b`, both up.
+fn veth(ns_a: &str, dev_a: &str, ns_b: &str, dev_b: &str) {
+    ip(&[
+        "-n", ns_a, "link", "add", dev_a, "type", "veth", "peer", "name", dev_b, "netns", ns_b,
+    ]);
+    ip(&["-n", ns_a, "link", "set", dev_a, "up"]);
+    ip(&["-n", ns_b, "link", "set", dev_b, "up"]);
+}
+
+/// A virtual bridge `dev` in `ns` with `addr`, up (as `docker0` is).
+fn bridge(ns: &str, dev: &str, addr: &str) {
+    ip(&["-n", ns, "link", "add", dev, "type", "bridge"]);
+    ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
+    ip(&["-n", ns, "link", "set", dev, "up"]);
+}
+
+/// An interface `dev` in `ns` with `addr`, up with carrier, whose other end stays in `ns`: a
+/// network the phone is not on (a veth pair, since `dummy` interfaces need a kernel module
+/// containers often lack).
+fn elsewhere(ns: &str, dev: &str, addr: &str) {
+    let peer = format!("{dev}x");
+    ip(&[
+        "-n", ns, "link", "add", dev, "type", "veth", "peer", "name", &peer,
+    ]);
+    ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
+    ip(&["-n", ns, "link", "set", &peer, "up"]);
+    ip(&["-n", ns, "link", "set", dev, "up"]);
+}
+
+/// The desktop running in `ns`: the invite it offered and, once the phone said hello, its
+/// diagnostics.
+struct Desktop {
+    child: std::process::Child,
+    dir: PathBuf,
+}
+
+impl Desktop {
+    fn start(ns: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "sb-netns-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns])
+            .arg(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "desktop_in_namespace",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(ROLE_DIR, &dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("run the desktop in its namespace");
+        Self { child, dir }
+    }
+
+    /// Waits (at most 60 s) for `name` in the output folder.
+    fn read(&mut self, name: &str) -> Value {
+        let path = self.dir.join(name);
+        let end = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < end {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                if let Ok(v) = serde_json::from_str(&text) {
+                    return v;
+                }
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("the desktop in its namespace stopped ({status}) before writing {name}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the desktop did not write {name} within 60 s");
+    }
+}
+
+impl Drop for Desktop {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs the reference phone in `ns` with the pairing `link` alone (at most 60 s).
+fn phone(ns: &str, link: &str, home: &Path) -> Output {
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_switchboard-phone")])
+        .arg("--identity")
+        .arg(home.join("phone.json"))
+        .args(["--link", link, "--confirm-code", "--pair-only"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run switchboard-phone");
+    let end = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < end {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    panic!(
+        "switchboard-phone did not finish within 60 s: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn phone_home() -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "sb-netns-phone-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn check_paired(o: &Output) {
+    assert!(
+        o.status.success(),
+        "the phone did not pair: {}\n{}",
+        stdout(o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout(o).contains("paired: verification code"),
+        "{}",
+        stdout(o)
+    );
+}
+
+/// The desktop's side, run by [`Desktop::start`] inside its namespace; does nothing in a normal
+/// test run (without [`ROLE_DIR`]).
+#[test]
+fn desktop_in_namespace() {
+    let Some(dir) = std::env::var_os(ROLE_DIR) else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let identity = DesktopIdentity::load_or_create(&MemoryStore::new()).unwrap();
+        let mut cfg = LinkConfig::new(dir.join("data"));
+        cfg.mdns = false;
+        let (link, mut events) = Link::new(identity, cfg).unwrap();
+        let listener = bind_dual_stack(0).await.unwrap();
+        let (_stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let run = link.run(listener, async move {
+            let _ = stop_rx.await;
+        });
+        tokio::spawn(run);
+        // As the person's "Pair a phone": every address of this machine, most likely first.
+        let invite = link.open_pairing_offering(link.offered_addresses());
+        write(&dir, "invite.json", &serde_json::to_value(&invite).unwrap());
+        let end = tokio::time::Instant::now() + Duration::from_secs(90);
+        while tokio::time::Instant::now() < end {
+            if let Some(p) = link.pending_pairing() {
+                // The person compares the codes and clicks "Codes match".
+                let _ = link.confirm_pairing(&p.id, true);
+            }
+            match tokio::time::timeout(Duration::from_millis(20), events.recv()).await {
+                Ok(Some(LinkEvent::PhoneConnected { .. })) => {
+                    let d = link.diagnostics();
+                    write(&dir, "diagnostics.json", &serde_json::to_value(&d).unwrap());
+                    return;
+                }
+                Ok(None) => return,
+                _ => {}
+            }
+        }
+    });
+}
+
+fn write(dir: &Path, name: &str, v: &Value) {
+    let tmp = dir.join(format!("{name}.tmp"));
+    std::fs::write(&tmp, v.to_string()).unwrap();
+    std::fs::rename(tmp, dir.join(name)).unwrap();
+}
+
+fn addresses(invite: &Value) -> Vec<(String, String, String)> {
+    invite["addresses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["interface"].as_str().unwrap().to_string(),
+                a["kind"].as_str().unwrap().to_string(),
+                a["address"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The desktop of issue 15: a container bridge listed before the LAN. The link offers the LAN
+/// first (it holds the default route) and the bridge last, named as a container network; a
+/// phone on the LAN pairs through the link alone, over the LAN address.
+#[test]
+fn bridge_listed_before_the_lan_pairs_over_the_lan() {
+    if std::env::var_os(ROLE_DIR).is_some() {
+        return;
+    }
+    let mut ns = Namespaces::new();
+    let d = ns.add("d");
+    let p = ns.add("p");
+    // The bridge first, so the OS lists it before the LAN.
+    bridge(&d, "docker0", "203.0.113.1/24");
+    veth(&d, "eth0", &p, "wlan0");
+    ip(&["-n", &d, "addr", "add", "192.0.2.1/24", "dev", "eth0"]);
+    ip(&[
+        "-n",
+        &d,
+        "route",
+        "add",
+        "default",
+        "via",
+        "192.0.2.254",
+        "dev",
+        "eth0",
+    ]);
+    ip(&["-n", &p, "addr", "add", "192.0.2.2/24", "dev", "wlan0"]);
+
+    let mut desk = Desktop::start(&d);
+    let invite = desk.read("invite.json");
+    let offered = addresses(&invite);
+    assert_eq!(
+        offered
+            .first()
+            .map(|a| (a.0.as_str(), a.1.as_str(), a.2.as_str())),
+        Some(("eth0", "default_route", "192.0.2.1")),
+        "the LAN first: {offered:?}"
+    );
+    assert_eq!(
+        offered
+            .last()
+            .map(|a| (a.0.as_str(), a.1.as_str(), a.2.as_str())),
+        Some(("docker0", "container", "203.0.113.1")),
+        "the bridge last: {offered:?}"
+    );
+    let link = invite["link"].as_str().unwrap();
+    assert!(
+        link.contains("addr=192.0.2.1&") && link.contains("alt="),
+        "{link}"
+    );
+    assert!(link.contains("203.0.113.1"), "{link}");
+
+    let home = phone_home();
+    let out = phone(&p, link, &home);
+    check_paired(&out);
+    let port = invite["port"].as_u64().unwrap();
+    assert!(
+        stdout(&out).contains(&format!("connected to 192.0.2.1:{port}")),
+        "{}",
+        stdout(&out)
+    );
+    let diag = desk.read("diagnostics.json");
+    assert_eq!(diag["paired"], 1);
+    let _ = std::fs::remove_dir_all(home);
+}
+
+/// An IPv6-only network: the dual-stack listener serves it, the link carries the global IPv6
+/// address (not the link-local one), and the phone pairs over IPv6.
+#[test]
+fn ipv6_only_link_pairs() {
+    if std::env::var_os(ROLE_DIR).is_some() {
+        return;
+    }
+    let mut ns = Namespaces::new();
+    let d = ns.add("d");
+    let p = ns.add("p");
+    veth(&d, "eth0", &p, "wlan0");
+    ip(&[
+        "-n",
+        &d,
+        "addr",
+        "add",
+        "2001:db8:15::1/64",
+        "dev",
+        "eth0",
+        "nodad",
+    ]);
+    ip(&[
+        "-n",
+        &p,
+        "addr",
+        "add",
+        "2001:db8:15::2/64",
+        "dev",
+        "wlan0",
+        "nodad",
+    ]);
+
+    let mut desk = Desktop::start(&d);
+    let invite = desk.read("invite.json");
+    let offered = addresses(&invite);
+    assert_eq!(
+        offered.iter().map(|a| a.2.as_str()).collect::<Vec<_>>(),
+        ["2001:db8:15::1"],
+        "only the global IPv6 address (no link-local, no IPv4): {offered:?}"
+    );
+    let link = invite["link"].as_str().unwrap();
+    assert!(link.contains("addr=2001:db8:15::1&"), "{link}");
+
+    let home = phone_home();
+    let out = phone(&p, link, &home);
+    check_paired(&out);
+    let port = invite["port"].as_u64().unwrap();
+    assert!(
+        stdout(&out).contains(&format!("connected to [2001:db8:15::1]:{port}")),
+        "{}",
+        stdout(&out)
+    );
+    let diag = desk.read("diagnostics.json");
+    assert_eq!(diag["paired"], 1);
+    let _ = std::fs::remove_dir_all(home);
+}
+
+/// The default route is on a network the phone is not on (a VPN-like uplink named as a plain
+/// interface, so it is offered first): the phone's first try fails, the second address answers,
+/// and the phone's report of the failed try (address, error, time) reaches the desktop's
+/// diagnostics.
+#[test]
+fn failed_attempts_reach_the_desktop() {
+    if std::env::var_os(ROLE_DIR).is_some() {
+        return;
+    }
+    let mut ns = Namespaces::new();
+    let d = ns.add("d");
+    let p = ns.add("p");
+    elsewhere(&d, "uplink0", "198.51.100.1/24");
+    ip(&["-n", &d, "route", "add", "default", "dev", "uplink0"]);
+    veth(&d, "eth0", &p, "wlan0");
+    ip(&["-n", &d, "addr", "add", "192.0.2.1/24", "dev", "eth0"]);
+    ip(&["-n", &p, "addr", "add", "192.0.2.2/24", "dev", "wlan0"]);
+
+    let mut desk = Desktop::start(&d);
+    let invite = desk.read("invite.json");
+    let offered = addresses(&invite);
+    assert_eq!(
+        offered.iter().map(|a| a.2.as_str()).collect::<Vec<_>>(),
+        ["198.51.100.1", "192.0.2.1"],
+        "{offered:?}"
+    );
+    let port = invite["port"].as_u64().unwrap();
+    let home = phone_home();
+    let out = phone(&p, invite["link"].as_str().unwrap(), &home);
+    check_paired(&out);
+    assert!(
+        stdout(&out).contains(&format!("connected to 192.0.2.1:{port}")),
+        "{}",
+        stdout(&out)
+    );
+    let diag = desk.read("diagnostics.json");
+    let reports = diag["phone_attempts"].as_array().unwrap();
+    assert_eq!(reports.len(), 1, "{diag}");
+    let r = &reports[0];
+    assert_eq!(r["connected_to"], format!("192.0.2.1:{port}"));
+    assert!(
+        r["connected_from"]
+            .as_str()
+            .unwrap()
+            .starts_with("192.0.2.2:"),
+        "{r}"
+    );
+    let attempts = r["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{r}");
+    assert_eq!(attempts[0]["addr"], format!("198.51.100.1:{port}"));
+    assert_eq!(attempts[0]["outcome"], "failed");
+    let err = attempts[0]["error"].as_str().unwrap();
+    assert!(err.to_lowercase().contains("unreachable"), "{err}");
+    assert!(attempts[0]["at_ms"].as_u64().unwrap() > 1_600_000_000_000);
+    let _ = std::fs::remove_dir_all(home);
+}
+
+/// The first address hangs (the phone's route to it goes through a neighbour that never
+/// answers): the phone does not wait for it to fail, it starts the LAN address 250 ms later,
+/// connects there, and reports the first try as abandoned while still connecting.
+#[test]
+fn a_hanging_address_does_not_hold_up_the_next() {
+    if std::env::var_os(ROLE_DIR).is_some() {
+        return;
+    }
+    let mut ns = Namespaces::new();
+    let d = ns.add("d");
+    let p = ns.add("p");
+    elsewhere(&d, "uplink0", "203.0.113.1/24");
+    ip(&["-n", &d, "route", "add", "default", "dev", "uplink0"]);
+    veth(&d, "eth0", &p, "wlan0");
+    ip(&["-n", &d, "addr", "add", "192.0.2.1/24", "dev", "eth0"]);
+    ip(&["-n", &p, "addr", "add", "192.0.2.2/24", "dev", "wlan0"]);
+    // 192.0.2.99 does not exist: SYNs to 203.0.113.1 wait on ARP that never answers.
+    ip(&[
+        "-n",
+        &p,
+        "route",
+        "add",
+        "203.0.113.0/24",
+        "via",
+        "192.0.2.99",
+        "dev",
+        "wlan0",
+    ]);
+
+    let mut desk = Desktop::start(&d);
+    let invite = desk.read("invite.json");
+    let offered = addresses(&invite);
+    assert_eq!(
+        offered.iter().map(|a| a.2.as_str()).collect::<Vec<_>>(),
+        ["203.0.113.1", "192.0.2.1"],
+        "{offered:?}"
+    );
+    let port = invite["port"].as_u64().unwrap();
+    let home = phone_home();
+    let out = phone(&p, invite["link"].as_str().unwrap(), &home);
+    check_paired(&out);
+    assert!(
+        stdout(&out).contains(&format!("connected to 192.0.2.1:{port}")),
+        "{}",
+        stdout(&out)
+    );
+    let diag = desk.read("diagnostics.json");
+    let attempts = diag["phone_attempts"][0]["attempts"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(attempts.len(), 1, "{diag}");
+    assert_eq!(attempts[0]["addr"], format!("203.0.113.1:{port}"));
+    assert_eq!(attempts[0]["outcome"], "abandoned", "{diag}");
+    let _ = std::fs::remove_dir_all(home);
+}
