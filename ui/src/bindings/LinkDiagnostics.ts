@@ -37,6 +37,14 @@ paired: number,
  */
 connected: Array<string>, 
 /**
+ * Connections open now that have not said a valid hello (pairing ones included).
+ */
+without_hello: number, 
+/**
+ * Connections without hello dropped to make room, or past their deadline, since start.
+ */
+evicted: number, 
+/**
  * What phones reported about the addresses they could not reach (latest per phone, at most
  * [`MAX_ATTEMPT_REPORTS`]), newest first.
  */
