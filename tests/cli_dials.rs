@@ -24,6 +24,7 @@ fn dial(id: &str, op: &str, duration_ms: u64, outcome: DialOutcome) -> Arc<Dial>
         error: None,
         retention: Retention::Standard,
         slow: false,
+        spec: Default::default(),
     };
     d.normalise();
     Arc::new(d)

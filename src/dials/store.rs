@@ -242,6 +242,7 @@ pub(crate) fn load_newest(
             error: err.map(Into::into),
             retention,
             slow: false,
+            spec: Default::default(),
         };
         d.normalise();
         out.push(d);
