@@ -303,14 +303,17 @@ pub fn nearest_rank(sorted: &[u64], p: u32) -> u64 {
     sorted.get(idx).copied().unwrap_or(0)
 }
 
+/// One op's tally while stats run: durations, outcome counts (in [`DialOutcome::ALL`] order),
+/// slow dials, dials not to spec.
+type OpTally = (Vec<u64>, [u64; 4], u64, u64);
+
 /// Per-op stats over the dials `filter` matches (`limit` and `offset` ignored), sorted by op.
 pub(crate) fn run_stats<'d, I>(dials: I, filter: &DialFilter) -> Vec<OpStats>
 where
     I: Iterator<Item = &'d Arc<Dial>>,
 {
     let m = Matcher::new(filter);
-    // (durations, outcome counts, slow, not to spec)
-    let mut by_op: BTreeMap<&str, (Vec<u64>, [u64; 4], u64, u64)> = BTreeMap::new();
+    let mut by_op: BTreeMap<&str, OpTally> = BTreeMap::new();
     for d in dials.filter(|d| m.matches(d)) {
         let e = by_op.entry(&d.op).or_default();
         e.0.push(d.duration_ms);
