@@ -179,6 +179,31 @@ fn bench_query(c: &mut Criterion) {
             .unwrap_or_else(|e| panic!("{e}"))
         })
     });
+    // Spec conformance (src/phone_line/conformance.rs): each dial is checked once, the first
+    // time a row, a "not to spec" filter or the stats ask, then cached. The cold figure is what
+    // the first look at 100 000 dials costs; the warm one every look after it.
+    g.bench_function("not_to_spec_filter_warm", |b| {
+        b.iter(|| {
+            rt.block_on(log.query(DialFilter {
+                to_spec: Some(false),
+                limit: Some(100),
+                ..DialFilter::default()
+            }))
+            .unwrap_or_else(|e| panic!("{e}"))
+        })
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("spec_check_100k");
+    g.sample_size(10);
+    let fresh = sample_dials("s_", HELD_N);
+    g.bench_function("cold_check_every_dial", |b| {
+        b.iter_batched(
+            || fresh.clone(),
+            |dials| dials.iter().map(Dial::spec_findings).sum::<u32>(),
+            BatchSize::LargeInput,
+        )
+    });
     g.finish();
 }
 

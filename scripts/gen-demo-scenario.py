@@ -159,38 +159,68 @@ line(300, {"type": "event.runtime.autonomy", "session": RUNTIME, "payload": {"au
 line(400, {"type": "event.runtime.autonomy", "session": CHAT, "payload": {"autonomy": "ask_before_action"}})
 
 # --- LumiAgent dials LumiRealm ------------------------------------------------------------
+# Requests and responses follow phone-line.md, "Request and response shapes" (each request
+# carries the dial's callId), except the three dials marked NOT TO SPEC, there on purpose so the
+# Live dials view shows its spec marks on first launch.
 surface = describe["surfaces"][0]["id"]
-dial(1000, "describe", "describe", {"op": "describe"}, 42, "ok", response=describe)
-dial(2000, "list", "list_items", {"op": "list_items", "surface": surface, "characterId": "char_aria"}, 118, "ok",
+USER = "user_demo"
+
+
+def req(name, op, **fields):
+    return {"op": op, "userId": USER, **fields, "callId": "{{id:call:%s}}" % name}
+
+
+dial(1000, "describe", "describe", {"op": "describe", "callId": "{{id:call:describe}}"}, 42, "ok", response=describe)
+dial(2000, "list", "list_items", req("list", "list_items", surfaceId=surface, characterId="char_aria"), 118, "ok",
      response={"items": [{"id": "mod_aria_core", "label": "Aria core module"},
-                         {"id": "mod_aria_lore", "label": "Aria lore module"}]})
-dial(3000, "read", "read_item", {"op": "read_item", "surface": surface, "characterId": "char_aria", "id": "mod_aria_core"},
-     1340, "ok", response={"item": {"id": "mod_aria_core", "label": "Aria core module",
-                                     "data": {"name": "Aria core", "triggers": 3}}}, retention="extended")
-dial(4000, "grep", "grep_items", {"op": "grep_items", "surface": surface, "characterId": "char_aria", "pattern": "lantern"},
-     260, "ok", response={"hits": [{"id": "mod_aria_lore", "path": "lorebook.entries[4].content",
-                                     "snippet": "the lantern at the harbour"}]})
+                         {"id": "mod_aria_lore", "label": "Aria lore module", "brief": "12 lorebook entries"}],
+               "total": 2})
+dial(3000, "read", "read_item", req("read", "read_item", surfaceId=surface, itemId="mod_aria_core"),
+     1340, "ok", response={"value": {"id": "mod_aria_core", "label": "Aria core module",
+                                      "data": {"name": "Aria core", "triggers": 3}}}, retention="extended")
+dial(4000, "grep", "grep_items",
+     req("grep", "grep_items", surfaceId=surface, pattern="lantern", characterId="char_aria", ignoreCase=True),
+     260, "ok", response={"hits": [{"itemId": "mod_aria_lore", "itemLabel": "Aria lore module",
+                                     "fieldPath": "lorebook.entries[4].content", "line": 1, "match": "lantern",
+                                     "preview": "the lantern at the harbour"}], "truncated": False})
 # The dial fails with the host's permission error: a banner is raised.
-dial(5000, "read_denied", "read_item",
-     {"op": "read_item", "surface": surface, "characterId": "char_aria", "id": "mod_aria_lore"},
+dial(5000, "read_denied", "read_item", req("read_denied", "read_item", surfaceId=surface, itemId="mod_aria_lore"),
      9, "error", error=PERMISSION_ERROR)
 # LumiRealm's probe read of LumiAgent fails outside a dial; a permission change later fixes it.
 line(6000, {"type": "event.bridge.status", "session": MIRROR, "payload": {
     "source": "probe", "caller": "lumirealm", "endpoint": "lumiagent.phoneline_probe",
     "outcome": "error", "error": PROBE_ERROR}})
 # A second extension whose describe name does not match the registry.
-dial(7000, "weather_describe", "describe", {"op": "describe"}, 35, "ok", response=weather_manifest,
-     callee="lumiweather")
+dial(7000, "weather_describe", "describe", {"op": "describe", "callId": "{{id:call:weather_describe}}"}, 35, "ok",
+     response=weather_manifest, callee="lumiweather")
 settings(8000, "{{ts-1000}}", "{{ts-7000}}")
 line(9000, {"type": "event.bridge.status", "session": MIRROR, "payload": {
     "source": "permission_change", "caller": "lumirealm", "endpoint": "lumiagent.phoneline_probe",
     "outcome": "ok"}})
 # The person granted push_notification: the same dial now works and the banner clears.
-dial(10000, "read_again", "read_item",
-     {"op": "read_item", "surface": surface, "characterId": "char_aria", "id": "mod_aria_lore"},
-     140, "ok", response={"item": {"id": "mod_aria_lore", "label": "Aria lore module", "data": {"entries": 12}}})
-dial(10500, "unknown_surface", "list_items", {"op": "list_items", "surface": "module_envelope_v2"}, 7,
+dial(10000, "read_again", "read_item", req("read_again", "read_item", surfaceId=surface, itemId="mod_aria_lore"),
+     140, "ok", response={"value": {"id": "mod_aria_lore", "label": "Aria lore module", "data": {"entries": 12}},
+                          "meta": {"updatedAt": "{{ts-3600000}}"}})
+dial(10500, "unknown_surface", "list_items",
+     req("unknown_surface", "list_items", surfaceId="module_envelope_v2"), 7,
      "tool_error", error="unknown surface: module_envelope_v2")
+# LumiRealm's own extension op (phone-line.md, "Operations"): not a core op, and not an error.
+dial(10600, "attach", "attach_module", req("attach", "attach_module", characterId="char_aria", moduleId="mod_aria_lore"),
+     55, "ok", response={"ok": True})
+# NOT TO SPEC (1): the old shapes: `surface` and `id` for surfaceId/itemId, no userId, and the
+# answer under `item` instead of `value`.
+dial(10700, "read_old_shape", "read_item",
+     {"op": "read_item", "surface": surface, "id": "mod_aria_core", "callId": "{{id:call:read_old_shape}}"},
+     31, "ok", response={"item": {"id": "mod_aria_core", "label": "Aria core module"}})
+# NOT TO SPEC (2): grep hits without itemId/fieldPath/match and no `truncated`.
+dial(10800, "grep_old_shape", "grep_items",
+     req("grep_old_shape", "grep_items", surfaceId=surface, pattern="harbour", characterId="char_aria"),
+     88, "ok", response={"hits": [{"id": "mod_aria_lore", "path": "lorebook.entries[4].content",
+                                    "line": 1, "preview": "the lantern at the harbour"}]})
+# NOT TO SPEC (3): list_items without `total`, and without the characterId that LumiRealm's
+# per_character surface needs.
+dial(10900, "list_no_total", "list_items", req("list_no_total", "list_items", surfaceId=surface), 64, "ok",
+     response={"items": [{"id": "mod_aria_core", "label": "Aria core module"}]})
 
 # --- OpenPhone proposals (ifp/1 tool list) ----------------------------------------------------
 sms = {"to": "+1 555 0100", "body": "Running 10 minutes late, see you at 7.", "reason": "The user asked to tell Sam they are late."}
@@ -233,7 +263,8 @@ propose(29000, "sms_draft", "phone_action",
          "body": "On my way."}, "high", "Draft a message", session=CHAT, expires_in_ms=120000)
 # No answer within phone.wait_seconds (120 s): the card goes away.
 reject(149000, "sms_draft", "expired", session=CHAT)
-dial(150000, "describe_late", "describe", {"op": "describe"}, 40, "ok", response=describe)
+dial(150000, "describe_late", "describe", {"op": "describe", "callId": "{{id:call:describe_late}}"}, 40, "ok",
+     response=describe)
 
 header = ("# switchboard-phone demo scenario, generated by scripts/gen-demo-scenario.py from ../shared/corpus.\n"
           "# One JSON object per line: {\"at_ms\": <ms from start>, \"msg\": <ifp/1 message with placeholders>}.\n")

@@ -29,7 +29,8 @@ enum Command {
     Pairings(cli::pairings::Args),
     /// Check OpenPhone runtime manifests; show what a phone asks you to confirm per autonomy.
     Runtime(cli::runtime::Args),
-    /// Read a dial export (JSON Lines): list matching dials or per-op stats.
+    /// Read a dial export (JSON Lines): list matching dials or per-op stats; `check` it against
+    /// phone-line.md.
     Dials(cli::dials::Args),
 }
 

@@ -410,6 +410,7 @@ impl DialEvent {
             error: self.error.as_deref().map(Into::into),
             retention,
             slow: false,
+            spec: Default::default(),
         };
         d.normalise();
         d

@@ -24,6 +24,7 @@ fn dial(id: &str, op: &str, duration_ms: u64, outcome: DialOutcome) -> Arc<Dial>
         error: None,
         retention: Retention::Standard,
         slow: false,
+        spec: Default::default(),
     };
     d.normalise();
     Arc::new(d)
@@ -70,4 +71,117 @@ fn stats_of_an_export_and_bad_lines_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 5 field phone"), "{err}");
     assert!(out.stdout.is_empty());
+}
+
+fn with(
+    id: &str,
+    op: &str,
+    request: serde_json::Value,
+    response: Option<serde_json::Value>,
+) -> Arc<Dial> {
+    let mut d = (*dial(id, op, 12, DialOutcome::Ok)).clone();
+    d.request = JsonText::from_value(&request);
+    d.response = response.as_ref().map(JsonText::from_value);
+    Arc::new(d)
+}
+
+/// `switchboard dials check`: a capture with known violations lists each broken dial with its id
+/// and problems (JSON path, the spec's line) and exits 1; a capture to spec exits 0.
+#[test]
+fn check_lists_dials_that_break_the_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = vec![
+        with(
+            "good_read",
+            "read_item",
+            json!({"op": "read_item", "userId": "u", "surfaceId": "module_envelope", "itemId": "m"}),
+            Some(json!({"value": 1})),
+        ),
+        with(
+            "good_ext",
+            "set_toggle",
+            json!({"op": "set_toggle", "userId": "u", "toggle": "x"}),
+            Some(json!({"ok": true})),
+        ),
+    ];
+    let mut all = good.clone();
+    all.push(with(
+        "bad_read",
+        "read_item",
+        json!({"op": "read_item", "surface": "module_envelope", "id": "m"}),
+        Some(json!({"item": 1})),
+    ));
+    all.push(with(
+        "bad_grep",
+        "grep_items",
+        json!({"op": "grep_items", "userId": "u", "surfaceId": "module_envelope", "pattern": "x"}),
+        Some(json!({"hits": []})),
+    ));
+    let run = |dials: &[Arc<Dial>], name: &str, json: bool| {
+        let path = dir.path().join(name);
+        write_jsonl(dials, std::fs::File::create(&path).unwrap()).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+        cmd.args(["dials", "check"]).arg(&path);
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.output().unwrap()
+    };
+    let out = run(&good, "good.jsonl", false);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("0 of 2 dials break phone-line.md"));
+
+    let out = run(&all, "bad.jsonl", false);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("bad_read"), "{text}");
+    assert!(
+        text.contains("request.surfaceId: missing `surfaceId`"),
+        "{text}"
+    );
+    assert!(text.contains("phone-line.md line 69"), "{text}");
+    assert!(text.contains("response.truncated"), "{text}");
+    // grep_items on LumiRealm's per_character surface without characterId.
+    assert!(text.contains("request.characterId"), "{text}");
+    assert!(!text.contains("good_"), "{text}");
+    assert!(text.contains("2 of 4 dials break phone-line.md"), "{text}");
+
+    let out = run(&all, "bad2.jsonl", true);
+    assert_eq!(out.status.code(), Some(1));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ids: Vec<&str> = lines.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids.contains(&"bad_read") && ids.contains(&"bad_grep"));
+    let read = lines.iter().find(|l| l["id"] == "bad_read").unwrap();
+    let f = read["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "response.value")
+        .unwrap();
+    assert_eq!(f["kind"], "missing_field");
+    assert_eq!(f["spec_line"], 79);
+    assert!(f["spec_words"]
+        .as_str()
+        .unwrap()
+        .contains("read_item      -> { value"));
+
+    // An unreadable file: exit 2, the bad line named.
+    let bad = dir.path().join("broken.jsonl");
+    std::fs::write(&bad, "{\"id\": \"e\"}\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["dials", "check"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
 }

@@ -209,6 +209,29 @@ async fn check_final_state(d: &Desk, report: &PlayReport) {
     assert_eq!(page.dials.len() as u64, dial_lines);
     let status = d.dials.status().await.unwrap();
     assert_eq!(status.ingested, dial_lines);
+    // Spec conformance over the real path: the three deliberately non-conforming demo dials,
+    // found by the "not to spec only" filter and counted in the per-op stats.
+    let broken = d
+        .dials
+        .query(DialFilter {
+            to_spec: Some(false),
+            ..DialFilter::default()
+        })
+        .await
+        .unwrap();
+    let mut ops: Vec<&str> = broken.dials.iter().map(|x| &*x.op).collect();
+    ops.sort_unstable();
+    assert_eq!(ops, ["grep_items", "list_items", "read_item"]);
+    assert!(broken.dials.iter().all(|x| x.spec_findings() > 0));
+    let stats = d.dials.stats(DialFilter::default()).await.unwrap();
+    assert_eq!(stats.iter().map(|s| s.not_to_spec).sum::<u64>(), 3);
+    assert_eq!(
+        stats
+            .iter()
+            .find(|s| s.op == "read_item")
+            .map(|s| s.not_to_spec),
+        Some(1)
+    );
 
     // Banners: raised, then cleared by a later ok result on the same path.
     let b = d.bridge();

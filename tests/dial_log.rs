@@ -47,6 +47,7 @@ fn dial(
         error: error.map(Into::into),
         retention,
         slow: false,
+        spec: Default::default(),
     };
     d.normalise();
     d

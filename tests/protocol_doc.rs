@@ -301,3 +301,31 @@ fn pairing_worked_example_matches_the_derivation() {
         "a code with a leading zero, kept: {checked:?}"
     );
 }
+
+/// The dial example of `docs/protocol.md` follows phone-line.md (request and response shapes).
+#[test]
+fn the_dial_example_follows_the_spec() {
+    use switchboard::dials::DialOutcome;
+    use switchboard::phone_line::conformance::{check_parts, DialParts, ScopeBook};
+    let dials: Vec<Value> = examples()
+        .into_iter()
+        .filter(|v| v["type"] == "event.phoneline.dial")
+        .collect();
+    assert!(!dials.is_empty(), "docs/protocol.md has no dial example");
+    for v in dials {
+        let p = &v["payload"];
+        let parts = DialParts {
+            op: p["op"].as_str().unwrap(),
+            callee: p["callee"].as_str().unwrap(),
+            call_id: p["call_id"].as_str().unwrap_or(""),
+            outcome: DialOutcome::parse(p["outcome"].as_str().unwrap()).unwrap(),
+        };
+        let c = check_parts(
+            &parts,
+            &p["request"],
+            p.get("response"),
+            ScopeBook::builtin(),
+        );
+        assert!(c.to_spec(), "{:#?}\n{v}", c.findings);
+    }
+}

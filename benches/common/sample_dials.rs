@@ -117,6 +117,7 @@ pub(crate) fn sample_dials(prefix: &str, n: usize) -> Vec<Dial> {
                 error,
                 retention,
                 slow: false,
+                spec: Default::default(),
             };
             d.normalise();
             d

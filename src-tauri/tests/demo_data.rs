@@ -27,6 +27,7 @@ fn dial(id: &str) -> Dial {
         error: None,
         retention: Retention::Permanent,
         slow: false,
+        spec: Default::default(),
     }
 }
 

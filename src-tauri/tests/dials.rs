@@ -48,6 +48,7 @@ fn dial(
         error: error.map(Into::into),
         retention: Retention::Permanent,
         slow: false,
+        spec: Default::default(),
     }
 }
 

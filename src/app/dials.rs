@@ -42,6 +42,7 @@ use crate::dials::{
     DialOutcome, DialPage, ImportedLog, OpStats, SubscribeOptions, Subscription,
 };
 use crate::error::IpcError;
+use crate::phone_line::conformance::{check_dial, DialConformance, ScopeBook};
 
 /// Where the banner the dial inspector shows comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
@@ -71,7 +72,7 @@ pub struct DialBanner {
 
 /// One dial as a row of the live table: everything but the request and response bodies and the
 /// error text. Shape: `{ id, phone, call_id, caller, callee, endpoint, op, start_ms,
-/// duration_ms, outcome, slow, has_error }` (times in epoch ms, durations in ms).
+/// duration_ms, outcome, slow, has_error, spec_findings }` (times in epoch ms, durations in ms).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
 pub struct DialRow {
@@ -101,6 +102,9 @@ pub struct DialRow {
     pub slow: bool,
     /// Whether the dial carries an error text.
     pub has_error: bool,
+    /// How many ways the dial breaks `phone-line.md` (0: to spec); the row's mark
+    /// ([`Dial::spec_findings`]; the inspector lists them with `dial_conformance`).
+    pub spec_findings: u32,
 }
 
 impl From<&Dial> for DialRow {
@@ -118,6 +122,7 @@ impl From<&Dial> for DialRow {
             outcome: d.outcome,
             slow: d.slow,
             has_error: d.error.is_some(),
+            spec_findings: d.spec_findings(),
         }
     }
 }
@@ -555,6 +560,22 @@ impl DialsState {
         source: Option<DialSource>,
     ) -> Result<Option<Arc<Dial>>, IpcError> {
         self.find(&id, start_ms, source.unwrap_or_default()).await
+    }
+
+    /// One dial's spec conformance (`phone-line.md`): its op's class and every finding (what is
+    /// wrong, the JSON path, the spec's line and words), checked with the same
+    /// [`ScopeBook::builtin`] as the row's mark; `null` when the dial is no longer held.
+    ///
+    /// # Errors
+    /// As [`dials_query`].
+    pub async fn dial_conformance(
+        &self,
+        id: String,
+        start_ms: Option<i64>,
+        source: Option<DialSource>,
+    ) -> Result<Option<DialConformance>, IpcError> {
+        let d = self.find(&id, start_ms, source.unwrap_or_default()).await?;
+        Ok(d.map(|d| check_dial(&d, ScopeBook::builtin())))
     }
 
     /// Exports the dials matching `filter` (default all) from `source` to `path` as JSON Lines,

@@ -151,6 +151,7 @@ pub fn sample_dial(i: u64, count: u64, now_ms: i64) -> Dial {
         error: error.map(Into::into),
         retention: Retention::Transient,
         slow: false,
+        spec: Default::default(),
     }
 }
 

@@ -2,19 +2,30 @@
 //! one dial per line, as the "Live dials" window exports it) and prints the matching dials or the
 //! per-op stats (nearest-rank percentiles). Bad lines are listed with their line number and field,
 //! and nothing else is printed (exit code 1).
+//!
+//! `switchboard dials check FILE.jsonl [--json]`: checks every dial against its op in
+//! `phone-line.md` ([`switchboard::phone_line::conformance`]) and prints each dial that breaks
+//! the spec with its id and its problems (path, what, the spec's line). Exit code 0 when every
+//! dial follows the spec, 1 when one does not, 2 when the file cannot be read (bad lines listed),
+//! so a phone-line author can run it in CI.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use switchboard::dials::{DialFilter, DialOutcome, ImportError, ImportedLog};
+use switchboard::phone_line::conformance::{check_dial, ScopeBook};
 
 use super::CliResult;
 
 /// Arguments of `switchboard dials`.
 #[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct Args {
+    #[command(subcommand)]
+    command: Option<Sub>,
     /// The JSON Lines export to read.
-    file: PathBuf,
+    #[arg(required = true)]
+    file: Option<PathBuf>,
     /// Only this op (e.g. `read_item`).
     #[arg(long)]
     op: Option<String>,
@@ -41,28 +52,105 @@ pub(crate) struct Args {
     json: bool,
 }
 
+/// Subcommands of `switchboard dials`.
+#[derive(clap::Subcommand, Debug)]
+enum Sub {
+    /// Check every dial of an export against phone-line.md; exit 1 when one breaks it.
+    Check(CheckArgs),
+}
+
+/// Arguments of `switchboard dials check`.
+#[derive(clap::Args, Debug)]
+struct CheckArgs {
+    /// The JSON Lines export to check.
+    file: PathBuf,
+    /// Print one JSON object per dial that breaks the spec: `{id, op, callee, start_ms,
+    /// op_class, findings}`.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Reads `file`, or prints its bad lines to stderr and gives the exit code to end with.
+fn read(file: &Path, bad_exit: u8) -> Result<Result<ImportedLog, ExitCode>, String> {
+    match ImportedLog::read_jsonl_file(file) {
+        Ok(log) => Ok(Ok(log)),
+        Err(ImportError::BadLines { lines, total, .. }) => {
+            eprintln!("{}: {total} bad line(s), nothing read:", file.display());
+            for b in lines {
+                let field = if b.field.is_empty() { "-" } else { &b.field };
+                eprintln!("  line {} field {field}: {}", b.line, b.message);
+            }
+            Ok(Err(ExitCode::from(bad_exit)))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn check(args: CheckArgs) -> CliResult {
+    let log = match read(&args.file, 2)? {
+        Ok(log) => log,
+        Err(code) => return Ok(code),
+    };
+    let page = log.query(&DialFilter::default());
+    let mut broken = 0u64;
+    // Oldest first, as the capture was taken.
+    for d in page.dials.iter().rev() {
+        let c = check_dial(d, ScopeBook::builtin());
+        if c.to_spec() {
+            continue;
+        }
+        broken += 1;
+        if args.json {
+            let line = serde_json::json!({
+                "id": &*d.id,
+                "op": &*d.op,
+                "callee": &*d.callee,
+                "start_ms": d.start_ms,
+                "op_class": c.op_class,
+                "findings": c.findings,
+            });
+            println!("{line}");
+        } else {
+            println!(
+                "{}  {} -> {} {}: {} problem(s)",
+                d.id,
+                d.caller,
+                d.callee,
+                d.op,
+                c.findings.len()
+            );
+            for f in &c.findings {
+                println!("  {f}");
+            }
+        }
+    }
+    if !args.json {
+        println!("{broken} of {} dials break phone-line.md", page.dials.len());
+    }
+    Ok(if broken == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
 /// Runs `switchboard dials`.
 pub(crate) fn run(args: Args) -> CliResult {
+    if let Some(Sub::Check(c)) = args.command {
+        return check(c);
+    }
+    let Some(file) = args.file else {
+        return Err("switchboard dials: give FILE.jsonl (or `check FILE.jsonl`)".to_string());
+    };
     let outcome = match args.outcome.as_deref() {
         Some(o) => Some(DialOutcome::parse(o).ok_or_else(|| {
             format!("--outcome {o:?}: expected ok, tool_error, error or timed_out")
         })?),
         None => None,
     };
-    let log = match ImportedLog::read_jsonl_file(&args.file) {
+    let log = match read(&file, 1)? {
         Ok(log) => log,
-        Err(ImportError::BadLines { lines, total, .. }) => {
-            eprintln!(
-                "{}: {total} bad line(s), nothing read:",
-                args.file.display()
-            );
-            for b in lines {
-                let field = if b.field.is_empty() { "-" } else { &b.field };
-                eprintln!("  line {} field {field}: {}", b.line, b.message);
-            }
-            return Ok(ExitCode::from(1));
-        }
-        Err(e) => return Err(e.to_string()),
+        Err(code) => return Ok(code),
     };
     let filter = DialFilter {
         op: args.op,

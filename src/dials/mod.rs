@@ -43,7 +43,7 @@ pub use log::{
     PruneReport, SubscribeOptions, Subscription,
 };
 pub use query::{nearest_rank, DialFilter, DialPage, OpStats};
-pub use record::{Dial, DialOutcome, JsonText, JsonTextError, Retention, SLOW_DIAL_MS};
+pub use record::{Dial, DialOutcome, JsonText, JsonTextError, Retention, SpecMark, SLOW_DIAL_MS};
 
 /// Errors of the dial log.
 #[derive(Debug, thiserror::Error)]

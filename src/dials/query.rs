@@ -47,6 +47,10 @@ pub struct DialFilter {
     /// `true`: only timed-out dials; `false`: all but timed-out dials.
     #[ts(optional)]
     pub timed_out: Option<bool>,
+    /// `true`: only dials that follow `phone-line.md`; `false`: only dials that break it
+    /// ("not to spec only": [`Dial::spec_findings`] above 0).
+    #[ts(optional)]
+    pub to_spec: Option<bool>,
     /// Case-insensitive substring of the request, response or error text. Request and response
     /// are searched as their compact JSON text, so a quote inside a string value is `\"` there.
     #[ts(optional)]
@@ -124,6 +128,11 @@ impl<'a> Matcher<'a> {
         }
         if let Some(t) = f.timed_out {
             if (d.outcome == DialOutcome::TimedOut) != t {
+                return false;
+            }
+        }
+        if let Some(to_spec) = f.to_spec {
+            if (d.spec_findings() == 0) != to_spec {
                 return false;
             }
         }
@@ -263,6 +272,9 @@ pub struct OpStats {
     /// Slow dials (over one second).
     #[ts(type = "number")]
     pub slow: u64,
+    /// Dials that break `phone-line.md` ([`Dial::spec_findings`] above 0).
+    #[ts(type = "number")]
+    pub not_to_spec: u64,
     /// Share of dials that did not end `ok` (`tool_error`, `error` or `timed_out`): 0.0 to 1.0.
     pub error_rate: f64,
     /// Median duration (nearest rank), ms.
@@ -291,13 +303,17 @@ pub fn nearest_rank(sorted: &[u64], p: u32) -> u64 {
     sorted.get(idx).copied().unwrap_or(0)
 }
 
+/// One op's tally while stats run: durations, outcome counts (in [`DialOutcome::ALL`] order),
+/// slow dials, dials not to spec.
+type OpTally = (Vec<u64>, [u64; 4], u64, u64);
+
 /// Per-op stats over the dials `filter` matches (`limit` and `offset` ignored), sorted by op.
 pub(crate) fn run_stats<'d, I>(dials: I, filter: &DialFilter) -> Vec<OpStats>
 where
     I: Iterator<Item = &'d Arc<Dial>>,
 {
     let m = Matcher::new(filter);
-    let mut by_op: BTreeMap<&str, (Vec<u64>, [u64; 4], u64)> = BTreeMap::new();
+    let mut by_op: BTreeMap<&str, OpTally> = BTreeMap::new();
     for d in dials.filter(|d| m.matches(d)) {
         let e = by_op.entry(&d.op).or_default();
         e.0.push(d.duration_ms);
@@ -311,10 +327,13 @@ where
         if d.duration_ms > SLOW_DIAL_MS {
             e.2 += 1;
         }
+        if d.spec_findings() > 0 {
+            e.3 += 1;
+        }
     }
     by_op
         .into_iter()
-        .map(|(op, (mut durs, counts, slow))| {
+        .map(|(op, (mut durs, counts, slow, not_to_spec))| {
             durs.sort_unstable();
             let count = durs.len() as u64;
             let [ok, tool_errors, errors, timed_out] = counts;
@@ -326,6 +345,7 @@ where
                 errors,
                 timed_out,
                 slow,
+                not_to_spec,
                 error_rate: if count == 0 {
                     0.0
                 } else {

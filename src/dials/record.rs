@@ -13,6 +13,7 @@
 //! log shares each dial with queries and subscribers as an `Arc<Dial>` instead of copying it.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -242,12 +243,73 @@ pub struct Dial {
     /// Derived: `duration_ms > 1000`.
     #[serde(default)]
     pub slow: bool,
+    /// Derived, cached: how many ways the dial breaks `phone-line.md`
+    /// ([`Dial::spec_findings`]). Not serialised; build it with `Default::default()`.
+    #[serde(skip)]
+    #[ts(skip)]
+    pub spec: SpecMark,
+}
+
+/// The cached count of a dial's spec findings: computed once, the first time something asks
+/// ([`Dial::spec_findings`]: the live table's row, a "not to spec" filter, the stats), never
+/// at ingest. Equality ignores it (it is derived from the rest of the dial).
+pub struct SpecMark(AtomicU32);
+
+const SPEC_UNKNOWN: u32 = u32::MAX;
+
+impl Default for SpecMark {
+    fn default() -> Self {
+        Self(AtomicU32::new(SPEC_UNKNOWN))
+    }
+}
+
+impl Clone for SpecMark {
+    fn clone(&self) -> Self {
+        Self(AtomicU32::new(self.0.load(Ordering::Relaxed)))
+    }
+}
+
+impl PartialEq for SpecMark {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for SpecMark {}
+
+impl fmt::Debug for SpecMark {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.load(Ordering::Relaxed) {
+            SPEC_UNKNOWN => f.write_str("SpecMark(unchecked)"),
+            n => write!(f, "SpecMark({n})"),
+        }
+    }
 }
 
 impl Dial {
     /// Recomputes the derived `slow` flag from `duration_ms`.
     pub fn normalise(&mut self) {
         self.slow = self.duration_ms > SLOW_DIAL_MS;
+    }
+
+    /// How many ways the dial breaks `phone-line.md`
+    /// ([`crate::phone_line::conformance::check_dial`] with the built-in
+    /// [`ScopeBook`](crate::phone_line::conformance::ScopeBook): LumiRealm's published manifest);
+    /// 0 when it follows the spec. Checked on the first call, then cached in [`Dial::spec`].
+    pub fn spec_findings(&self) -> u32 {
+        let cached = self.spec.0.load(Ordering::Relaxed);
+        if cached != SPEC_UNKNOWN {
+            return cached;
+        }
+        let c = crate::phone_line::conformance::check_dial(
+            self,
+            crate::phone_line::conformance::ScopeBook::builtin(),
+        );
+        let n = u32::try_from(c.findings.len())
+            .unwrap_or(SPEC_UNKNOWN - 1)
+            .min(SPEC_UNKNOWN - 1);
+        self.spec.0.store(n, Ordering::Relaxed);
+        n
     }
 
     /// Whether the dial has outlived its retention label at `now_ms` (epoch ms): its start plus

@@ -244,6 +244,7 @@ pub(crate) fn load_newest(
             error: err.map(Into::into),
             retention,
             slow: false,
+            spec: Default::default(),
         };
         d.normalise();
         // Newest first: stop once the ring's byte budget is reached (the newest one always).

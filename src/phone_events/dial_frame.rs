@@ -312,6 +312,7 @@ impl DialFrame {
             error: error.map(Arc::from),
             retention,
             slow: false,
+            spec: Default::default(),
         };
         dial.normalise();
         Some(DialFrame {

@@ -8,6 +8,7 @@
 //! - [`manifest`] — [`manifest::SurfaceManifest`], [`manifest::normalise`] (LumiAgent's
 //!   normalisation), [`manifest::manifest_hash`].
 //! - [`check`] — [`check::check_manifest_text`] lists a describe manifest's problems.
+//! - [`conformance`] — [`conformance::check_dial`]: a dial's request and response against its op.
 //! - [`exclusions`] — [`exclusions::matching_prefix`].
 //! - [`registry`] — [`registry::PhoneLineRegistry`] (known lines; settings file load/save).
 //! - [`pairing`] — [`pairing::decide`] (the pairing rule and line states).
@@ -16,6 +17,7 @@
 //! - [`summary`] — [`summary::summarize`] → [`summary::PhoneLineSummary`] for the UI.
 
 pub mod check;
+pub mod conformance;
 pub mod exclusions;
 pub mod json_path;
 pub mod manifest;

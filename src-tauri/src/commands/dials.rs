@@ -11,6 +11,7 @@ use switchboard::app::dials::{
 };
 use switchboard::dials::{Dial, DialFilter, DialPage, OpStats};
 use switchboard::error::IpcError;
+use switchboard::phone_line::conformance::DialConformance;
 use tauri::ipc::Channel;
 
 use super::Core;
@@ -76,6 +77,21 @@ pub async fn dials_get(
     source: Option<DialSource>,
 ) -> Result<Option<Arc<Dial>>, IpcError> {
     core.dials()?.dials_get(id, start_ms, source).await
+}
+
+/// One dial's spec conformance (`phone-line.md`): op class and findings, or `null` when the
+/// dial is no longer held.
+///
+/// # Errors
+/// As [`dials_query`].
+#[tauri::command]
+pub async fn dial_conformance(
+    core: Core<'_>,
+    id: String,
+    start_ms: Option<i64>,
+    source: Option<DialSource>,
+) -> Result<Option<DialConformance>, IpcError> {
+    core.dials()?.dial_conformance(id, start_ms, source).await
 }
 
 /// Exports the dials matching `filter` to `path` as JSON Lines, atomically.

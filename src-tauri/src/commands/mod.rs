@@ -62,6 +62,7 @@ use switchboard::bridge::store::BridgeSnapshot;
 use switchboard::confirmations::ConfirmationsSnapshot;
 use switchboard::dials::{Dial, DialFilter, DialPage, OpStats};
 use switchboard::link::PairingInvite;
+use switchboard::phone_line::conformance::DialConformance;
 use switchboard::settings::Settings;
 
 commands! {
@@ -89,6 +90,7 @@ commands! {
     dials::dials_subscribe(filter: Option<DialFilter>, source: Option<DialSource>, channel: @channel DialBatchMsg) -> u64;
     dials::dials_unsubscribe(id: u64) -> bool;
     dials::dials_get(id: String, start_ms: Option<i64>, source: Option<DialSource>) -> Option<Dial>;
+    dials::dial_conformance(id: String, start_ms: Option<i64>, source: Option<DialSource>) -> Option<DialConformance>;
     dials::dials_export(filter: Option<DialFilter>, path: String, source: Option<DialSource>) -> ExportSummary;
     dials::dials_import(path: String) -> ImportSummary;
     dials::dials_close_import() -> ();

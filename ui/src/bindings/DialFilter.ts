@@ -36,6 +36,11 @@ slow?: boolean,
  */
 timed_out?: boolean, 
 /**
+ * `true`: only dials that follow `phone-line.md`; `false`: only dials that break it
+ * ("not to spec only": [`Dial::spec_findings`] above 0).
+ */
+to_spec?: boolean, 
+/**
  * Case-insensitive substring of the request, response or error text. Request and response
  * are searched as their compact JSON text, so a quote inside a string value is `\"` there.
  */

@@ -4,7 +4,7 @@ import type { DialOutcome } from "./DialOutcome";
 /**
  * One dial as a row of the live table: everything but the request and response bodies and the
  * error text. Shape: `{ id, phone, call_id, caller, callee, endpoint, op, start_ms,
- * duration_ms, outcome, slow, has_error }` (times in epoch ms, durations in ms).
+ * duration_ms, outcome, slow, has_error, spec_findings }` (times in epoch ms, durations in ms).
  */
 export type DialRow = { 
 /**
@@ -54,4 +54,9 @@ slow: boolean,
 /**
  * Whether the dial carries an error text.
  */
-has_error: boolean, };
+has_error: boolean, 
+/**
+ * How many ways the dial breaks `phone-line.md` (0: to spec); the row's mark
+ * ([`Dial::spec_findings`]; the inspector lists them with `dial_conformance`).
+ */
+spec_findings: number, };

@@ -35,6 +35,10 @@ timed_out: number,
  */
 slow: number, 
 /**
+ * Dials that break `phone-line.md` ([`Dial::spec_findings`] above 0).
+ */
+not_to_spec: number, 
+/**
  * Share of dials that did not end `ok` (`tool_error`, `error` or `timed_out`): 0.0 to 1.0.
  */
 error_rate: number, 

@@ -8,6 +8,7 @@ import type { Dial } from "./Dial";
 import type { DialBanner } from "./DialBanner";
 import type { DialBatchMsg } from "./DialBatchMsg";
 import type { DialClearScope } from "./DialClearScope";
+import type { DialConformance } from "./DialConformance";
 import type { DialFilter } from "./DialFilter";
 import type { DialPage } from "./DialPage";
 import type { DialSource } from "./DialSource";
@@ -51,6 +52,7 @@ export type Commands = {
   dials_subscribe: { args: { filter?: DialFilter | null; source?: DialSource | null; channel: { onmessage: (message: DialBatchMsg) => void } }; ret: number };
   dials_unsubscribe: { args: { id: number }; ret: boolean };
   dials_get: { args: { id: string; startMs?: number | null; source?: DialSource | null }; ret: Dial | null };
+  dial_conformance: { args: { id: string; startMs?: number | null; source?: DialSource | null }; ret: DialConformance | null };
   dials_export: { args: { filter?: DialFilter | null; path: string; source?: DialSource | null }; ret: ExportSummary };
   dials_import: { args: { path: string }; ret: ImportSummary };
   dials_close_import: { args: Record<string, never>; ret: void };

@@ -107,6 +107,7 @@ export const api = {
   dialsUnsubscribe: (id: number) => call("dials_unsubscribe", { id }),
   dialsGet: (id: string, startMs: number, source: DialSource) => call("dials_get", { id, startMs, source }),
   dialBanner: (dialId: string, startMs: number, source: DialSource) => call("dial_banner", { dialId, startMs, source }),
+  dialConformance: (id: string, startMs: number, source: DialSource) => call("dial_conformance", { id, startMs, source }),
   dialsExport: (filter: DialFilter, path: string, source: DialSource) => call("dials_export", { filter, path, source }),
   dialsImport: (path: string) => call("dials_import", { path }),
   dialsCloseImport: () => call("dials_close_import"),

@@ -25,6 +25,7 @@ import {
   phoneTitle,
   resumeLabel,
   rowMarks,
+  specMark,
   scrollToReveal,
   shiftSelection,
   virtualWindow,
@@ -44,6 +45,7 @@ function row(i: number, over: Partial<DialRow> = {}): DialRow {
     outcome: "ok",
     slow: false,
     has_error: false,
+    spec_findings: 0,
     ...over,
   };
 }
@@ -182,6 +184,8 @@ describe("filters", () => {
     expect(isFiltered(filterFromForm(emptyForm()))).toBe(false);
     const f = filterFromForm({ ...emptyForm(), op: " read_item ", outcome: "error", slowOnly: true, timedOutOnly: true, text: "item_7" });
     expect(f).toEqual({ op: "read_item", outcome: "error", slow: true, timed_out: true, text: "item_7" });
+    expect(filterFromForm({ ...emptyForm(), notToSpecOnly: true })).toEqual({ to_spec: false });
+    expect(isFiltered(filterFromForm({ ...emptyForm(), notToSpecOnly: true }))).toBe(true);
     expect(isFiltered(f)).toBe(true);
   });
 });
@@ -247,6 +251,9 @@ describe("formatting", () => {
   it("marks slow and timed-out dials with words, not colour alone", () => {
     expect(outcomeLabel("timed_out").text).toBe("timed out");
     expect(rowMarks({ duration_ms: 1001, outcome: "ok" })).toEqual([{ icon: "◔", text: "slow" }]);
+    expect(specMark({ spec_findings: 0 })).toBeNull();
+    expect(specMark({ spec_findings: 1 })?.title).toBe("1 problem with phone-line.md: inspect the dial to see them");
+    expect(specMark({ spec_findings: 4 })?.text).toBe("not to spec");
     expect(rowMarks({ duration_ms: 1000, outcome: "ok" })).toEqual([]);
     expect(rowMarks({ duration_ms: 15_000, outcome: "timed_out" })).toEqual([]);
   });

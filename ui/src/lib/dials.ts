@@ -217,12 +217,14 @@ export interface FilterForm {
   outcome: "" | DialOutcome;
   slowOnly: boolean;
   timedOutOnly: boolean;
+  /** Only dials that break phone-line.md. */
+  notToSpecOnly: boolean;
   text: string;
 }
 
 /** A form with every field empty: no filter. */
 export function emptyForm(): FilterForm {
-  return { phone: "", caller: "", callee: "", op: "", outcome: "", slowOnly: false, timedOutOnly: false, text: "" };
+  return { phone: "", caller: "", callee: "", op: "", outcome: "", slowOnly: false, timedOutOnly: false, notToSpecOnly: false, text: "" };
 }
 
 /** The host filter for a form: trimmed, empty fields left out. The phone may be typed as the
@@ -244,6 +246,7 @@ export function filterFromForm(f: FilterForm, phoneNames: Record<string, string>
   if (f.outcome) out.outcome = f.outcome;
   if (f.slowOnly) out.slow = true;
   if (f.timedOutOnly) out.timed_out = true;
+  if (f.notToSpecOnly) out.to_spec = false;
   if (text) out.text = text;
   return out;
 }
@@ -330,6 +333,14 @@ export function rowMarks(r: Pick<DialRow, "duration_ms" | "outcome">): { icon: s
   const marks: { icon: string; text: string }[] = [];
   if (r.duration_ms > SLOW_MS && r.outcome !== "timed_out") marks.push({ icon: "◔", text: "slow" });
   return marks;
+}
+
+/** The row's spec mark: `null` when the dial follows phone-line.md, else the words for it
+ * ("not to spec", with how many problems in `title`). */
+export function specMark(r: Pick<DialRow, "spec_findings">): { icon: string; text: string; title: string } | null {
+  const n = r.spec_findings;
+  if (!n) return null;
+  return { icon: "⚑", text: "not to spec", title: `${n} ${n === 1 ? "problem" : "problems"} with phone-line.md: inspect the dial to see them` };
 }
 
 /** JSON for the inspector: two-space indented; `undefined` shows as a dash. */
