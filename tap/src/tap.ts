@@ -16,7 +16,8 @@ export interface RpcContext {
 }
 
 /** A phone-line handler: `spindle.rpcPool.handle("<extId>.phoneline", handler)`. */
-export type PhoneLineHandler<R = unknown> = (rctx: RpcContext, ...rest: unknown[]) => Promise<R> | R;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type PhoneLineHandler = (rctx: any, ...rest: any[]) => unknown;
 
 /** The part of `spindle` the tap uses: `rpcPool.read`, to see the request the handler reads
  * from `<requester>.phoneline_request` (the tap wraps it; reads elsewhere pass through). */
