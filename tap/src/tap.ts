@@ -62,8 +62,8 @@ export interface TapOptions {
   /** Send shapes only: request and response values replaced by their types (keys kept); error
    * texts kept only when they are a host or LumiRealm template, else redacted. Default false. */
   shapesOnly?: boolean;
-  /** Most messages kept while the desktop is away; the oldest are dropped beyond it and the
-   * count reported when the link is back. Default 10 000. */
+  /** Most messages kept while the desktop is away; beyond it the oldest are dropped (in slices
+   * of 1/64 of the bound) and the count reported when the link is back. Default 10 000. */
   maxQueued?: number;
   /** Retention label for dials. Default `standard`. */
   retention?: Retention;
@@ -118,6 +118,7 @@ export class Tap {
   private persistChain: Promise<void> = Promise.resolve();
   private dirty = false;
   private readonly als = new AsyncLocalStorage<CallCtx>();
+  private readonly ids = new IdMaker();
   private describe: Record<string, unknown> | null = null;
   private wake: (() => void) | null = null;
   private readonly max: number;
@@ -294,21 +295,21 @@ export class Tap {
     payload.endpoint = `${line.identifier}.phoneline`;
     payload.op = op;
     const shapes = this.opts.shapesOnly === true;
-    payload.request = req === undefined ? null : shapes ? shapeOf(req) : toJson(req);
+    payload.request = req === undefined ? null : shapes ? shapeOf(req) : req;
     payload.started_at = rfc3339(startedAt);
     payload.duration_ms = durationMs;
     if (ok) {
       const refused = v !== null && typeof v === "object" && (v as { ok?: unknown }).ok === false && typeof (v as { error?: unknown }).error === "string";
       outcome = refused ? "tool_error" : "ok";
       // The describe manifest is the line's own metadata, never user data: kept in shapes mode.
-      payload.response = v === undefined ? null : shapes && op !== "describe" ? shapeOf(v) : toJson(v);
+      payload.response = v === undefined ? null : shapes && op !== "describe" ? shapeOf(v) : v;
     } else {
       outcome = "error";
       const text = errorText(v);
       payload.error = shapes ? redactError(text) : text;
     }
     payload.outcome = outcome;
-    const dedup = randomId("dial_", 16);
+    const dedup = this.ids.next("dial_", 16);
     this.enqueue("event.phoneline.dial", payload, dedup);
     if (op === "describe") {
       this.describe = ok
@@ -339,7 +340,7 @@ export class Tap {
     const st = this.state;
     const seq = st.next_seq++;
     const ts = rfc3339(Date.now());
-    const id = randomId("msg_", 20);
+    const id = this.ids.next("msg_", 20);
     const frame = {
       ifp: "1",
       id,
@@ -353,8 +354,18 @@ export class Tap {
       labels: { consent: "product_operation", retention: this.opts.retention ?? "standard" },
       payload: { seq, dedup: dedup ?? `${st.device_id}:${st.session}:${seq}`, ...body },
     };
-    let text = JSON.stringify(frame);
-    if (Buffer.byteLength(text) > MAX_FRAME_BYTES - 1024) {
+    let text: string;
+    try {
+      text = JSON.stringify(frame);
+    } catch {
+      // Not JSON (a cycle, a BigInt): its shape still tells what went through.
+      const p = frame.payload as Record<string, unknown>;
+      if ("request" in p) p.request = shapeOf(p.request);
+      if ("response" in p) p.response = shapeOf(p.response);
+      p["x-tap-note"] = "values left out: not JSON";
+      text = JSON.stringify(frame);
+    }
+    if (text.length > (MAX_FRAME_BYTES - 1024) / 3 && Buffer.byteLength(text) > MAX_FRAME_BYTES - 1024) {
       // Too big for one frame: keep the shapes so the dial still counts (and says so).
       const p = frame.payload as Record<string, unknown>;
       if ("request" in p) p.request = shapeOf(p.request);
@@ -370,7 +381,8 @@ export class Tap {
     st.outbox.push(text);
     this.outboxIds.push(id);
     if (st.outbox.length > this.max) {
-      const n = st.outbox.length - this.max;
+      // Drop the oldest in slices of 1/64 of the bound, so a full outbox costs O(1) per call.
+      const n = Math.min(st.outbox.length, st.outbox.length - this.max + Math.floor(this.max / 64));
       st.outbox.splice(0, n);
       this.outboxIds.splice(0, n);
       st.dropped += n;
@@ -608,6 +620,17 @@ export class Tap {
         // action.* and anything else: a desktop never decides anything for the line.
         this.notice({ kind: "ignored", type: String(f.type), why: "not something a desktop may send" }, `refused ${String(f.type)} from the desktop`);
     }
+  }
+}
+
+/** Message and dial ids without a random draw each: a random 8-hex prefix per tap, then a
+ * counter (48 random bits per run of the tap). */
+class IdMaker {
+  private readonly prefix = randomId("", 12);
+  private n = 0;
+  next(kind: string, hexDigits: number): string {
+    this.n++;
+    return kind + this.prefix + this.n.toString(16).padStart(Math.max(4, hexDigits - 12), "0");
   }
 }
 
