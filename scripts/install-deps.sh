@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Switchboard needs to build, run and test, skipping what is already there:
 # Debian/Ubuntu packages (WebKitGTK, Xvfb, D-Bus, a keyring, screenshot tools), the Rust
-# toolchain check, and the front end's npm packages (from ui/package-lock.json).
+# toolchain check, and the npm packages of the front end (ui/package-lock.json) and of
+# switchboard-tap (tap/package-lock.json).
 # fonts-noto-color-emoji: emoji in proposal parameters and phone texts render as emoji, not
 # boxes (WebKitGTK has no emoji font of its own); the .deb/.rpm should recommend it too
 # (Debian fonts-noto-color-emoji, Fedora google-noto-color-emoji-fonts).
@@ -45,4 +46,12 @@ if [ ! -f "$stamp" ] || ! cmp -s ui/package-lock.json "$stamp"; then
   echo "==> installing front-end packages (npm ci)"
   (cd ui && npm ci --no-audit --no-fund --loglevel=error)
   cp ui/package-lock.json "$stamp"
+fi
+
+# switchboard-tap's packages (tap/package-lock.json), the same way.
+stamp=tap/node_modules/.switchboard-lock
+if [ ! -f "$stamp" ] || ! cmp -s tap/package-lock.json "$stamp"; then
+  echo "==> installing switchboard-tap packages (npm ci in tap/)"
+  (cd tap && npm ci --no-audit --no-fund --loglevel=error)
+  cp tap/package-lock.json "$stamp"
 fi

@@ -30,6 +30,9 @@ step "front end: unit tests"
 step "front end: build"
 (cd ui && npm run build --silent)
 
+step "switchboard-tap: build and unit tests (tap/; its link test runs in cargo test: tests/tap_node.rs)"
+(cd tap && npm test --silent)
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 step "cargo clippy"

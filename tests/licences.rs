@@ -1,6 +1,7 @@
 //! Licence check, offline: every Rust dependency (`cargo metadata --format-version 1 --locked
 //! --offline`, every package that is not a workspace member, on every platform) and every npm
-//! package in `ui/package-lock.json` (dev dependencies included) must carry a licence
+//! package in `ui/package-lock.json` and `tap/package-lock.json` (switchboard-tap; dev
+//! dependencies included) must carry a licence
 //! expression made only of licences on [`ALLOWED`], which are compatible with our
 //! `MIT OR Apache-2.0`. `scripts/test.sh` runs it before the rest of the tests:
 //! `cargo test -p switchboard --locked --test licences -- --nocapture`.
@@ -278,20 +279,23 @@ fn rust_packages() -> Vec<Package> {
         .collect()
 }
 
-/// Every package in `ui/package-lock.json` (lockfile v2/v3 `packages`), dev dependencies too,
-/// except the front end itself (`""`) and workspace links (their targets are listed too).
-fn npm_packages() -> Vec<Package> {
-    let path = root().join("ui/package-lock.json");
-    let text = std::fs::read_to_string(&path).expect("ui/package-lock.json is readable");
-    let lock: Value = serde_json::from_str(&text).expect("ui/package-lock.json is JSON");
+/// Every package in the npm lockfile `lockfile` (relative to the repository: `ui/package-lock.json`,
+/// `tap/package-lock.json`; lockfile v2/v3 `packages`), dev dependencies too, except the
+/// package itself (`""`) and workspace links (their targets are listed too).
+fn npm_packages(lockfile: &str) -> Vec<Package> {
+    let path = root().join(lockfile);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{lockfile} is not readable: {e}"));
+    let lock: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{lockfile} is not JSON: {e}"));
     let version = lock["lockfileVersion"].as_u64().unwrap_or(0);
     assert!(
         version >= 2,
-        "ui/package-lock.json: lockfileVersion {version}; need 2 or 3 (a `packages` map with `license`)"
+        "{lockfile}: lockfileVersion {version}; need 2 or 3 (a `packages` map with `license`)"
     );
     lock["packages"]
         .as_object()
-        .expect("ui/package-lock.json has `packages`")
+        .unwrap_or_else(|| panic!("{lockfile} has no `packages`"))
         .iter()
         .filter(|(key, entry)| !key.is_empty() && entry["link"] != Value::Bool(true))
         .map(|(key, entry)| {
@@ -311,14 +315,16 @@ fn npm_packages() -> Vec<Package> {
 #[test]
 fn every_dependency_has_an_allowed_licence() {
     let rust = rust_packages();
-    let npm = npm_packages();
+    let npm = npm_packages("ui/package-lock.json");
+    let tap = npm_packages("tap/package-lock.json");
     assert!(
-        rust.len() > 100 && npm.len() > 50,
-        "too few packages found (Rust {}, npm {}): is the check reading the right files?",
+        rust.len() > 100 && npm.len() > 50 && tap.iter().any(|p| p.name == "ws"),
+        "too few packages found (Rust {}, ui npm {}, tap npm {} without ws): is the check reading the right files?",
         rust.len(),
-        npm.len()
+        npm.len(),
+        tap.len()
     );
-    let all: Vec<Package> = rust.iter().chain(&npm).cloned().collect();
+    let all: Vec<Package> = rust.iter().chain(&npm).chain(&tap).cloned().collect();
     let problems = check(&all, LICENCE_FILES);
     assert!(
         problems.is_empty(),
@@ -327,9 +333,10 @@ fn every_dependency_has_an_allowed_licence() {
         problems.join("\n")
     );
     println!(
-        "licences: {} Rust packages and {} npm packages checked, all allowed",
+        "licences: {} Rust packages, {} npm packages of ui/ and {} of tap/ checked, all allowed",
         rust.len(),
-        npm.len()
+        npm.len(),
+        tap.len()
     );
 }
 

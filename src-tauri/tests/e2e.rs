@@ -1179,3 +1179,168 @@ fn the_answer_check_catches_answer_controls() {
     );
     assert!(answers_for_the_phone(&card).is_none());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Journey 6: switchboard-tap (tap/) from its example phone line feeds Live dials.
+
+/// A node process of the tap, killed when dropped; its output goes to `log`.
+struct NodeProc {
+    child: std::process::Child,
+    log: std::path::PathBuf,
+}
+
+impl NodeProc {
+    fn start(name: &str, dir: &std::path::Path, args: &[String]) -> R<NodeProc> {
+        let log = dir.join(format!("{name}.log"));
+        let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        let child = std::process::Command::new("node")
+            .args(args)
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("node (switchboard-tap needs Node 20+): {e}"))?;
+        Ok(NodeProc { child, log })
+    }
+
+    fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn finish(&mut self, limit: Duration) -> R<String> {
+        let end = Instant::now() + limit;
+        loop {
+            if let Some(st) = self.child.try_wait().map_err(|e| e.to_string())? {
+                ensure!(
+                    st.success(),
+                    "{} failed ({st}):\n{}",
+                    self.log.display(),
+                    self.output()
+                );
+                return Ok(self.output());
+            }
+            ensure!(
+                Instant::now() < end,
+                "{} still running after {limit:?}:\n{}",
+                self.log.display(),
+                self.output()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for NodeProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Builds tap/ with its own TypeScript (offline); `tap/node_modules` comes from
+/// `scripts/install-deps.sh`.
+fn build_tap() -> R<std::path::PathBuf> {
+    let tap = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tap");
+    let tsc = tap.join("node_modules/typescript/bin/tsc");
+    ensure!(
+        tsc.exists(),
+        "{} is missing: run `bash scripts/install-deps.sh` (npm ci in tap/)",
+        tsc.display()
+    );
+    let out = std::process::Command::new("node")
+        .arg(&tsc)
+        .args(["-p", "tsconfig.json"])
+        .current_dir(&tap)
+        .output()
+        .map_err(|e| format!("node: {e}"))?;
+    ensure!(
+        out.status.success(),
+        "tsc in tap/ failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(tap)
+}
+
+#[test]
+fn journey_6_tap_feeds_live_dials() {
+    run_journey("6-tap", |j| Box::pin(tap_journey(j)));
+}
+
+async fn tap_journey(j: &mut Journey) -> R<()> {
+    let tap = build_tap()?;
+    let dir = j.env.root.path().join("tap");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let state = dir.join("weather-tap.json").display().to_string();
+    let cli = tap.join("dist/src/cli.js").display().to_string();
+    let demo = tap.join("dist/example/demo.js").display().to_string();
+
+    // Pair as the author would: `switchboard-tap pair '<link>'`, the person compares the codes.
+    let invite = open_pairing(j.ui(), false).await?;
+    let mut pairing = NodeProc::start(
+        "tap-pair",
+        &dir,
+        &[
+            cli,
+            s("pair"),
+            invite.link(),
+            s("--state"),
+            state.clone(),
+            s("--label"),
+            s("Weather Line tap"),
+            s("--yes"),
+        ],
+    )?;
+    let v = j
+        .ui()
+        .wait(
+            "the verification code to compare",
+            WAIT,
+            "const c = document.querySelector('[aria-label=\"Verification code\"]'); \
+             const code = c ? c.textContent.trim() : ''; \
+             return /^\\d{3} \\d{3}$/.test(code) ? code : null;",
+        )
+        .await?;
+    let code = v.as_str().unwrap_or_default().to_string();
+    let end = Instant::now() + WAIT;
+    while !pairing
+        .output()
+        .contains(&format!("Verification code: {code}"))
+    {
+        ensure!(
+            Instant::now() < end,
+            "the tap does not show the desktop's code {code}:\n{}",
+            pairing.output()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    j.ui().click_button("Codes match").await?;
+    let said = pairing.finish(Duration::from_secs(30))?;
+    ensure!(said.contains("paired as dev_"), "{said}");
+
+    // The example phone line, dialed as LumiAgent would, streams into Live dials.
+    j.ui().view('4', "Live dials").await?;
+    let mut feed = NodeProc::start("tap-demo", &dir, &[demo, state, s("40"), s("100")])?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if dial_count(j.ui()).await?.unwrap_or(0) >= 40 {
+            break;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the tap's dials did not reach Live dials:\n{}",
+            feed.output()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    feed.finish(Duration::from_secs(30))?;
+    let ui = j.ui();
+    let text = ui.main_text().await?;
+    ensure!(
+        text.contains("weatherline") && text.contains("read_item"),
+        "Live dials does not show the Weather Line's calls:\n{text}"
+    );
+    ui.assert_names("Live dials (tap)").await?;
+    ui.shot("tap-live-dials").await?;
+    Ok(())
+}
