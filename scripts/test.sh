@@ -31,7 +31,7 @@ step "front end: build"
 (cd ui && npm run build --silent)
 
 step "switchboard-tap: build and unit tests (tap/; its link test runs in cargo test: tests/tap_node.rs)"
-(cd tap && npm test --silent)
+(cd tap && npm test --silent && npm run test:bun --silent)
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

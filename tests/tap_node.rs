@@ -1,4 +1,4 @@
-//! switchboard-tap (the npm package in `tap/`, issue 22) under Node against the real link on
+//! switchboard-tap (the npm package in `tap/`, issue 22) under Node and under Bun against the real link on
 //! loopback: the package is built with its own `tsc`, then `tap/test/drive-link.ts` pairs from
 //! the pairing link (this test is the person on the desktop: it confirms the pending pairing
 //! and checks both screens show the same verification code), streams 1 000 wrapped LumiRealm
@@ -9,8 +9,8 @@
 //! the 1 000 dials exactly once, each as the plan says (`tap/test/plan.ts`), and the bridge
 //! shows the right banner for the tap's phone.
 //!
-//! Needs Node 20+ and `tap/node_modules` (`bash scripts/install-deps.sh` runs `npm ci` in
-//! `tap/`); without them the test fails saying so. Every loop is bounded in count and time.
+//! Needs Node 20+ and `tap/node_modules` with its `bun` (`bash scripts/install-deps.sh` runs
+//! `npm ci` in `tap/`); without them the test fails saying so. Every loop is bounded in count and time.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/confirm.rs"]
@@ -42,7 +42,14 @@ fn repo() -> PathBuf {
 }
 
 /// Builds the package with its own TypeScript (offline), failing loudly when it cannot.
+/// Builds the package once per test process (the Node and Bun tests share the build; two
+/// `tsc` runs at once would write `dist/` under each other).
 fn build_tap() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_tap_now).clone()
+}
+
+fn build_tap_now() -> PathBuf {
     let tap = repo().join("tap");
     let tsc = tap.join("node_modules/typescript/bin/tsc");
     assert!(
@@ -201,6 +208,28 @@ async fn read_line(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tap_under_node_pairs_streams_is_cut_and_replays_each_dial_once() {
+    drive(
+        Path::new("node"),
+        "node is not installed: switchboard-tap needs Node 20+",
+    )
+    .await;
+}
+
+/// The same journey under Bun, the runtime of Lumiverse's workers (`bun` is a dev dependency
+/// of `tap/`, installed by `npm ci` there from the npm registry).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tap_under_bun_pairs_streams_is_cut_and_replays_each_dial_once() {
+    let bun = repo().join("tap/node_modules/.bin/bun");
+    assert!(
+        bun.exists(),
+        "{} is missing: run bash scripts/install-deps.sh (npm ci in tap/)",
+        bun.display()
+    );
+    drive(&bun, "tap/node_modules/.bin/bun did not start").await;
+}
+
+/// Pairs, streams, cuts and checks as the module doc says, with the tap run by `runtime`.
+async fn drive(runtime: &Path, missing: &str) {
     let tap_dir = build_tap();
     let dir = tempfile::tempdir().unwrap();
     let identity = DesktopIdentity::load_or_create(&MemoryStore::new()).unwrap();
@@ -239,7 +268,7 @@ async fn tap_under_node_pairs_streams_is_cut_and_replays_each_dial_once() {
 
     let state = dir.path().join("tap-state.json");
     let mut child = Node(
-        Command::new("node")
+        Command::new(runtime)
             .arg(tap_dir.join("dist/test/drive-link.js"))
             .arg(&pairing_link)
             .arg(&state)
@@ -248,7 +277,7 @@ async fn tap_under_node_pairs_streams_is_cut_and_replays_each_dial_once() {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("node is not installed: switchboard-tap needs Node 20+"),
+            .expect(missing),
     );
     let mut stdin = child.0.stdin.take().unwrap();
     let out = child.0.stdout.take().unwrap();
