@@ -245,7 +245,15 @@ pub enum OpClass {
     LumiRealmExtension,
     /// Anything else: the reference handler answers `unknown op: <op>`.
     Unknown,
+    /// A dial refused before the line read its request (`op: "unknown"`, `request: null`,
+    /// outcome `error` or `timed_out`: the host's `not authorised`, a failed read): there is no
+    /// request or response to check (`docs/protocol.md`, "Answers for phone-app authors", 6).
+    NotRead,
 }
+
+/// The op a reporter beside the line (switchboard-tap) gives a dial whose request it never
+/// saw (`docs/protocol.md`, "Answers for phone-app authors", 6).
+pub const UNREAD_OP: &str = "unknown";
 
 /// A dial's conformance: `{ op_class, findings }` (no findings: to spec).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
@@ -588,6 +596,16 @@ pub fn check_parts(
 ) -> DialConformance {
     let mut out = Out(Vec::new());
     let op = parts.op;
+    if op == UNREAD_OP
+        && request.is_null()
+        && response.is_none()
+        && matches!(parts.outcome, DialOutcome::Error | DialOutcome::TimedOut)
+    {
+        return DialConformance {
+            op_class: OpClass::NotRead,
+            findings: Vec::new(),
+        };
+    }
     let extension_op = parts.callee == LUMIREALM && LUMIREALM_EXTENSION_OPS.contains(&op);
     let shape = request_shape(op);
     let op_class = if shape.is_some() {
@@ -1151,6 +1169,25 @@ mod tests {
         );
         assert_eq!(kinds(&c), vec![(FindingKind::UnknownOp, "op".into())]);
         assert!(c.findings[0].problem.contains("unknown op: teleport"));
+    }
+
+    #[test]
+    fn a_dial_refused_before_its_request_was_read_is_not_checked() {
+        let book = ScopeBook::builtin();
+        let refused = DialParts {
+            outcome: DialOutcome::Error,
+            ..parts(UNREAD_OP, "weather")
+        };
+        let c = check_parts(&refused, &Value::Null, None, book);
+        assert_eq!(c.op_class, OpClass::NotRead);
+        assert!(c.to_spec());
+        // Only that exact form: an answered "unknown" op, or one with a request, is checked.
+        let answered = parts(UNREAD_OP, "weather");
+        let c = check_parts(&answered, &Value::Null, Some(&json!({})), book);
+        assert_eq!(c.op_class, OpClass::Unknown);
+        assert!(!c.to_spec());
+        let c = check_parts(&refused, &json!({"op": "unknown"}), None, book);
+        assert_eq!(kinds(&c), vec![(FindingKind::UnknownOp, "op".into())]);
     }
 
     #[test]

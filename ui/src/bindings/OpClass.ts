@@ -3,4 +3,4 @@
 /**
  * What the dial's op is, as the spec sees it.
  */
-export type OpClass = "core" | "lumi_realm_extension" | "unknown";
+export type OpClass = "core" | "lumi_realm_extension" | "unknown" | "not_read";
