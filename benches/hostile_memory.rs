@@ -10,7 +10,9 @@
 //!
 //! What bounds memory: the link reads no further while a connection has 1 024 messages the app
 //! has not applied (`MAX_UNAPPLIED`); the dial log holds at most its ring's capacity in dials,
-//! and (since issue 17) at most its byte budget of request and response text.
+//! and (since issue 17) at most its byte budget of request and response text; ingest waits
+//! while more than `DialLogConfig::max_unwritten_bytes` (64 MiB) of stored dials wait for the
+//! SQLite writer (back-pressure, nothing dropped).
 //!
 //! Run: `cargo bench -p switchboard --bench hostile_memory` (Linux; release profile).
 

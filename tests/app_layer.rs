@@ -1035,7 +1035,9 @@ impl LockableStore {
 /// Issue 17, "Key store going away": started while the key store is locked, the Phones view
 /// says so in words and nothing is written in its place; unlocking brings the link up without
 /// a restart; locking it again while the app runs leaves the link and its phones working (the
-/// keys are held in memory), and no file under the app's folders holds the private key.
+/// keys are held in memory) and the Phones view says so when the pairing window opens (the
+/// periodic check is an hour away here), and unlocking makes the words go away without a
+/// restart; no file under the app's folders holds the private key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_key_store_is_said_in_words_and_unlocking_recovers_without_a_restart() {
     use switchboard::link::secret_store::SecretStore as _;
@@ -1047,6 +1049,9 @@ async fn a_locked_key_store_is_said_in_words_and_unlocking_recovers_without_a_re
     let mut config = AppConfig::new(AppPaths::under(home.path()), false);
     config.identity = IdentityStore::KeyStore;
     config.key_store = Some(switchboard::app::KeyStoreOverride(store.clone()));
+    // Only the pairing window makes it look within this test (see the next test for the
+    // periodic check).
+    config.key_store_check_every = Duration::from_secs(3600);
     config.listen = (LOOPBACK, 0);
     config.mdns = false;
     let host = Arc::new(RecordingHost::new());
@@ -1095,13 +1100,50 @@ async fn a_locked_key_store_is_said_in_words_and_unlocking_recovers_without_a_re
         .map(|k| stored[k].as_str().expect("a private part").to_string())
         .collect();
 
-    // Locked again while the app runs: a phone still pairs and says hello.
+    assert!(desk.app.phones.snapshot().key_store_problem.is_none());
+
+    // Locked again while the app runs: the Phones view says so once a pairing needs the
+    // store (the window opens), the link keeps running, and a phone still pairs and says
+    // hello.
     store
         .locked
         .store(true, std::sync::atomic::Ordering::SeqCst);
+    desk.app.phones.open_pairing().unwrap();
+    until("the Phones view to say the key store went away", || {
+        desk.app.phones.snapshot().key_store_problem.is_some()
+    })
+    .await;
+    let words = desk.app.phones.snapshot().key_store_problem.unwrap();
+    for needle in [
+        "stopped answering while Switchboard runs",
+        "the collection is locked",
+        "Phones already connected keep working",
+        "never in a file",
+        "goes away by itself",
+    ] {
+        assert!(words.contains(needle), "{needle:?} not in {words}");
+    }
     let (_me, phone) = pair(&desk, "Phone while locked").await;
     phone.close().await;
-    assert!(desk.app.phones.snapshot().link_error.is_none());
+    let snap = desk.app.phones.snapshot();
+    assert!(snap.link_error.is_none());
+    assert!(
+        snap.phones
+            .iter()
+            .any(|p| p.record.label == "Phone while locked"),
+        "the phone paired while the store was locked"
+    );
+
+    // Unlocked: the words go away at the next check, no restart.
+    store
+        .locked
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    desk.app.phones.open_pairing().unwrap();
+    until("the key-store words to go away", || {
+        desk.app.phones.snapshot().key_store_problem.is_none()
+    })
+    .await;
+    desk.app.phones.close_pairing();
 
     // Nothing under the app's folders holds a private part in plain text.
     let mut stack = vec![desk.home.path().to_path_buf()];
@@ -1125,5 +1167,80 @@ async fn a_locked_key_store_is_said_in_words_and_unlocking_recovers_without_a_re
         }
     }
     assert!(files > 0, "the app wrote its files (trust file, settings)");
+    desk.app.shutdown().await;
+}
+
+/// Issue 17, "Key store going away", the periodic check: a key store that stops answering while
+/// the app runs is noticed without anyone pairing, the Phones view is told to reload and says
+/// so while the phone already connected keeps working; when the store answers again the words
+/// go away by themselves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_store_going_away_while_running_is_noticed_by_the_periodic_check() {
+    let store = Arc::new(LockableStore::default());
+    let home = tempfile::tempdir().unwrap();
+    let mut config = AppConfig::new(AppPaths::under(home.path()), false);
+    config.identity = IdentityStore::KeyStore;
+    config.key_store = Some(switchboard::app::KeyStoreOverride(store.clone()));
+    config.key_store_check_every = Duration::from_millis(100);
+    config.listen = (LOOPBACK, 0);
+    config.mdns = false;
+    let host = Arc::new(RecordingHost::new());
+    let app = App::new(
+        config,
+        host.clone(),
+        tokio::runtime::Handle::current(),
+        ConfirmationMirror::with_bundled_catalogue(),
+    );
+    let desk = Desk { app, host, home };
+    desk.app.start_link();
+    until("the link to listen", || {
+        desk.app.phones.link().is_some() && desk.app.hub().is_some()
+    })
+    .await;
+    let (me, mut phone) = pair(&desk, "Phone").await;
+    // Several checks pass while the store answers: nothing is said.
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    assert!(desk.app.phones.snapshot().key_store_problem.is_none());
+
+    let reloads = || {
+        desk.host
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, HostCall::Emit(switchboard::app::AppEvent::Phones)))
+            .count()
+    };
+    let before = reloads();
+    store
+        .locked
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    until("the periodic check to notice", || {
+        desk.app.phones.snapshot().key_store_problem.is_some()
+    })
+    .await;
+    let words = desk.app.phones.snapshot().key_store_problem.unwrap();
+    assert!(words.contains("the collection is locked"), "{words}");
+    assert!(reloads() > before, "the Phones view was told to reload");
+    // The phone already connected keeps working.
+    assert!(desk
+        .app
+        .phones
+        .snapshot()
+        .phones
+        .iter()
+        .any(|p| p.connected));
+    let ping = envelope("control.ping", Some(&me.entity_id()), json!({}));
+    phone.send_value(&ping).await.unwrap();
+    let pong = phone.expect("control.pong").await.unwrap();
+    assert_eq!(pong["type"], "control.pong");
+
+    store
+        .locked
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    until("the words to go away", || {
+        desk.app.phones.snapshot().key_store_problem.is_none()
+    })
+    .await;
+    assert!(desk.app.phones.snapshot().link_error.is_none());
+    phone.close().await;
     desk.app.shutdown().await;
 }

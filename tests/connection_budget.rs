@@ -228,6 +228,62 @@ async fn a_full_budget_never_drops_the_phone_waiting_in_it() {
     desk.stop().await;
 }
 
+#[tokio::test]
+async fn a_phone_from_a_new_address_is_not_pushed_out_by_addresses_that_keep_opening() {
+    let mut desk = start_with(|c| {
+        c.max_unauthenticated = 6;
+        c.max_unauthenticated_per_source = 3;
+    })
+    .await;
+    let (me, key) = pair(&mut desk, "phone").await;
+    // The phone comes back from an address the desktop has never seen (not its last one):
+    // connected, the desktop's first hello read, its own hello not said yet.
+    let mut phone = PhoneClient::connect_from(desk.addr, &desk.fp, Some(IpAddr::V4(src(7, 200))))
+        .await
+        .unwrap();
+    phone.set_desktop_public_key(&key).unwrap();
+    // Five other addresses fill the budget with one connection each: every address holds one,
+    // the phone's connection is the oldest.
+    let mut held = Vec::new();
+    for d in 1..=5 {
+        held.push(tcp_from(src(7, d), desk.addr).await.unwrap());
+    }
+    until(&desk, "budget full", |w, e| w == 6 && e == 0).await;
+    // They keep re-opening, one connection at a time each, round after round: every newcomer
+    // pushes one out, and each time it is one of theirs (they opened more lately than the
+    // phone's address), never the phone's, though it is the oldest and its address holds one
+    // like theirs.
+    let rounds = 20u64;
+    for r in 0..rounds {
+        for d in 1..=5 {
+            held.push(tcp_from(src(7, d), desk.addr).await.unwrap());
+        }
+        let evicted = 5 * (r + 1);
+        until(&desk, "each newcomer pushes one out", |w, e| {
+            w == 6 && e == evicted
+        })
+        .await;
+    }
+    let d = desk.link.diagnostics();
+    assert_eq!((d.without_hello, d.evicted), (6, 5 * rounds));
+    assert_eq!(
+        phone.hello(&me, (1, 1)).await.unwrap(),
+        1,
+        "the phone's connection was pushed out"
+    );
+    // The newest connection of each flooding address is the one still open.
+    let mut open = Vec::new();
+    for s in held.iter_mut() {
+        open.push(!closed_within(s, Duration::from_millis(30)).await);
+    }
+    let mut expected = vec![false; held.len() - 5];
+    expected.extend([true; 5]);
+    assert_eq!(open, expected);
+    phone.close().await;
+    reconnect(&desk, &me, &key).await;
+    desk.stop().await;
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Hold {
     HalfOpen,

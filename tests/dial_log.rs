@@ -936,3 +936,83 @@ async fn the_ring_holds_at_most_its_byte_budget_and_sqlite_keeps_the_rest() {
     assert_eq!(ids_of(&log, DialFilter::default()).await, vec!["evt_huge"]);
     log.shutdown().await.unwrap();
 }
+
+/// Back-pressure to the SQLite writer (issue 17): a long stream of large dials never has more
+/// than `max_unwritten_bytes` (plus the one call being admitted) held and not yet written, the
+/// ring evicting them long before; ingest waits instead of dropping, so every dial is stored
+/// exactly once and the durable watermark reaches the last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unwritten_dials_stay_within_their_byte_bound_and_none_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let max = 512 * 1024;
+    let log = DialLog::spawn(DialLogConfig {
+        capacity: 16,
+        db_batch_bytes: 128 * 1024,
+        max_unwritten_bytes: max,
+        ..disk_config(dir.path())
+    })
+    .unwrap();
+    let pad = "x".repeat(64 * 1024);
+    let per_call = 4;
+    let calls = 80;
+    let mut sent = Vec::new();
+    let mut call_bytes = 0u64;
+    for c in 0..calls {
+        let batch: Vec<Dial> = (0..per_call)
+            .map(|i| {
+                let id = format!("big-{c:03}-{i}");
+                sent.push(id.clone());
+                dial(
+                    &id,
+                    "read_item",
+                    5,
+                    DialOutcome::Ok,
+                    Retention::Standard,
+                    T0 + (c * per_call + i) as i64,
+                    json!({"op": "read_item", "itemId": id, "pad": pad}),
+                    Some(json!({"value": "ok"})),
+                    None,
+                )
+            })
+            .collect();
+        call_bytes = call_bytes.max(
+            batch
+                .iter()
+                .map(|d| {
+                    (switchboard::dials::log::DIAL_OVERHEAD_BYTES
+                        + d.request.as_str().len()
+                        + d.response.as_ref().map_or(0, |r| r.as_str().len()))
+                        as u64
+                })
+                .sum(),
+        );
+        let verdicts = tokio::time::timeout(Duration::from_secs(30), log.ingest_batch(batch))
+            .await
+            .expect("ingest waited for room for 30 s")
+            .unwrap();
+        assert!(verdicts.iter().all(|v| *v == IngestVerdict::Held));
+    }
+    log.flush().await.unwrap();
+    assert!(log.is_durable(log.durable_mark()));
+    let st = log.status().await.unwrap();
+    println!(
+        "peak unwritten {} bytes (bound {max}, one call {call_bytes}), {} MiB streamed",
+        st.peak_unwritten_bytes,
+        sent.len() * pad.len() / (1024 * 1024)
+    );
+    assert!(
+        st.peak_unwritten_bytes <= max as u64 + call_bytes,
+        "peak unwritten {} bytes past the bound {max} + one call {call_bytes}",
+        st.peak_unwritten_bytes
+    );
+    assert!(st.peak_unwritten_bytes >= call_bytes);
+    assert_eq!(st.unwritten_bytes, 0, "everything was written");
+    assert_eq!(st.rows_written, sent.len() as u64);
+    assert!(
+        st.evicted >= (sent.len() - 16) as u64,
+        "the ring held them all"
+    );
+    log.shutdown().await.unwrap();
+    sent.sort();
+    assert_eq!(db_ids(dir.path()), sent, "every dial stored exactly once");
+}

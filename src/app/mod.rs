@@ -94,6 +94,10 @@ pub struct AppConfig {
     /// The key store [`IdentityStore::KeyStore`] uses instead of the OS one (`keyring`), for
     /// tests of a store that is locked, or goes away, while the app runs. Default `None`.
     pub key_store: Option<KeyStoreOverride>,
+    /// How often, while the link runs, the app checks that the key store still answers
+    /// ([`IdentityStore::KeyStore`] only; also checked whenever the pairing window opens).
+    /// Default [`run::KEY_STORE_CHECK_EVERY`] (30 s).
+    pub key_store_check_every: std::time::Duration,
 }
 
 /// A [`SecretStore`](crate::link::secret_store::SecretStore) standing in for the OS key store
@@ -129,6 +133,7 @@ impl AppConfig {
             log_dir: None,
             clock: Arc::new(SystemClock),
             key_store: None,
+            key_store_check_every: run::KEY_STORE_CHECK_EVERY,
         }
     }
 }

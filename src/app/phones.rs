@@ -58,6 +58,10 @@ pub struct PhonesSnapshot {
     pub demo: bool,
     /// Why the link is not running (no key store, no free port), in words with what to do.
     pub link_error: Option<String>,
+    /// The OS key store stopped answering while the link runs (locked or stopped), in words:
+    /// what still works and what to do. `None` while it answers (checked every 30 s and when
+    /// the pairing window opens); it goes away by itself once the store answers again.
+    pub key_store_problem: Option<String>,
     /// The paired phones.
     pub phones: Vec<PhoneStatus>,
     /// The open pairing window, if any (`None` while a pairing made with its code is pending).
@@ -76,6 +80,7 @@ struct Live {
     connections: HashMap<String, (String, u32)>,
     last_pairing: Option<PairingResult>,
     error: Option<String>,
+    key_store_problem: Option<String>,
 }
 
 /// The link as the app holds it.
@@ -84,6 +89,9 @@ pub struct PhonesState {
     link: Mutex<Option<Link>>,
     live: Mutex<Live>,
     demo: bool,
+    /// Asks the key-store check ([`super::App::start_link`]) to look now (the pairing window
+    /// opened).
+    pub(super) check_key_store: tokio::sync::Notify,
 }
 
 /// What a link event changed for the Phones view.
@@ -105,6 +113,7 @@ impl PhonesState {
             link: Mutex::new(None),
             live: Mutex::new(Live::default()),
             demo,
+            check_key_store: tokio::sync::Notify::new(),
         }
     }
 
@@ -126,6 +135,15 @@ impl PhonesState {
     /// Forgets the link error (the link started after all).
     pub fn clear_error(&self) {
         lock(&self.live).error = None;
+    }
+
+    /// Records what the last key-store check found (`None`: it answered). Returns whether
+    /// that changed what the view shows.
+    pub fn set_key_store_problem(&self, words: Option<String>) -> bool {
+        let mut live = lock(&self.live);
+        let changed = live.key_store_problem != words;
+        live.key_store_problem = words;
+        changed
     }
 
     /// What the Phones view shows now.
@@ -153,6 +171,7 @@ impl PhonesState {
         PhonesSnapshot {
             demo: self.demo,
             link_error: live.error.clone(),
+            key_store_problem: live.key_store_problem.clone(),
             phones,
             pairing: link.as_ref().and_then(|l| l.pairing_invite()),
             pending: link.as_ref().and_then(|l| l.pending_pairing()),
@@ -252,6 +271,8 @@ impl PhonesState {
     /// `link` when the link is not running.
     pub fn open_pairing(&self) -> Result<PairingInvite, IpcError> {
         let link = self.running()?;
+        // A pairing is when the person most needs to know the key store went away.
+        self.check_key_store.notify_one();
         if self.demo {
             return Ok(link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST)));
         }

@@ -142,6 +142,22 @@ pub const KEY_STORE_RETRY_MAX: Duration = Duration::from_secs(30);
 /// How many times the start is tried (about an hour and a half at the longest wait).
 pub const KEY_STORE_RETRIES: u32 = 180;
 
+/// How often the running app checks that the OS key store still answers (30 s).
+pub const KEY_STORE_CHECK_EVERY: Duration = Duration::from_secs(30);
+
+/// The Phones view's words when the key store stopped answering while the link runs (`why`:
+/// the store's own words).
+fn key_store_gone_words(why: &str) -> String {
+    format!(
+        "The OS key store stopped answering while Switchboard runs: {why} Phones already \
+         connected keep working, and Switchboard keeps its keys in memory only, never in a \
+         file; but if Switchboard is restarted before the key store is back, the link cannot \
+         start. Unlock or start the key store; this message goes away by itself once it \
+         answers (checked every {} s and when you pair a phone).",
+        KEY_STORE_CHECK_EVERY.as_secs()
+    )
+}
+
 /// Why the link did not start: the key store (tried again) or anything else (said once).
 enum StartError {
     KeyStore(String),
@@ -171,6 +187,7 @@ impl App {
                             app.phones.clear_error();
                             app.host.emit(&AppEvent::Phones);
                         }
+                        app.watch_key_store().await;
                         return;
                     }
                     Err(StartError::KeyStore(words)) => {
@@ -197,6 +214,62 @@ impl App {
                 wait = (wait * 2).min(KEY_STORE_RETRY_MAX);
             }
         });
+    }
+
+    /// While the link runs (until quit): checks every [`AppConfig::key_store_check_every`]
+    /// (and when the pairing window opens) that the OS key store still answers and still
+    /// holds the identity, by reading it on a blocking thread. What it finds goes to the
+    /// Phones view ([`super::phones::PhonesSnapshot::key_store_problem`]), which is told to
+    /// reload when that changes. The link is left alone: it runs on the keys in memory.
+    /// Nothing for an identity kept in memory.
+    ///
+    /// [`AppConfig::key_store_check_every`]: super::AppConfig::key_store_check_every
+    async fn watch_key_store(self: &Arc<Self>) {
+        let store: Arc<dyn crate::link::secret_store::SecretStore> =
+            match (&self.config.identity, &self.config.key_store) {
+                (super::IdentityStore::Memory, _) => return,
+                (super::IdentityStore::KeyStore, Some(s)) => Arc::clone(&s.0),
+                (super::IdentityStore::KeyStore, None) => Arc::new(KeyringStore::new()),
+            };
+        let every = self
+            .config
+            .key_store_check_every
+            .max(Duration::from_millis(10));
+        let mut stop = self.running.link_stop.subscribe();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = self.phones.check_key_store.notified() => {}
+                _ = stopped(stop.clone()) => return,
+            }
+            let store = Arc::clone(&store);
+            let read = tokio::task::spawn_blocking(move || {
+                store.get(crate::link::identity::IDENTITY_SECRET)
+            })
+            .await;
+            let problem = match read {
+                Ok(Ok(Some(_))) => None,
+                Ok(Ok(None)) => Some(
+                    "The OS key store answers but no longer holds Switchboard's identity (was \
+                     it removed?). Phones already connected keep working on the keys Switchboard \
+                     holds in memory (never in a file), but a restart would make a new identity \
+                     and every phone would have to pair again."
+                        .to_string(),
+                ),
+                Ok(Err(e)) => Some(key_store_gone_words(&e.to_string())),
+                Err(e) => Some(key_store_gone_words(&format!("reading it failed ({e})."))),
+            };
+            if self.phones.set_key_store_problem(problem.clone()) {
+                match &problem {
+                    Some(words) => tracing::warn!("{words}"),
+                    None => tracing::info!("the OS key store answers again"),
+                }
+                self.host.emit(&AppEvent::Phones);
+            }
+            if *stop.borrow_and_update() {
+                return;
+            }
+        }
     }
 
     async fn start_link_now(self: &Arc<Self>) -> Result<(), StartError> {

@@ -345,8 +345,13 @@ pub(crate) fn clear(conn: &Connection) -> rusqlite::Result<usize> {
 pub(crate) enum WriterMsg {
     /// Insert these dials; afterwards mark `upto` (the last arrival number in the batch) written
     /// and, when the transaction committed, durable. An empty batch only moves the marks (dials
-    /// cleared before they were written).
-    Insert { dials: Vec<Arc<Dial>>, upto: u64 },
+    /// cleared before they were written). `bytes` is what the batch counts in
+    /// [`WriterShared::unwritten_bytes`]; the writer takes it off once the dials are dropped.
+    Insert {
+        dials: Vec<Arc<Dial>>,
+        upto: u64,
+        bytes: u64,
+    },
     /// Prune at `now_ms`, reply with rows deleted.
     Prune {
         now_ms: i64,
@@ -378,6 +383,34 @@ pub(crate) struct WriterShared {
     pub rows_written: AtomicU64,
     /// First write error since the last flush.
     pub error: Mutex<Option<String>>,
+    /// Bytes ([`crate::dials::log::held_bytes`]) of the persisting dials held and not yet
+    /// written: waiting in the actor's batch or queued to the writer. Ingest waits while it is
+    /// past [`crate::dials::DialLogConfig::max_unwritten_bytes`].
+    pub unwritten_bytes: AtomicU64,
+    /// The highest `unwritten_bytes` has been since start.
+    pub peak_unwritten_bytes: AtomicU64,
+    /// Notified (all waiters) each time the writer finished a batch, and when it stops.
+    pub progress: tokio::sync::Notify,
+    /// Set when the writer thread ended (nothing will be written any more: ingest stops
+    /// waiting for room).
+    pub stopped: std::sync::atomic::AtomicBool,
+}
+
+impl WriterShared {
+    /// Counts `bytes` more unwritten.
+    pub(crate) fn add_unwritten(&self, bytes: u64) {
+        let now = self.unwritten_bytes.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        self.peak_unwritten_bytes.fetch_max(now, Ordering::AcqRel);
+    }
+
+    /// Counts `bytes` fewer unwritten (written, failed, or cleared before writing).
+    pub(crate) fn sub_unwritten(&self, bytes: u64) {
+        let _ = self
+            .unwritten_bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                Some(b.saturating_sub(bytes))
+            });
+    }
 }
 
 /// Page cache of the writer's connection, in KiB.
@@ -410,7 +443,7 @@ pub(crate) fn writer_loop(
     let mut failed = false;
     while let Ok(msg) = rx.recv() {
         match msg {
-            WriterMsg::Insert { dials, upto } => {
+            WriterMsg::Insert { dials, upto, bytes } => {
                 match insert_batch(&mut conn, &dials) {
                     Ok(n) => {
                         shared.rows_written.fetch_add(n as u64, Ordering::Relaxed);
@@ -435,6 +468,10 @@ pub(crate) fn writer_loop(
                 }
                 shared.written_upto.fetch_max(upto, Ordering::Release);
                 shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+                // The dials' memory goes with the batch (the ring may still hold some).
+                drop(dials);
+                shared.sub_unwritten(bytes);
+                shared.progress.notify_waiters();
             }
             WriterMsg::Prune { now_ms, reply } => {
                 let r = prune(&conn, now_ms).map_err(|e| storage(&path, "pruning", e));
@@ -457,4 +494,6 @@ pub(crate) fn writer_loop(
             }
         }
     }
+    shared.stopped.store(true, Ordering::Release);
+    shared.progress.notify_waiters();
 }

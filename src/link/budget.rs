@@ -11,10 +11,13 @@
 //! - a newcomer is always admitted;
 //! - if its source already holds `max_per_source`, that source's oldest connection is evicted
 //!   (a source only ever pushes out its own);
-//! - else if `max_total` are held, the oldest connection of the source holding the most is
-//!   evicted (ties: the oldest connection of those sources), looking first only at sources that
-//!   are not *known*: a known source is the address a paired phone last connected from (its
-//!   pairing record's `last_address`), whose connections go last;
+//! - else if `max_total` are held, a connection of the source holding the most is evicted; among
+//!   sources holding equally many, the one that opened clearly the most connections lately (its
+//!   *open rate*: every connection it opened counts 1, halving every [`OPEN_RATE_HALF_LIFE`];
+//!   rates are compared in doublings, [`rate_class`], so opening one or two more than another
+//!   source does not single an address out); then the oldest connection of those. Sources that are not *known* are looked at first: a known
+//!   source is the address a paired phone last connected from (its pairing record's
+//!   `last_address`), whose connections go last;
 //! - an evicted connection's task is aborted at once (its socket is dropped, wherever it is
 //!   stuck: TCP, TLS, upgrade, or a write to a peer that does not read), and so is any
 //!   connection still without hello [`LinkConfig::hello_timeout`] after its accept
@@ -23,10 +26,16 @@
 //! What an attacker gets: from one address, at most `max_per_source` connections, and every one
 //! it opens pushes out only its own. A paired phone coming from the address it last used is
 //! never pushed out by connections from other addresses, however many. From a new address, a
-//! phone's fresh connection (its source holding 1) is never the one evicted while any source
-//! holds more than one; the only way to push it out is from at least `max_total` distinct
-//! addresses, opening `max_total` connections while the phone's handshake runs (a few
-//! milliseconds on a LAN), over and over.
+//! phone's fresh connection (its source holding 1, having opened 1) is never the one evicted
+//! while any source holds more than one, nor while any source holding one has opened more
+//! lately than the phone's address: a host that keeps re-opening raises its own addresses' open
+//! rate with every connection, so the connections it pushes out are its own. The only way to
+//! push such a phone out is from at least `max_total` distinct addresses each opening no more
+//! than the phone does (about one connection per [`OPEN_RATE_HALF_LIFE`]), all within the
+//! phone's handshake (a few milliseconds on a LAN), over and over.
+//!
+//! Memory: the open rates are kept for at most [`MAX_RATED_SOURCES`] addresses (the ones that
+//! opened the most lately stay), so addresses without end (an IPv6 prefix) cannot grow it.
 //!
 //! [`LinkConfig::max_unauthenticated`]: super::config::LinkConfig::max_unauthenticated
 //! [`LinkConfig::max_unauthenticated_per_source`]: super::config::LinkConfig::max_unauthenticated_per_source
@@ -41,6 +50,38 @@ use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use crate::sync::lock;
+
+/// How fast a source's open rate fades: each connection it opened counts half as much this
+/// much later (10 s).
+pub(super) const OPEN_RATE_HALF_LIFE: Duration = Duration::from_secs(10);
+
+/// Most source addresses whose open rate is kept (4 096); past it the ones that opened the
+/// least lately are forgotten first.
+pub(super) const MAX_RATED_SOURCES: usize = 4096;
+
+/// A source's open rate: connections it opened, each weighing `0.5^(age / half-life)`.
+#[derive(Debug, Clone, Copy)]
+struct OpenRate {
+    /// The weight at `at`.
+    weight: f64,
+    at: Instant,
+}
+
+impl OpenRate {
+    fn at(&self, now: Instant) -> f64 {
+        let age = now.saturating_duration_since(self.at).as_secs_f64();
+        self.weight * (-age / OPEN_RATE_HALF_LIFE.as_secs_f64()).exp2()
+    }
+}
+
+/// The class an open rate falls in for eviction: `floor(log2(rate + 0.5))`, so a source that
+/// opened 1 lately is class 0, 2 or 3 class 1, 4 to 7 class 2, and so on (a rate still
+/// fading towards a whole number stays in its class). A source goes before another holding
+/// as many only when its class is higher.
+fn rate_class(rate: f64) -> i32 {
+    // Bounded: rates are counts of connections (at most 2^64), so the log is at most 64.
+    (rate.max(0.0) + 0.5).log2().floor() as i32
+}
 
 /// Why a connection without hello was dropped by the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +134,8 @@ pub(super) struct Budget {
     /// By admission number, so the first entry is the oldest.
     pending: BTreeMap<u64, Pending>,
     per_source: HashMap<IpAddr, usize>,
+    /// Each source's open rate (at most [`MAX_RATED_SOURCES`]).
+    opened: HashMap<IpAddr, OpenRate>,
     evicted: u64,
 }
 
@@ -116,14 +159,15 @@ impl Budget {
         now: Instant,
     ) -> (u64, Vec<Evicted>) {
         let source = peer.ip();
+        self.count_open(source, now);
         let mut out = Vec::new();
         let held = self.per_source.get(&source).copied().unwrap_or(0);
         let victim = if held >= self.max_per_source {
             self.oldest_of(|p| p.peer.ip() == source)
                 .map(|n| (n, Eviction::SourceFull))
         } else if self.pending.len() >= self.max_total {
-            self.most_held(false)
-                .or_else(|| self.most_held(true))
+            self.most_held(false, now)
+                .or_else(|| self.most_held(true, now))
                 .map(|n| (n, Eviction::TotalFull))
         } else {
             None
@@ -211,18 +255,50 @@ impl Budget {
         self.pending.iter().find(|(_, p)| pick(p)).map(|(n, _)| *n)
     }
 
-    /// The oldest connection of the source holding the most, among known sources (`known`)
-    /// or unknown ones.
-    fn most_held(&self, known: bool) -> Option<u64> {
-        let most = self
-            .pending
-            .values()
-            .filter(|p| p.known == known)
-            .filter_map(|p| self.per_source.get(&p.peer.ip()).copied())
-            .max()?;
-        self.oldest_of(|p| {
-            p.known == known && self.per_source.get(&p.peer.ip()).copied() == Some(most)
-        })
+    /// Among known sources (`known`) or unknown ones: the oldest connection of the source
+    /// holding the most, ties going to the source in the highest [`rate_class`] at `now`.
+    fn most_held(&self, known: bool, now: Instant) -> Option<u64> {
+        let mut best: Option<(usize, i32, u64)> = None;
+        // Oldest first, so a later connection wins only by holding more or opening more.
+        for (n, p) in self.pending.iter().filter(|(_, p)| p.known == known) {
+            let ip = p.peer.ip();
+            let held = self.per_source.get(&ip).copied().unwrap_or(0);
+            let rate = rate_class(self.opened.get(&ip).map_or(0.0, |r| r.at(now)));
+            let better = match best {
+                None => true,
+                Some((h, r, _)) => held > h || (held == h && rate > r),
+            };
+            if better {
+                best = Some((held, rate, *n));
+            }
+        }
+        best.map(|(_, _, n)| n)
+    }
+
+    /// Counts a connection opened from `source` at `now` in its open rate.
+    fn count_open(&mut self, source: IpAddr, now: Instant) {
+        let weight = self.opened.get(&source).map_or(0.0, |r| r.at(now)) + 1.0;
+        self.opened.insert(source, OpenRate { weight, at: now });
+        if self.opened.len() > MAX_RATED_SOURCES {
+            // Keep the half that opened the most lately, and every source holding one now.
+            let mut rates: Vec<(IpAddr, f64)> =
+                self.opened.iter().map(|(ip, r)| (*ip, r.at(now))).collect();
+            rates.sort_by(|a, b| b.1.total_cmp(&a.1));
+            let keep: std::collections::HashSet<IpAddr> = rates
+                .iter()
+                .take(MAX_RATED_SOURCES / 2)
+                .map(|(ip, _)| *ip)
+                .collect();
+            let per_source = &self.per_source;
+            self.opened
+                .retain(|ip, _| keep.contains(ip) || per_source.contains_key(ip) || *ip == source);
+        }
+    }
+
+    /// The open rate of `source` at `now` (0 when never seen or forgotten).
+    #[cfg(test)]
+    fn open_rate(&self, source: IpAddr, now: Instant) -> f64 {
+        self.opened.get(&source).map_or(0.0, |r| r.at(now))
     }
 
     fn evict(&mut self, n: u64, why: Eviction, now: Instant) -> Option<Evicted> {
@@ -387,6 +463,57 @@ mod tests {
         drop(young_ticket);
         drop(old_ticket);
         assert_eq!(lock(&b).held(), 0);
+    }
+
+    #[test]
+    fn among_sources_holding_one_the_one_that_opened_most_lately_goes() {
+        let t = Instant::now();
+        let mut b = Budget::new(3, 3);
+        // A phone from a new address, then two addresses that keep re-opening.
+        let (phone, _) = b.admit_u(at([192, 0, 2, 1], 1), t);
+        let _ = b.admit_u(at([198, 51, 100, 1], 1), t);
+        let _ = b.admit_u(at([198, 51, 100, 2], 1), t);
+        for i in 0..200u16 {
+            let ip = [198, 51, 100, 1 + (i % 2) as u8];
+            let (_, e) = b.admit_u(at(ip, 2 + i), t + Duration::from_millis(u64::from(i)));
+            assert_eq!(e.len(), 1);
+            assert_ne!(e[0].peer.ip(), at([192, 0, 2, 1], 1).ip(), "round {i}");
+        }
+        assert!(b.release(phone), "the phone's connection is still held");
+        // The rate fades: 101 opens ten half-lives ago weigh less than one now.
+        let later = t + OPEN_RATE_HALF_LIFE * 10;
+        assert!(b.open_rate(at([198, 51, 100, 1], 1).ip(), later) < 0.2);
+    }
+
+    #[test]
+    fn rate_classes_go_by_doublings() {
+        let classes: Vec<i32> = [0.0, 0.99, 1.0, 1.49, 1.6, 1.99, 3.0, 3.6, 7.4, 1e6]
+            .into_iter()
+            .map(rate_class)
+            .collect();
+        assert_eq!(classes, [-1, 0, 0, 0, 1, 1, 1, 2, 2, 19]);
+    }
+
+    #[test]
+    fn open_rates_are_kept_for_a_bounded_number_of_sources() {
+        let t = Instant::now();
+        let mut b = Budget::new(4, 4);
+        let busy = SocketAddr::from(([2001, 0xdb8, 0, 0, 0, 0, 0, 1], 1));
+        for _ in 0..5 {
+            let (n, _) = b.admit_u(busy, t);
+            b.release(n);
+        }
+        for i in 0..(3 * MAX_RATED_SOURCES as u32) {
+            let [a, c] = [(i >> 16) as u16, i as u16];
+            let peer = SocketAddr::from(([2001, 0xdb8, 1, 0, 0, 0, a, c], 1));
+            let (n, _) = b.admit_u(peer, t);
+            b.release(n);
+            assert!(b.opened.len() <= MAX_RATED_SOURCES + 1);
+        }
+        assert!(
+            b.open_rate(busy.ip(), t) >= 5.0,
+            "the busiest source is remembered"
+        );
     }
 
     #[test]

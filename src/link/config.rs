@@ -41,8 +41,9 @@ pub struct LinkConfig {
     /// connection is closed (default 10 s).
     pub write_timeout: Duration,
     /// Most connections without a valid hello at once, from every source together (default
-    /// 32). A newcomer past it evicts the oldest connection of the source holding the most;
-    /// it is never refused ([`super::budget`]).
+    /// 32). A newcomer past it evicts the oldest connection of the source holding the most
+    /// (among sources holding equally many, of the one opening clearly the most lately); it is
+    /// never refused ([`super::budget`]).
     pub max_unauthenticated: usize,
     /// Most connections without a valid hello at once from one source address (default 4).
     /// A newcomer past it evicts that source's oldest connection.

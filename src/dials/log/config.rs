@@ -26,6 +26,16 @@ pub struct DialLogConfig {
     pub command_queue: usize,
     /// Dials per SQLite transaction at most. Default 1000.
     pub db_batch_size: usize,
+    /// Bytes ([`DIAL_OVERHEAD_BYTES`] plus the texts, as `max_bytes` counts them) a batch for
+    /// SQLite may gather before it is handed to the writer, whatever its count. Default 8 MiB.
+    pub db_batch_bytes: usize,
+    /// Bytes of persisting dials held and not yet written to SQLite (waiting in the batch or
+    /// queued to the writer) past which ingest waits until the writer has caught up: the
+    /// caller's [`DialLogHandle::ingest_batch`](super::DialLogHandle::ingest_batch) does not
+    /// return until there is room, so the phone's link stops reading (its acknowledgements
+    /// wait too: they are only sent for what is durable). Nothing is dropped. One batch may
+    /// take it past the bound by its own size. Default 64 MiB.
+    pub max_unwritten_bytes: usize,
     /// Longest time a held dial waits before its batch is handed to the writer. Default 100 ms.
     pub db_flush_interval: Duration,
     /// How often rows and ring entries past their retention are pruned; `None` disables
@@ -51,6 +61,8 @@ impl Default for DialLogConfig {
             max_bytes: 256 * 1024 * 1024,
             command_queue: 1024,
             db_batch_size: 1000,
+            db_batch_bytes: 8 * 1024 * 1024,
+            max_unwritten_bytes: 64 * 1024 * 1024,
             db_flush_interval: Duration::from_millis(100),
             prune_interval: Some(Duration::from_secs(600)),
             batch_interval: Duration::from_micros(33_334),
@@ -128,6 +140,13 @@ pub struct DialLogStatus {
     /// Rows committed to SQLite since start.
     #[ts(type = "number")]
     pub rows_written: u64,
+    /// Bytes of persisting dials held and not yet written to SQLite now
+    /// ([`DialLogConfig::max_unwritten_bytes`]).
+    #[ts(type = "number")]
+    pub unwritten_bytes: u64,
+    /// The most `unwritten_bytes` has been since start.
+    #[ts(type = "number")]
+    pub peak_unwritten_bytes: u64,
     /// Live subscribers.
     #[ts(type = "number")]
     pub subscribers: u64,

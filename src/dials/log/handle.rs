@@ -77,9 +77,14 @@ impl DialLogHandle {
 
     /// Ingests several dials in order with one message; one verdict per dial, same order.
     ///
+    /// Back-pressure: while the persisting dials held and not yet written to SQLite pass
+    /// [`DialLogConfig::max_unwritten_bytes`](super::DialLogConfig::max_unwritten_bytes), this
+    /// waits (before holding any of `dials`) until the writer has made room. Nothing is dropped.
+    ///
     /// # Errors
     /// [`DialLogError::Closed`] when the log has shut down.
     pub async fn ingest_batch(&self, dials: Vec<Dial>) -> Result<Vec<IngestVerdict>, DialLogError> {
+        self.shared.room_for_ingest().await;
         let verdicts = {
             let mut guard = self.shared.lock();
             let actor = guard.as_mut().ok_or(DialLogError::Closed)?;

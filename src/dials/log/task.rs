@@ -71,13 +71,19 @@ pub(super) enum Command {
 pub(super) fn start(
     config: DialLogConfig,
 ) -> Result<(mpsc::Sender<Command>, Arc<Shared>), DialLogError> {
-    if config.capacity == 0 || config.command_queue == 0 || config.db_batch_size == 0 {
+    if config.capacity == 0
+        || config.command_queue == 0
+        || config.db_batch_size == 0
+        || config.db_batch_bytes == 0
+        || config.max_unwritten_bytes == 0
+    {
         return Err(DialLogError::Config(
-            "capacity, command_queue and db_batch_size must be at least 1".into(),
+            "capacity, command_queue, db_batch_size, db_batch_bytes and max_unwritten_bytes must be at least 1".into(),
         ));
     }
     let mut actor = Actor::new(config.clone());
     let committed = Arc::new(tokio::sync::watch::Sender::new(0u64));
+    let mut writer = None;
     if let Some(dir) = &config.data_dir {
         let (read, path) = store::open(dir)?;
         if config.prune_interval.is_some() {
@@ -93,6 +99,7 @@ pub(super) fn start(
         let (wtx, wrx) = std::sync::mpsc::channel();
         let (done_tx, done_rx) = oneshot::channel();
         let writer_shared = Arc::clone(&shared);
+        writer = Some(Arc::clone(&shared));
         let writer_path = path.clone();
         std::thread::Builder::new()
             .name("dial-log-writer".into())
@@ -110,6 +117,7 @@ pub(super) fn start(
             writer: wtx,
             shared,
             pending: Vec::new(),
+            pending_bytes: 0,
             pending_since: None,
             pending_upto: 0,
             evicted_unwritten: HashMap::new(),
@@ -127,6 +135,8 @@ pub(super) fn start(
         wake: tokio::sync::Notify::new(),
         mark: AtomicU64::new(0),
         committed,
+        writer,
+        max_unwritten: config.max_unwritten_bytes as u64,
     });
     tokio::spawn(run(Arc::clone(&shared), rx));
     Ok((tx, shared))
@@ -146,11 +156,42 @@ pub(super) struct Shared {
     /// The writer's durable watermark ([`WriterShared::committed`]); never moves for a log in
     /// memory only (its mark stays 0, so everything is durable "once held").
     pub(super) committed: Arc<tokio::sync::watch::Sender<u64>>,
+    /// The writer's side (`None` for a log in memory only): its count of unwritten bytes is
+    /// read without the lock by ingest, which waits for room ([`Shared::room_for_ingest`]).
+    pub(super) writer: Option<Arc<WriterShared>>,
+    /// [`DialLogConfig::max_unwritten_bytes`].
+    pub(super) max_unwritten: u64,
 }
 
 impl Shared {
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Option<Actor>> {
         crate::sync::lock(&self.actor)
+    }
+
+    /// Waits until the persisting dials held and not yet written are within
+    /// [`DialLogConfig::max_unwritten_bytes`] (at once for a log in memory only, and once the
+    /// writer has stopped: nothing would make room then). While waiting it hands the waiting
+    /// batch to the writer whenever the writer has room, so the wait always ends with the
+    /// writer's progress; it looks again at least every 50 ms.
+    pub(super) async fn room_for_ingest(&self) {
+        let Some(w) = &self.writer else {
+            return;
+        };
+        loop {
+            let progressed = w.progress.notified();
+            tokio::pin!(progressed);
+            progressed.as_mut().enable();
+            if w.unwritten_bytes.load(Ordering::Acquire) <= self.max_unwritten
+                || w.stopped.load(Ordering::Acquire)
+            {
+                return;
+            }
+            match self.lock().as_mut() {
+                Some(a) => a.hand_to_writer(),
+                None => return,
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(50), progressed).await;
+        }
     }
 }
 
@@ -217,6 +258,8 @@ struct Db {
     writer: std::sync::mpsc::Sender<WriterMsg>,
     shared: Arc<WriterShared>,
     pending: Vec<Arc<Dial>>,
+    /// What `pending` counts in [`WriterShared::unwritten_bytes`].
+    pending_bytes: u64,
     pending_since: Option<Instant>,
     pending_upto: u64,
     /// Persisting dials that left the ring before the writer committed them: id -> arrival.
@@ -248,6 +291,7 @@ impl Db {
             return;
         }
         let dials = std::mem::take(&mut self.pending);
+        let bytes = std::mem::take(&mut self.pending_bytes);
         self.pending_since = None;
         self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
         if self
@@ -255,10 +299,12 @@ impl Db {
             .send(WriterMsg::Insert {
                 dials,
                 upto: self.pending_upto,
+                bytes,
             })
             .is_err()
         {
             self.shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+            self.shared.sub_unwritten(bytes);
             tracing::error!(target: "switchboard::dials", "the dial writer thread has stopped");
         }
         let upto = self.written_upto();
@@ -343,12 +389,22 @@ impl Actor {
         }
     }
 
+    /// Hands the waiting batch to the writer now if the writer has room (ingest waiting for
+    /// room, [`Shared::room_for_ingest`]).
+    pub(super) fn hand_to_writer(&mut self) {
+        if let Some(db) = self.db.as_mut() {
+            db.send_pending(true);
+        }
+    }
+
     pub(super) fn flush_due(&mut self, now: Instant) {
         self.subs.retain_mut(|s| s.try_flush(now));
         let (batch, interval) = (self.cfg.db_batch_size, self.cfg.db_flush_interval);
+        let batch_bytes = self.cfg.db_batch_bytes as u64;
         if let Some(db) = self.db.as_mut() {
-            let due =
-                db.pending.len() >= batch || db.pending_since.is_some_and(|t| t + interval <= now);
+            let due = db.pending.len() >= batch
+                || db.pending_bytes >= batch_bytes
+                || db.pending_since.is_some_and(|t| t + interval <= now);
             if due {
                 db.send_pending(true);
                 if !db.pending.is_empty() {
@@ -413,10 +469,11 @@ impl Actor {
                 let mut s = self.status.clone();
                 s.held = self.ring.len() as u64;
                 s.subscribers = self.subs.len() as u64;
-                s.rows_written = self
-                    .db
-                    .as_ref()
-                    .map_or(0, |db| db.shared.rows_written.load(Ordering::Relaxed));
+                if let Some(db) = self.db.as_ref() {
+                    s.rows_written = db.shared.rows_written.load(Ordering::Relaxed);
+                    s.unwritten_bytes = db.shared.unwritten_bytes.load(Ordering::Acquire);
+                    s.peak_unwritten_bytes = db.shared.peak_unwritten_bytes.load(Ordering::Acquire);
+                }
                 let _ = reply.send(s);
             }
             Command::Shutdown { reply } => {
@@ -452,7 +509,10 @@ impl Actor {
         }
         if dial.retention.persists() {
             if let Some(db) = self.db.as_mut() {
+                let bytes = held_bytes(&dial) as u64;
                 db.pending.push(dial);
+                db.pending_bytes += bytes;
+                db.shared.add_unwritten(bytes);
                 db.pending_upto = arrival;
                 self.stored_mark = arrival;
                 db.pending_since.get_or_insert_with(Instant::now);
@@ -553,11 +613,14 @@ impl Actor {
                     let moved = db.writer.send(WriterMsg::Insert {
                         dials: Vec::new(),
                         upto: db.pending_upto,
+                        bytes: 0,
                     });
                     if moved.is_err() {
                         db.shared.in_flight.fetch_sub(1, Ordering::AcqRel);
                     }
                 }
+                db.shared
+                    .sub_unwritten(std::mem::take(&mut db.pending_bytes));
                 db.pending.clear();
                 db.pending_since = None;
                 db.evicted_unwritten.clear();

@@ -29,6 +29,15 @@ evicted: number,
  */
 rows_written: number, 
 /**
+ * Bytes of persisting dials held and not yet written to SQLite now
+ * ([`DialLogConfig::max_unwritten_bytes`]).
+ */
+unwritten_bytes: number, 
+/**
+ * The most `unwritten_bytes` has been since start.
+ */
+peak_unwritten_bytes: number, 
+/**
  * Live subscribers.
  */
 subscribers: number, };

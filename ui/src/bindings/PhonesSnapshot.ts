@@ -18,6 +18,12 @@ demo: boolean,
  */
 link_error: string | null, 
 /**
+ * The OS key store stopped answering while the link runs (locked or stopped), in words:
+ * what still works and what to do. `None` while it answers (checked every 30 s and when
+ * the pairing window opens); it goes away by itself once the store answers again.
+ */
+key_store_problem: string | null, 
+/**
  * The paired phones.
  */
 phones: Array<PhoneStatus>, 
