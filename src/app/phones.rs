@@ -68,6 +68,9 @@ pub struct PhonesSnapshot {
     pub last_pairing: Option<PairingResult>,
     /// Addresses, port, mDNS, recent failures; `None` while the link is not running.
     pub diagnostics: Option<LinkDiagnostics>,
+    /// What most likely keeps a phone from connecting, from the diagnostics, and the fixes;
+    /// `None` while the link is not running.
+    pub troubleshoot: Option<crate::link::troubleshoot::Troubleshoot>,
 }
 
 #[derive(Debug, Default)]
@@ -131,6 +134,7 @@ impl PhonesState {
     /// What the Phones view shows now.
     pub fn snapshot(&self) -> PhonesSnapshot {
         let link = self.link();
+        let diagnostics = link.as_ref().map(|l| l.diagnostics());
         let live = lock(&self.live);
         let phones = link
             .as_ref()
@@ -157,7 +161,14 @@ impl PhonesState {
             pairing: link.as_ref().and_then(|l| l.pairing_invite()),
             pending: link.as_ref().and_then(|l| l.pending_pairing()),
             last_pairing: live.last_pairing.clone(),
-            diagnostics: link.as_ref().map(|l| l.diagnostics()),
+            troubleshoot: diagnostics.as_ref().zip(link.as_ref()).map(|(d, l)| {
+                crate::link::troubleshoot::troubleshoot(
+                    d,
+                    &l.offered_addresses(),
+                    &crate::link::addresses::default_route_interfaces(),
+                )
+            }),
+            diagnostics,
         }
     }
 

@@ -235,15 +235,29 @@ impl App {
         link_config.mdns = cfg.mdns;
         let (link, events) = Link::new(identity, link_config).map_err(|e| e.to_string())?;
         let (ip, port) = cfg.listen;
+        // A port fixed in Settings (for firewall rules) replaces the range; taken, it is said.
+        let choice = match self.settings.get().link_port {
+            Some(fixed) => crate::link::PortChoice::Fixed(fixed),
+            None => crate::link::PortChoice::Range(port),
+        };
         // The unspecified IPv4 address means "every network": serve IPv6 too (dual stack).
-        let listener = if ip == std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED) {
-            crate::link::bind_dual_stack(port).await
+        let any = ip == std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+        let bind_ip = if any {
+            std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
         } else {
-            crate::link::bind(ip, port).await
-        }
-        .map_err(|e| {
-            format!("{e}. Close the other program using these ports, or restart Switchboard.")
+            ip
+        };
+        let bound = crate::link::bind_port(bind_ip, any, choice).map_err(|e| match e {
+            crate::link::LinkError::PortTaken { .. } => e.to_string(),
+            e => format!(
+                "{e}. Close the other program using these ports, or fix another port in Settings."
+            ),
         })?;
+        if !bound.taken.is_empty() {
+            tracing::warn!(taken = ?bound.taken, "ports taken by another program; the link uses the next free one");
+        }
+        link.note_ports_taken(bound.taken);
+        let listener = bound.listener;
         let run = link.run(listener, stopped(self.running.link_stop.subscribe()));
         self.phones.set_link(link.clone());
         let link_task = self.rt.spawn(async move {

@@ -4,6 +4,7 @@ import type { PairingInvite } from "./PairingInvite";
 import type { PairingResult } from "./PairingResult";
 import type { PendingPairing } from "./PendingPairing";
 import type { PhoneStatus } from "./PhoneStatus";
+import type { Troubleshoot } from "./Troubleshoot";
 
 /**
  * Everything the Phones view shows.
@@ -36,4 +37,9 @@ last_pairing: PairingResult | null,
 /**
  * Addresses, port, mDNS, recent failures; `None` while the link is not running.
  */
-diagnostics: LinkDiagnostics | null, };
+diagnostics: LinkDiagnostics | null, 
+/**
+ * What most likely keeps a phone from connecting, from the diagnostics, and the fixes;
+ * `None` while the link is not running.
+ */
+troubleshoot: Troubleshoot | null, };
