@@ -68,6 +68,10 @@ pub struct PhonesSnapshot {
     pub last_pairing: Option<PairingResult>,
     /// Addresses, port, mDNS, recent failures; `None` while the link is not running.
     pub diagnostics: Option<LinkDiagnostics>,
+    /// Every address this desktop can offer now (each interface that is up, most likely
+    /// first), for choosing which networks a pairing offers; empty while the link is not
+    /// running (and for the demo, which offers loopback only).
+    pub offerable: Vec<crate::link::addresses::OfferedAddress>,
     /// What most likely keeps a phone from connecting, from the diagnostics, and the fixes;
     /// `None` while the link is not running.
     pub troubleshoot: Option<crate::link::troubleshoot::Troubleshoot>,
@@ -161,6 +165,10 @@ impl PhonesState {
             pairing: link.as_ref().and_then(|l| l.pairing_invite()),
             pending: link.as_ref().and_then(|l| l.pending_pairing()),
             last_pairing: live.last_pairing.clone(),
+            offerable: match (&link, self.demo) {
+                (Some(l), false) => l.offered_addresses(),
+                _ => Vec::new(),
+            },
             troubleshoot: diagnostics.as_ref().zip(link.as_ref()).map(|(d, l)| {
                 crate::link::troubleshoot::troubleshoot(
                     d,
@@ -262,13 +270,51 @@ impl PhonesState {
     /// # Errors
     /// `link` when the link is not running.
     pub fn open_pairing(&self) -> Result<PairingInvite, IpcError> {
+        self.open_pairing_on(None)
+    }
+
+    /// [`PhonesState::open_pairing`] offering only the addresses of the interfaces named in
+    /// `networks` (the person's choice in the pairing card; `None`: every network). The link,
+    /// its QR code and the typed line then carry only those.
+    ///
+    /// # Errors
+    /// `link` when the link is not running; `invalid_input` when none of `networks` has an
+    /// address to offer now (naming the ones that do).
+    pub fn open_pairing_on(
+        &self,
+        networks: Option<Vec<String>>,
+    ) -> Result<PairingInvite, IpcError> {
         let link = self.running()?;
         if self.demo {
             return Ok(link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST)));
         }
         // Every address of every interface that is up, the default route's first, bridges,
         // containers and VPNs last (docs/protocol.md, "Pairing link").
-        Ok(link.open_pairing_offering(link.offered_addresses()))
+        let all = link.offered_addresses();
+        let chosen = match networks {
+            None => all,
+            Some(names) => {
+                let picked: Vec<_> = all
+                    .iter()
+                    .filter(|a| names.iter().any(|n| *n == a.interface))
+                    .cloned()
+                    .collect();
+                if picked.is_empty() {
+                    let mut have: Vec<&str> = all.iter().map(|a| a.interface.as_str()).collect();
+                    have.dedup();
+                    return Err(IpcError::new(
+                        IpcErrorKind::InvalidInput,
+                        format!(
+                            "none of the networks chosen ({}) has an address now; this computer has: {}",
+                            names.join(", "),
+                            if have.is_empty() { "none".to_string() } else { have.join(", ") }
+                        ),
+                    ));
+                }
+                picked
+            }
+        };
+        Ok(link.open_pairing_offering(chosen))
     }
 
     /// Closes the pairing window; the code stops working at once.

@@ -156,6 +156,10 @@ pub(crate) fn pair(args: PairArgs) -> CliResult {
             Some(qr) => println!("{qr}"),
             None => println!("(the link is too long for a QR code; open it on the phone)"),
         }
+        println!(
+            "Cannot scan? On the phone, type this one line: {} (it carries no fingerprint: compare the verification codes)",
+            w.typed_line
+        );
         println!("Waiting for the phone...");
     }
     let _ = std::io::stdout().flush();

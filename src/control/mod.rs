@@ -224,6 +224,9 @@ pub struct PairAnswer {
     pub code: String,
     /// The `switchboard://pair?…` link (what the QR code carries).
     pub link: String,
+    /// The one line to type on a phone that cannot scan (`address:port code`).
+    #[serde(default)]
+    pub typed_line: String,
     /// When the code stops working, ms since the Unix epoch.
     pub expires_at_ms: u64,
     /// When the window opened, ms since the Unix epoch (a pairing that ended before is not

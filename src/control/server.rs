@@ -346,6 +346,7 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
             json(PairAnswer {
                 code: inv.code,
                 link: inv.link,
+                typed_line: inv.typed_line,
                 expires_at_ms: inv.expires_at_ms,
                 opened_at_ms,
                 port: inv.port,
