@@ -185,6 +185,14 @@ async fn pair_phones_and_unpair_through_the_cli() {
     let qr = line_with(&mut rx, &mut seen, |l| l.contains('▀') || l.contains('▄')).await;
     assert!(qr.chars().count() > 25, "{qr}");
 
+    let typed = line_with(&mut rx, &mut seen, |l| l.contains("type this one line")).await;
+    assert!(
+        typed.contains(&format!(
+            "127.0.0.1:{} {code}",
+            app.phones.link().unwrap().local_addr().unwrap().port()
+        )),
+        "{typed}"
+    );
     let identity = home.path().join("phone.json");
     let phone_child = phone(&identity, &link);
     let asked = line_with(&mut rx, &mut seen, |l| l.contains("Verification code")).await;

@@ -290,30 +290,7 @@ impl PhonesState {
         }
         // Every address of every interface that is up, the default route's first, bridges,
         // containers and VPNs last (docs/protocol.md, "Pairing link").
-        let all = link.offered_addresses();
-        let chosen = match networks {
-            None => all,
-            Some(names) => {
-                let picked: Vec<_> = all
-                    .iter()
-                    .filter(|a| names.iter().any(|n| *n == a.interface))
-                    .cloned()
-                    .collect();
-                if picked.is_empty() {
-                    let mut have: Vec<&str> = all.iter().map(|a| a.interface.as_str()).collect();
-                    have.dedup();
-                    return Err(IpcError::new(
-                        IpcErrorKind::InvalidInput,
-                        format!(
-                            "none of the networks chosen ({}) has an address now; this computer has: {}",
-                            names.join(", "),
-                            if have.is_empty() { "none".to_string() } else { have.join(", ") }
-                        ),
-                    ));
-                }
-                picked
-            }
-        };
+        let chosen = choose_networks(link.offered_addresses(), networks)?;
         Ok(link.open_pairing_offering(chosen))
     }
 
@@ -349,6 +326,43 @@ impl PhonesState {
     }
 }
 
+/// The addresses of `all` on the interfaces named in `networks` (`None`: all of them), in
+/// `all`'s order.
+///
+/// # Errors
+/// `invalid_input` when none of `networks` has an address in `all`, naming the interfaces that
+/// do.
+pub fn choose_networks(
+    all: Vec<crate::link::addresses::OfferedAddress>,
+    networks: Option<Vec<String>>,
+) -> Result<Vec<crate::link::addresses::OfferedAddress>, IpcError> {
+    let Some(names) = networks else {
+        return Ok(all);
+    };
+    let picked: Vec<_> = all
+        .iter()
+        .filter(|a| names.contains(&a.interface))
+        .cloned()
+        .collect();
+    if picked.is_empty() {
+        let mut have: Vec<&str> = all.iter().map(|a| a.interface.as_str()).collect();
+        have.dedup();
+        return Err(IpcError::new(
+            IpcErrorKind::InvalidInput,
+            format!(
+                "none of the networks chosen ({}) has an address now; this computer has: {}",
+                names.join(", "),
+                if have.is_empty() {
+                    "none".to_string()
+                } else {
+                    have.join(", ")
+                }
+            ),
+        ));
+    }
+    Ok(picked)
+}
+
 /// The short fingerprint of a pinned key given as URL-safe base64 (`unreadable key` when it
 /// does not decode).
 pub fn key_fp(public_key_b64: &str) -> String {
@@ -371,7 +385,36 @@ pub fn tray_tooltip(connected: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::tray_tooltip;
+    #![allow(clippy::unwrap_used)]
+    use super::{choose_networks, tray_tooltip};
+    use crate::link::addresses::{InterfaceKind, OfferedAddress};
+
+    #[test]
+    fn a_pairing_offers_only_the_networks_chosen() {
+        let a = |i: &str, k, ip: &str| OfferedAddress {
+            interface: i.into(),
+            kind: k,
+            address: ip.into(),
+        };
+        let all = vec![
+            a("eth0", InterfaceKind::DefaultRoute, "192.0.2.10"),
+            a("eth0", InterfaceKind::DefaultRoute, "2001:db8::10"),
+            a("wlan0", InterfaceKind::Local, "198.51.100.20"),
+            a("docker0", InterfaceKind::Container, "203.0.113.1"),
+        ];
+        assert_eq!(choose_networks(all.clone(), None).unwrap(), all);
+        let got = choose_networks(all.clone(), Some(vec!["wlan0".into(), "eth0".into()])).unwrap();
+        assert_eq!(
+            got.iter().map(|x| x.address.as_str()).collect::<Vec<_>>(),
+            ["192.0.2.10", "2001:db8::10", "198.51.100.20"],
+            "in the offered order, without the bridge"
+        );
+        let e = choose_networks(all, Some(vec!["wlan9".into()])).unwrap_err();
+        assert!(
+            e.message.contains("wlan9") && e.message.contains("eth0, wlan0, docker0"),
+            "{e:?}"
+        );
+    }
 
     #[test]
     fn tooltip_counts_connected_phones() {
