@@ -32,6 +32,13 @@ enum Command {
     /// Read a dial export (JSON Lines): list matching dials or per-op stats; `check` it against
     /// phone-line.md.
     Dials(cli::dials::Args),
+    /// Ask the running app to open a pairing window: print its code, link and a QR code, and
+    /// wait until the phone paired (the verification codes compared here or in the window).
+    Pair(cli::app::PairArgs),
+    /// List the running app's paired phones: link state, address, last seen.
+    Phones(cli::app::PhonesArgs),
+    /// Unpair a phone in the running app (by device id or label).
+    Unpair(cli::app::UnpairArgs),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +51,9 @@ fn main() -> ExitCode {
         Command::Pairings(args) => cli::pairings::run(args),
         Command::Runtime(args) => cli::runtime::run(args),
         Command::Dials(args) => cli::dials::run(args),
+        Command::Pair(args) => cli::app::pair(args),
+        Command::Phones(args) => cli::app::phones(args),
+        Command::Unpair(args) => cli::app::unpair(args),
     };
     match result {
         Ok(code) => code,

@@ -65,6 +65,11 @@ pub struct Settings {
     pub dial_ring_capacity: u32,
     /// Extra known phone lines besides LumiRealm: `(identifier, name)` pairs.
     pub extra_phone_lines: Vec<KnownLineSetting>,
+    /// The TCP port the phone link listens on, fixed (for firewall rules): `None` (the default)
+    /// takes the first free one of 47470–47479; a fixed port that another program holds is
+    /// said in words and no other is taken. Between 1024 and 65535; applies at the next start.
+    #[ts(type = "number | null")]
+    pub link_port: Option<u16>,
 }
 
 /// A phone line added to the registry in Settings (phone-line.md, "Discovery and pairing").
@@ -85,6 +90,7 @@ impl Default for Settings {
             notifications: NotificationSettings::default(),
             dial_ring_capacity: 100_000,
             extra_phone_lines: Vec::new(),
+            link_port: None,
         }
     }
 }
@@ -134,6 +140,14 @@ impl Settings {
             return Err(SettingsError::Invalid {
                 field: "dial_ring_capacity",
                 message: format!("{} is outside 1000..=5000000", self.dial_ring_capacity),
+            });
+        }
+        if let Some(p) = self.link_port.filter(|p| *p < 1024) {
+            return Err(SettingsError::Invalid {
+                field: "link_port",
+                message: format!(
+                    "{p} is below 1024: ports under 1024 need administrator rights; choose one between 1024 and 65535"
+                ),
             });
         }
         for (i, l) in self.extra_phone_lines.iter().enumerate() {

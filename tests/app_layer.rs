@@ -1244,3 +1244,77 @@ async fn a_key_store_going_away_while_running_is_noticed_by_the_periodic_check()
     phone.close().await;
     desk.app.shutdown().await;
 }
+
+/// The usual port held by another listener: the link takes the next one, its pairing link
+/// carries the port in use, and diagnostics name the port that was taken. A port fixed in
+/// Settings that is held is said in words, and no other port is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_port_is_skipped_and_named_and_a_fixed_one_is_said() {
+    // Another program on the port this app prefers (found free, then held).
+    let other = std::net::TcpListener::bind((LOOPBACK, 0)).unwrap();
+    let usual = other.local_addr().unwrap().port();
+    let home = tempfile::tempdir().unwrap();
+    let mut config = AppConfig::new(AppPaths::under(home.path()), false);
+    config.identity = IdentityStore::Memory;
+    config.listen = (LOOPBACK, usual);
+    config.mdns = false;
+    let host = Arc::new(RecordingHost::new());
+    let app = App::new(
+        config.clone(),
+        host,
+        tokio::runtime::Handle::current(),
+        ConfirmationMirror::with_bundled_catalogue(),
+    );
+    app.start_link();
+    until("the link to listen", || {
+        app.phones.link().and_then(|l| l.local_addr()).is_some()
+    })
+    .await;
+    let link = app.phones.link().unwrap();
+    let port = link.local_addr().unwrap().port();
+    assert!(
+        port > usual && port < usual + 10,
+        "{usual} taken, {port} bound"
+    );
+    let invite = app.phones.open_pairing().unwrap();
+    assert_eq!(invite.port, port);
+    assert!(
+        invite.link.contains(&format!("&port={port}&")),
+        "{}",
+        invite.link
+    );
+    let diag = app.phones.snapshot().diagnostics.unwrap();
+    assert_eq!(diag.ports_taken, vec![usual], "the conflict is named");
+    assert_eq!(diag.port, Some(port));
+    app.shutdown().await;
+
+    // Fixed in Settings (for a firewall rule) and held by the other program: said, not moved.
+    let home2 = tempfile::tempdir().unwrap();
+    let mut config2 = config;
+    config2.paths = AppPaths::under(home2.path());
+    let fixed = App::new(
+        config2,
+        Arc::new(RecordingHost::new()),
+        tokio::runtime::Handle::current(),
+        ConfirmationMirror::with_bundled_catalogue(),
+    );
+    let mut s = fixed.get_settings();
+    s.link_port = Some(80);
+    let e = fixed.save_settings(s.clone()).unwrap_err();
+    assert!(e.message.contains("below 1024"), "{e:?}");
+    s.link_port = Some(usual);
+    fixed.save_settings(s).unwrap();
+    fixed.start_link();
+    until("the link error", || {
+        fixed.phones.snapshot().link_error.is_some()
+    })
+    .await;
+    let words = fixed.phones.snapshot().link_error.unwrap();
+    assert!(
+        words.contains(&format!("port {usual}")) && words.contains("taken by another program"),
+        "{words}"
+    );
+    assert!(fixed.phones.link().is_none(), "no other port was taken");
+    fixed.shutdown().await;
+    drop(other);
+}

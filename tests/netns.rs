@@ -518,3 +518,242 @@ fn a_hanging_address_does_not_hold_up_the_next() {
     assert_eq!(attempts[0]["outcome"], "abandoned", "{diag}");
     let _ = std::fs::remove_dir_all(home);
 }
+
+/// Set (to an output folder) when this binary runs as the whole desktop app inside a namespace
+/// ([`app_desktop_in_namespace`]).
+const APP_ROLE_DIR: &str = "SWITCHBOARD_NETNS_APP_DIR";
+
+/// The desktop app (the core's [`switchboard::app::App`]: link, hub, dial log) in its
+/// namespace, for [`a_link_cut_without_a_close_is_seen_within_45_s_and_replayed_once`]: writes
+/// `invite.json`, confirms pending pairings as the person would, and keeps `state.json` current
+/// (every change of the phone's connection as the Phones view shows it, with the time, and the
+/// dial log's counters) until `stop` appears in its folder (at most 300 s).
+#[test]
+fn app_desktop_in_namespace() {
+    let Some(dir) = std::env::var_os(APP_ROLE_DIR) else {
+        return;
+    };
+    use switchboard::app::{App, AppConfig, AppPaths, IdentityStore, RecordingHost};
+    use switchboard::clock::Clock as _;
+    let dir = PathBuf::from(dir);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let mut config = AppConfig::new(AppPaths::under(&dir.join("home")), false);
+        config.identity = IdentityStore::Memory;
+        config.listen = (std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0);
+        config.mdns = false;
+        let app = App::new(
+            config,
+            std::sync::Arc::new(RecordingHost::new()),
+            tokio::runtime::Handle::current(),
+            switchboard::confirmations::ConfirmationMirror::with_bundled_catalogue(),
+        );
+        app.start_link();
+        let end = tokio::time::Instant::now() + Duration::from_secs(300);
+        while app.phones.link().and_then(|l| l.local_addr()).is_none() {
+            assert!(tokio::time::Instant::now() < end, "the link did not start");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let invite = app.phones.open_pairing().unwrap();
+        write(&dir, "invite.json", &serde_json::to_value(&invite).unwrap());
+        let mut changes: Vec<Value> = Vec::new();
+        let mut was: Option<bool> = None;
+        while tokio::time::Instant::now() < end && !dir.join("stop").exists() {
+            let snap = app.phones.snapshot();
+            if let Some(p) = &snap.pending {
+                let _ = app.phones.confirm_pairing(&p.id, true);
+            }
+            let now = snap.phones.first().map(|p| p.connected);
+            if now.is_some() && now != was {
+                changes.push(serde_json::json!({
+                    "connected": now,
+                    "at_ms": switchboard::clock::SystemClock.now_ms(),
+                }));
+                was = now;
+            }
+            let status = app.dials().unwrap().dials_status().await.unwrap();
+            write(
+                &dir,
+                "state.json",
+                &serde_json::json!({
+                    "changes": changes,
+                    "ingested": status.live.ingested,
+                    "held": status.live.held,
+                    "duplicates": status.live.duplicates,
+                }),
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        app.shutdown().await;
+    });
+}
+
+/// Waits (bounded) until `state.json` in `dir` satisfies `ok`; returns it.
+fn state_until(dir: &Path, within: Duration, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    let end = Instant::now() + within;
+    let mut last = Value::Null;
+    while Instant::now() < end {
+        if let Ok(v) = std::fs::read_to_string(dir.join("state.json"))
+            .map_err(|_| ())
+            .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|_| ()))
+        {
+            if ok(&v) {
+                return v;
+            }
+            last = v;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{what} did not happen within {within:?}; last state {last}");
+}
+
+fn now_ms() -> u64 {
+    use switchboard::clock::Clock as _;
+    switchboard::clock::SystemClock.now_ms()
+}
+
+/// A phone whose link is cut without a close (its Wi-Fi interface goes down mid-scenario): the
+/// desktop app shows it not connected within 45 s of the cut (pings every 15 s, gone after 45 s
+/// of silence); the link comes back, the phone (which noticed the silence too) reconnects and
+/// replays what was not acknowledged, and every dial is in the dial log exactly once.
+#[test]
+fn a_link_cut_without_a_close_is_seen_within_45_s_and_replayed_once() {
+    if std::env::var_os(ROLE_DIR).is_some() || std::env::var_os(APP_ROLE_DIR).is_some() {
+        return;
+    }
+    let mut ns = Namespaces::new();
+    let d = ns.add("d");
+    let p = ns.add("p");
+    veth(&d, "eth0", &p, "wlan0");
+    ip(&["-n", &d, "addr", "add", "192.0.2.1/24", "dev", "eth0"]);
+    ip(&["-n", &p, "addr", "add", "192.0.2.2/24", "dev", "wlan0"]);
+
+    let dir = std::env::temp_dir().join(format!(
+        "sb-netns-app-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", &d])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "app_desktop_in_namespace",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(APP_ROLE_DIR, &dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("run the desktop app in its namespace");
+    let mut desk = Desktop {
+        child,
+        dir: dir.clone(),
+    };
+    let invite = desk.read("invite.json");
+    let home = phone_home();
+    check_paired(&phone(&p, invite["link"].as_str().unwrap(), &home));
+
+    // The demo scenario three times (13 dials each, fresh ids) at 2 messages a second: a
+    // minute of traffic, the cut in the middle of it.
+    const DIALS: u64 = 39;
+    let mut play = Command::new("ip")
+        .args(["netns", "exec", &p, env!("CARGO_BIN_EXE_switchboard-phone")])
+        .arg("--identity")
+        .arg(home.join("phone.json"))
+        .args(["--rate", "2/s", "--count", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run switchboard-phone");
+    state_until(
+        &dir,
+        Duration::from_secs(30),
+        "the phone connecting and dialling",
+        |s| {
+            s["changes"]
+                .as_array()
+                .is_some_and(|c| c.last().is_some_and(|c| c["connected"] == true))
+                && s["ingested"].as_u64().unwrap_or(0) >= 3
+        },
+    );
+    // Wi-Fi lost: no close frame, no FIN, nothing reaches the desktop any more.
+    ip(&["-n", &p, "link", "set", "wlan0", "down"]);
+    let cut_at = now_ms();
+    let before = state_until(&dir, Duration::from_secs(5), "a state", |_| true);
+    let gone = state_until(
+        &dir,
+        Duration::from_secs(60),
+        "the phone shown not connected",
+        |s| {
+            s["changes"]
+                .as_array()
+                .is_some_and(|c| c.last().is_some_and(|c| c["connected"] == false))
+        },
+    );
+    let gone_at = gone["changes"].as_array().unwrap().last().unwrap()["at_ms"]
+        .as_u64()
+        .unwrap();
+    let took = gone_at.saturating_sub(cut_at);
+    // 45 s of silence at most, plus the state file's 100 ms polling.
+    assert!(
+        took <= 45_500,
+        "shown not connected {took} ms after the cut (before: {before})"
+    );
+    assert!(
+        gone["ingested"].as_u64().unwrap() < DIALS,
+        "the cut came before the end of the traffic: {gone}"
+    );
+    // The link comes back; the phone reconnects and replays.
+    ip(&["-n", &p, "link", "set", "wlan0", "up"]);
+    let end = Instant::now() + Duration::from_secs(150);
+    let status = loop {
+        if let Some(s) = play.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > end {
+            let _ = play.kill();
+            panic!("the phone did not finish within 150 s of the link's return");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = play.wait_with_output().unwrap();
+    let text = stdout(&out);
+    assert!(
+        status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let resent: u64 = regex::Regex::new(r"(\d+) resent after")
+        .unwrap()
+        .captures(&text)
+        .and_then(|c| c[1].parse().ok())
+        .unwrap_or_else(|| panic!("no resent count in {text}"));
+    assert!(resent > 0, "something was replayed: {text}");
+    assert!(text.contains(" 0 unacknowledged"), "{text}");
+    let done = state_until(
+        &dir,
+        Duration::from_secs(20),
+        "every dial in the log",
+        |s| {
+            s["ingested"].as_u64() == Some(DIALS)
+                && s["changes"]
+                    .as_array()
+                    .is_some_and(|c| c.last().is_some_and(|c| c["connected"] == true))
+        },
+    );
+    assert_eq!(done["held"], DIALS, "each dial once, none doubled: {done}");
+    std::thread::sleep(Duration::from_millis(500));
+    let settled = state_until(&dir, Duration::from_secs(5), "a state", |_| true);
+    assert_eq!(
+        settled["ingested"], DIALS,
+        "nothing doubled later: {settled}"
+    );
+    std::fs::write(dir.join("stop"), b"").unwrap();
+    let _ = std::fs::remove_dir_all(home);
+}

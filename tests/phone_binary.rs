@@ -232,3 +232,83 @@ async fn binary_pairs_with_a_code_and_plays_a_scenario() {
     assert!(!err.contains("looking for a Switchboard desktop"), "{err}");
     let _ = stop_tx.send(());
 }
+
+/// A phone that cannot scan pairs from the one typed line (`address:port code`, no
+/// fingerprint): it trusts the certificate on first use, both screens show the same
+/// verification code (which binds that certificate), and the identity file pins the desktop's
+/// real fingerprint for every later connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_pairs_from_a_typed_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = LinkConfig::new(dir.path());
+    cfg.mdns = false;
+    let (link, mut events) = Link::new(
+        DesktopIdentity::load_or_create(&MemoryStore::new()).unwrap(),
+        cfg,
+    )
+    .unwrap();
+    let listener = bind(IpAddr::V4(Ipv4Addr::LOCALHOST), 0).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (_stop_tx, stop_rx) = oneshot::channel::<()>();
+    tokio::spawn(link.run(listener, async {
+        let _ = stop_rx.await;
+    }));
+    tokio::spawn(async move { while events.recv().await.is_some() {} });
+    let invite = link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    assert_eq!(invite.typed_line, format!("{addr} {}", invite.code));
+    let identity = dir.path().join("typed.json");
+    let desktop_person = confirm::confirm_when_pending(link.clone(), Duration::from_secs(60));
+    let out = run_phone(vec![
+        "--identity".into(),
+        identity.display().to_string(),
+        "--typed".into(),
+        invite.typed_line.clone(),
+        "--confirm-code".into(),
+        "--pair-only".into(),
+    ])
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fp = link.identity().cert_fingerprint().to_string();
+    assert!(
+        text.contains(&format!("certificate {fp} trusted on first use")),
+        "{text}"
+    );
+    let shown = desktop_person
+        .await
+        .unwrap()
+        .expect("the desktop showed a pending pairing");
+    assert!(
+        text.contains(&format!(
+            "paired: verification code {}",
+            shown.verification_code
+        )),
+        "the phone and the desktop showed the same code: {text}"
+    );
+    assert_eq!(link.paired_phones().len(), 1);
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&identity).unwrap()).unwrap();
+    assert_eq!(
+        file["desktop"]["cert_fp"], fp,
+        "the real certificate is pinned"
+    );
+
+    // A bad line is refused in words before anything is sent.
+    let out = run_phone(vec![
+        "--identity".into(),
+        dir.path().join("bad.json").display().to_string(),
+        "--typed".into(),
+        format!("{} 12-34", addr.ip()),
+        "--pair-only".into(),
+    ])
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("address:port"),
+        "{out:?}"
+    );
+}

@@ -36,7 +36,7 @@ pub struct PhoneStatus {
 }
 
 /// How the last pairing ended: paired (both sides confirmed the code) or discarded.
-#[derive(Debug, Clone, Serialize, TS)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, TS)]
 #[ts(export)]
 pub struct PairingResult {
     /// The phone's device id.
@@ -72,6 +72,13 @@ pub struct PhonesSnapshot {
     pub last_pairing: Option<PairingResult>,
     /// Addresses, port, mDNS, recent failures; `None` while the link is not running.
     pub diagnostics: Option<LinkDiagnostics>,
+    /// Every address this desktop can offer now (each interface that is up, most likely
+    /// first), for choosing which networks a pairing offers; empty while the link is not
+    /// running (and for the demo, which offers loopback only).
+    pub offerable: Vec<crate::link::addresses::OfferedAddress>,
+    /// What most likely keeps a phone from connecting, from the diagnostics, and the fixes;
+    /// `None` while the link is not running.
+    pub troubleshoot: Option<crate::link::troubleshoot::Troubleshoot>,
 }
 
 #[derive(Debug, Default)]
@@ -149,6 +156,7 @@ impl PhonesState {
     /// What the Phones view shows now.
     pub fn snapshot(&self) -> PhonesSnapshot {
         let link = self.link();
+        let diagnostics = link.as_ref().map(|l| l.diagnostics());
         let live = lock(&self.live);
         let phones = link
             .as_ref()
@@ -176,7 +184,18 @@ impl PhonesState {
             pairing: link.as_ref().and_then(|l| l.pairing_invite()),
             pending: link.as_ref().and_then(|l| l.pending_pairing()),
             last_pairing: live.last_pairing.clone(),
-            diagnostics: link.as_ref().map(|l| l.diagnostics()),
+            offerable: match (&link, self.demo) {
+                (Some(l), false) => l.offered_addresses(),
+                _ => Vec::new(),
+            },
+            troubleshoot: diagnostics.as_ref().zip(link.as_ref()).map(|(d, l)| {
+                crate::link::troubleshoot::troubleshoot(
+                    d,
+                    &l.offered_addresses(),
+                    &crate::link::addresses::default_route_interfaces(),
+                )
+            }),
+            diagnostics,
         }
     }
 
@@ -270,6 +289,20 @@ impl PhonesState {
     /// # Errors
     /// `link` when the link is not running.
     pub fn open_pairing(&self) -> Result<PairingInvite, IpcError> {
+        self.open_pairing_on(None)
+    }
+
+    /// [`PhonesState::open_pairing`] offering only the addresses of the interfaces named in
+    /// `networks` (the person's choice in the pairing card; `None`: every network). The link,
+    /// its QR code and the typed line then carry only those.
+    ///
+    /// # Errors
+    /// `link` when the link is not running; `invalid_input` when none of `networks` has an
+    /// address to offer now (naming the ones that do).
+    pub fn open_pairing_on(
+        &self,
+        networks: Option<Vec<String>>,
+    ) -> Result<PairingInvite, IpcError> {
         let link = self.running()?;
         // A pairing is when the person most needs to know the key store went away.
         self.check_key_store.notify_one();
@@ -278,7 +311,8 @@ impl PhonesState {
         }
         // Every address of every interface that is up, the default route's first, bridges,
         // containers and VPNs last (docs/protocol.md, "Pairing link").
-        Ok(link.open_pairing_offering(link.offered_addresses()))
+        let chosen = choose_networks(link.offered_addresses(), networks)?;
+        Ok(link.open_pairing_offering(chosen))
     }
 
     /// Closes the pairing window; the code stops working at once.
@@ -313,6 +347,43 @@ impl PhonesState {
     }
 }
 
+/// The addresses of `all` on the interfaces named in `networks` (`None`: all of them), in
+/// `all`'s order.
+///
+/// # Errors
+/// `invalid_input` when none of `networks` has an address in `all`, naming the interfaces that
+/// do.
+pub fn choose_networks(
+    all: Vec<crate::link::addresses::OfferedAddress>,
+    networks: Option<Vec<String>>,
+) -> Result<Vec<crate::link::addresses::OfferedAddress>, IpcError> {
+    let Some(names) = networks else {
+        return Ok(all);
+    };
+    let picked: Vec<_> = all
+        .iter()
+        .filter(|a| names.contains(&a.interface))
+        .cloned()
+        .collect();
+    if picked.is_empty() {
+        let mut have: Vec<&str> = all.iter().map(|a| a.interface.as_str()).collect();
+        have.dedup();
+        return Err(IpcError::new(
+            IpcErrorKind::InvalidInput,
+            format!(
+                "none of the networks chosen ({}) has an address now; this computer has: {}",
+                names.join(", "),
+                if have.is_empty() {
+                    "none".to_string()
+                } else {
+                    have.join(", ")
+                }
+            ),
+        ));
+    }
+    Ok(picked)
+}
+
 /// The short fingerprint of a pinned key given as URL-safe base64 (`unreadable key` when it
 /// does not decode).
 pub fn key_fp(public_key_b64: &str) -> String {
@@ -335,7 +406,36 @@ pub fn tray_tooltip(connected: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::tray_tooltip;
+    #![allow(clippy::unwrap_used)]
+    use super::{choose_networks, tray_tooltip};
+    use crate::link::addresses::{InterfaceKind, OfferedAddress};
+
+    #[test]
+    fn a_pairing_offers_only_the_networks_chosen() {
+        let a = |i: &str, k, ip: &str| OfferedAddress {
+            interface: i.into(),
+            kind: k,
+            address: ip.into(),
+        };
+        let all = vec![
+            a("eth0", InterfaceKind::DefaultRoute, "192.0.2.10"),
+            a("eth0", InterfaceKind::DefaultRoute, "2001:db8::10"),
+            a("wlan0", InterfaceKind::Local, "198.51.100.20"),
+            a("docker0", InterfaceKind::Container, "203.0.113.1"),
+        ];
+        assert_eq!(choose_networks(all.clone(), None).unwrap(), all);
+        let got = choose_networks(all.clone(), Some(vec!["wlan0".into(), "eth0".into()])).unwrap();
+        assert_eq!(
+            got.iter().map(|x| x.address.as_str()).collect::<Vec<_>>(),
+            ["192.0.2.10", "2001:db8::10", "198.51.100.20"],
+            "in the offered order, without the bridge"
+        );
+        let e = choose_networks(all, Some(vec!["wlan9".into()])).unwrap_err();
+        assert!(
+            e.message.contains("wlan9") && e.message.contains("eth0, wlan0, docker0"),
+            "{e:?}"
+        );
+    }
 
     #[test]
     fn tooltip_counts_connected_phones() {

@@ -39,6 +39,12 @@ struct Args {
     /// its code; every address in it is tried, concurrently with a 250 ms stagger).
     #[arg(long, value_name = "URL", conflicts_with_all = ["addr", "fp"])]
     link: Option<String>,
+    /// The typed pairing line the desktop shows under its QR code, `address:port code` (e.g.
+    /// `"192.0.2.1:47470 123-456"`), for a phone that cannot scan: no fingerprint, so the
+    /// certificate is trusted on first use and the verification code (compared by the person)
+    /// checks it (docs/protocol.md, "Typed pairing line").
+    #[arg(long, value_name = "LINE", conflicts_with_all = ["link", "addr", "fp", "code"])]
+    typed: Option<String>,
     /// The desktop's address `ip:port` (with --fp).
     #[arg(long, value_name = "IP:PORT", requires = "fp")]
     addr: Option<SocketAddr>,
@@ -144,6 +150,10 @@ async fn run(args: Args) -> Result<(), String> {
     // Discovery is a hint: the certificate fingerprint a pairing trusts comes from the pairing
     // link (the QR code) or from what the person typed, never from mDNS (docs/protocol.md,
     // "Pairing"), or a host that answers mDNS first would receive the code.
+    let typed = match &args.typed {
+        Some(line) => Some(switchboard::link::pairing::parse_typed_line(line)?),
+        None => None,
+    };
     if args.code.is_some() && args.link.is_none() && (args.addr.is_none() || args.fp.is_none()) {
         return Err(
             "a pairing code alone is not enough: the desktop's fingerprint must come from \
@@ -152,7 +162,16 @@ async fn run(args: Args) -> Result<(), String> {
                 .to_string(),
         );
     }
-    let target: DesktopAddress = if let Some(link) = &args.link {
+    let mut target: DesktopAddress = if let Some((addr, code)) = &typed {
+        // The fingerprint is learned on the pairing connection itself (trust on first use).
+        DesktopAddress {
+            addr: *addr,
+            alternatives: Vec::new(),
+            cert_fp: String::new(),
+            code: Some(code.clone()),
+            device_id: None,
+        }
+    } else if let Some(link) = &args.link {
         parse_pair_link(link).map_err(|e| e.to_string())?
     } else if let (Some(addr), Some(fp)) = (args.addr, &args.fp) {
         DesktopAddress {
@@ -192,7 +211,7 @@ async fn run(args: Args) -> Result<(), String> {
             .map_err(|e| e.to_string())?
     };
     let code = args.code.clone().or(target.code.clone());
-    let join = match (code, &file.desktop) {
+    let mut join = match (code, &file.desktop) {
         (Some(code), _) => Join::Pair { code },
         (None, Some(d)) if d.cert_fp == target.cert_fp => Join::Paired {
             desktop_public_key: d.public_key.clone(),
@@ -219,7 +238,7 @@ async fn run(args: Args) -> Result<(), String> {
         }
         Confirmer::new(|p| tokio::task::block_in_place(|| ask_codes_match(&p.verification_code)))
     };
-    if args.pair_only {
+    if args.pair_only || typed.is_some() {
         // Pair now, play later (the identity file keeps the desktop).
         let Join::Pair { code } = &join else {
             return Err("--pair-only needs a pairing code (--code, or a --link with one)".into());
@@ -227,9 +246,21 @@ async fn run(args: Args) -> Result<(), String> {
         let me = file.identity();
         let candidates = target.candidates();
         eprintln!("trying {}", list_addrs(&candidates));
-        let mut c = PhoneClient::connect_any(&candidates, &target.cert_fp)
-            .await
-            .map_err(|e| e.to_string())?;
+        let mut c = if typed.is_some() {
+            let c = PhoneClient::connect_first_use(target.addr)
+                .await
+                .map_err(|e| e.to_string())?;
+            println!(
+                "certificate {} trusted on first use: compare the verification code with the desktop's to be sure it is this desktop's",
+                c.cert_fp()
+            );
+            target.cert_fp = c.cert_fp().to_string();
+            c
+        } else {
+            PhoneClient::connect_any(&candidates, &target.cert_fp)
+                .await
+                .map_err(|e| e.to_string())?
+        };
         report_attempts(&c);
         let pending = c
             .pair_start(&me, code, vec![])
@@ -251,7 +282,16 @@ async fn run(args: Args) -> Result<(), String> {
             public_key: paired.desktop_public_key,
         });
         file.save(&args.identity).map_err(|e| e.to_string())?;
-        return Ok(());
+        if args.pair_only {
+            return Ok(());
+        }
+        // Typed line without --pair-only: play now, as a paired phone.
+        if let Some(d) = &file.desktop {
+            target.addr = c_addr;
+            join = Join::Paired {
+                desktop_public_key: d.public_key.clone(),
+            };
+        }
     }
     let scenario = match &args.scenario {
         Some(p) => Scenario::load(p).map_err(|e| e.to_string())?,

@@ -253,6 +253,10 @@ pub struct LinkDiagnostics {
     /// The last failures, oldest first: at most [`MAX_FAILURES_KEPT`] real ones and at most
     /// [`MAX_PRE_HELLO_KEPT`] coalesced ones from before hello (one per source, with a count).
     pub recent_failures: Vec<LinkFailure>,
+    /// Ports of the range (from [`crate::link::DEFAULT_PORT`] on) another program held when the
+    /// link started: the link listens on the next free one, and a firewall rule for the usual
+    /// port does not cover it.
+    pub ports_taken: Vec<u16>,
 }
 
 /// How many real failures diagnostics keep (after hello, key store, mDNS, pairing verdicts).

@@ -21,6 +21,7 @@
 //! - [`addresses`]: the addresses a pairing offers (every interface that is up, the default
 //!   route's first, containers and VPNs last), named by kind.
 //! - [`diagnostics`]: addresses, port, mDNS state, recent failures in plain words.
+//! - [`troubleshoot`]: from the diagnostics, each failure class's likely cause and fix.
 //! - `budget`: the connections without a valid hello, per source and in total (eviction,
 //!   never refusal, so a paired phone always gets in).
 //! - `flood`: coalescing of failures before hello (per source, a few reports a minute).
@@ -57,6 +58,7 @@ pub mod secret_store;
 pub mod server;
 mod shared;
 pub mod tls;
+pub mod troubleshoot;
 pub mod trust;
 mod wire;
 
@@ -67,8 +69,9 @@ pub use mdns::{host_name, SERVICE_TYPE};
 pub use pairing::PairingInvite;
 pub use secret_store::{KeyringStore, MemoryStore, SecretStore, SecretStoreError};
 pub use server::{
-    bind, bind_dual_stack, FrameLog, Link, LinkConfig, LinkError, LinkEvent, MessageCredit,
-    PairingEnd, PendingPairing, DEFAULT_PORT, MAX_UNAPPLIED, MAX_UNAPPLIED_BYTES,
+    bind, bind_dual_stack, bind_port, Bound, FrameLog, Link, LinkConfig, LinkError, LinkEvent,
+    MessageCredit, PairingEnd, PendingPairing, PortChoice, DEFAULT_PORT, MAX_UNAPPLIED,
+    MAX_UNAPPLIED_BYTES,
 };
 pub use trust::{PairedPhone, TrustFile};
 pub(crate) use wire::refusal_after_hello;

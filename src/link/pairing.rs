@@ -296,6 +296,11 @@ pub struct PairingInvite {
     pub cert_fingerprint: String,
     /// The TCP port the link listens on (the one actually bound).
     pub port: u16,
+    /// The one line a person types on a phone that cannot scan: `address:port code` for the
+    /// first address (`192.0.2.1:47470 123-456`, IPv6 in brackets); no fingerprint, so the
+    /// phone trusts the certificate on first use and the verification code checks it
+    /// (`docs/protocol.md`, "Typed pairing line").
+    pub typed_line: String,
     /// The addresses the link carries, in the order a phone tries them.
     pub addresses: Vec<OfferedAddress>,
     /// Addresses this machine has that the link leaves out to stay short enough for a QR code
@@ -322,6 +327,33 @@ pub fn invite_link_multi(addrs: &[IpAddr], port: u16, window: &PairingWindow, fp
         link.push_str(&alt.join(","));
     }
     link
+}
+
+/// The typed pairing line for `addr` and the shown `code`: `192.0.2.1:47470 123-456`
+/// (`[2001:db8::1]:47470 123-456`).
+pub fn typed_line(addr: std::net::SocketAddr, code: &str) -> String {
+    format!("{addr} {code}")
+}
+
+/// Reads a typed pairing line: `address:port` and the 6-digit code, separated by spaces (the
+/// code with or without its dash or a space inside: `123-456`, `123456`, `123 456`).
+///
+/// Errors: words naming what is missing or wrong.
+pub fn parse_typed_line(line: &str) -> Result<(std::net::SocketAddr, String), String> {
+    let mut parts = line.split_whitespace();
+    let addr_text = parts.next().ok_or_else(|| {
+        "empty line: type the address:port and the code the desktop shows".to_string()
+    })?;
+    let addr: std::net::SocketAddr = addr_text.parse().map_err(|_| {
+        format!("{addr_text:?} is not address:port (like 192.0.2.1:47470, or [2001:db8::1]:47470 for IPv6)")
+    })?;
+    let digits: String = parts.collect::<Vec<_>>().join("").replace('-', "");
+    if digits.len() != 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "after the address, type the 6-digit code the desktop shows (like 123-456), not {digits:?}"
+        ));
+    }
+    Ok((addr, format!("{}-{}", &digits[..3], &digits[3..])))
 }
 
 /// Builds the invitation link for `window` with the one address `addr` (a link of the first
@@ -396,7 +428,12 @@ pub fn invite_offering(
     let (addresses, left_out) = fit_addresses(offered, port, window, fp);
     let ips: Vec<IpAddr> = addresses.iter().filter_map(OfferedAddress::ip).collect();
     let link = invite_link_multi(&ips, port, window, fp);
+    let first = ips
+        .first()
+        .copied()
+        .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
     PairingInvite {
+        typed_line: typed_line(std::net::SocketAddr::new(first, port), &window.code()),
         code: window.code(),
         qr_svg: qr_svg(&link),
         link,
@@ -577,6 +614,36 @@ pub fn verification_code(
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn a_typed_line_reads_back_and_bad_ones_are_named() {
+        let v4: std::net::SocketAddr = "192.0.2.1:47470".parse().unwrap();
+        let v6: std::net::SocketAddr = "[2001:db8::1]:47471".parse().unwrap();
+        assert_eq!(typed_line(v4, "123-456"), "192.0.2.1:47470 123-456");
+        assert_eq!(typed_line(v6, "012-345"), "[2001:db8::1]:47471 012-345");
+        assert_eq!(
+            parse_typed_line("192.0.2.1:47470 123-456").unwrap(),
+            (v4, "123-456".into())
+        );
+        assert_eq!(
+            parse_typed_line("  [2001:db8::1]:47471   012 345 ").unwrap(),
+            (v6, "012-345".into())
+        );
+        assert_eq!(
+            parse_typed_line("192.0.2.1:47470 123456").unwrap().1,
+            "123-456"
+        );
+        assert!(parse_typed_line("").unwrap_err().contains("empty"));
+        assert!(parse_typed_line("192.0.2.1 123-456")
+            .unwrap_err()
+            .contains("address:port"));
+        assert!(parse_typed_line("192.0.2.1:47470 12-456")
+            .unwrap_err()
+            .contains("6-digit"));
+        assert!(parse_typed_line("192.0.2.1:47470")
+            .unwrap_err()
+            .contains("6-digit"));
+    }
 
     #[test]
     fn code_shape_and_acceptance() {

@@ -261,8 +261,36 @@ impl PhoneClient {
         pinned_fp: &str,
         from: Option<IpAddr>,
     ) -> Result<Self, PhoneError> {
+        Self::connect_inner(addr, Some(pinned_fp), from).await
+    }
+
+    /// Connects to `addr` trusting whatever certificate it presents, and records its
+    /// fingerprint as the one to pin ([`PhoneClient::cert_fp`]): trust on first use, only for
+    /// pairing from a typed line (`address:port` and the code, no fingerprint;
+    /// `docs/protocol.md`, "Typed pairing line"). The pairing's signature and verification code
+    /// bind that fingerprint, so a host in the middle shows the person codes that differ.
+    ///
+    /// Errors as [`PhoneClient::connect`] (never a certificate mismatch).
+    pub async fn connect_first_use(addr: SocketAddr) -> Result<Self, PhoneError> {
+        Self::connect_inner(addr, None, None).await
+    }
+
+    /// The certificate fingerprint this connection pins (given, or seen on first use).
+    pub fn cert_fp(&self) -> &str {
+        &self.cert_fp
+    }
+
+    async fn connect_inner(
+        addr: SocketAddr,
+        pin: Option<&str>,
+        from: Option<IpAddr>,
+    ) -> Result<Self, PhoneError> {
         let wait = Duration::from_secs(10);
-        let verifier = Arc::new(PinnedCertVerifier::new(pinned_fp));
+        let verifier = Arc::new(match pin {
+            Some(fp) => PinnedCertVerifier::new(fp),
+            None => PinnedCertVerifier::first_use(),
+        });
+        let pinned_fp = pin.unwrap_or_default();
         let cfg =
             pinned_client_config(verifier.clone()).map_err(|e| PhoneError::Tls(e.to_string()))?;
         let tcp = tokio::time::timeout(wait, async {
@@ -290,7 +318,7 @@ impl PhoneClient {
             Err(_) => return Err(PhoneError::Timeout("TLS handshake".into())),
             Ok(Err(e)) => {
                 let seen = verifier.seen();
-                if seen.as_deref() != Some(&pinned_fp.to_ascii_lowercase()) {
+                if pin.is_some() && seen.as_deref() != Some(&pinned_fp.to_ascii_lowercase()) {
                     return Err(PhoneError::CertificateMismatch {
                         expected: pinned_fp.to_string(),
                         got: seen,
@@ -315,7 +343,10 @@ impl PhoneClient {
             ws,
             nonce: String::new(),
             exporter,
-            cert_fp: pinned_fp.to_ascii_lowercase(),
+            cert_fp: match pin {
+                Some(fp) => fp.to_ascii_lowercase(),
+                None => verifier.seen().unwrap_or_default(),
+            },
             desktop_range: (0, 0),
             wait,
             confirm_wait: Duration::from_millis(PENDING_TTL_MS) + Duration::from_secs(10),

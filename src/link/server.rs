@@ -70,6 +70,14 @@ pub enum LinkError {
         /// Last port tried.
         last: u16,
     },
+    /// The fixed port (Settings) is taken by another program.
+    #[error("port {port} on {ip}, which Settings fixes for firewall rules, is taken by another program, so the phone link did not start (no other port was taken instead): close the program using it (`ss -ltnp 'sport = :{port}'` names it) or choose another port in Settings, then restart Switchboard")]
+    PortTaken {
+        /// The address tried.
+        ip: IpAddr,
+        /// The port.
+        port: u16,
+    },
     /// The trust file could not be read or written.
     #[error(transparent)]
     Trust(#[from] TrustError),
@@ -87,25 +95,29 @@ pub enum LinkError {
     NoPendingPairing(String),
 }
 
+/// How the listener's port is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortChoice {
+    /// This port, or the next free one up to [`PORT_TRIES`] ports on (0: an ephemeral port).
+    Range(u16),
+    /// Exactly this port (the Settings' fixed port, for firewall rules): taken is an error.
+    Fixed(u16),
+}
+
+/// A bound listener and the ports of its range found taken by another program on the way.
+#[derive(Debug)]
+pub struct Bound {
+    /// The listener.
+    pub listener: TcpListener,
+    /// Ports tried before the bound one and found in use, in order (empty when the first was
+    /// free).
+    pub taken: Vec<u16>,
+}
+
 /// Binds `ip:port`, or the next free port up to [`PORT_TRIES`] ports on; port 0 binds an
 /// ephemeral port.
 pub async fn bind(ip: IpAddr, port: u16) -> Result<TcpListener, LinkError> {
-    if port == 0 {
-        return Ok(TcpListener::bind(SocketAddr::new(ip, 0)).await?);
-    }
-    let last = port.saturating_add(PORT_TRIES - 1);
-    for p in port..=last {
-        match TcpListener::bind(SocketAddr::new(ip, p)).await {
-            Ok(l) => return Ok(l),
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(LinkError::NoFreePort {
-        ip,
-        first: port,
-        last,
-    })
+    Ok(bind_port(ip, false, PortChoice::Range(port))?.listener)
 }
 
 /// Binds a dual-stack listener on `[::]:port` (IPv6 with `IPV6_V6ONLY` off, so IPv4 phones
@@ -116,37 +128,66 @@ pub async fn bind(ip: IpAddr, port: u16) -> Result<TcpListener, LinkError> {
 /// Errors: [`LinkError::NoFreePort`] when every port in the range is taken; the socket's error
 /// otherwise.
 pub async fn bind_dual_stack(port: u16) -> Result<TcpListener, LinkError> {
+    Ok(bind_port(
+        IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        true,
+        PortChoice::Range(port),
+    )?
+    .listener)
+}
+
+/// Binds `ip` (with `dual_stack` and `ip` = `::`, IPv6 with `IPV6_V6ONLY` off, falling back to
+/// `0.0.0.0` where IPv6 is unavailable) on the port `choice` says, and reports the ports found
+/// taken on the way (Troubleshoot names them).
+///
+/// Errors: [`LinkError::PortTaken`] for a fixed port in use, [`LinkError::NoFreePort`] when the
+/// whole range is; the socket's error otherwise.
+pub fn bind_port(ip: IpAddr, dual_stack: bool, choice: PortChoice) -> Result<Bound, LinkError> {
     use socket2::{Domain, Protocol, Socket, Type};
-    let any6 = IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED);
-    let open = |p: u16| -> std::io::Result<TcpListener> {
-        let s = Socket::new(Domain::IPV6, Type::STREAM, Some(Protocol::TCP))?;
-        s.set_only_v6(false)?;
+    let open = |ip: IpAddr, p: u16, v6only_off: bool| -> std::io::Result<TcpListener> {
+        let domain = if ip.is_ipv6() {
+            Domain::IPV6
+        } else {
+            Domain::IPV4
+        };
+        let s = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
+        if v6only_off {
+            s.set_only_v6(false)?;
+        }
         s.set_reuse_address(true)?;
         s.set_nonblocking(true)?;
-        s.bind(&SocketAddr::new(any6, p).into())?;
+        s.bind(&SocketAddr::new(ip, p).into())?;
         s.listen(1024)?;
         TcpListener::from_std(s.into())
     };
-    match open(port) {
-        Err(e) if ipv6_unavailable(&e) => {
-            return bind(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), port).await;
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && port != 0 => {}
-        Err(e) => return Err(e.into()),
-        Ok(l) => return Ok(l),
-    }
-    let last = port.saturating_add(PORT_TRIES - 1);
-    for p in port.saturating_add(1)..=last {
-        match open(p) {
-            Ok(l) => return Ok(l),
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
+    let (first, last) = match choice {
+        PortChoice::Range(0) | PortChoice::Fixed(0) => (0, 0),
+        PortChoice::Range(p) => (p, p.saturating_add(PORT_TRIES - 1)),
+        PortChoice::Fixed(p) => (p, p),
+    };
+    let mut ip = ip;
+    let mut v6only_off = dual_stack && ip.is_ipv6() && ip.is_unspecified();
+    let mut taken = Vec::new();
+    let mut p = first;
+    loop {
+        match open(ip, p, v6only_off) {
+            Ok(listener) => return Ok(Bound { listener, taken }),
+            Err(e) if v6only_off && ipv6_unavailable(&e) => {
+                ip = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+                v6only_off = false;
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && p != 0 => taken.push(p),
             Err(e) => return Err(e.into()),
         }
+        if p >= last {
+            break;
+        }
+        p += 1;
     }
-    Err(LinkError::NoFreePort {
-        ip: any6,
-        first: port,
-        last,
+    Err(match choice {
+        PortChoice::Fixed(port) => LinkError::PortTaken { ip, port },
+        PortChoice::Range(_) => LinkError::NoFreePort { ip, first, last },
     })
 }
 
@@ -213,6 +254,7 @@ impl Link {
                 pre_hello: VecDeque::new(),
                 flood: FloodGate::default(),
                 attempts: VecDeque::new(),
+                ports_taken: Vec::new(),
             }),
             next_conn: AtomicU64::new(1),
         };
@@ -530,6 +572,12 @@ impl Link {
         v
     }
 
+    /// Records the ports another program held when the listener was bound ([`Bound::taken`]),
+    /// for diagnostics and Troubleshoot.
+    pub fn note_ports_taken(&self, taken: Vec<u16>) {
+        lock(&self.shared.diag).ports_taken = taken;
+    }
+
     /// The local address the listener is bound to, once [`Link::run`] started.
     pub fn local_addr(&self) -> Option<SocketAddr> {
         lock(&self.shared.diag).bound
@@ -542,7 +590,7 @@ impl Link {
 
     /// Addresses, port, mDNS state, connected phones and recent failures.
     pub fn diagnostics(&self) -> LinkDiagnostics {
-        let (bound, mdns, failures, phone_attempts) = {
+        let (bound, mdns, failures, phone_attempts, ports_taken) = {
             let d = lock(&self.shared.diag);
             let mut failures: Vec<_> = d
                 .failures
@@ -552,7 +600,13 @@ impl Link {
                 .collect();
             failures.sort_by_key(|f| f.at_ms);
             let attempts: Vec<_> = d.attempts.iter().cloned().collect();
-            (d.bound, d.mdns.clone(), failures, attempts)
+            (
+                d.bound,
+                d.mdns.clone(),
+                failures,
+                attempts,
+                d.ports_taken.clone(),
+            )
         };
         let (without_hello, evicted) = {
             let b = lock(&self.shared.budget);
@@ -570,6 +624,7 @@ impl Link {
             evicted,
             phone_attempts,
             recent_failures: failures,
+            ports_taken,
         }
     }
 }

@@ -91,6 +91,8 @@ pub(super) struct Diag {
     /// What phones reported about the addresses they could not reach, latest per phone, at
     /// most [`MAX_ATTEMPT_REPORTS`](super::diagnostics::MAX_ATTEMPT_REPORTS), newest first.
     pub(super) attempts: VecDeque<PhoneAttempts>,
+    /// Ports of the range another program held when the listener was bound.
+    pub(super) ports_taken: Vec<u16>,
 }
 
 /// The state behind every clone of a [`Link`](super::Link) and every connection task.

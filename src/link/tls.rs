@@ -34,7 +34,8 @@ pub fn server_config(identity: &DesktopIdentity) -> Result<Arc<ServerConfig>, ru
 /// The fingerprint it saw last is kept so a caller can report "expected X, got Y".
 #[derive(Debug)]
 pub struct PinnedCertVerifier {
-    expected: String,
+    /// `None`: trust on first use (a typed pairing line), the fingerprint only recorded.
+    expected: Option<String>,
     seen: Mutex<Option<String>>,
     provider: Arc<CryptoProvider>,
 }
@@ -43,7 +44,19 @@ impl PinnedCertVerifier {
     /// Accepts only the certificate whose lowercase hex SHA-256 is `fingerprint`.
     pub fn new(fingerprint: &str) -> Self {
         Self {
-            expected: fingerprint.to_ascii_lowercase(),
+            expected: Some(fingerprint.to_ascii_lowercase()),
+            seen: Mutex::new(None),
+            provider: provider(),
+        }
+    }
+
+    /// Accepts any certificate and records its fingerprint ([`PinnedCertVerifier::seen`]):
+    /// trust on first use, for pairing from a typed line (`docs/protocol.md`, "Typed pairing
+    /// line"), where the verification code the person compares binds the fingerprint seen.
+    /// The TLS handshake's signature is still checked against the presented certificate.
+    pub fn first_use() -> Self {
+        Self {
+            expected: None,
             seen: Mutex::new(None),
             provider: provider(),
         }
@@ -66,7 +79,7 @@ impl ServerCertVerifier for PinnedCertVerifier {
     ) -> Result<ServerCertVerified, rustls::Error> {
         let fp = cert_fingerprint(end_entity.as_ref());
         *crate::sync::lock(&self.seen) = Some(fp.clone());
-        if fp == self.expected {
+        if self.expected.as_deref().map_or(true, |e| e == fp) {
             Ok(ServerCertVerified::assertion())
         } else {
             Err(rustls::Error::InvalidCertificate(

@@ -130,11 +130,18 @@ pub struct PlayOptions {
     /// How the phone confirms the verification code when pairing (default
     /// [`Confirmer::auto`]).
     pub confirm: Confirmer,
+    /// Silence from the desktop after which the phone counts the link as dead, drops it without
+    /// a close and reconnects (default [`DEAD_AFTER`], 45 s: the desktop pings every 15 s, so
+    /// three pings missed). A link cut without a close (Wi-Fi lost) is noticed this way.
+    pub dead_after: Duration,
     /// Other addresses of the same desktop (a pairing link's `alt`, mDNS), tried concurrently
     /// with the first ([`PhoneClient::connect_any`]); the one that worked is tried first on
     /// every reconnect.
     pub also_try: Vec<SocketAddr>,
 }
+
+/// The default [`PlayOptions::dead_after`]: 45 s without a frame from the desktop.
+pub const DEAD_AFTER: Duration = Duration::from_secs(45);
 
 /// Frames "lost in flight" at a test cut: counted as sent, never written.
 pub const CUT_LOSES: usize = 3;
@@ -152,6 +159,7 @@ impl PlayOptions {
             ack_wait: Duration::from_secs(30),
             cut_after: Vec::new(),
             confirm: Confirmer::auto(),
+            dead_after: DEAD_AFTER,
             also_try: Vec::new(),
         }
     }
@@ -264,6 +272,8 @@ pub struct Player<'a> {
     started: Instant,
     handed: u64,
     extra_pending: VecDeque<Frame>,
+    /// When the desktop last sent a frame on this connection (pings included).
+    last_rx: Instant,
 }
 
 impl std::fmt::Debug for Player<'_> {
@@ -309,7 +319,13 @@ impl<'a> Player<'a> {
             started: Instant::now(),
             handed: 0,
             extra_pending: VecDeque::new(),
+            last_rx: Instant::now(),
         }
+    }
+
+    /// When the link counts as dead unless the desktop sends something first.
+    fn silent_by(&self) -> Instant {
+        self.last_rx + self.opts.dead_after
     }
 
     async fn connect(&mut self) -> Result<Ws, PhoneError> {
@@ -351,7 +367,10 @@ impl<'a> Player<'a> {
         let mut tries = 0u32;
         loop {
             match self.connect().await {
-                Ok(ws) => return Ok(ws),
+                Ok(ws) => {
+                    self.last_rx = Instant::now();
+                    return Ok(ws);
+                }
                 Err(e @ (PhoneError::Refused { .. } | PhoneError::NotConfirmed(_))) => {
                     return Err(e.into())
                 }
@@ -379,6 +398,7 @@ impl<'a> Player<'a> {
     pub async fn play(mut self) -> Result<PlayReport, PlayError> {
         self.started = Instant::now();
         let first = self.connect().await?;
+        self.last_rx = Instant::now();
         let mut conn = Conn::Open(Box::new(first));
         let mut pending: Option<Frame> = None;
         let mut ack_deadline: Option<Instant> = None;
@@ -408,9 +428,20 @@ impl<'a> Player<'a> {
                         conn = Conn::Gone;
                         continue;
                     }
+                    // The final acknowledgement gets its full wait on the new connection.
+                    ack_deadline = None;
                     ws
                 }
             };
+            if Instant::now() >= self.silent_by() {
+                // Nothing from the desktop for `dead_after`: the link is dead (no close came).
+                tracing::info!(
+                    "no frame from the desktop in {:?}: reconnecting",
+                    self.opts.dead_after
+                );
+                conn = Conn::Gone;
+                continue;
+            }
             // Read whatever arrived without waiting.
             let mut alive = true;
             while let Some(msg) = ws.next().now_or_never() {
@@ -445,9 +476,14 @@ impl<'a> Player<'a> {
                 }
                 let deadline =
                     *ack_deadline.get_or_insert_with(|| Instant::now() + self.opts.ack_wait);
+                let silent = self.silent_by();
                 tokio::select! {
                     msg = ws.next() => {
                         if !self.on_incoming(&mut ws, msg).await { conn = Conn::Gone; continue; }
+                    }
+                    _ = tokio::time::sleep_until(silent) => {
+                        conn = Conn::Open(ws);
+                        continue;
                     }
                     _ = tokio::time::sleep_until(deadline) => {
                         self.report.unacked = self.outbox.len();
@@ -465,7 +501,13 @@ impl<'a> Player<'a> {
             let due = self.due(&frame);
             if let Some(due) = due {
                 if due > Instant::now() {
+                    let silent = self.silent_by();
                     tokio::select! {
+                        _ = tokio::time::sleep_until(silent) => {
+                            pending = Some(frame);
+                            conn = Conn::Open(ws);
+                            continue;
+                        }
                         msg = ws.next() => {
                             if !self.on_incoming(&mut ws, msg).await {
                                 pending = Some(frame);
@@ -583,6 +625,9 @@ impl<'a> Player<'a> {
         ws: &mut Ws,
         msg: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
     ) -> bool {
+        if matches!(msg, Some(Ok(_))) {
+            self.last_rx = Instant::now();
+        }
         let text = match msg {
             None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return false,
             Some(Ok(Message::Text(t))) => t.to_string(),

@@ -71,7 +71,7 @@ commands! {
     app::save_settings(settings: Settings) -> Settings;
     app::diagnostics() -> Diagnostics;
     phones::phones_snapshot() -> PhonesSnapshot;
-    phones::open_pairing() -> PairingInvite;
+    phones::open_pairing(networks: Option<Vec<String>>) -> PairingInvite;
     phones::close_pairing() -> ();
     phones::confirm_pairing(id: String, codes_match: bool) -> ();
     phones::unpair_phone(device_id: String) -> bool;

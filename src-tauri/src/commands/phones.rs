@@ -15,13 +15,18 @@ pub fn phones_snapshot(core: Core<'_>) -> PhonesSnapshot {
 }
 
 /// Opens (or renews) the pairing window: a 6-digit code that lives 2 minutes, the
-/// `switchboard://pair` link and its QR code.
+/// `switchboard://pair` link, its QR code and the typed line, offering the addresses of the
+/// interfaces in `networks` (the person's choice; absent: every network).
 ///
 /// # Errors
-/// `link` when the link is not running (no key store, no free port).
+/// `link` when the link is not running (no key store, no free port); `invalid_input` when none
+/// of `networks` has an address.
 #[tauri::command]
-pub fn open_pairing(core: Core<'_>) -> Result<PairingInvite, IpcError> {
-    core.phones.open_pairing()
+pub fn open_pairing(
+    core: Core<'_>,
+    networks: Option<Vec<String>>,
+) -> Result<PairingInvite, IpcError> {
+    core.phones.open_pairing_on(networks)
 }
 
 /// Closes the pairing window; the code stops working at once.

@@ -53,4 +53,10 @@ phone_attempts: Array<PhoneAttempts>,
  * The last failures, oldest first: at most [`MAX_FAILURES_KEPT`] real ones and at most
  * [`MAX_PRE_HELLO_KEPT`] coalesced ones from before hello (one per source, with a count).
  */
-recent_failures: Array<LinkFailure>, };
+recent_failures: Array<LinkFailure>, 
+/**
+ * Ports of the range (from [`crate::link::DEFAULT_PORT`] on) another program held when the
+ * link started: the link listens on the next free one, and a firewall rule for the usual
+ * port does not cover it.
+ */
+ports_taken: Array<number>, };

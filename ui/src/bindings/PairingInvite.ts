@@ -32,6 +32,13 @@ cert_fingerprint: string,
  */
 port: number, 
 /**
+ * The one line a person types on a phone that cannot scan: `address:port code` for the
+ * first address (`192.0.2.1:47470 123-456`, IPv6 in brackets); no fingerprint, so the
+ * phone trusts the certificate on first use and the verification code checks it
+ * (`docs/protocol.md`, "Typed pairing line").
+ */
+typed_line: string, 
+/**
  * The addresses the link carries, in the order a phone tries them.
  */
 addresses: Array<OfferedAddress>, 

@@ -26,4 +26,10 @@ dial_ring_capacity: number,
 /**
  * Extra known phone lines besides LumiRealm: `(identifier, name)` pairs.
  */
-extra_phone_lines: Array<KnownLineSetting>, };
+extra_phone_lines: Array<KnownLineSetting>, 
+/**
+ * The TCP port the phone link listens on, fixed (for firewall rules): `None` (the default)
+ * takes the first free one of 47470–47479; a fixed port that another program holds is
+ * said in words and no other is taken. Between 1024 and 65535; applies at the next start.
+ */
+link_port: number | null, };

@@ -33,7 +33,7 @@ export type Commands = {
   save_settings: { args: { settings: Settings }; ret: Settings };
   diagnostics: { args: Record<string, never>; ret: Diagnostics };
   phones_snapshot: { args: Record<string, never>; ret: PhonesSnapshot };
-  open_pairing: { args: Record<string, never>; ret: PairingInvite };
+  open_pairing: { args: { networks?: Array<string> | null }; ret: PairingInvite };
   close_pairing: { args: Record<string, never>; ret: void };
   confirm_pairing: { args: { id: string; codesMatch: boolean }; ret: void };
   unpair_phone: { args: { deviceId: string }; ret: boolean };

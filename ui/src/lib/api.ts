@@ -79,7 +79,7 @@ export const api = {
     call("phones_snapshot")
       .then((s) => Object.fromEntries(s.phones.map((p) => [p.record.device_id, p.record.label])))
       .catch(() => ({})),
-  openPairing: () => call("open_pairing"),
+  openPairing: (networks?: string[] | null) => call("open_pairing", { networks: networks ?? null }),
   closePairing: () => call("close_pairing"),
   confirmPairing: (id: string, codesMatch: boolean) => call("confirm_pairing", { id, codesMatch }),
   unpairPhone: (deviceId: string) => call("unpair_phone", { deviceId }),
