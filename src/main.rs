@@ -32,6 +32,9 @@ enum Command {
     /// Read a dial export (JSON Lines): list matching dials or per-op stats; `check` it against
     /// phone-line.md.
     Dials(cli::dials::Args),
+    /// Save a support bundle (one .tar.gz: versions, phones, link diagnostics, banners, phone
+    /// lines, confirmations, the last 1 000 dials redacted, three days of logs scrubbed).
+    Bundle(cli::bundle::Args),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +47,7 @@ fn main() -> ExitCode {
         Command::Pairings(args) => cli::pairings::run(args),
         Command::Runtime(args) => cli::runtime::run(args),
         Command::Dials(args) => cli::dials::run(args),
+        Command::Bundle(args) => cli::bundle::run(args),
     };
     match result {
         Ok(code) => code,

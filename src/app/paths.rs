@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 /// and the end-to-end suite instead of the OS folders.
 pub const HOME_VAR: &str = "SWITCHBOARD_HOME";
 
+/// The desktop app's identifier (`tauri.conf.json`), which names its OS folders.
+pub const APP_IDENTIFIER: &str = "dev.switchboard.desktop";
+
 /// The folder, inside the data folder ([`AppPaths::link_dir`]), dial exports go to by default.
 pub const EXPORT_DIR: &str = "exports";
 
@@ -35,6 +38,32 @@ impl AppPaths {
     /// [`AppPaths::under`] the folder `SWITCHBOARD_HOME` names, when it is set.
     pub fn from_env() -> Option<Self> {
         std::env::var_os(HOME_VAR).map(|home| Self::under(Path::new(&home)))
+    }
+
+    /// The folders the desktop app uses when `SWITCHBOARD_HOME` is not set, as Tauri's path
+    /// resolver gives them for the app's identifier ([`APP_IDENTIFIER`]): config in the OS
+    /// config folder, data in the OS data folder, logs in `<local data>/logs` (`~/Library/Logs`
+    /// on macOS). `None` when the OS gives no home folder. For tools that read the app's files
+    /// without running it (`switchboard bundle`).
+    pub fn os_default() -> Option<Self> {
+        let id = APP_IDENTIFIER;
+        let config_dir = dirs::config_dir()?.join(id);
+        let data_dir = dirs::data_dir()?.join(id);
+        let log_dir = if cfg!(target_os = "macos") {
+            dirs::home_dir()?.join("Library/Logs").join(id)
+        } else {
+            dirs::data_local_dir()?.join(id).join("logs")
+        };
+        Some(Self {
+            config_dir,
+            data_dir,
+            log_dir,
+        })
+    }
+
+    /// [`AppPaths::from_env`], else [`AppPaths::os_default`].
+    pub fn from_env_or_os() -> Option<Self> {
+        Self::from_env().or_else(Self::os_default)
     }
 
     /// The settings file.
