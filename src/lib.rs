@@ -24,6 +24,8 @@
 //! - [`phone`]: the reference phone (`switchboard-phone`): scenarios, player, embedded demo.
 //! - [`app`]: the application layer the desktop shell is a thin layer over: the views' state,
 //!   the loops between link and hub, and the one shutdown, behind a small host trait.
+//! - [`control`]: the local control socket the `switchboard` CLI asks the running app over
+//!   (`pair`, `phones`, `unpair`), the same user only.
 //! - [`sync`]: locks whose poisoning is recovered.
 //!
 //! Each module opens with a doc comment naming the spec section it implements (specs live in
@@ -34,6 +36,7 @@ pub mod app_info;
 pub mod bridge;
 pub mod clock;
 pub mod confirmations;
+pub mod control;
 pub mod dials;
 pub mod error;
 pub mod fsutil;

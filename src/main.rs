@@ -35,6 +35,13 @@ enum Command {
     /// Save a support bundle (one .tar.gz: versions, phones, link diagnostics, banners, phone
     /// lines, confirmations, the last 1 000 dials redacted, three days of logs scrubbed).
     Bundle(cli::bundle::Args),
+    /// Ask the running app to open a pairing window: print its code, link and a QR code, and
+    /// wait until the phone paired (the verification codes compared here or in the window).
+    Pair(cli::app::PairArgs),
+    /// List the running app's paired phones: link state, address, last seen.
+    Phones(cli::app::PhonesArgs),
+    /// Unpair a phone in the running app (by device id or label).
+    Unpair(cli::app::UnpairArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +55,9 @@ fn main() -> ExitCode {
         Command::Runtime(args) => cli::runtime::run(args),
         Command::Dials(args) => cli::dials::run(args),
         Command::Bundle(args) => cli::bundle::run(args),
+        Command::Pair(args) => cli::app::pair(args),
+        Command::Phones(args) => cli::app::phones(args),
+        Command::Unpair(args) => cli::app::unpair(args),
     };
     match result {
         Ok(code) => code,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// and the end-to-end suite instead of the OS folders.
 pub const HOME_VAR: &str = "SWITCHBOARD_HOME";
 
-/// The desktop app's identifier (`tauri.conf.json`), which names its OS folders.
+/// The desktop app's identifier (`tauri.conf.json`), the name of its OS folders.
 pub const APP_IDENTIFIER: &str = "dev.switchboard.desktop";
 
 /// The folder, inside the data folder ([`AppPaths::link_dir`]), dial exports go to by default.
@@ -40,24 +40,16 @@ impl AppPaths {
         std::env::var_os(HOME_VAR).map(|home| Self::under(Path::new(&home)))
     }
 
-    /// The folders the desktop app uses when `SWITCHBOARD_HOME` is not set, as Tauri's path
-    /// resolver gives them for the app's identifier ([`APP_IDENTIFIER`]): config in the OS
-    /// config folder, data in the OS data folder, logs in `<local data>/logs` (`~/Library/Logs`
-    /// on macOS). `None` when the OS gives no home folder. For tools that read the app's files
-    /// without running it (`switchboard bundle`).
+    /// The OS's per-user folders the desktop app uses when `SWITCHBOARD_HOME` is not set, as
+    /// Tauri names them for the app's identifier [`APP_IDENTIFIER`]: `<data>/<id>`,
+    /// `<config>/<id>`, `<local data>/<id>/logs` (Linux: `~/.local/share/dev.switchboard.desktop`).
+    /// `None` when the OS gives no home folder. The CLI finds the running app's control socket
+    /// through it ([`crate::control::socket_path`]).
     pub fn os_default() -> Option<Self> {
-        let id = APP_IDENTIFIER;
-        let config_dir = dirs::config_dir()?.join(id);
-        let data_dir = dirs::data_dir()?.join(id);
-        let log_dir = if cfg!(target_os = "macos") {
-            dirs::home_dir()?.join("Library/Logs").join(id)
-        } else {
-            dirs::data_local_dir()?.join(id).join("logs")
-        };
         Some(Self {
-            config_dir,
-            data_dir,
-            log_dir,
+            config_dir: dirs::config_dir()?.join(APP_IDENTIFIER),
+            data_dir: dirs::data_dir()?.join(APP_IDENTIFIER),
+            log_dir: dirs::data_local_dir()?.join(APP_IDENTIFIER).join("logs"),
         })
     }
 
@@ -147,6 +139,14 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use std::fs;
+
+    #[test]
+    fn the_identifier_is_the_desktop_apps() {
+        let conf =
+            fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tauri.conf.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&conf).unwrap();
+        assert_eq!(v["identifier"], APP_IDENTIFIER);
+    }
 
     #[test]
     fn start_removes_what_killed_writes_left_and_nothing_else() {

@@ -36,7 +36,7 @@ pub struct PhoneStatus {
 }
 
 /// How the last pairing ended: paired (both sides confirmed the code) or discarded.
-#[derive(Debug, Clone, Serialize, TS)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, TS)]
 #[ts(export)]
 pub struct PairingResult {
     /// The phone's device id.

@@ -35,6 +35,9 @@ pub(super) struct Running {
     hub_stop: watch::Sender<bool>,
     tasks: Mutex<Tasks>,
     shut: AtomicBool,
+    /// The control socket, while served.
+    #[cfg(unix)]
+    control: Mutex<Option<Arc<crate::control::server::ControlServer>>>,
 }
 
 #[derive(Debug, Default)]
@@ -51,6 +54,8 @@ impl Default for Running {
             hub_stop: watch::channel(false).0,
             tasks: Mutex::new(Tasks::default()),
             shut: AtomicBool::new(false),
+            #[cfg(unix)]
+            control: Mutex::new(None),
         }
     }
 }
@@ -301,6 +306,44 @@ impl App {
         Ok(())
     }
 
+    /// Serves the control socket ([`crate::control`]) the `switchboard` CLI asks this app over,
+    /// at [`crate::control::socket_path`] of the app's folders, until [`App::shutdown`]. Returns
+    /// where it listens.
+    ///
+    /// # Errors
+    /// [`ControlError::AlreadyRunning`](crate::control::ControlError::AlreadyRunning) when another
+    /// running app serves it (this one goes on without it), a path too long, a folder that
+    /// cannot be made private; [`ControlError::Unsupported`](crate::control::ControlError::Unsupported)
+    /// off Unix. The app runs on either way: the shell logs the reason.
+    pub fn start_control(
+        self: &Arc<Self>,
+    ) -> Result<std::path::PathBuf, crate::control::ControlError> {
+        #[cfg(unix)]
+        {
+            if self.running.shut.load(Ordering::SeqCst) {
+                return Err(crate::control::ControlError::Protocol(
+                    "the app is stopping".into(),
+                ));
+            }
+            let path = crate::control::socket_path(&self.config.paths)?;
+            let server = crate::control::server::ControlServer::start(
+                Arc::downgrade(self),
+                path.clone(),
+                &self.rt,
+            )?;
+            if let Some(old) = lock(&self.running.control).replace(Arc::new(server)) {
+                // Started twice: the first one stops (its file was replaced by the second).
+                self.rt
+                    .spawn(async move { old.stop(Duration::from_millis(500)).await });
+            }
+            Ok(path)
+        }
+        #[cfg(not(unix))]
+        {
+            Err(crate::control::ControlError::Unsupported)
+        }
+    }
+
     /// Stops everything in order (module docs), within [`SHUTDOWN_BUDGET`]; what does not
     /// finish in time is logged and abandoned. Safe to call more than once and from any way
     /// out.
@@ -319,6 +362,14 @@ impl App {
         };
         let deadline = tokio::time::Instant::now() + SHUTDOWN_BUDGET;
         let mut in_time = true;
+        // 0. The CLI is told at once that the app is gone (the socket file removed).
+        #[cfg(unix)]
+        {
+            let control = lock(&self.running.control).take();
+            if let Some(c) = control {
+                c.stop(Duration::from_millis(300)).await;
+            }
+        }
         if let Some(demo) = demo_task {
             demo.abort();
         }

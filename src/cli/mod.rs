@@ -1,6 +1,7 @@
 //! Subcommands of the `switchboard` CLI, one module each. Every `run` returns the process exit
 //! code, or an error message that `main` prints to stderr with exit code 2.
 
+pub(crate) mod app;
 pub(crate) mod bundle;
 pub(crate) mod dials;
 pub(crate) mod explain_error;

@@ -42,7 +42,7 @@ pub struct MessageCredit(#[allow(dead_code)] pub(super) Arc<tokio::sync::OwnedSe
 /// A pairing whose signature verified and that waits for both confirmations: the person on the
 /// desktop that the codes match, and the phone's `pair.confirm`. Nothing is in the trust file
 /// yet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, TS)]
 #[ts(export)]
 pub struct PendingPairing {
     /// Names this pending pairing for [`Link::confirm_pairing`](super::Link::confirm_pairing).
@@ -63,7 +63,7 @@ pub struct PendingPairing {
 }
 
 /// Why a pending pairing ended without being paired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum PairingEnd {

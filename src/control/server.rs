@@ -1,0 +1,497 @@
+//! The app's end of the control socket (Unix): bind (replacing a stale socket, refusing to take
+//! a running app's), accept with the peer's uid checked, answer JSON Lines requests, stop.
+//! See [`crate::control`] for the rules.
+
+use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::timeout;
+
+use super::{
+    peer_allowed, Answer, ControlError, PairAnswer, PairingStateAnswer, PhoneLine, PhonesAnswer,
+    Request, StatusAnswer, UnpairAnswer, IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_LINE, WRITE_TIMEOUT,
+};
+use crate::app::App;
+use crate::clock::Clock as _;
+use crate::error::{IpcError, IpcErrorKind};
+use crate::sync::lock;
+
+/// The socket file's mode (`rw` for the owner only).
+pub const SOCKET_MODE: u32 = 0o600;
+
+/// The serving control socket; [`ControlServer::stop`] ends it and removes the file.
+#[derive(Debug)]
+pub struct ControlServer {
+    path: PathBuf,
+    /// (device, inode) of the socket file this server bound: only that file is removed.
+    file_id: (u64, u64),
+    stop: watch::Sender<bool>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> ControlError + 'a {
+    move |source| ControlError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The effective uid of this process.
+pub fn own_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Binds `path`: its folder made `0700`, a stale socket (nobody answers) replaced, the socket
+/// set to [`SOCKET_MODE`].
+///
+/// # Errors
+/// [`ControlError::AlreadyRunning`] when another app answers there; [`ControlError::NotASocket`]
+/// when something else is in the way; [`ControlError::Io`] otherwise.
+pub fn bind(path: &Path) -> Result<std::os::unix::net::UnixListener, ControlError> {
+    use std::os::unix::net::{UnixListener as StdListener, UnixStream as StdStream};
+    let dir = path
+        .parent()
+        .ok_or_else(|| ControlError::Protocol(format!("{} has no folder", path.display())))?;
+    crate::fsutil::make_private_dir(dir).map_err(io("folder", dir))?;
+    let meta = std::fs::metadata(dir).map_err(io("folder", dir))?;
+    if meta.uid() != own_uid() || meta.mode() & 0o077 != 0 {
+        return Err(ControlError::Io {
+            what: "folder",
+            path: dir.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "it is not this user's alone (owner or mode), so the socket would not be private",
+            ),
+        });
+    }
+    // Two tries: the second after removing a stale socket.
+    for _ in 0..2 {
+        match StdListener::bind(path) {
+            Ok(l) => {
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(SOCKET_MODE))
+                    .map_err(io("chmod", path))?;
+                return Ok(l);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                let meta = std::fs::symlink_metadata(path).map_err(io("stat", path))?;
+                if !meta.file_type().is_socket() {
+                    return Err(ControlError::NotASocket {
+                        path: path.to_path_buf(),
+                    });
+                }
+                match StdStream::connect(path) {
+                    Ok(_) => {
+                        return Err(ControlError::AlreadyRunning {
+                            path: path.to_path_buf(),
+                        })
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                        tracing::info!(
+                            "replacing {}, a control socket left by an app that stopped without removing it",
+                            path.display()
+                        );
+                        match std::fs::remove_file(path) {
+                            Ok(()) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                            Err(e) => return Err(io("remove stale", path)(e)),
+                        }
+                    }
+                    Err(e) => return Err(io("connect to", path)(e)),
+                }
+            }
+            Err(e) => return Err(io("bind", path)(e)),
+        }
+    }
+    Err(ControlError::AlreadyRunning {
+        path: path.to_path_buf(),
+    })
+}
+
+impl ControlServer {
+    /// Binds `path` ([`bind`]) and serves `app` on `rt` until [`ControlServer::stop`].
+    ///
+    /// # Errors
+    /// As [`bind`].
+    pub fn start(
+        app: Weak<App>,
+        path: PathBuf,
+        rt: &tokio::runtime::Handle,
+    ) -> Result<Self, ControlError> {
+        Self::start_for_uid(app, path, rt, own_uid())
+    }
+
+    /// [`ControlServer::start`] serving peers of `uid` only instead of this process's own uid:
+    /// for tests of the peer check (`tests/control.rs` serves another uid and connects as
+    /// itself).
+    ///
+    /// # Errors
+    /// As [`bind`].
+    pub fn start_for_uid(
+        app: Weak<App>,
+        path: PathBuf,
+        rt: &tokio::runtime::Handle,
+        uid: u32,
+    ) -> Result<Self, ControlError> {
+        let std_listener = bind(&path)?;
+        let meta = std::fs::symlink_metadata(&path).map_err(io("stat", &path))?;
+        std_listener
+            .set_nonblocking(true)
+            .map_err(io("bind", &path))?;
+        let listener = {
+            let _enter = rt.enter();
+            UnixListener::from_std(std_listener).map_err(io("bind", &path))?
+        };
+        let (stop, stop_rx) = watch::channel(false);
+        let task = rt.spawn(accept_loop(app, listener, stop_rx, uid));
+        tracing::info!(path = %path.display(), "control socket listening");
+        Ok(Self {
+            path,
+            file_id: (meta.dev(), meta.ino()),
+            stop,
+            task: Mutex::new(Some(task)),
+        })
+    }
+
+    /// Where it listens.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stops accepting, ends every connection and removes the socket file (when it is still the
+    /// one this server bound). Waits at most `budget`. A second call does nothing.
+    pub async fn stop(&self, budget: Duration) {
+        let _ = self.stop.send(true);
+        let task = lock(&self.task).take();
+        if let Some(t) = task {
+            if timeout(budget, t).await.is_err() {
+                tracing::warn!("the control socket did not stop in time");
+            }
+        }
+        if let Ok(meta) = std::fs::symlink_metadata(&self.path) {
+            if (meta.dev(), meta.ino()) == self.file_id {
+                if let Err(e) = std::fs::remove_file(&self.path) {
+                    tracing::warn!("control socket {} not removed: {e}", self.path.display());
+                }
+            }
+        }
+    }
+}
+
+async fn accept_loop(
+    app: Weak<App>,
+    listener: UnixListener,
+    mut stop: watch::Receiver<bool>,
+    own: u32,
+) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+                    conns.spawn(refuse(stream, "busy: too many control connections at once; try again"));
+                    continue;
+                };
+                let app = app.clone();
+                conns.spawn(async move {
+                    serve(app, stream, own).await;
+                    drop(slot);
+                });
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+}
+
+async fn write_answer(stream: &mut (impl tokio::io::AsyncWrite + Unpin), answer: &Answer) -> bool {
+    let Ok(mut line) = serde_json::to_vec(answer) else {
+        return false;
+    };
+    line.push(b'\n');
+    matches!(
+        timeout(WRITE_TIMEOUT, stream.write_all(&line)).await,
+        Ok(Ok(()))
+    )
+}
+
+fn failed(kind: IpcErrorKind, message: impl Into<String>) -> Answer {
+    Answer {
+        ok: false,
+        answer: None,
+        error: Some(IpcError::new(kind, message)),
+    }
+}
+
+async fn refuse(mut stream: UnixStream, why: &'static str) {
+    let _ = write_answer(&mut stream, &failed(IpcErrorKind::Link, why)).await;
+}
+
+/// One connection: the peer's uid checked, then request after request.
+async fn serve(app: Weak<App>, mut stream: UnixStream, own: u32) {
+    let peer = match stream.peer_cred() {
+        Ok(c) => c.uid(),
+        Err(e) => {
+            tracing::warn!("control socket: the peer's credentials are unreadable: {e}");
+            return;
+        }
+    };
+    if let Err(why) = peer_allowed(peer, own) {
+        tracing::warn!("control socket: {why}");
+        let _ = write_answer(&mut stream, &failed(IpcErrorKind::InvalidInput, why)).await;
+        return;
+    }
+    let (rd, mut wr) = stream.into_split();
+    let mut rd = BufReader::new(rd);
+    loop {
+        let mut buf = Vec::new();
+        let read = timeout(
+            IDLE_TIMEOUT,
+            (&mut rd)
+                .take(MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut buf),
+        )
+        .await;
+        match read {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return,
+            Ok(Ok(_)) => {}
+        }
+        if buf.len() > MAX_LINE {
+            let _ = write_answer(
+                &mut wr,
+                &failed(
+                    IpcErrorKind::InvalidInput,
+                    format!("request line longer than {MAX_LINE} bytes; connection closed"),
+                ),
+            )
+            .await;
+            return;
+        }
+        let request = match serde_json::from_slice::<Request>(&buf) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = write_answer(
+                    &mut wr,
+                    &failed(
+                        IpcErrorKind::InvalidInput,
+                        format!("not a control request: {e}; connection closed"),
+                    ),
+                )
+                .await;
+                return;
+            }
+        };
+        let Some(app) = app.upgrade() else {
+            let _ = write_answer(
+                &mut wr,
+                &failed(IpcErrorKind::Link, "Switchboard is stopping"),
+            )
+            .await;
+            return;
+        };
+        let answer = match answer(&app, request).await {
+            Ok(v) => Answer {
+                ok: true,
+                answer: Some(v),
+                error: None,
+            },
+            Err(e) => Answer {
+                ok: false,
+                answer: None,
+                error: Some(e),
+            },
+        };
+        drop(app);
+        if !write_answer(&mut wr, &answer).await {
+            return;
+        }
+    }
+}
+
+fn json(v: impl serde::Serialize) -> Result<serde_json::Value, IpcError> {
+    serde_json::to_value(v).map_err(|e| IpcError::new(IpcErrorKind::Internal, e.to_string()))
+}
+
+/// Answers one request from the app's state (the same calls the window's commands make).
+///
+/// # Errors
+/// The app's [`IpcError`] (`link` when the link is not running, `not_found` for an unknown
+/// phone or a pairing that ended).
+pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, IpcError> {
+    match request {
+        Request::Status => {
+            let snap = app.phones.snapshot();
+            json(StatusAnswer {
+                version: crate::app_info::APP_VERSION.to_string(),
+                pid: std::process::id(),
+                demo: app.config.demo,
+                link_running: app.phones.link().is_some(),
+                link_error: snap.link_error,
+            })
+        }
+        Request::Pair => {
+            app.read_only()?;
+            let opened_at_ms = crate::clock::SystemClock.now_ms();
+            let inv = app.phones.open_pairing()?;
+            app.host().emit(&crate::app::AppEvent::Phones);
+            json(PairAnswer {
+                code: inv.code,
+                link: inv.link,
+                expires_at_ms: inv.expires_at_ms,
+                opened_at_ms,
+                port: inv.port,
+                cert_fingerprint: inv.cert_fingerprint,
+                addresses: inv.addresses,
+                left_out: inv.left_out,
+            })
+        }
+        Request::PairingState => {
+            let snap = app.phones.snapshot();
+            json(PairingStateAnswer {
+                window_code: snap.pairing.map(|p| p.code),
+                pending: snap.pending,
+                last_pairing: snap.last_pairing,
+            })
+        }
+        Request::ConfirmPairing { id, codes_match } => {
+            app.read_only()?;
+            app.phones.confirm_pairing(&id, codes_match)?;
+            app.host().emit(&crate::app::AppEvent::Phones);
+            Ok(serde_json::Value::Null)
+        }
+        Request::Phones => {
+            let snap = app.phones.snapshot();
+            if let Some(why) = snap.link_error.filter(|_| snap.diagnostics.is_none()) {
+                return Err(IpcError::new(
+                    IpcErrorKind::Link,
+                    format!("The phone link is not running: {why}"),
+                ));
+            }
+            json(PhonesAnswer {
+                phones: snap
+                    .phones
+                    .into_iter()
+                    .map(|p| PhoneLine {
+                        device_id: p.record.device_id,
+                        label: p.record.label,
+                        connected: p.connected,
+                        address: p.address.or(p.record.last_address),
+                        last_seen_ms: p.record.last_seen_ms,
+                        paired_at_ms: p.record.paired_at_ms,
+                        key_fingerprint: p.key_fingerprint,
+                    })
+                    .collect(),
+            })
+        }
+        Request::Bundle {
+            path,
+            include_params,
+        } => {
+            if !std::path::Path::new(&path).is_absolute() {
+                return Err(IpcError::new(
+                    IpcErrorKind::InvalidInput,
+                    format!("bundle path {path}: give an absolute path"),
+                ));
+            }
+            json(
+                app.save_support_bundle(&path, crate::support::BundleOptions { include_params })
+                    .await?,
+            )
+        }
+        Request::Unpair { device } => {
+            app.read_only()?;
+            let link = app.phones.running()?;
+            let phones = link.paired_phones();
+            let by_id = phones.iter().find(|p| p.device_id == device);
+            let by_label: Vec<_> = phones.iter().filter(|p| p.label == device).collect();
+            let phone = match (by_id, by_label.as_slice()) {
+                (Some(p), _) => p,
+                (None, [p]) => p,
+                (None, []) => {
+                    let known: Vec<String> = phones
+                        .iter()
+                        .map(|p| format!("{} ({})", p.label, p.device_id))
+                        .collect();
+                    return Err(IpcError::new(
+                        IpcErrorKind::NotFound,
+                        if known.is_empty() {
+                            format!("no paired phone is named {device:?}: no phone is paired")
+                        } else {
+                            format!(
+                                "no paired phone is named {device:?}; paired: {}",
+                                known.join(", ")
+                            )
+                        },
+                    ));
+                }
+                (None, _) => {
+                    return Err(IpcError::new(
+                        IpcErrorKind::InvalidInput,
+                        format!(
+                            "{} phones are labelled {device:?}; name one by its device id: {}",
+                            by_label.len(),
+                            by_label
+                                .iter()
+                                .map(|p| p.device_id.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ))
+                }
+            };
+            let out = UnpairAnswer {
+                device_id: phone.device_id.clone(),
+                label: phone.label.clone(),
+            };
+            app.phones.unpair(&out.device_id)?;
+            app.host().emit(&crate::app::AppEvent::Phones);
+            json(out)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn the_socket_is_the_owners_alone_and_a_stale_one_is_replaced() {
+        let home = tempfile::tempdir().unwrap();
+        let path = home.path().join("c").join("control.sock");
+        let first = bind(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, SOCKET_MODE, "socket mode {mode:o}");
+        let dir_mode = std::fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(dir_mode, 0o700, "folder mode {dir_mode:o}");
+        // A second app while the first listens: detected, the file left alone.
+        assert!(matches!(
+            bind(&path),
+            Err(ControlError::AlreadyRunning { .. })
+        ));
+        // The first is killed (its listener closed without removing the file): replaced.
+        drop(first);
+        assert!(path.exists(), "the stale file is still there");
+        let second = bind(&path).unwrap();
+        drop(second);
+        // Something that is not a socket is never removed.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, b"notes").unwrap();
+        assert!(matches!(bind(&path), Err(ControlError::NotASocket { .. })));
+        assert_eq!(std::fs::read(&path).unwrap(), b"notes");
+    }
+}
