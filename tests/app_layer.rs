@@ -184,7 +184,9 @@ async fn the_phones_snapshot_follows_connect_and_disconnect() {
     assert!(snap.pending.is_none(), "nothing waits once confirmed");
     assert!(desk.host.trays().iter().any(|t| t.connected == 1
         && t.tooltip() == "Switchboard: 1 phone connected"
-        && t.entries.iter().any(|e| e.label == "Test phone (connected)")));
+        && t.entries
+            .iter()
+            .any(|e| e.label == "Test phone (connected)")));
 
     phone.close().await;
     until("the phone to show as disconnected", || {

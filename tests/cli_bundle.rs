@@ -39,7 +39,10 @@ async fn running(home: &Path) -> Arc<App> {
 
 async fn bundle_cli(home: &Path, cwd: &Path, args: &[&str]) -> std::process::Output {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"));
-    c.env("SWITCHBOARD_HOME", home).current_dir(cwd).arg("bundle").args(args);
+    c.env("SWITCHBOARD_HOME", home)
+        .current_dir(cwd)
+        .arg("bundle")
+        .args(args);
     tokio::task::spawn_blocking(move || c.output().unwrap())
         .await
         .unwrap()
@@ -55,7 +58,9 @@ async fn without_the_app_running_the_cli_reads_its_files() {
     let cwd = tempfile::tempdir().unwrap();
     let logs = home.path().join("logs");
     std::fs::create_dir_all(&logs).unwrap();
-    let day = today(switchboard::clock::Clock::now_ms(&switchboard::clock::SystemClock));
+    let day = today(switchboard::clock::Clock::now_ms(
+        &switchboard::clock::SystemClock,
+    ));
     std::fs::write(
         logs.join(format!("switchboard.log.{day}")),
         "INFO pairing window open, code 123-456\nINFO Switchboard starting\n",
@@ -63,14 +68,30 @@ async fn without_the_app_running_the_cli_reads_its_files() {
     .unwrap();
     let out = bundle_cli(home.path(), cwd.path(), &["offline.tar.gz"]).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("Switchboard is not running: reading its files"), "{stdout}");
-    assert!(stdout.contains("left out: banners, confirmations"), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Switchboard is not running: reading its files"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("left out: banners, confirmations"),
+        "{stdout}"
+    );
     let b = open_bundle(&cwd.path().join("offline.tar.gz")).unwrap();
     assert_eq!(b.manifest.source, BundleSource::AppFiles);
     let log = String::from_utf8(b.files[&format!("logs/switchboard.log.{day}")].clone()).unwrap();
-    assert!(log.contains("code [redacted: code]") && log.contains("Switchboard starting"), "{log}");
-    assert!(!home.path().join("data").exists(), "nothing written in the app's folders");
+    assert!(
+        log.contains("code [redacted: code]") && log.contains("Switchboard starting"),
+        "{log}"
+    );
+    assert!(
+        !home.path().join("data").exists(),
+        "nothing written in the app's folders"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,12 +112,23 @@ async fn with_the_app_running_the_cli_asks_it() {
 
     let out = bundle_cli(home.path(), cwd.path(), &["live.tar.gz"]).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("from the running app"), "{stdout}");
     let b = open_bundle(&cwd.path().join("live.tar.gz")).unwrap();
     assert_eq!(b.manifest.source, BundleSource::RunningApp);
-    assert_eq!(b.banners["banners"].as_array().unwrap().len(), 1, "the live banner");
-    assert!(b.phones["diagnostics"]["port"].is_u64(), "the live link's diagnostics");
+    assert_eq!(
+        b.banners["banners"].as_array().unwrap().len(),
+        1,
+        "the live banner"
+    );
+    assert!(
+        b.phones["diagnostics"]["port"].is_u64(),
+        "the live link's diagnostics"
+    );
 
     // `--files` reads the files even so.
     let out = bundle_cli(home.path(), cwd.path(), &["--files", "files.tar.gz"]).await;

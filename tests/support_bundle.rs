@@ -50,7 +50,10 @@ impl SecretStore for SeenStore {
 async fn until(what: &str, mut ok: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + WAIT;
     while !ok() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -211,7 +214,10 @@ async fn no_secret_leaves_a_bundle_of_a_running_app() {
     phone.send_value(&propose).await.unwrap();
     until("the dial and the proposal", || {
         desk.app.confirmations_snapshot().waiting.len() == 1
-            && desk.app.hub().is_some_and(|h| h.phone(me.device_id()).is_some_and(|p| p.dials == 1))
+            && desk
+                .app
+                .hub()
+                .is_some_and(|h| h.phone(me.device_id()).is_some_and(|p| p.dials == 1))
     })
     .await;
 
@@ -297,14 +303,23 @@ async fn no_secret_leaves_a_bundle_of_a_running_app() {
     secrets.extend([
         ("Ed25519 seed".to_string(), seed.clone()),
         ("TLS private key".to_string(), key_der.clone()),
-        ("TLS private key PEM".to_string(), key_pem.as_bytes().to_vec()),
+        (
+            "TLS private key PEM".to_string(),
+            key_pem.as_bytes().to_vec(),
+        ),
         ("pairing code".to_string(), invite.code.as_bytes().to_vec()),
-        ("pairing code digits".to_string(), code_digits.as_bytes().to_vec()),
+        (
+            "pairing code digits".to_string(),
+            code_digits.as_bytes().to_vec(),
+        ),
         ("pairing link".to_string(), invite.link.as_bytes().to_vec()),
         ("pairing QR".to_string(), invite.qr_svg.as_bytes().to_vec()),
         ("session proof".to_string(), proof.as_bytes().to_vec()),
         ("dial value".to_string(), dial_secret.as_bytes().to_vec()),
-        ("parameter value".to_string(), param_secret.as_bytes().to_vec()),
+        (
+            "parameter value".to_string(),
+            param_secret.as_bytes().to_vec(),
+        ),
     ]);
     for (what, secret) in &secrets {
         for form in encodings(secret) {
@@ -329,17 +344,28 @@ async fn no_secret_leaves_a_bundle_of_a_running_app() {
     assert!(log.contains("Switchboard starting"), "{log}");
     assert!(log.contains("proof=[redacted: base64]"), "{log}");
     let dials = text("dials.jsonl");
-    assert!(dials.contains(r#""args":{"path":"<string>","n":"<number>"}"#), "{dials}");
+    assert!(
+        dials.contains(r#""args":{"path":"<string>","n":"<number>"}"#),
+        "{dials}"
+    );
 
     // Ticked in, the parameter value is there: the redaction is what hid it.
     let with = desk
         .app
-        .save_support_bundle("with-params.tar.gz", BundleOptions { include_params: true })
+        .save_support_bundle(
+            "with-params.tar.gz",
+            BundleOptions {
+                include_params: true,
+            },
+        )
         .await
         .unwrap();
     let (_, raw) = unpack(Path::new(&with.path));
     assert!(contains(&raw, param_secret.as_bytes()));
-    assert!(!contains(&raw, dial_secret.as_bytes()), "dial values stay redacted");
+    assert!(
+        !contains(&raw, dial_secret.as_bytes()),
+        "dial values stay redacted"
+    );
     phone.close().await;
     desk.app.shutdown().await;
     drop(desk.host);
@@ -371,7 +397,11 @@ async fn a_bundle_opens_into_the_same_views_and_nothing_can_be_changed() {
             .unwrap();
     }
     until("a banner seen three times", || {
-        desk.app.bridge_snapshot().banners.first().is_some_and(|b| b.count == 3)
+        desk.app
+            .bridge_snapshot()
+            .banners
+            .first()
+            .is_some_and(|b| b.count == 3)
     })
     .await;
     let tray = desk.host.trays();
@@ -386,7 +416,11 @@ async fn a_bundle_opens_into_the_same_views_and_nothing_can_be_changed() {
         .save_support_bundle("", BundleOptions::default())
         .await
         .unwrap();
-    assert!(saved.path.contains("/exports/switchboard-support-"), "{}", saved.path);
+    assert!(
+        saved.path.contains("/exports/switchboard-support-"),
+        "{}",
+        saved.path
+    );
 
     let info = desk.app.open_bundle(&saved.path).await.unwrap();
     assert_eq!(info.app_version, env!("CARGO_PKG_VERSION"));
@@ -408,7 +442,26 @@ async fn a_bundle_opens_into_the_same_views_and_nothing_can_be_changed() {
         ..Default::default()
     });
     assert_eq!(page.dials.len(), 3);
-    assert!(b.dial_banner(&page.dials[0].id, Some(page.dials[0].start_ms)).is_some());
+    assert!(b
+        .dial_banner(&page.dials[0].id, Some(page.dials[0].start_ms))
+        .is_some());
+    // The spec marks are the ones checked on the values the phone sent, not on the markers.
+    let not_to_spec = |to_spec| switchboard::dials::DialFilter {
+        to_spec: Some(to_spec),
+        ..Default::default()
+    };
+    let live_off = desk
+        .app
+        .dials()
+        .unwrap()
+        .log
+        .query(not_to_spec(false))
+        .await
+        .unwrap()
+        .dials
+        .len();
+    assert_eq!(b.dials.query(&not_to_spec(false)).dials.len(), live_off);
+    assert_eq!(b.conformance.len(), 3);
 
     let e = desk.app.read_only().unwrap_err();
     assert_eq!(e.kind, switchboard::error::IpcErrorKind::ReadOnly);
@@ -452,7 +505,9 @@ async fn a_bundle_of_the_app_files_when_it_is_not_running() {
             .unwrap();
     }
     until("the dials", || {
-        desk.app.hub().is_some_and(|h| h.phone(me.device_id()).is_some_and(|p| p.dials == 1005))
+        desk.app
+            .hub()
+            .is_some_and(|h| h.phone(me.device_id()).is_some_and(|p| p.dials == 1005))
     })
     .await;
     phone.close().await;
@@ -474,15 +529,27 @@ async fn a_bundle_of_the_app_files_when_it_is_not_running() {
         let _ = keep;
     }
     let before = listing(desk.home.path());
-    let bundle = switchboard::support::collect::from_files(&paths, false, BundleOptions::default(), now)
-        .unwrap();
-    assert_eq!(before, listing(desk.home.path()), "nothing written in the app's folders");
+    let bundle =
+        switchboard::support::collect::from_files(&paths, false, BundleOptions::default(), now)
+            .unwrap();
+    assert_eq!(
+        before,
+        listing(desk.home.path()),
+        "nothing written in the app's folders"
+    );
     let names: Vec<&str> = bundle.files.iter().map(|f| f.name.as_str()).collect();
-    assert!(names.contains(&"logs/switchboard.log.2027-01-13"), "{names:?}");
+    assert!(
+        names.contains(&"logs/switchboard.log.2027-01-13"),
+        "{names:?}"
+    );
     assert!(names.contains(&"logs/switchboard.log.2027-01-15"));
     assert!(!names.contains(&"logs/switchboard.log.2027-01-12"));
     assert_eq!(bundle.manifest.source, BundleSource::AppFiles);
-    assert!(bundle.manifest.left_out.iter().any(|l| l.contains("not running")));
+    assert!(bundle
+        .manifest
+        .left_out
+        .iter()
+        .any(|l| l.contains("not running")));
     let out = desk.home.path().join("offline.tar.gz");
     bundle.save(&out).unwrap();
     let opened = open_bundle(&out).unwrap();
@@ -548,14 +615,23 @@ fn damaged_or_foreign_archives_are_refused_naming_what_is_wrong() {
     let file = tar::EntryType::Regular;
     // A real bundle to tamper with.
     let paths = AppPaths::under(dir.path());
-    let good = switchboard::support::collect::from_files(&paths, false, BundleOptions::default(), 1_800_000_000_000).unwrap();
+    let good = switchboard::support::collect::from_files(
+        &paths,
+        false,
+        BundleOptions::default(),
+        1_800_000_000_000,
+    )
+    .unwrap();
     let manifest = good.manifest_bytes().unwrap();
-    let entries: Vec<(String, Vec<u8>)> = std::iter::once(("manifest.json".to_string(), manifest.clone()))
-        .chain(good.files.iter().map(|f| (f.name.clone(), f.bytes.clone())))
-        .collect();
+    let entries: Vec<(String, Vec<u8>)> =
+        std::iter::once(("manifest.json".to_string(), manifest.clone()))
+            .chain(good.files.iter().map(|f| (f.name.clone(), f.bytes.clone())))
+            .collect();
     let as_tar = |es: &[(String, Vec<u8>)]| {
-        let v: Vec<(&str, &[u8], tar::EntryType)> =
-            es.iter().map(|(n, b)| (n.as_str(), b.as_slice(), file)).collect();
+        let v: Vec<(&str, &[u8], tar::EntryType)> = es
+            .iter()
+            .map(|(n, b)| (n.as_str(), b.as_slice(), file))
+            .collect();
         tar_gz(&v)
     };
     let ok = dir.path().join("good.tar.gz");
@@ -563,7 +639,11 @@ fn damaged_or_foreign_archives_are_refused_naming_what_is_wrong() {
     open_bundle(&ok).unwrap();
 
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("zip.zip", b"PK\x03\x04 a zip file".to_vec(), "not gzip-compressed"),
+        (
+            "zip.zip",
+            b"PK\x03\x04 a zip file".to_vec(),
+            "not gzip-compressed",
+        ),
         ("text.tar.gz", b"just text".to_vec(), "not gzip-compressed"),
         (
             "notar.tar.gz",
@@ -575,10 +655,17 @@ fn damaged_or_foreign_archives_are_refused_naming_what_is_wrong() {
             },
             "damaged",
         ),
-        ("nomanifest.tar.gz", as_tar(&entries[1..]), "has no manifest.json"),
+        (
+            "nomanifest.tar.gz",
+            as_tar(&entries[1..]),
+            "has no manifest.json",
+        ),
         (
             "foreign.tar.gz",
-            as_tar(&[("manifest.json".into(), br#"{"format":"other-app","version":1}"#.to_vec())]),
+            as_tar(&[(
+                "manifest.json".into(),
+                br#"{"format":"other-app","version":1}"#.to_vec(),
+            )]),
             "format \"other-app\"",
         ),
         (
@@ -652,7 +739,9 @@ fn damaged_or_foreign_archives_are_refused_naming_what_is_wrong() {
         },
     );
     assert!(e.contains("2097152"), "{e}");
-    let many: Vec<(String, Vec<u8>, )> = (0..70).map(|i| (format!("f{i}.txt"), b"x".to_vec())).collect();
+    let many: Vec<(String, Vec<u8>)> = (0..70)
+        .map(|i| (format!("f{i}.txt"), b"x".to_vec()))
+        .collect();
     let e = refused(dir.path(), "many.tar.gz", &as_tar(&many), l);
     assert!(e.contains("more than 64 files"), "{e}");
 }
@@ -667,7 +756,12 @@ async fn the_tray_counts_banners_and_waiting_confirmations() {
     let host = Arc::new(RecordingHost::new());
     let mut mirror = ConfirmationMirror::with_bundled_catalogue();
     switchboard::app::sample::fill_confirmations(&mut mirror, 1_790_000_000_000);
-    let app = App::new(config, host.clone(), tokio::runtime::Handle::current(), mirror);
+    let app = App::new(
+        config,
+        host.clone(),
+        tokio::runtime::Handle::current(),
+        mirror,
+    );
     app.refresh_tray();
     let first = host.trays().last().cloned().unwrap();
     assert_eq!(first.banners, 0);
@@ -687,12 +781,35 @@ async fn the_tray_counts_banners_and_waiting_confirmations() {
     assert_eq!(t.connected, 0);
     assert_eq!(t.banners, 1);
     let tip = t.tooltip();
-    assert!(tip.starts_with("Switchboard: no phone connected, 1 banner raised, "), "{tip}");
-    assert!(tip.ends_with(&format!("{} waiting on a phone", if t.waiting == 1 { "1 confirmation".to_string() } else { format!("{} confirmations", t.waiting) })), "{tip}");
+    assert!(
+        tip.starts_with("Switchboard: no phone connected, 1 banner raised, "),
+        "{tip}"
+    );
+    assert!(
+        tip.ends_with(&format!(
+            "{} waiting on a phone",
+            if t.waiting == 1 {
+                "1 confirmation".to_string()
+            } else {
+                format!("{} confirmations", t.waiting)
+            }
+        )),
+        "{tip}"
+    );
     assert!(t.needs_attention());
-    let banner = t.entries.iter().find(|e| e.view == TrayView::Bridge).unwrap();
+    let banner = t
+        .entries
+        .iter()
+        .find(|e| e.view == TrayView::Bridge)
+        .unwrap();
     assert!(banner.label.starts_with("Banner: "), "{}", banner.label);
     assert!(banner.label.chars().count() <= 60);
-    assert!(t.entries.iter().any(|e| e.view == TrayView::Confirmations && e.label.starts_with("Waiting: ")));
-    assert!(!tip.contains("LumiRealm"), "the tooltip carries counts only");
+    assert!(t
+        .entries
+        .iter()
+        .any(|e| e.view == TrayView::Confirmations && e.label.starts_with("Waiting: ")));
+    assert!(
+        !tip.contains("LumiRealm"),
+        "the tooltip carries counts only"
+    );
 }

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use switchboard::app::{AppEvent, Host};
-use switchboard::support::tray::TraySummary;
 use switchboard::confirmations::notify::Notification;
+use switchboard::support::tray::TraySummary;
 use tauri::{AppHandle, Emitter, Runtime};
 
 use crate::notify::Notifier;

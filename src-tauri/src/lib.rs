@@ -13,9 +13,9 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use clap::Parser as _;
 use switchboard::app::{App, AppConfig, AppPaths};
 use switchboard::confirmations::ConfirmationMirror;
-use clap::Parser as _;
 use tauri::{Builder, Manager, Runtime, WindowEvent};
 
 pub mod cli;

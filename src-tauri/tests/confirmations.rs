@@ -248,12 +248,27 @@ fn no_command_can_approve_reject_or_cancel_an_action() {
         "still the bundle"
     );
     let phones = call(&window, "phones_snapshot", json!({})).unwrap();
-    assert_eq!(phones["link_error"], "The app was not running when this bundle was saved.");
-    assert_eq!(before, app.state::<Arc<Core>>().confirmations.lock().snapshot());
-    assert_eq!(settings_before, std::fs::read(home.path().join("config/settings.json")).ok());
+    assert_eq!(
+        phones["link_error"],
+        "The app was not running when this bundle was saved."
+    );
+    assert_eq!(
+        before,
+        app.state::<Arc<Core>>().confirmations.lock().snapshot()
+    );
+    assert_eq!(
+        settings_before,
+        std::fs::read(home.path().join("config/settings.json")).ok()
+    );
     assert_eq!(files_before, listing(home.path()), "no file was written");
-    assert_eq!(call(&window, "close_bundle", json!({})).unwrap(), json!(true));
-    assert_eq!(call(&window, "bundle_info", json!({})).unwrap(), Value::Null);
+    assert_eq!(
+        call(&window, "close_bundle", json!({})).unwrap(),
+        json!(true)
+    );
+    assert_eq!(
+        call(&window, "bundle_info", json!({})).unwrap(),
+        Value::Null
+    );
 
     // An approve-like command does not exist.
     let missing = call(
@@ -275,7 +290,11 @@ fn listing(dir: &std::path::Path) -> Vec<(String, u64, std::time::SystemTime)> {
             if m.is_dir() {
                 stack.push(e.path());
             } else {
-                out.push((e.path().display().to_string(), m.len(), m.modified().unwrap()));
+                out.push((
+                    e.path().display().to_string(),
+                    m.len(),
+                    m.modified().unwrap(),
+                ));
             }
         }
     }

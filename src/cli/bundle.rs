@@ -49,8 +49,7 @@ pub(crate) fn run(args: Args) -> CliResult {
         .file
         .clone()
         .unwrap_or_else(|| PathBuf::from(default_file_name(now)));
-    let absolute = std::path::absolute(&file)
-        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let absolute = std::path::absolute(&file).map_err(|e| format!("{}: {e}", file.display()))?;
     if !args.files {
         match ask_the_app(&paths, &absolute, options)? {
             Some(saved) => {
@@ -65,8 +64,7 @@ pub(crate) fn run(args: Args) -> CliResult {
             None => println!("Switchboard is not running: reading its files"),
         }
     }
-    let bundle =
-        collect::from_files(&paths, args.demo, options, now).map_err(|e| e.to_string())?;
+    let bundle = collect::from_files(&paths, args.demo, options, now).map_err(|e| e.to_string())?;
     let saved = bundle.save(&absolute).map_err(|e| e.to_string())?;
     println!(
         "saved {} ({} files, {} bytes) from the app's files in {}",

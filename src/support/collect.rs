@@ -69,7 +69,11 @@ fn json_file<T: serde::Serialize>(
 }
 
 /// `app.json`: versions, the settings, where the files are.
-fn app_file(settings: &Settings, source: BundleSource, data_dir: &Path) -> Result<BundleFile, BundleError> {
+fn app_file(
+    settings: &Settings,
+    source: BundleSource,
+    data_dir: &Path,
+) -> Result<BundleFile, BundleError> {
     json_file(
         "app.json",
         "The sender's app (name, version, protocol ranges) and OS, the settings in effect, and \
@@ -200,6 +204,26 @@ pub fn redact_dial(d: &Dial) -> Dial {
     }
 }
 
+/// `dial-conformance.json`: each dial's spec conformance, checked on the values the phone sent
+/// (the redacted `dials.jsonl` could not be checked again), by dial id.
+fn conformance_file(dials: &[Arc<Dial>]) -> Result<BundleFile, BundleError> {
+    let book = crate::phone_line::conformance::ScopeBook::builtin();
+    let map: serde_json::Map<String, Value> = dials
+        .iter()
+        .map(|d| {
+            let c = crate::phone_line::conformance::check_dial(d, book);
+            Ok((d.id.to_string(), serde_json::to_value(c).map_err(build)?))
+        })
+        .collect::<Result<_, BundleError>>()?;
+    json_file(
+        "dial-conformance.json",
+        "Each dial's spec conformance (phone-line.md), checked on the values the phone sent \
+         before they were redacted: the op's class and each finding with its JSON path and the \
+         spec's line, by dial id.",
+        &map,
+    )
+}
+
 fn dials_file(dials: &[Arc<Dial>]) -> Result<BundleFile, BundleError> {
     let redacted: Vec<Arc<Dial>> = dials.iter().map(|d| Arc::new(redact_dial(d))).collect();
     let mut bytes = Vec::new();
@@ -237,10 +261,7 @@ fn log_files(dir: Option<&Path>, now_ms: u64, left_out: &mut Vec<String>) -> Vec
         match std::fs::read(&path) {
             Ok(bytes) => {
                 let text = String::from_utf8_lossy(&bytes);
-                let scrubbed: String = text
-                    .split_inclusive('\n')
-                    .map(scrub_text)
-                    .collect();
+                let scrubbed: String = text.split_inclusive('\n').map(scrub_text).collect();
                 out.push(BundleFile {
                     name: format!("logs/{name}"),
                     purpose: "One day's log file (UTC date in the name), every line scrubbed of \
@@ -384,15 +405,24 @@ pub async fn from_app(app: &App, options: BundleOptions) -> Result<SupportBundle
         }
     };
     let mut files = vec![
-        app_file(&settings, BundleSource::RunningApp, &app.config.paths.link_dir(app.config.demo))?,
+        app_file(
+            &settings,
+            BundleSource::RunningApp,
+            &app.config.paths.link_dir(app.config.demo),
+        )?,
         phones_file(&phones)?,
         link_file(&phones)?,
         banners_file(&bridge)?,
         phone_lines_file(&shown, per_phone)?,
         confirmations_file(&confirmations, &autonomy, options.include_params)?,
         dials_file(&dials)?,
+        conformance_file(&dials)?,
     ];
-    files.extend(log_files(app.config.log_dir.as_deref(), now_ms, &mut left_out));
+    files.extend(log_files(
+        app.config.log_dir.as_deref(),
+        now_ms,
+        &mut left_out,
+    ));
     // Belt and braces: the open pairing window's code and link, should any text hold them.
     if let Some(invite) = app.phones.link().and_then(|l| l.pairing_invite()) {
         forbid(&mut files, &[invite.code.as_str(), invite.link.as_str()]);
@@ -492,6 +522,7 @@ pub fn from_files(
         phone_lines_file(&shown, Vec::new())?,
         confirmations_file(&confirmations, &[], options.include_params)?,
         dials_file(&dials)?,
+        conformance_file(&dials)?,
     ];
     files.extend(log_files(Some(&paths.log_dir), now_ms, &mut left_out));
     Ok(SupportBundle::assemble(

@@ -384,8 +384,11 @@ impl SupportBundle {
         let mut tar = tar::Builder::new(gz);
         let mtime = self.manifest.saved_at_ms / 1000;
         let manifest = self.manifest_bytes()?;
-        let entries = std::iter::once((MANIFEST, manifest.as_slice()))
-            .chain(self.files.iter().map(|f| (f.name.as_str(), f.bytes.as_slice())));
+        let entries = std::iter::once((MANIFEST, manifest.as_slice())).chain(
+            self.files
+                .iter()
+                .map(|f| (f.name.as_str(), f.bytes.as_slice())),
+        );
         for (name, bytes) in entries {
             let mut header = tar::Header::new_gnu();
             header.set_size(bytes.len() as u64);

@@ -86,15 +86,22 @@ pub struct OpenedBundle {
     pub confirmations: Value,
     /// `confirmations.json`'s `autonomy`: each phone's autonomy table, by phone.
     pub autonomy: BTreeMap<String, Value>,
-    /// `dials.jsonl`, queried like an imported capture.
+    /// `dials.jsonl`, queried like an imported capture (each dial's spec count preset from
+    /// `dial-conformance.json`).
     pub dials: ImportedLog,
+    /// `dial-conformance.json`: each dial's conformance as checked before redaction, by id.
+    pub conformance: BTreeMap<String, Value>,
     /// Every file's bytes by name (the manifest included).
     pub files: BTreeMap<String, Vec<u8>>,
 }
 
 impl OpenedBundle {
     /// Dial `id` of the bundle (that started at `start_ms`, when given).
-    pub fn dial(&self, id: &str, start_ms: Option<i64>) -> Option<std::sync::Arc<crate::dials::Dial>> {
+    pub fn dial(
+        &self,
+        id: &str,
+        start_ms: Option<i64>,
+    ) -> Option<std::sync::Arc<crate::dials::Dial>> {
         self.dials
             .dials()
             .iter()
@@ -104,7 +111,11 @@ impl OpenedBundle {
 
     /// Dial `id`'s banner as the inspector shows it for a bundle: derived from its error text
     /// with the built-in manifests (the sender's store is not in the bundle), marked derived.
-    pub fn dial_banner(&self, id: &str, start_ms: Option<i64>) -> Option<crate::app::dials::DialBanner> {
+    pub fn dial_banner(
+        &self,
+        id: &str,
+        start_ms: Option<i64>,
+    ) -> Option<crate::app::dials::DialBanner> {
         let d = self.dial(id, start_ms)?;
         let dir = crate::bridge::explain::builtin_directory();
         crate::bridge::explain::banner_for_dial(&d, dir).map(|banner| {
@@ -251,7 +262,11 @@ pub fn open_bundle_with(path: &Path, limits: Limits) -> Result<OpenedBundle, Bun
                 "{MANIFEST} says format \"{other}\", not \"{FORMAT}\""
             )))
         }
-        None => return Err(refuse(format!("{MANIFEST} has no \"format\": \"{FORMAT}\""))),
+        None => {
+            return Err(refuse(format!(
+                "{MANIFEST} has no \"format\": \"{FORMAT}\""
+            )))
+        }
     }
     match manifest_value.get("version").and_then(Value::as_u64) {
         Some(v) if v == u64::from(FORMAT_VERSION) => {}
@@ -285,12 +300,15 @@ pub fn open_bundle_with(path: &Path, limits: Limits) -> Result<OpenedBundle, Bun
         .keys()
         .find(|n| n.as_str() != MANIFEST && !manifest.files.iter().any(|f| &f.name == *n))
     {
-        return Err(refuse(format!("{extra} is in it but not listed in {MANIFEST}")));
+        return Err(refuse(format!(
+            "{extra} is in it but not listed in {MANIFEST}"
+        )));
     }
     let json = |name: &str| -> Result<Value, BundleError> {
         match files.get(name) {
-            Some(b) => serde_json::from_slice(b)
-                .map_err(|e| refuse(format!("{name} is not JSON: {e}"))),
+            Some(b) => {
+                serde_json::from_slice(b).map_err(|e| refuse(format!("{name} is not JSON: {e}")))
+            }
             None => Err(refuse(format!("it has no {name}"))),
         }
     };
@@ -332,7 +350,22 @@ pub fn open_bundle_with(path: &Path, limits: Limits) -> Result<OpenedBundle, Bun
             .map_err(|e| refuse(format!("dials.jsonl: {e}")))?,
         None => return Err(refuse("it has no dials.jsonl".into())),
     };
+    let conformance: BTreeMap<String, Value> = match files.get("dial-conformance.json") {
+        Some(b) => serde_json::from_slice(b)
+            .map_err(|e| refuse(format!("dial-conformance.json is not a JSON object: {e}")))?,
+        None => BTreeMap::new(),
+    };
+    for d in dials.dials() {
+        if let Some(n) = conformance
+            .get(&*d.id)
+            .and_then(|c| c.get("findings"))
+            .and_then(Value::as_array)
+        {
+            d.spec.preset(u32::try_from(n.len()).unwrap_or(u32::MAX));
+        }
+    }
     Ok(OpenedBundle {
+        conformance,
         manifest,
         path: shown.clone(),
         phones,

@@ -176,9 +176,7 @@ fn scrub_codes(text: &str) -> String {
     let b = text.as_bytes();
     let mut hide = vec![false; b.len()];
     let digit_at = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
-    let bounded = |start: usize, end: usize| {
-        (start == 0 || !digit_at(start - 1)) && !digit_at(end)
-    };
+    let bounded = |start: usize, end: usize| (start == 0 || !digit_at(start - 1)) && !digit_at(end);
     // `ddd-ddd` (and `ddd ddd` after "code") anywhere.
     for i in 0..b.len() {
         if i + 7 <= b.len()

@@ -26,7 +26,9 @@ pub fn confirmations_snapshot(core: Core<'_>) -> Result<serde_json::Value, IpcEr
 pub fn autonomy_table(core: Core<'_>, phone: String) -> Result<serde_json::Value, IpcError> {
     if let Some(b) = core.viewing() {
         return b.autonomy.get(&phone).cloned().ok_or_else(|| {
-            IpcError::not_found(format!("the support bundle holds no autonomy table for {phone}"))
+            IpcError::not_found(format!(
+                "the support bundle holds no autonomy table for {phone}"
+            ))
         });
     }
     super::to_json(&core.autonomy_table(&phone)?)

@@ -11,7 +11,6 @@ use switchboard::app::dials::{
 };
 use switchboard::dials::{Dial, DialFilter, DialPage, OpStats};
 use switchboard::error::IpcError;
-use switchboard::phone_line::conformance::DialConformance;
 use tauri::ipc::Channel;
 
 use super::Core;
@@ -107,16 +106,15 @@ pub async fn dial_conformance(
     id: String,
     start_ms: Option<i64>,
     source: Option<DialSource>,
-) -> Result<Option<DialConformance>, IpcError> {
+) -> Result<Option<serde_json::Value>, IpcError> {
     if let Some(b) = core.viewing() {
-        return Ok(b.dial(&id, start_ms).map(|d| {
-            switchboard::phone_line::conformance::check_dial(
-                &d,
-                switchboard::phone_line::conformance::ScopeBook::builtin(),
-            )
-        }));
+        // As checked when the bundle was saved, on the values before redaction.
+        return Ok(b
+            .dial(&id, start_ms)
+            .and_then(|d| b.conformance.get(&*d.id).cloned()));
     }
-    core.dials()?.dial_conformance(id, start_ms, source).await
+    let c = core.dials()?.dial_conformance(id, start_ms, source).await?;
+    c.map(|c| super::to_json(&c)).transpose()
 }
 
 /// Exports the dials matching `filter` to `path` as JSON Lines, atomically.
