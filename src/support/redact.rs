@@ -177,16 +177,15 @@ fn scrub_codes(text: &str) -> String {
     let mut hide = vec![false; b.len()];
     let digit_at = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
     let bounded = |start: usize, end: usize| (start == 0 || !digit_at(start - 1)) && !digit_at(end);
-    // `ddd-ddd` (and `ddd ddd` after "code") anywhere.
+    // `ddd-ddd` anywhere (`ddd ddd` only after "code", below).
     for i in 0..b.len() {
         if i + 7 <= b.len()
             && (0..3).all(|k| digit_at(i + k))
+            && b[i + 3] == b'-'
             && (4..7).all(|k| digit_at(i + k))
             && bounded(i, i + 7)
         {
-            if b[i + 3] == b'-' {
-                hide[i..i + 7].iter_mut().for_each(|h| *h = true);
-            }
+            hide[i..i + 7].iter_mut().for_each(|h| *h = true);
         }
     }
     // Six digits (or `ddd ddd`) shortly after the word "code".
