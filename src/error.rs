@@ -30,11 +30,13 @@ pub enum IpcErrorKind {
     Internal,
     /// The front end runs without the desktop host (a plain browser); never sent by Rust.
     NoHost,
+    /// A support bundle is open for reading: nothing can be changed until it is closed.
+    ReadOnly,
 }
 
 impl IpcErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [IpcErrorKind; 8] = [
+    pub const ALL: [IpcErrorKind; 9] = [
         Self::InvalidInput,
         Self::NotFound,
         Self::Io,
@@ -43,6 +45,7 @@ impl IpcErrorKind {
         Self::Conflict,
         Self::Internal,
         Self::NoHost,
+        Self::ReadOnly,
     ];
 
     /// The wire name (`invalid_input`, ...).
@@ -56,6 +59,7 @@ impl IpcErrorKind {
             Self::Conflict => "conflict",
             Self::Internal => "internal",
             Self::NoHost => "no_host",
+            Self::ReadOnly => "read_only",
         }
     }
 }

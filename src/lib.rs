@@ -52,5 +52,6 @@ pub mod phone_events;
 pub mod phone_line;
 pub mod runtime;
 pub mod settings;
+pub mod support;
 pub mod sync;
 pub mod timefmt;

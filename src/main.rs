@@ -32,6 +32,9 @@ enum Command {
     /// Read a dial export (JSON Lines): list matching dials or per-op stats; `check` it against
     /// phone-line.md.
     Dials(cli::dials::Args),
+    /// Save a support bundle (one .tar.gz: versions, phones, link diagnostics, banners, phone
+    /// lines, confirmations, the last 1 000 dials redacted, three days of logs scrubbed).
+    Bundle(cli::bundle::Args),
     /// Ask the running app to open a pairing window: print its code, link and a QR code, and
     /// wait until the phone paired (the verification codes compared here or in the window).
     Pair(cli::app::PairArgs),
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::Pairings(args) => cli::pairings::run(args),
         Command::Runtime(args) => cli::runtime::run(args),
         Command::Dials(args) => cli::dials::run(args),
+        Command::Bundle(args) => cli::bundle::run(args),
         Command::Pair(args) => cli::app::pair(args),
         Command::Phones(args) => cli::app::phones(args),
         Command::Unpair(args) => cli::app::unpair(args),

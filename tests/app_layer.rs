@@ -182,7 +182,11 @@ async fn the_phones_snapshot_follows_connect_and_disconnect() {
         "the last pairing ended paired"
     );
     assert!(snap.pending.is_none(), "nothing waits once confirmed");
-    assert!(desk.host.calls().contains(&HostCall::Tray(1)));
+    assert!(desk.host.trays().iter().any(|t| t.connected == 1
+        && t.tooltip() == "Switchboard: 1 phone connected"
+        && t.entries
+            .iter()
+            .any(|e| e.label == "Test phone (connected)")));
 
     phone.close().await;
     until("the phone to show as disconnected", || {
@@ -195,8 +199,7 @@ async fn the_phones_snapshot_follows_connect_and_disconnect() {
     })
     .await;
     until("the tray to say no phone", || {
-        desk.host.calls().last() == Some(&HostCall::Tray(0))
-            || desk.host.calls().contains(&HostCall::Tray(0))
+        desk.host.trays().last().is_some_and(|t| t.connected == 0)
     })
     .await;
     let names = desk.host.event_names();

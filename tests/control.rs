@@ -432,6 +432,9 @@ async fn no_request_can_answer_for_the_person_on_a_phone() {
                     req["codes_match"] = json!(true);
                 }
                 "unpair" => req["device"] = json!("dev_nobody"),
+                "bundle" => {
+                    req["path"] = json!(paths.data_dir.join("support.tar.gz").display().to_string())
+                }
                 _ => {}
             }
             let req: Request = serde_json::from_value(req).unwrap();

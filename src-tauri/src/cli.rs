@@ -29,12 +29,20 @@ pub struct Cli {
     /// end-to-end tests); accepted and ignored.
     #[arg(long, hide = true)]
     pub automation: bool,
+    /// Open a support bundle (a .tar.gz saved with "Save a support bundle" or `switchboard
+    /// bundle`) read only: the views show what the sender's app showed, and nothing can be
+    /// changed. With the app already running, the running window opens it.
+    #[arg(long, value_name = "FILE")]
+    pub open: Option<std::path::PathBuf>,
 }
 
 impl Cli {
     /// The options the app runs with (see [`LaunchOptions`]).
     pub fn launch_options(&self) -> LaunchOptions {
-        LaunchOptions { demo: self.demo }
+        LaunchOptions {
+            demo: self.demo,
+            open: self.open.clone(),
+        }
     }
 }
 

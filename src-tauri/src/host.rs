@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use switchboard::app::{AppEvent, Host};
 use switchboard::confirmations::notify::Notification;
+use switchboard::support::tray::TraySummary;
 use tauri::{AppHandle, Emitter, Runtime};
 
 use crate::notify::Notifier;
@@ -35,11 +36,12 @@ impl<R: Runtime> Host for TauriHost<R> {
 
     /// Queued to the main thread, never waited for: tray calls from another thread block until
     /// the main thread runs them, and during shutdown the main thread waits for the app.
-    fn set_tray(&self, connected: usize) {
+    fn set_tray(&self, summary: &TraySummary) {
         let app = self.app.clone();
+        let summary = summary.clone();
         if let Err(e) = self
             .app
-            .run_on_main_thread(move || crate::tray::set_connected(&app, connected))
+            .run_on_main_thread(move || crate::tray::set_summary(&app, &summary))
         {
             tracing::debug!("tray not updated: {e}");
         }

@@ -13,6 +13,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use clap::Parser as _;
 use switchboard::app::{App, AppConfig, AppPaths};
 use switchboard::confirmations::ConfirmationMirror;
 use tauri::{Builder, Manager, Runtime, WindowEvent};
@@ -29,6 +30,8 @@ pub mod tray;
 pub struct LaunchOptions {
     /// `--demo`: an embedded demo phone on loopback pairs by itself and plays the demo scenario.
     pub demo: bool,
+    /// `--open FILE`: a support bundle to open read only at start.
+    pub open: Option<std::path::PathBuf>,
 }
 
 /// Keeps the log file writer alive for the app's lifetime (managed).
@@ -150,10 +153,14 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
     app.manage(LogGuard(log));
     app.manage(notifier);
     app.manage(Arc::clone(&core));
+    if let Some(file) = &options.open {
+        open_file(&core, file);
+    }
     if with_tray {
         if let Err(e) = tray::create(app) {
             tracing::warn!("no tray icon: {e}");
         }
+        core.refresh_tray();
         core.start_link();
         // `switchboard pair`, `phones`, `unpair` ask this app over it; a second app, or a
         // system without it, goes on without (the CLI then says the app is not running).
@@ -164,6 +171,17 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         watch_signals(app.clone());
     }
     Ok(())
+}
+
+/// Opens the support bundle `file` read only in `core` (`--open`, also from a second start);
+/// a bundle that cannot be opened is logged (`main` has said why before the first start).
+fn open_file(core: &App, file: &std::path::Path) {
+    match switchboard::support::open::open_bundle(file) {
+        Ok(b) => {
+            core.show_bundle(b);
+        }
+        Err(e) => tracing::warn!("{e}"),
+    }
 }
 
 /// SIGTERM, SIGINT and SIGHUP (the session ending) ask the app to exit, which runs the
@@ -232,7 +250,13 @@ pub fn show_main_window<R: Runtime>(app: &tauri::AppHandle<R>) {
 pub fn run(options: LaunchOptions) -> ExitCode {
     let builder = tauri::Builder::default()
         .manage(options)
-        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
+        .plugin(tauri_plugin_single_instance::init(|app, args, cwd| {
+            // `switchboard-desktop --open FILE` while running: this window opens it.
+            if let Ok(cli) = cli::Cli::try_parse_from(&args) {
+                if let (Some(file), Some(core)) = (cli.open, app.try_state::<Arc<App>>()) {
+                    open_file(&core, &std::path::Path::new(&cwd).join(file));
+                }
+            }
             show_main_window(app);
         }))
         .plugin(tauri_plugin_window_state::Builder::default().build());

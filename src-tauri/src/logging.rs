@@ -26,7 +26,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{fmt, EnvFilter};
 
 /// The log files' name before the date (`switchboard.log.2026-07-21`).
-pub const FILE_PREFIX: &str = "switchboard.log.";
+pub const FILE_PREFIX: &str = switchboard::support::LOG_FILE_PREFIX;
 /// How many daily files are kept (the oldest beyond that are deleted).
 pub const MAX_FILES: usize = 7;
 /// How large one day's file may grow, in bytes (16 MiB).

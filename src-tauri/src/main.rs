@@ -11,6 +11,13 @@ use switchboard_desktop::cli::{check_display, Cli};
 fn main() -> std::process::ExitCode {
     // Prints and exits for --help and --version (0) and for usage errors (2).
     let cli = Cli::parse();
+    // A bundle that cannot be opened is said before any window appears.
+    if let Some(file) = &cli.open {
+        if let Err(e) = switchboard::support::open::open_bundle(file) {
+            eprintln!("switchboard-desktop: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    }
     if let Err(problem) = check_display() {
         eprintln!("{problem}");
         return std::process::ExitCode::FAILURE;

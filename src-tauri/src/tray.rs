@@ -1,30 +1,86 @@
-//! The tray icon: a menu (Show Switchboard, Quit) and a tooltip carrying the link's status.
+//! The tray icon at a glance: its tooltip and icon say how many phones are connected, banners
+//! raised and confirmations waiting on a phone (the core computes the summary:
+//! [`switchboard::support::tray`]); its menu lists them, each opening its view, then Show and
+//! Quit.
 
-use tauri::menu::{Menu, MenuItem};
+use std::sync::Arc;
+
+use switchboard::app::{App, AppEvent};
+use switchboard::support::tray::{TraySummary, TrayView};
+use tauri::menu::{IsMenuItem, Menu, MenuItem, PredefinedMenuItem};
 use tauri::tray::{MouseButton, MouseButtonState, TrayIconBuilder, TrayIconEvent};
-use tauri::{AppHandle, Runtime};
+use tauri::{AppHandle, Manager, Runtime};
 
 /// The tray icon's id.
 pub const TRAY_ID: &str = "switchboard";
 
-/// The tray menu's items, `(id, label)`: showing the window and quitting, nothing else (none
-/// answers anything on a phone; the end-to-end tests check these labels).
+/// The tray menu's fixed items, `(id, label)`: showing the window and quitting (none answers
+/// anything on a phone; the end-to-end tests check these labels).
 pub const MENU_ITEMS: [(&str, &str); 2] =
     [("show", "Show Switchboard"), ("quit", "Quit Switchboard")];
+
+/// The prefix of a summary entry's menu id (`view:<view id>:<n>`).
+const VIEW_PREFIX: &str = "view:";
+
+/// The menu's summary entries for `summary`, `(id, label)`, in order: phones, banners, waiting
+/// confirmations; a single disabled "Nothing to show" line when there is none.
+pub fn summary_items(summary: &TraySummary) -> Vec<(String, String)> {
+    summary
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (format!("{VIEW_PREFIX}{}:{i}", e.view.id()), e.label.clone()))
+        .collect()
+}
+
+/// The view a menu id opens, for a summary entry's id.
+pub fn view_of_menu_id(id: &str) -> Option<TrayView> {
+    let rest = id.strip_prefix(VIEW_PREFIX)?;
+    TrayView::from_id(rest.split(':').next()?)
+}
+
+fn build_menu<R: Runtime>(app: &AppHandle<R>, summary: &TraySummary) -> tauri::Result<Menu<R>> {
+    let mut items: Vec<Box<dyn IsMenuItem<R>>> = Vec::new();
+    items.push(Box::new(MenuItem::with_id(
+        app,
+        "summary",
+        summary.tooltip(),
+        false,
+        None::<&str>,
+    )?));
+    for (id, label) in summary_items(summary) {
+        items.push(Box::new(MenuItem::with_id(
+            app,
+            id,
+            label,
+            true,
+            None::<&str>,
+        )?));
+    }
+    items.push(Box::new(PredefinedMenuItem::separator(app)?));
+    for (id, label) in MENU_ITEMS {
+        items.push(Box::new(MenuItem::with_id(
+            app,
+            id,
+            label,
+            true,
+            None::<&str>,
+        )?));
+    }
+    let refs: Vec<&dyn IsMenuItem<R>> = items.iter().map(|i| i.as_ref()).collect();
+    Menu::with_items(app, &refs)
+}
 
 /// Creates the tray icon with its menu.
 ///
 /// # Errors
 /// When the platform has no tray (the app then quits when its window closes).
 pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
-    let [(show_id, show_label), (quit_id, quit_label)] = MENU_ITEMS;
-    let show = MenuItem::with_id(app, show_id, show_label, true, None::<&str>)?;
-    let quit = MenuItem::with_id(app, quit_id, quit_label, true, None::<&str>)?;
-    let menu = Menu::with_items(app, &[&show, &quit])?;
-    let icon = tauri::image::Image::from_bytes(include_bytes!("../../icons/tray.png"))?;
+    let summary = TraySummary::default();
+    let menu = build_menu(app, &summary)?;
     TrayIconBuilder::with_id(TRAY_ID)
-        .icon(icon)
-        .tooltip(switchboard::app::phones::tray_tooltip(0))
+        .icon(icon_for(&summary)?)
+        .tooltip(summary.tooltip())
         .menu(&menu)
         .show_menu_on_left_click(false)
         .on_menu_event(|app, event| match event.id.as_ref() {
@@ -33,7 +89,14 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
                 crate::shutdown(app);
                 app.exit(0);
             }
-            _ => {}
+            other => {
+                if let Some(view) = view_of_menu_id(other) {
+                    crate::show_main_window(app);
+                    if let Some(core) = app.try_state::<Arc<App>>() {
+                        core.host().emit(&AppEvent::OpenView(view));
+                    }
+                }
+            }
         })
         .on_tray_icon_event(|tray, event| {
             if let TrayIconEvent::Click {
@@ -49,18 +112,83 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     Ok(())
 }
 
-/// Updates the tray tooltip (how many phones are connected) and icon (a green dot while at
-/// least one is).
-pub fn set_connected<R: Runtime>(app: &AppHandle<R>, connected: usize) {
+/// The icon for `summary`: green while a phone is connected; with an amber dot in the corner
+/// while a banner is raised or a confirmation waits.
+fn icon_for(summary: &TraySummary) -> tauri::Result<tauri::image::Image<'static>> {
+    let bytes: &[u8] = if summary.connected > 0 {
+        include_bytes!("../../icons/tray-connected.png")
+    } else {
+        include_bytes!("../../icons/tray.png")
+    };
+    let base = tauri::image::Image::from_bytes(bytes)?;
+    let (w, h) = (base.width(), base.height());
+    let mut rgba = base.rgba().to_vec();
+    if summary.needs_attention() {
+        let r = (w.min(h) / 4).max(2) as i64;
+        let (cx, cy) = (i64::from(w) - r - 1, i64::from(h) - r - 1);
+        for y in 0..i64::from(h) {
+            for x in 0..i64::from(w) {
+                let (dx, dy) = (x - cx, y - cy);
+                if dx * dx + dy * dy <= r * r {
+                    let i = usize::try_from((y * i64::from(w) + x) * 4).unwrap_or(usize::MAX);
+                    if let Some(px) = rgba.get_mut(i..i + 4) {
+                        px.copy_from_slice(&[0xf5, 0x9e, 0x0b, 0xff]);
+                    }
+                }
+            }
+        }
+    }
+    Ok(tauri::image::Image::new_owned(rgba, w, h))
+}
+
+/// Shows `summary`: the tooltip (counts only), the icon and the menu's entries.
+pub fn set_summary<R: Runtime>(app: &AppHandle<R>, summary: &TraySummary) {
     if let Some(tray) = app.tray_by_id(TRAY_ID) {
-        let _ = tray.set_tooltip(Some(switchboard::app::phones::tray_tooltip(connected)));
-        let bytes: &[u8] = if connected > 0 {
-            include_bytes!("../../icons/tray-connected.png")
-        } else {
-            include_bytes!("../../icons/tray.png")
-        };
-        if let Ok(icon) = tauri::image::Image::from_bytes(bytes) {
+        let _ = tray.set_tooltip(Some(summary.tooltip()));
+        if let Ok(icon) = icon_for(summary) {
             let _ = tray.set_icon(Some(icon));
+        }
+        match build_menu(app, summary) {
+            Ok(menu) => {
+                let _ = tray.set_menu(Some(menu));
+            }
+            Err(e) => tracing::debug!("tray menu not updated: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard::support::tray::TrayEntry;
+
+    #[test]
+    fn entries_open_their_views() {
+        let summary = TraySummary {
+            connected: 1,
+            banners: 1,
+            waiting: 0,
+            entries: vec![
+                TrayEntry {
+                    label: "Ada's Pixel (connected)".into(),
+                    view: TrayView::Phones,
+                },
+                TrayEntry {
+                    label: "Banner: LumiRealm is missing files.read".into(),
+                    view: TrayView::Bridge,
+                },
+            ],
+        };
+        let items = summary_items(&summary);
+        assert_eq!(items.len(), 2);
+        assert_eq!(view_of_menu_id(&items[0].0), Some(TrayView::Phones));
+        assert_eq!(view_of_menu_id(&items[1].0), Some(TrayView::Bridge));
+        assert_eq!(items[1].1, "Banner: LumiRealm is missing files.read");
+        assert_eq!(view_of_menu_id("show"), None);
+        assert_eq!(view_of_menu_id("view:settings:0"), None);
+        // The fixed items do not collide with entry ids.
+        for (id, _) in MENU_ITEMS {
+            assert!(!items.iter().any(|(i, _)| i == id));
         }
     }
 }

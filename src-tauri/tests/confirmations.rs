@@ -153,6 +153,9 @@ fn plausible_args(cmd: &str, home: &std::path::Path) -> Value {
         "dials_export" => json!({"path": file("dials.jsonl")}),
         "dials_import" => json!({"path": file("no-dials.jsonl")}),
         "dials_clear" => json!({"scope": "memory"}),
+        "support_preview" => json!({"options": {"include_params": false}}),
+        "save_support_bundle" => json!({"path": file("support.tar.gz")}),
+        "open_bundle" => json!({"path": file("no-bundle.tar.gz")}),
         _ => json!({}),
     }
 }
@@ -201,6 +204,72 @@ fn no_command_can_approve_reject_or_cancel_an_action() {
     }
     let after = app.state::<Arc<Core>>().confirmations.lock().snapshot();
     assert_eq!(before, after);
+    // With a support bundle open (read only), every command either only reads (the views
+    // answer from the bundle) or answers `read_only`: nothing reaches the core that changes
+    // anything, and nothing changes.
+    let bundle = home.path().join("opened.tar.gz");
+    let other = tempfile::tempdir().unwrap();
+    switchboard::support::collect::from_files(
+        &switchboard::app::AppPaths::under(other.path()),
+        false,
+        Default::default(),
+        1_800_000_000_000,
+    )
+    .unwrap()
+    .save(&bundle)
+    .unwrap();
+    let info = call(
+        &window,
+        "open_bundle",
+        json!({"path": bundle.display().to_string()}),
+    )
+    .unwrap();
+    assert_eq!(info["source"], "app_files");
+    let settings_before = std::fs::read(home.path().join("config/settings.json")).ok();
+    let files_before = listing(home.path());
+    let before = app.state::<Arc<Core>>().confirmations.lock().snapshot();
+    for name in ALL_COMMANDS {
+        if *name == "close_bundle" {
+            continue;
+        }
+        let answer = call(&window, name, plausible_args(name, home.path()));
+        if switchboard_desktop::commands::READS_IN_BUNDLE_MODE.contains(name) {
+            if let Err(e) = &answer {
+                assert_ne!(e["kind"], "read_only", "{name} only reads: {e}");
+            }
+        } else {
+            let e = answer.expect_err(&format!("{name} answered with a bundle open"));
+            assert_eq!(e["kind"], "read_only", "{name}: {e}");
+        }
+    }
+    assert_eq!(
+        call(&window, "bundle_info", json!({})).unwrap()["path"],
+        json!(bundle.display().to_string()),
+        "still the bundle"
+    );
+    let phones = call(&window, "phones_snapshot", json!({})).unwrap();
+    assert_eq!(
+        phones["link_error"],
+        "The app was not running when this bundle was saved."
+    );
+    assert_eq!(
+        before,
+        app.state::<Arc<Core>>().confirmations.lock().snapshot()
+    );
+    assert_eq!(
+        settings_before,
+        std::fs::read(home.path().join("config/settings.json")).ok()
+    );
+    assert_eq!(files_before, listing(home.path()), "no file was written");
+    assert_eq!(
+        call(&window, "close_bundle", json!({})).unwrap(),
+        json!(true)
+    );
+    assert_eq!(
+        call(&window, "bundle_info", json!({})).unwrap(),
+        Value::Null
+    );
+
     // An approve-like command does not exist.
     let missing = call(
         &window,
@@ -208,4 +277,27 @@ fn no_command_can_approve_reject_or_cancel_an_action() {
         json!({"actionId": "act_life0001"}),
     );
     assert!(missing.is_err());
+}
+
+/// Every file under `dir` with its size and modification time.
+fn listing(dir: &std::path::Path) -> Vec<(String, u64, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push((
+                    e.path().display().to_string(),
+                    m.len(),
+                    m.modified().unwrap(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
 }

@@ -50,6 +50,16 @@ where
         &'a mut Journey,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = R<()>> + 'a>>,
 {
+    run_journey_with(name, &[], journey)
+}
+
+/// [`run_journey`] with the app started with `args`.
+fn run_journey_with<F>(name: &str, args: &[&str], journey: F)
+where
+    F: for<'a> FnOnce(
+        &'a mut Journey,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = R<()>> + 'a>>,
+{
     let _one = serial();
     let started = Instant::now();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -60,7 +70,7 @@ where
     let outcome: R<()> = rt.block_on(async {
         Ui::clear_old_shots(name);
         let env = Env::start()?;
-        let client = match env.open_app().await {
+        let client = match env.open_app_with(args).await {
             Ok(c) => c,
             Err(e) => return Err(format!("{e}\n{}", env.app_log())),
         };
@@ -1343,4 +1353,229 @@ async fn tap_journey(j: &mut Journey) -> R<()> {
     ui.assert_names("Live dials (tap)").await?;
     ui.shot("tap-live-dials").await?;
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Journey 7: a support bundle round trip (issue 20)
+
+/// What the views show that a bundle must show the same: the phones' labels, the banners'
+/// texts, the confirmations' summaries with their states, and the dial count.
+#[derive(Debug, PartialEq)]
+struct Shown {
+    phones: Vec<String>,
+    banners: Vec<String>,
+    confirmations: Vec<String>,
+    dials: Option<u64>,
+}
+
+async fn texts(ui: &Ui, script: &str) -> R<Vec<String>> {
+    let v = ui.js(script, vec![]).await?;
+    Ok(v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// Visits Phones, Bridge, Confirmations and Live dials and reads what they show; a screenshot
+/// of each with `prefix`.
+async fn read_views(ui: &mut Ui, prefix: &str) -> R<Shown> {
+    ui.view('1', "Phones").await?;
+    ui.wait(
+        "a paired phone",
+        WAIT,
+        "return document.querySelectorAll('li.phone strong').length > 0",
+    )
+    .await?;
+    let phones = texts(
+        ui,
+        "return [...document.querySelectorAll('li.phone strong')].map((e) => e.innerText.trim());",
+    )
+    .await?;
+    ui.shot(&format!("{prefix}-phones")).await?;
+    ui.view('3', "Bridge status").await?;
+    ui.wait(
+        "a banner, current or cleared",
+        WAIT,
+        "return document.querySelectorAll('article.banner, #hist-h + ul li').length > 0",
+    )
+    .await?;
+    let banners = texts(ui, "return [...document.querySelectorAll('article.banner')].map((e) => 'now: ' + e.getAttribute('aria-label')).concat([...document.querySelectorAll('#hist-h + ul li')].map((li) => 'cleared: ' + li.innerText.trim()));").await?;
+    ui.shot(&format!("{prefix}-bridge")).await?;
+    ui.view('5', "Confirmations").await?;
+    ui.wait(
+        "confirmations",
+        WAIT,
+        "return document.querySelectorAll('li.item').length > 0",
+    )
+    .await?;
+    let confirmations = texts(
+        ui,
+        "return [...document.querySelectorAll('li.item')].map((li) => (li.querySelector('.summary')?.innerText ?? '') + ' | ' + (li.querySelector('.badge, .confirm-on-phone')?.innerText ?? ''));",
+    )
+    .await?;
+    ui.shot(&format!("{prefix}-confirmations")).await?;
+    ui.view('4', "Live dials").await?;
+    ui.wait("dials", WAIT, "const c = document.querySelector('.toolbar .counts'); return !!c && /^[1-9]/.test(c.innerText);")
+        .await?;
+    let dials = dial_count(ui).await?;
+    ui.shot(&format!("{prefix}-dials")).await?;
+    Ok(Shown {
+        phones,
+        banners,
+        confirmations,
+        dials,
+    })
+}
+
+async fn bundle_journey(j: &mut Journey) -> R<()> {
+    let started = Instant::now();
+    let (per_play, reads) = demo_dials();
+    let bundle = j
+        .env
+        .root
+        .path()
+        .join("support.tar.gz")
+        .display()
+        .to_string();
+    let damaged = j.env.root.path().join("damaged.tar.gz");
+    std::fs::write(&damaged, b"not a bundle").map_err(|e| e.to_string())?;
+    let ui = j.ui();
+    // The demo plays its script: everything but a late proposal and dial within 30 s.
+    ui.view('4', "Live dials").await?;
+    ui.wait("the demo's dials", WAIT, "const c = document.querySelector('.toolbar .counts'); return !!c && /^[1-9]/.test(c.innerText);").await?;
+    let settle = Duration::from_secs(35).saturating_sub(started.elapsed());
+    tokio::time::sleep(settle).await;
+    let live = read_views(ui, "live").await?;
+    ensure!(
+        live.dials.is_some_and(|n| n > 0 && n <= per_play),
+        "live dials: {live:?}"
+    );
+    ensure!(
+        !live.banners.is_empty() && !live.confirmations.is_empty(),
+        "the demo shows banners and confirmations: {live:?}"
+    );
+    // The sidebar at a glance: the tray's counts (the tray itself has no host under Xvfb).
+    let glance = ui
+        .js(
+            "const g = document.querySelector('[data-testid=glance]'); return g ? g.innerText : '';",
+            vec![],
+        )
+        .await?;
+    let glance = glance.as_str().unwrap_or_default().to_string();
+    let raised = live
+        .banners
+        .iter()
+        .filter(|b| b.starts_with("now: "))
+        .count();
+    ensure!(
+        glance.contains(&format!("{raised} banner")) && glance.contains("1 connected"),
+        "at a glance: {glance:?}"
+    );
+
+    // Settings: preview every file, then save.
+    ui.view('6', "Settings").await?;
+    ui.click_button("Preview and save a support bundle…")
+        .await?;
+    ui.wait("the preview dialog", WAIT, "const d = document.querySelector('dialog.preview'); return !!d && d.open && d.querySelectorAll('[role=option]').length > 5;")
+        .await?;
+    let files = texts(ui, "return [...document.querySelectorAll('dialog.preview [role=option] .name')].map((e) => e.innerText);").await?;
+    for want in [
+        "manifest.json",
+        "app.json",
+        "phones.json",
+        "link.json",
+        "banners.json",
+        "phone-lines.json",
+        "confirmations.json",
+        "dials.jsonl",
+    ] {
+        ensure!(
+            files.iter().any(|f| f == want),
+            "the preview lists no {want}: {files:?}"
+        );
+    }
+    let el = ui.find_by("the dials.jsonl entry", "return [...document.querySelectorAll('dialog.preview [role=option]')].find((b) => b.querySelector('.name').innerText === 'dials.jsonl');").await?;
+    el.click()
+        .await
+        .map_err(|e| format!("choosing dials.jsonl: {e}"))?;
+    ui.wait("the dials file's text, values redacted", WAIT, "const p = document.querySelector('[data-testid=bundle-file-text]'); return !!p && p.innerText.includes('\"<string>\"') && p.innerText.includes('\"op\":\"');")
+        .await?;
+    ui.assert_names("Settings (support bundle preview)").await?;
+    ui.shot("preview").await?;
+    let path = ui.find("input", "Save as").await?;
+    ui.type_into(&path, &bundle).await?;
+    ui.click_button("Save bundle").await?;
+    ui.wait("the saved bundle", WAIT, "const s = document.querySelector('[data-testid=bundle-saved]'); return s ? s.innerText : null;")
+        .await?;
+    ensure!(
+        std::path::Path::new(&bundle).exists(),
+        "no file at {bundle}"
+    );
+
+    // A damaged file is refused, naming what is wrong.
+    let open = ui.find("input", "Bundle file").await?;
+    ui.type_into(&open, &damaged.display().to_string()).await?;
+    ui.click_button("Open read only").await?;
+    let e = ui.wait("the damaged file's error", WAIT, "const e = document.querySelector('[data-testid=bundle-open-error]'); return e ? e.innerText : null;").await?;
+    ensure!(
+        e.as_str()
+            .unwrap_or_default()
+            .contains("not gzip-compressed"),
+        "error: {e}"
+    );
+
+    // Open it: the read-only banner names the sender's version and the save time.
+    ui.type_into(&open, &bundle).await?;
+    ui.click_button("Open read only").await?;
+    let b = ui.wait("the bundle's banner", WAIT, "const b = document.querySelector('[data-testid=bundle-banner]'); return b ? b.innerText : null;").await?;
+    let b = b.as_str().unwrap_or_default().to_string();
+    ensure!(
+        b.contains(&format!(
+            "Support bundle from Switchboard {}",
+            env!("CARGO_PKG_VERSION")
+        )) && b.contains("saved")
+            && b.contains("read only"),
+        "banner: {b}"
+    );
+    ui.shot("opened").await?;
+    let opened = read_views(ui, "bundle").await?;
+    ensure!(
+        opened == live,
+        "the bundle shows other things than the app did:\nlive   {live:?}\nbundle {opened:?}"
+    );
+
+    // The Live dials filters work on the bundle's dials.
+    let op = ui.find("input", "Op (exact)").await?;
+    ui.type_into(&op, "read_item").await?;
+    wait_counts(
+        ui,
+        "the read_item filter on the bundle",
+        &format!("{reads} dial"),
+    )
+    .await?;
+    ui.shot("bundle-dials-filtered").await?;
+
+    // Nothing can be acted on: pairing is refused, read only.
+    ui.view('1', "Phones").await?;
+    ui.click_button("Pair a phone").await?;
+    ui.wait("the refusal", WAIT, "const e = document.querySelector('main p.error'); return !!e && e.innerText.includes('close it to change anything');").await?;
+    ui.shot("bundle-read-only").await?;
+
+    // Close it: the live app again.
+    ui.click_button("Close bundle").await?;
+    ui.wait(
+        "the banner gone",
+        WAIT,
+        "return !document.querySelector('[data-testid=bundle-banner]');",
+    )
+    .await?;
+    Ok(())
+}
+
+#[test]
+fn journey_7_support_bundle_round_trip() {
+    run_journey_with("7-bundle", &["--demo"], |j| Box::pin(bundle_journey(j)));
 }

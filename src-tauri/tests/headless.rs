@@ -135,7 +135,8 @@ fn parses_demo_and_the_webdriver_flag() {
             cli,
             Ok(Cli {
                 demo: true,
-                automation: true
+                automation: true,
+                open: None,
             })
         ),
         "{cli:?}"
@@ -177,4 +178,27 @@ fn the_sentences_say_what_is_missing_and_how_to_run_it() {
         "{s}"
     );
     assert!(!s.contains('\n'), "{s}");
+}
+
+/// `--open FILE` with a file that is not a support bundle: one sentence naming the file and
+/// what is wrong, exit code 2, before any window (no display needed).
+#[test]
+fn open_refuses_a_damaged_bundle_before_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("report.tar.gz");
+    std::fs::write(&bad, b"PK\x03\x04 a zip, not a bundle").unwrap();
+    let out = run(&["--open", bad.to_str().unwrap()], None);
+    assert_no_panic(&out);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("report.tar.gz is not a support bundle Switchboard can open"),
+        "{err}"
+    );
+    assert!(err.contains("not gzip-compressed"), "{err}");
+    let cli = Cli::try_parse_from(["switchboard-desktop", "--open", "b.tar.gz"]).unwrap();
+    assert_eq!(
+        cli.launch_options().open.as_deref(),
+        Some(std::path::Path::new("b.tar.gz"))
+    );
 }

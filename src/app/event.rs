@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::hub::HubNotice;
+use crate::support::tray::TrayView;
 
 /// An event for the window.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,6 +24,12 @@ pub enum AppEvent {
     Confirmations,
     /// `switchboard://notice` (payload: a [`HubNotice`]): what the hub applied.
     Notice(HubNotice),
+    /// `switchboard://bundle` (no payload): a support bundle was opened or closed; every view
+    /// reloads (what they show comes from the bundle while one is open).
+    Bundle,
+    /// `switchboard://open-view` (payload: a [`TrayView`]): the person chose an entry of the
+    /// tray menu; the window shows that view.
+    OpenView(TrayView),
 }
 
 /// The name and payload type of one event, for the generated TypeScript map.
@@ -36,7 +43,7 @@ pub struct AppEventSpec {
 
 impl AppEvent {
     /// Every event name with its payload type, in a fixed order.
-    pub const ALL: [AppEventSpec; 4] = [
+    pub const ALL: [AppEventSpec; 6] = [
         AppEventSpec {
             name: "switchboard://phones",
             payload: "null",
@@ -53,6 +60,14 @@ impl AppEvent {
             name: "switchboard://notice",
             payload: "HubNotice",
         },
+        AppEventSpec {
+            name: "switchboard://bundle",
+            payload: "null",
+        },
+        AppEventSpec {
+            name: "switchboard://open-view",
+            payload: "TrayView",
+        },
     ];
 
     /// The event's name (one of [`AppEvent::ALL`]).
@@ -62,6 +77,8 @@ impl AppEvent {
             AppEvent::PhoneLines => 1,
             AppEvent::Confirmations => 2,
             AppEvent::Notice(_) => 3,
+            AppEvent::Bundle => 4,
+            AppEvent::OpenView(_) => 5,
         };
         Self::ALL[i].name
     }
@@ -70,6 +87,7 @@ impl AppEvent {
     pub fn payload(&self) -> Value {
         match self {
             AppEvent::Notice(n) => serde_json::to_value(n).unwrap_or(Value::Null),
+            AppEvent::OpenView(v) => serde_json::to_value(v).unwrap_or(Value::Null),
             _ => Value::Null,
         }
     }

@@ -5,6 +5,7 @@
 use std::sync::Mutex;
 
 use crate::confirmations::notify::Notification;
+use crate::support::tray::TraySummary;
 use crate::sync::lock;
 
 use super::event::AppEvent;
@@ -17,8 +18,9 @@ pub trait Host: Send + Sync + 'static {
     /// Shows a desktop notification (in the background; a desktop without a notification
     /// service is the host's to report).
     fn notify(&self, notification: Notification);
-    /// Shows how many phones are connected in the tray (tooltip and icon).
-    fn set_tray(&self, connected: usize);
+    /// Shows the tray's summary (tooltip and icon: how many phones are connected, banners
+    /// raised, confirmations waiting on a phone; the menu lists them).
+    fn set_tray(&self, summary: &TraySummary);
 }
 
 /// One call the app made on a [`RecordingHost`].
@@ -29,7 +31,7 @@ pub enum HostCall {
     /// [`Host::notify`].
     Notify(Notification),
     /// [`Host::set_tray`].
-    Tray(usize),
+    Tray(TraySummary),
 }
 
 /// A host that records every call, in order, for tests of the app layer without a window.
@@ -47,6 +49,17 @@ impl RecordingHost {
     /// Every call so far, oldest first.
     pub fn calls(&self) -> Vec<HostCall> {
         lock(&self.calls).clone()
+    }
+
+    /// The tray summaries set so far, oldest first.
+    pub fn trays(&self) -> Vec<TraySummary> {
+        lock(&self.calls)
+            .iter()
+            .filter_map(|c| match c {
+                HostCall::Tray(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The names of the events emitted so far, oldest first.
@@ -70,7 +83,7 @@ impl Host for RecordingHost {
         lock(&self.calls).push(HostCall::Notify(notification));
     }
 
-    fn set_tray(&self, connected: usize) {
-        lock(&self.calls).push(HostCall::Tray(connected));
+    fn set_tray(&self, summary: &TraySummary) {
+        lock(&self.calls).push(HostCall::Tray(summary.clone()));
     }
 }

@@ -16,6 +16,7 @@
 //! - [`confirmations`]: the Confirmations view (mirror, autonomy table).
 //! - [`run`]: the loops: the link's start (identity, bind, demo phone), the hub applying the
 //!   link's events, and [`App::shutdown`].
+//! - [`support`]: support bundles (save, preview, open read only) and the tray's summary.
 //! - [`sample`]: sample dials and confirmations for looking at the views without a phone.
 //!
 //! ## Data flow
@@ -40,6 +41,7 @@ pub mod phones;
 pub mod run;
 pub mod sample;
 pub mod settings;
+pub mod support;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -169,6 +171,9 @@ pub struct App {
     /// The Live dials view's state; `None` when even the in-memory dial log could not start.
     dials: Option<dials::DialsState>,
     host: Arc<dyn Host>,
+    /// The support bundle opened for reading, if any: while it is, the views show it and
+    /// nothing can be changed ([`App::read_only`]).
+    viewing: Mutex<Option<Arc<crate::support::open::OpenedBundle>>>,
     hub: Mutex<Option<Hub>>,
     rt: tokio::runtime::Handle,
     running: run::Running,
@@ -215,6 +220,7 @@ impl App {
             settings,
             dials,
             host,
+            viewing: Mutex::new(None),
             hub: Mutex::new(None),
             rt,
             running: run::Running::default(),

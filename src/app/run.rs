@@ -91,8 +91,8 @@ impl HubObserver for Observer {
         let Some(app) = self.app.upgrade() else {
             return;
         };
-        if let PhonesChange::Changed { connected } = app.phones.on_link_event(event) {
-            app.host.set_tray(connected);
+        if let PhonesChange::Changed { .. } = app.phones.on_link_event(event) {
+            app.refresh_tray();
             app.host.emit(&AppEvent::Phones);
         }
     }
@@ -135,6 +135,19 @@ impl HubObserver for Observer {
                 }
             }
             _ => {}
+        }
+        // The tray counts banners and waiting confirmations: a notice that may move either
+        // refreshes it (dial counts and refusals do not).
+        if matches!(
+            notice,
+            HubNotice::BannerRaised { .. }
+                | HubNotice::BannerCleared { .. }
+                | HubNotice::ConfirmationChanged { .. }
+                | HubNotice::ProposalWaiting { .. }
+                | HubNotice::ProposalEnded { .. }
+                | HubNotice::ProposalsLapsed { .. }
+        ) {
+            app.refresh_tray();
         }
         app.host.emit(&AppEvent::Notice(notice.clone()));
     }

@@ -2,6 +2,7 @@
 //! code, or an error message that `main` prints to stderr with exit code 2.
 
 pub(crate) mod app;
+pub(crate) mod bundle;
 pub(crate) mod dials;
 pub(crate) mod explain_error;
 pub(crate) mod ifp;

@@ -163,6 +163,15 @@ pub enum Request {
         /// Device id (`dev_…`) or label.
         device: String,
     },
+    /// Saves a support bundle of the running app's state to `path` (absolute; the app writes
+    /// it, atomically): [`crate::support::SavedBundle`].
+    Bundle {
+        /// Where to save it (an absolute path: the app's working folder is not the CLI's).
+        path: String,
+        /// Put confirmation parameter values in (default: redacted).
+        #[serde(default)]
+        include_params: bool,
+    },
 }
 
 /// Every request's wire name (swept for words that answer for the person).
@@ -173,6 +182,7 @@ pub const REQUEST_NAMES: &[&str] = &[
     "confirm_pairing",
     "phones",
     "unpair",
+    "bundle",
 ];
 
 impl Request {
@@ -185,6 +195,7 @@ impl Request {
             Self::ConfirmPairing { .. } => "confirm_pairing",
             Self::Phones => "phones",
             Self::Unpair { .. } => "unpair",
+            Self::Bundle { .. } => "bundle",
         }
     }
 }

@@ -340,6 +340,7 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
             })
         }
         Request::Pair => {
+            app.read_only()?;
             let opened_at_ms = crate::clock::SystemClock.now_ms();
             let inv = app.phones.open_pairing()?;
             app.host().emit(&crate::app::AppEvent::Phones);
@@ -364,6 +365,7 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
             })
         }
         Request::ConfirmPairing { id, codes_match } => {
+            app.read_only()?;
             app.phones.confirm_pairing(&id, codes_match)?;
             app.host().emit(&crate::app::AppEvent::Phones);
             Ok(serde_json::Value::Null)
@@ -392,7 +394,23 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
                     .collect(),
             })
         }
+        Request::Bundle {
+            path,
+            include_params,
+        } => {
+            if !std::path::Path::new(&path).is_absolute() {
+                return Err(IpcError::new(
+                    IpcErrorKind::InvalidInput,
+                    format!("bundle path {path}: give an absolute path"),
+                ));
+            }
+            json(
+                app.save_support_bundle(&path, crate::support::BundleOptions { include_params })
+                    .await?,
+            )
+        }
         Request::Unpair { device } => {
+            app.read_only()?;
             let link = app.phones.running()?;
             let phones = link.paired_phones();
             let by_id = phones.iter().find(|p| p.device_id == device);

@@ -25,6 +25,7 @@ pub fn get_settings(core: Core<'_>) -> Settings {
 /// `invalid_input` for an out-of-range value, `io` when the file cannot be written.
 #[tauri::command]
 pub fn save_settings(core: Core<'_>, settings: Settings) -> Result<Settings, IpcError> {
+    core.read_only()?;
     core.save_settings(settings)
 }
 

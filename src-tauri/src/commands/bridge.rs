@@ -2,15 +2,16 @@
 //! history, and the explainer for a pasted error text. They only read.
 
 use switchboard::bridge::explain::ErrorExplanation;
-use switchboard::bridge::store::BridgeSnapshot;
 use switchboard::error::IpcError;
 
 use super::Core;
 
 /// The current banners, the retired ones and the failed calls that raised no banner.
 #[tauri::command]
-pub fn bridge_snapshot(core: Core<'_>) -> BridgeSnapshot {
-    core.bridge_snapshot()
+pub fn bridge_snapshot(core: Core<'_>) -> Result<serde_json::Value, IpcError> {
+    super::shown(core.viewing().map(|b| b.banners.clone()), || {
+        core.bridge_snapshot()
+    })
 }
 
 /// Explains a pasted error text and the banner it would raise, with the app's known

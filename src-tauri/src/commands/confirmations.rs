@@ -4,8 +4,6 @@
 //! There is deliberately no command that approves, declines or cancels anything: the person
 //! confirms on the phone. `tests/confirmations.rs` checks the command list for it.
 
-use switchboard::app::confirmations::PhoneAutonomy;
-use switchboard::confirmations::ConfirmationsSnapshot;
 use switchboard::error::IpcError;
 use tauri::State;
 
@@ -14,8 +12,10 @@ use crate::notify::{NotificationStatus, Notifier};
 
 /// Everything the Confirmations view shows: waiting, ended, stray messages.
 #[tauri::command]
-pub fn confirmations_snapshot(core: Core<'_>) -> ConfirmationsSnapshot {
-    core.confirmations_snapshot()
+pub fn confirmations_snapshot(core: Core<'_>) -> Result<serde_json::Value, IpcError> {
+    super::shown(core.viewing().map(|b| b.confirmations.clone()), || {
+        core.confirmations_snapshot()
+    })
 }
 
 /// The autonomy table for `phone` at its autonomy level (`ask_before_action` when unknown).
@@ -23,8 +23,15 @@ pub fn confirmations_snapshot(core: Core<'_>) -> ConfirmationsSnapshot {
 /// # Errors
 /// `invalid_input` for an empty phone name; `not_found` when no tool list is loaded.
 #[tauri::command]
-pub fn autonomy_table(core: Core<'_>, phone: String) -> Result<PhoneAutonomy, IpcError> {
-    core.autonomy_table(&phone)
+pub fn autonomy_table(core: Core<'_>, phone: String) -> Result<serde_json::Value, IpcError> {
+    if let Some(b) = core.viewing() {
+        return b.autonomy.get(&phone).cloned().ok_or_else(|| {
+            IpcError::not_found(format!(
+                "the support bundle holds no autonomy table for {phone}"
+            ))
+        });
+    }
+    super::to_json(&core.autonomy_table(&phone)?)
 }
 
 /// Whether desktop notifications can be shown.

@@ -11,7 +11,6 @@ use switchboard::app::dials::{
 };
 use switchboard::dials::{Dial, DialFilter, DialPage, OpStats};
 use switchboard::error::IpcError;
-use switchboard::phone_line::conformance::DialConformance;
 use tauri::ipc::Channel;
 
 use super::Core;
@@ -26,6 +25,9 @@ pub async fn dials_query(
     filter: Option<DialFilter>,
     source: Option<DialSource>,
 ) -> Result<DialPage, IpcError> {
+    if let Some(b) = core.viewing() {
+        return Ok(b.dials.query(&filter.unwrap_or_default()));
+    }
     core.dials()?.dials_query(filter, source).await
 }
 
@@ -39,6 +41,9 @@ pub async fn dials_stats(
     filter: Option<DialFilter>,
     source: Option<DialSource>,
 ) -> Result<Vec<OpStats>, IpcError> {
+    if let Some(b) = core.viewing() {
+        return Ok(b.dials.stats(&filter.unwrap_or_default()));
+    }
     core.dials()?.dials_stats(filter, source).await
 }
 
@@ -54,6 +59,14 @@ pub async fn dials_subscribe(
     source: Option<DialSource>,
     channel: Channel<DialBatchMsg>,
 ) -> Result<u64, IpcError> {
+    if let Some(b) = core.viewing() {
+        // A bundle does not change: its snapshot only, as for an imported capture.
+        let page = b.dials.query(&filter.unwrap_or_default());
+        channel
+            .send(DialBatchMsg::snapshot(0, &page))
+            .map_err(|e| IpcError::internal(format!("sending the snapshot: {e}")))?;
+        return Ok(0);
+    }
     core.dials()?
         .dials_subscribe(filter, source, move |m| channel.send(m))
         .await
@@ -76,6 +89,9 @@ pub async fn dials_get(
     start_ms: Option<i64>,
     source: Option<DialSource>,
 ) -> Result<Option<Arc<Dial>>, IpcError> {
+    if let Some(b) = core.viewing() {
+        return Ok(b.dial(&id, start_ms));
+    }
     core.dials()?.dials_get(id, start_ms, source).await
 }
 
@@ -90,8 +106,15 @@ pub async fn dial_conformance(
     id: String,
     start_ms: Option<i64>,
     source: Option<DialSource>,
-) -> Result<Option<DialConformance>, IpcError> {
-    core.dials()?.dial_conformance(id, start_ms, source).await
+) -> Result<Option<serde_json::Value>, IpcError> {
+    if let Some(b) = core.viewing() {
+        // As checked when the bundle was saved, on the values before redaction.
+        return Ok(b
+            .dial(&id, start_ms)
+            .and_then(|d| b.conformance.get(&*d.id).cloned()));
+    }
+    let c = core.dials()?.dial_conformance(id, start_ms, source).await?;
+    c.map(|c| super::to_json(&c)).transpose()
 }
 
 /// Exports the dials matching `filter` to `path` as JSON Lines, atomically.
@@ -105,6 +128,7 @@ pub async fn dials_export(
     path: String,
     source: Option<DialSource>,
 ) -> Result<ExportSummary, IpcError> {
+    core.read_only()?;
     core.dials()?.dials_export(filter, path, source).await
 }
 
@@ -114,15 +138,18 @@ pub async fn dials_export(
 /// `invalid_input` for an empty path or bad lines; `io` when the file cannot be read.
 #[tauri::command]
 pub async fn dials_import(core: Core<'_>, path: String) -> Result<ImportSummary, IpcError> {
+    core.read_only()?;
     core.dials()?.dials_import(path).await
 }
 
 /// Closes the imported capture.
 #[tauri::command]
-pub fn dials_close_import(core: Core<'_>) {
+pub fn dials_close_import(core: Core<'_>) -> Result<(), IpcError> {
+    core.read_only()?;
     if let Ok(d) = core.dials() {
         d.dials_close_import();
     }
+    Ok(())
 }
 
 /// Clears the live log (`memory` or `all`); returns the stored rows deleted.
@@ -131,6 +158,7 @@ pub fn dials_close_import(core: Core<'_>) {
 /// `io` when the history file cannot be changed; `internal` when the log has shut down.
 #[tauri::command]
 pub async fn dials_clear(core: Core<'_>, scope: DialClearScope) -> Result<u64, IpcError> {
+    core.read_only()?;
     core.dials()?.dials_clear(scope).await
 }
 
@@ -140,6 +168,17 @@ pub async fn dials_clear(core: Core<'_>, scope: DialClearScope) -> Result<u64, I
 /// `internal` when the log has shut down.
 #[tauri::command]
 pub async fn dials_status(core: Core<'_>) -> Result<DialsStatus, IpcError> {
+    if let Some(b) = core.viewing() {
+        let live = core.dials()?.dials_status().await?;
+        return Ok(DialsStatus {
+            storage_error: None,
+            imported: Some(ImportSummary {
+                path: b.path.clone(),
+                dials: b.dials.len() as u64,
+            }),
+            ..live
+        });
+    }
     core.dials()?.dials_status().await
 }
 
@@ -154,5 +193,8 @@ pub async fn dial_banner(
     start_ms: Option<i64>,
     source: Option<DialSource>,
 ) -> Result<Option<DialBanner>, IpcError> {
+    if let Some(b) = core.viewing() {
+        return Ok(b.dial_banner(&dial_id, start_ms));
+    }
     core.dial_banner(&dial_id, start_ms, source).await
 }

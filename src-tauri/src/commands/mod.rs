@@ -19,9 +19,37 @@ pub mod confirmations;
 pub mod dials;
 pub mod phone_lines;
 pub mod phones;
+pub mod support;
 
 mod ts;
 pub use ts::{ipc_bindings, CommandSpec};
+
+/// What a view command answers: the open support bundle's copy of the view (`bundle`), or
+/// else the live app's (`live`), as JSON of the same shape. The command list names the live
+/// type, which is the TypeScript type of both.
+///
+/// # Errors
+/// `internal` when the live value does not serialise (never for the app's types).
+pub(crate) fn shown<T: serde::Serialize>(
+    bundle: Option<serde_json::Value>,
+    live: impl FnOnce() -> T,
+) -> Result<serde_json::Value, switchboard::error::IpcError> {
+    match bundle {
+        Some(v) => Ok(v),
+        None => to_json(&live()),
+    }
+}
+
+/// `value` as JSON.
+///
+/// # Errors
+/// `internal` when it does not serialise (never for the app's types).
+pub(crate) fn to_json<T: serde::Serialize>(
+    value: &T,
+) -> Result<serde_json::Value, switchboard::error::IpcError> {
+    serde_json::to_value(value)
+        .map_err(|e| switchboard::error::IpcError::internal(format!("answer: {e}")))
+}
 
 /// The core app as the commands receive it (`manage()`d once by [`crate::init`]).
 pub type Core<'a> = tauri::State<'a, std::sync::Arc<switchboard::app::App>>;
@@ -64,6 +92,9 @@ use switchboard::dials::{Dial, DialFilter, DialPage, OpStats};
 use switchboard::link::PairingInvite;
 use switchboard::phone_line::conformance::DialConformance;
 use switchboard::settings::Settings;
+use switchboard::support::open::BundleInfo;
+use switchboard::support::tray::TraySummary;
+use switchboard::support::{BundleOptions, BundlePreview, SavedBundle};
 
 commands! {
     app::app_info() -> AppInfo;
@@ -100,4 +131,38 @@ commands! {
     confirmations::confirmations_snapshot() -> ConfirmationsSnapshot;
     confirmations::autonomy_table(phone: String) -> PhoneAutonomy;
     confirmations::notification_status() -> crate::notify::NotificationStatus;
+    support::support_preview(options: Option<BundleOptions>) -> BundlePreview;
+    support::save_support_bundle(path: String, options: Option<BundleOptions>) -> SavedBundle;
+    support::open_bundle(path: String) -> BundleInfo;
+    support::close_bundle() -> bool;
+    support::bundle_info() -> Option<BundleInfo>;
+    support::tray_summary() -> TraySummary;
 }
+
+/// The commands that only read, and answer the same way whether a support bundle is open or
+/// not, or answer from the bundle while one is open. Every other command answers `read_only`
+/// while a bundle is open (`tests/confirmations.rs` drives them all in that mode).
+pub const READS_IN_BUNDLE_MODE: &[&str] = &[
+    "app_info",
+    "get_settings",
+    "diagnostics",
+    "phones_snapshot",
+    "bridge_snapshot",
+    "explain_error",
+    "phone_lines_snapshot",
+    "dials_query",
+    "dials_stats",
+    "dials_subscribe",
+    "dials_unsubscribe",
+    "dials_get",
+    "dial_conformance",
+    "dials_status",
+    "dial_banner",
+    "confirmations_snapshot",
+    "autonomy_table",
+    "notification_status",
+    "open_bundle",
+    "close_bundle",
+    "bundle_info",
+    "tray_summary",
+];

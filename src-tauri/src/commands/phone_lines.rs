@@ -10,8 +10,10 @@ use super::Core;
 
 /// The phone lines from the current source, with the registry.
 #[tauri::command]
-pub fn phone_lines_snapshot(core: Core<'_>) -> PhoneLinesSnapshot {
-    core.phone_lines_snapshot()
+pub fn phone_lines_snapshot(core: Core<'_>) -> Result<serde_json::Value, IpcError> {
+    super::shown(core.viewing().map(|b| b.phone_lines.clone()), || {
+        core.phone_lines_snapshot()
+    })
 }
 
 /// Opens a `phoneline-pairings.json` (or a folder holding one); only reads.
@@ -20,13 +22,15 @@ pub fn phone_lines_snapshot(core: Core<'_>) -> PhoneLinesSnapshot {
 /// `invalid_input` naming the field, line and column; `io` when it cannot be read.
 #[tauri::command]
 pub fn open_pairings_file(core: Core<'_>, path: String) -> Result<PhoneLinesSnapshot, IpcError> {
+    core.read_only()?;
     core.open_pairings_file(&path)
 }
 
 /// Stops showing the opened file (nothing is written).
 #[tauri::command]
-pub fn close_pairings_file(core: Core<'_>) -> PhoneLinesSnapshot {
-    core.close_pairings_file()
+pub fn close_pairings_file(core: Core<'_>) -> Result<PhoneLinesSnapshot, IpcError> {
+    core.read_only()?;
+    Ok(core.close_pairings_file())
 }
 
 /// Uses a pasted `describe` response as the latest describe of line `identifier`.
@@ -39,6 +43,7 @@ pub fn attach_describe(
     identifier: String,
     text: String,
 ) -> Result<PhoneLinesSnapshot, IpcError> {
+    core.read_only()?;
     core.attach_describe(&identifier, &text)
 }
 
@@ -53,6 +58,7 @@ pub fn revoke_phone_line(
     identifier: String,
     confirm: bool,
 ) -> Result<PhoneLinesSnapshot, IpcError> {
+    core.read_only()?;
     core.revoke_phone_line(&identifier, confirm)
 }
 
@@ -66,6 +72,7 @@ pub fn test_exclusion(
     identifier: String,
     path: String,
 ) -> Result<ExclusionTest, IpcError> {
+    core.read_only()?;
     core.test_exclusion(&identifier, &path)
 }
 
@@ -79,6 +86,7 @@ pub fn add_known_phone_line(
     identifier: String,
     name: String,
 ) -> Result<PhoneLinesSnapshot, IpcError> {
+    core.read_only()?;
     core.add_known_phone_line(&identifier, &name)
 }
 
@@ -91,5 +99,6 @@ pub fn remove_known_phone_line(
     core: Core<'_>,
     identifier: String,
 ) -> Result<PhoneLinesSnapshot, IpcError> {
+    core.read_only()?;
     core.remove_known_phone_line(&identifier)
 }

@@ -2,7 +2,6 @@
 //! and the link's diagnostics ([`switchboard::app::phones`]). Nothing here can approve, reject
 //! or cancel an action.
 
-use switchboard::app::phones::PhonesSnapshot;
 use switchboard::error::IpcError;
 use switchboard::link::PairingInvite;
 
@@ -10,8 +9,10 @@ use super::Core;
 
 /// Paired phones with their status, the open pairing window, and diagnostics.
 #[tauri::command]
-pub fn phones_snapshot(core: Core<'_>) -> PhonesSnapshot {
-    core.phones.snapshot()
+pub fn phones_snapshot(core: Core<'_>) -> Result<serde_json::Value, IpcError> {
+    super::shown(core.viewing().map(|b| b.phones.clone()), || {
+        core.phones.snapshot()
+    })
 }
 
 /// Opens (or renews) the pairing window: a 6-digit code that lives 2 minutes, the
@@ -26,13 +27,16 @@ pub fn open_pairing(
     core: Core<'_>,
     networks: Option<Vec<String>>,
 ) -> Result<PairingInvite, IpcError> {
+    core.read_only()?;
     core.phones.open_pairing_on(networks)
 }
 
 /// Closes the pairing window; the code stops working at once.
 #[tauri::command]
-pub fn close_pairing(core: Core<'_>) {
+pub fn close_pairing(core: Core<'_>) -> Result<(), IpcError> {
+    core.read_only()?;
     core.phones.close_pairing();
+    Ok(())
 }
 
 /// The person's answer after comparing the verification code of the pending pairing `id` with
@@ -43,6 +47,7 @@ pub fn close_pairing(core: Core<'_>) {
 /// `link` when the link is not running; `not_found` when that pairing ended meanwhile.
 #[tauri::command]
 pub fn confirm_pairing(core: Core<'_>, id: String, codes_match: bool) -> Result<(), IpcError> {
+    core.read_only()?;
     core.phones.confirm_pairing(&id, codes_match)
 }
 
@@ -53,5 +58,6 @@ pub fn confirm_pairing(core: Core<'_>, id: String, codes_match: bool) -> Result<
 /// `link` when the link is not running or the trust file cannot be written.
 #[tauri::command]
 pub fn unpair_phone(core: Core<'_>, device_id: String) -> Result<bool, IpcError> {
+    core.read_only()?;
     core.phones.unpair(&device_id)
 }

@@ -378,10 +378,15 @@ impl Env {
 
     /// Opens the app (a new WebDriver session) and waits for its page.
     pub async fn open_app(&self) -> R<Client> {
+        self.open_app_with(&[]).await
+    }
+
+    /// Opens the app with command-line `args` (e.g. `--demo`).
+    pub async fn open_app_with(&self, args: &[&str]) -> R<Client> {
         let app = env!("CARGO_BIN_EXE_switchboard-desktop");
         let caps = json!({
             "browserName": "wry",
-            "tauri:options": { "application": app },
+            "tauri:options": { "application": app, "args": args },
         });
         let caps = caps.as_object().cloned().unwrap_or_default();
         let url = format!("http://127.0.0.1:{}", self.driver_port);

@@ -4,4 +4,4 @@
  * The stable, machine-readable class of an [`IpcError`] (snake_case on the wire; a closed
  * union in TypeScript).
  */
-export type IpcErrorKind = "invalid_input" | "not_found" | "io" | "key_store" | "link" | "conflict" | "internal" | "no_host";
+export type IpcErrorKind = "invalid_input" | "not_found" | "io" | "key_store" | "link" | "conflict" | "internal" | "no_host" | "read_only";

@@ -2,6 +2,9 @@
 // switchboard::app::AppEvent::ALL by `cargo test`; do not edit.
 import type { AppInfo } from "./AppInfo";
 import type { BridgeSnapshot } from "./BridgeSnapshot";
+import type { BundleInfo } from "./BundleInfo";
+import type { BundleOptions } from "./BundleOptions";
+import type { BundlePreview } from "./BundlePreview";
 import type { ConfirmationsSnapshot } from "./ConfirmationsSnapshot";
 import type { Diagnostics } from "./Diagnostics";
 import type { Dial } from "./Dial";
@@ -24,7 +27,10 @@ import type { PairingInvite } from "./PairingInvite";
 import type { PhoneAutonomy } from "./PhoneAutonomy";
 import type { PhoneLinesSnapshot } from "./PhoneLinesSnapshot";
 import type { PhonesSnapshot } from "./PhonesSnapshot";
+import type { SavedBundle } from "./SavedBundle";
 import type { Settings } from "./Settings";
+import type { TraySummary } from "./TraySummary";
+import type { TrayView } from "./TrayView";
 
 /** Every command: what the window sends and what it gets back. */
 export type Commands = {
@@ -62,6 +68,12 @@ export type Commands = {
   confirmations_snapshot: { args: Record<string, never>; ret: ConfirmationsSnapshot };
   autonomy_table: { args: { phone: string }; ret: PhoneAutonomy };
   notification_status: { args: Record<string, never>; ret: NotificationStatus };
+  support_preview: { args: { options?: BundleOptions | null }; ret: BundlePreview };
+  save_support_bundle: { args: { path: string; options?: BundleOptions | null }; ret: SavedBundle };
+  open_bundle: { args: { path: string }; ret: BundleInfo };
+  close_bundle: { args: Record<string, never>; ret: boolean };
+  bundle_info: { args: Record<string, never>; ret: BundleInfo | null };
+  tray_summary: { args: Record<string, never>; ret: TraySummary };
 };
 
 /** A command's name. */
@@ -73,6 +85,8 @@ export type AppEvents = {
   "switchboard://phone-lines": null;
   "switchboard://confirmations": null;
   "switchboard://notice": HubNotice;
+  "switchboard://bundle": null;
+  "switchboard://open-view": TrayView;
 };
 
 /** An event's name. */

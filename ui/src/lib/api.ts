@@ -36,7 +36,7 @@ export function inTauri(): boolean {
 
 /** Every error kind the host sends (a closed set; see `IpcErrorKind` in Rust). */
 export const IPC_ERROR_KINDS: readonly IpcErrorKind[] = [
-  "invalid_input", "not_found", "io", "key_store", "link", "conflict", "internal", "no_host",
+  "invalid_input", "not_found", "io", "key_store", "link", "conflict", "internal", "no_host", "read_only",
 ];
 
 function isKind(k: unknown): k is IpcErrorKind {
@@ -117,7 +117,27 @@ export const api = {
   confirmationsSnapshot: () => call("confirmations_snapshot"),
   autonomyTable: (phone: string) => call("autonomy_table", { phone }),
   notificationStatus: () => call("notification_status"),
+  // Support bundles: a preview of every file, the save, and opening one read only
+  supportPreview: (includeParams: boolean) => call("support_preview", { options: { include_params: includeParams } }),
+  saveSupportBundle: (path: string, includeParams: boolean) =>
+    call("save_support_bundle", { path, options: { include_params: includeParams } }),
+  openBundle: (path: string) => call("open_bundle", { path }),
+  closeBundle: () => call("close_bundle"),
+  bundleInfo: () => call("bundle_info"),
+  traySummary: () => call("tray_summary"),
 };
+
+/**
+ * Files dropped on the window: `onDrop` gets their paths. Returns the unsubscribe function;
+ * outside the desktop window this does nothing.
+ */
+export async function onFilesDropped(onDrop: (paths: string[]) => void): Promise<UnlistenFn> {
+  if (!inTauri()) return () => {};
+  const { getCurrentWebview } = await import("@tauri-apps/api/webview");
+  return getCurrentWebview().onDragDropEvent((e) => {
+    if (e.payload.type === "drop" && e.payload.paths.length > 0) onDrop(e.payload.paths);
+  });
+}
 
 /**
  * Subscribes to a host notice (e.g. `switchboard://phones`); returns the unsubscribe function.

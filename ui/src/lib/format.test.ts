@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ago, capabilityLabels, countdown } from "./format";
+import { ago, capabilityLabels, countdown, formatBytes } from "./format";
 
 describe("format", () => {
   it("counts down in seconds and minutes, then says expired", () => {
@@ -24,5 +24,13 @@ describe("format", () => {
       "console",
       "x",
     ]);
+  });
+});
+
+describe("formatBytes", () => {
+  it("says bytes, KiB and MiB", () => {
+    expect(formatBytes(512)).toBe("512 B");
+    expect(formatBytes(1536)).toBe("1.5 KiB");
+    expect(formatBytes(12 * 1024 * 1024)).toBe("12.0 MiB");
   });
 });

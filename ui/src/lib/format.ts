@@ -29,3 +29,10 @@ export function capabilityLabels(caps: unknown[]): string[] {
     .map((c) => (c && typeof c === "object" && "type" in c ? String((c as { type: unknown }).type) : String(c)))
     .map((t) => t.replace(/^tool:/, ""));
 }
+
+/** A size in bytes for people: `512 B`, `1.5 KiB`, `12.0 MiB`. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / (1024 * 1024)).toFixed(1)} MiB`;
+}

@@ -1,0 +1,218 @@
+//! The tray at a glance: how many phones are connected, how many banners are raised and how
+//! many confirmations wait on a phone ([`TraySummary`]), computed from what the views show; the
+//! shell puts the counts in the tooltip and icon and lists the entries in the menu.
+//!
+//! The tooltip carries counts only (no phone-supplied text). Menu entries carry labels, banner
+//! texts and summaries from phones, cut to [`MAX_MENU_LABEL`] characters with control
+//! characters replaced ([`menu_label`]).
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::app::phones::PhonesSnapshot;
+use crate::bridge::store::BridgeSnapshot;
+use crate::confirmations::ConfirmationsSnapshot;
+
+/// The longest menu entry, in characters (a cut one ends with `…`).
+pub const MAX_MENU_LABEL: usize = 60;
+
+/// How many entries of each kind the menu lists (the rest are counted in one more entry).
+pub const MAX_MENU_ENTRIES: usize = 5;
+
+/// The view a menu entry opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "kebab-case")]
+#[ts(export)]
+pub enum TrayView {
+    /// Phones.
+    Phones,
+    /// Bridge (banners).
+    Bridge,
+    /// Confirmations.
+    Confirmations,
+}
+
+impl TrayView {
+    /// The view's id in the window (`phones`, `bridge`, `confirmations`).
+    pub fn id(self) -> &'static str {
+        match self {
+            TrayView::Phones => "phones",
+            TrayView::Bridge => "bridge",
+            TrayView::Confirmations => "confirmations",
+        }
+    }
+
+    /// The view for an id; `None` for anything else.
+    pub fn from_id(id: &str) -> Option<Self> {
+        [Self::Phones, Self::Bridge, Self::Confirmations]
+            .into_iter()
+            .find(|v| v.id() == id)
+    }
+}
+
+/// One menu entry: its text and the view it opens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct TrayEntry {
+    /// The entry's text ([`menu_label`] applied).
+    pub label: String,
+    /// The view a click opens.
+    pub view: TrayView,
+}
+
+/// What the tray shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct TraySummary {
+    /// Phones connected now.
+    pub connected: u32,
+    /// Banners raised now.
+    pub banners: u32,
+    /// Confirmations waiting on a phone (requested or approved, not ended).
+    pub waiting: u32,
+    /// The menu's entries: phones (connected first), banners, waiting confirmations, each
+    /// kind at most [`MAX_MENU_ENTRIES`] and then one "and N more".
+    pub entries: Vec<TrayEntry>,
+}
+
+fn plural(n: u32, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+impl TraySummary {
+    /// The tooltip: `Switchboard: 1 phone connected, 2 banners raised, 1 confirmation waiting
+    /// on a phone` (counts only; nothing a phone wrote). With nothing connected it starts
+    /// `Switchboard: no phone connected`.
+    pub fn tooltip(&self) -> String {
+        let phones = match self.connected {
+            0 => "no phone connected".to_string(),
+            n => format!("{} connected", plural(n, "phone", "phones")),
+        };
+        let mut parts = vec![phones];
+        if self.banners > 0 {
+            parts.push(format!(
+                "{} raised",
+                plural(self.banners, "banner", "banners")
+            ));
+        }
+        if self.waiting > 0 {
+            parts.push(format!(
+                "{} waiting on a phone",
+                plural(self.waiting, "confirmation", "confirmations")
+            ));
+        }
+        format!("Switchboard: {}", parts.join(", "))
+    }
+
+    /// Whether the icon shows attention (a banner raised or a confirmation waiting).
+    pub fn needs_attention(&self) -> bool {
+        self.banners > 0 || self.waiting > 0
+    }
+}
+
+/// `text` as one menu line: control characters (newlines included) become spaces, runs of
+/// spaces one, cut to [`MAX_MENU_LABEL`] characters ending in `…`.
+pub fn menu_label(text: &str) -> String {
+    let mut out = String::new();
+    let mut space = false;
+    for c in text.chars() {
+        let c = if c.is_control() { ' ' } else { c };
+        if c == ' ' {
+            if space || out.is_empty() {
+                continue;
+            }
+            space = true;
+        } else {
+            space = false;
+        }
+        out.push(c);
+    }
+    let out = out.trim_end().to_string();
+    if out.chars().count() > MAX_MENU_LABEL {
+        let cut: String = out.chars().take(MAX_MENU_LABEL - 1).collect();
+        format!("{}…", cut.trim_end())
+    } else {
+        out
+    }
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The tray's summary of the three views' snapshots. Phones are named by their pairing label
+/// (the device id when it is empty); confirmations by their summary and phone label.
+pub fn summarize(
+    phones: &PhonesSnapshot,
+    bridge: &BridgeSnapshot,
+    confirmations: &ConfirmationsSnapshot,
+) -> TraySummary {
+    let label_of = |device: &str| {
+        phones
+            .phones
+            .iter()
+            .find(|p| p.record.device_id == device)
+            .map(|p| p.record.label.clone())
+            .filter(|l| !l.trim().is_empty())
+            .unwrap_or_else(|| device.to_string())
+    };
+    let mut entries = Vec::new();
+    let mut listed = phones.phones.iter().collect::<Vec<_>>();
+    listed.sort_by_key(|p| !p.connected);
+    let more = |entries: &mut Vec<TrayEntry>, total: usize, view: TrayView| {
+        if total > MAX_MENU_ENTRIES {
+            entries.push(TrayEntry {
+                label: format!("and {} more", total - MAX_MENU_ENTRIES),
+                view,
+            });
+        }
+    };
+    for p in listed.iter().take(MAX_MENU_ENTRIES) {
+        let state = if p.connected {
+            "connected"
+        } else {
+            "not connected"
+        };
+        entries.push(TrayEntry {
+            label: menu_label(&format!(
+                "{} ({state})",
+                menu_label(&label_of(&p.record.device_id))
+            )),
+            view: TrayView::Phones,
+        });
+    }
+    more(&mut entries, listed.len(), TrayView::Phones);
+    for b in bridge.banners.iter().take(MAX_MENU_ENTRIES) {
+        entries.push(TrayEntry {
+            label: menu_label(&format!("Banner: {}", b.message)),
+            view: TrayView::Bridge,
+        });
+    }
+    more(&mut entries, bridge.banners.len(), TrayView::Bridge);
+    for c in confirmations.waiting.iter().take(MAX_MENU_ENTRIES) {
+        let summary = if c.summary.trim().is_empty() {
+            c.tool.name.clone()
+        } else {
+            c.summary.clone()
+        };
+        entries.push(TrayEntry {
+            label: menu_label(&format!("Waiting: {} ({})", summary, label_of(&c.phone))),
+            view: TrayView::Confirmations,
+        });
+    }
+    more(
+        &mut entries,
+        confirmations.waiting.len(),
+        TrayView::Confirmations,
+    );
+    TraySummary {
+        connected: count(phones.phones.iter().filter(|p| p.connected).count()),
+        banners: count(bridge.banners.len()),
+        waiting: count(confirmations.waiting.len()),
+        entries,
+    }
+}
