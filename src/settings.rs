@@ -65,6 +65,12 @@ pub struct Settings {
     pub dial_ring_capacity: u32,
     /// Extra known phone lines besides LumiRealm: `(identifier, name)` pairs.
     pub extra_phone_lines: Vec<KnownLineSetting>,
+    /// The Live dials view's filter line as last applied (empty: no filter), so the view opens
+    /// on the same filter after a restart. Checked again by the filter parser when the view
+    /// opens; a line that no longer parses is shown with its error and not applied.
+    pub dials_filter_line: String,
+    /// Whether the filter line's free text is a regular expression.
+    pub dials_filter_regex: bool,
 }
 
 /// A phone line added to the registry in Settings (phone-line.md, "Discovery and pairing").
@@ -85,9 +91,14 @@ impl Default for Settings {
             notifications: NotificationSettings::default(),
             dial_ring_capacity: 100_000,
             extra_phone_lines: Vec::new(),
+            dials_filter_line: String::new(),
+            dials_filter_regex: false,
         }
     }
 }
+
+/// Longest filter line the settings keep (bytes).
+pub const MAX_FILTER_LINE_BYTES: usize = 4096;
 
 /// Why settings could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -134,6 +145,15 @@ impl Settings {
             return Err(SettingsError::Invalid {
                 field: "dial_ring_capacity",
                 message: format!("{} is outside 1000..=5000000", self.dial_ring_capacity),
+            });
+        }
+        if self.dials_filter_line.len() > MAX_FILTER_LINE_BYTES {
+            return Err(SettingsError::Invalid {
+                field: "dials_filter_line",
+                message: format!(
+                    "{} bytes is longer than {MAX_FILTER_LINE_BYTES}",
+                    self.dials_filter_line.len()
+                ),
             });
         }
         for (i, l) in self.extra_phone_lines.iter().enumerate() {
@@ -230,5 +250,36 @@ mod tests {
             })
         ));
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\n  \"theme\": 3\n}");
+    }
+
+    #[test]
+    fn dials_filter_line_is_kept_across_a_restart_and_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("settings.json");
+        let s = Settings {
+            dials_filter_line: r#"op:read_item -outcome:ok phone:"Demo phone""#.into(),
+            dials_filter_regex: true,
+            ..Settings::default()
+        };
+        s.save(&p).unwrap();
+        let back = Settings::load(&p).unwrap();
+        assert_eq!(back.dials_filter_line, s.dials_filter_line);
+        assert!(back.dials_filter_regex);
+        // A file from before the filter line loads with no filter.
+        std::fs::write(&p, r#"{"theme":"dark"}"#).unwrap();
+        let old = Settings::load(&p).unwrap();
+        assert_eq!(old.dials_filter_line, "");
+        assert!(!old.dials_filter_regex);
+        let long = Settings {
+            dials_filter_line: "x".repeat(MAX_FILTER_LINE_BYTES + 1),
+            ..Settings::default()
+        };
+        assert!(matches!(
+            long.save(&p),
+            Err(SettingsError::Invalid {
+                field: "dials_filter_line",
+                ..
+            })
+        ));
     }
 }

@@ -26,4 +26,14 @@ dial_ring_capacity: number,
 /**
  * Extra known phone lines besides LumiRealm: `(identifier, name)` pairs.
  */
-extra_phone_lines: Array<KnownLineSetting>, };
+extra_phone_lines: Array<KnownLineSetting>, 
+/**
+ * The Live dials view's filter line as last applied (empty: no filter), so the view opens
+ * on the same filter after a restart. Checked again by the filter parser when the view
+ * opens; a line that no longer parses is shown with its error and not applied.
+ */
+dials_filter_line: string, 
+/**
+ * Whether the filter line's free text is a regular expression.
+ */
+dials_filter_regex: boolean, };

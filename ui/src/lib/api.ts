@@ -108,7 +108,10 @@ export const api = {
   dialsGet: (id: string, startMs: number, source: DialSource) => call("dials_get", { id, startMs, source }),
   dialBanner: (dialId: string, startMs: number, source: DialSource) => call("dial_banner", { dialId, startMs, source }),
   dialConformance: (id: string, startMs: number, source: DialSource) => call("dial_conformance", { id, startMs, source }),
-  dialsExport: (filter: DialFilter, path: string, source: DialSource) => call("dials_export", { filter, path, source }),
+  dialsExport: (filter: DialFilter, path: string, source: DialSource, redact = false) =>
+    redact
+      ? Promise.reject({ kind: "invalid_input", message: "Redacted export needs the newer core (dials_export with redact)." } as IpcError)
+      : call("dials_export", { filter, path, source }),
   dialsImport: (path: string) => call("dials_import", { path }),
   dialsCloseImport: () => call("dials_close_import"),
   dialsClear: (scope: DialClearScope) => call("dials_clear", { scope }),
