@@ -33,7 +33,9 @@ import {
 
 function row(i: number, over: Partial<DialRow> = {}): DialRow {
   return {
+    seq: i,
     id: `d${i}`,
+    session: "",
     phone: "dev_a",
     call_id: `c${i}`,
     caller: "lumiagent",
