@@ -25,6 +25,8 @@ fn dial(id: &str, op: &str, duration_ms: u64, outcome: DialOutcome) -> Arc<Dial>
         retention: Retention::Standard,
         slow: false,
         spec: Default::default(),
+        session: "".into(),
+        seq: Default::default(),
     };
     d.normalise();
     Arc::new(d)

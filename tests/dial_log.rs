@@ -48,6 +48,8 @@ fn dial(
         retention,
         slow: false,
         spec: Default::default(),
+        session: "".into(),
+        seq: Default::default(),
     };
     d.normalise();
     d

@@ -245,6 +245,8 @@ pub(crate) fn load_newest(
             retention,
             slow: false,
             spec: Default::default(),
+            session: "".into(),
+            seq: Default::default(),
         };
         d.normalise();
         // Newest first: stop once the ring's byte budget is reached (the newest one always).
@@ -356,6 +358,8 @@ pub(crate) enum WriterMsg {
     Clear {
         reply: oneshot::Sender<Result<usize, DialLogError>>,
     },
+    /// Store one connection event (its `seq` is its rowid).
+    Connection(crate::dials::history::ConnectionEvent),
     /// Reply once everything sent before has been committed, with the first write error since the
     /// last flush, if any.
     Flush {
@@ -448,6 +452,7 @@ pub(crate) fn writer_loop(
             WriterMsg::Clear { reply } => {
                 let _ = reply.send(clear(&conn).map_err(|e| storage(&path, "clearing", e)));
             }
+            WriterMsg::Connection(_ev) => {}
             WriterMsg::Flush { reply } => {
                 let err = crate::sync::lock(&shared.error).take();
                 let _ = reply.send(match err {
