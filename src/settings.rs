@@ -65,12 +65,11 @@ pub struct Settings {
     pub dial_ring_capacity: u32,
     /// Extra known phone lines besides LumiRealm: `(identifier, name)` pairs.
     pub extra_phone_lines: Vec<KnownLineSetting>,
-    /// The Live dials view's filter line as last applied (empty: no filter), so the view opens
-    /// on the same filter after a restart. Checked again by the filter parser when the view
-    /// opens; a line that no longer parses is shown with its error and not applied.
+    /// The Live dials view's filter line as last applied (empty: no filter; grammar in
+    /// `crate::dials::filter`), so the view opens on the same filter after a restart. Checked
+    /// again by the filter parser when the view opens; a line that no longer parses is shown
+    /// with its error and not applied.
     pub dials_filter_line: String,
-    /// Whether the filter line's free text is a regular expression.
-    pub dials_filter_regex: bool,
 }
 
 /// A phone line added to the registry in Settings (phone-line.md, "Discovery and pairing").
@@ -92,7 +91,6 @@ impl Default for Settings {
             dial_ring_capacity: 100_000,
             extra_phone_lines: Vec::new(),
             dials_filter_line: String::new(),
-            dials_filter_regex: false,
         }
     }
 }
@@ -257,19 +255,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("settings.json");
         let s = Settings {
-            dials_filter_line: r#"op:read_item -outcome:ok phone:"Demo phone""#.into(),
-            dials_filter_regex: true,
+            dials_filter_line: r#"op:read_item -outcome:ok phone:"Demo phone" /item_\d+/i"#.into(),
             ..Settings::default()
         };
         s.save(&p).unwrap();
         let back = Settings::load(&p).unwrap();
         assert_eq!(back.dials_filter_line, s.dials_filter_line);
-        assert!(back.dials_filter_regex);
         // A file from before the filter line loads with no filter.
         std::fs::write(&p, r#"{"theme":"dark"}"#).unwrap();
         let old = Settings::load(&p).unwrap();
         assert_eq!(old.dials_filter_line, "");
-        assert!(!old.dials_filter_regex);
         let long = Settings {
             dials_filter_line: "x".repeat(MAX_FILTER_LINE_BYTES + 1),
             ..Settings::default()

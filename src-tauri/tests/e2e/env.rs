@@ -32,12 +32,17 @@ pub struct Proc {
 }
 
 impl Proc {
-    fn new(name: &str, child: Child, may_kill: bool) -> Self {
+    pub fn new(name: &str, child: Child, may_kill: bool) -> Self {
         Self {
             name: name.to_string(),
             child: Some(child),
             may_kill,
         }
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// Exit status if it has ended, without waiting.
@@ -125,7 +130,7 @@ fn need(tool: &str, hint: &str) -> R<PathBuf> {
 }
 
 /// Reads the first line a child writes on stdout, waiting at most `limit`.
-fn first_line(child: &mut Child, what: &str, limit: Duration) -> R<String> {
+pub fn first_line(child: &mut Child, what: &str, limit: Duration) -> R<String> {
     let out = child
         .stdout
         .take()
@@ -214,6 +219,8 @@ pub fn scenario(name: &str) -> PathBuf {
 
 /// One journey's world.
 pub struct Env {
+    /// The X display of this world (`:N`).
+    pub display: String,
     pub home: PathBuf,
     pub switchboard_home: PathBuf,
     pub driver_port: u16,
@@ -364,6 +371,7 @@ impl Env {
         )?;
 
         Ok(Env {
+            display,
             home,
             switchboard_home,
             driver_port,
@@ -378,10 +386,15 @@ impl Env {
 
     /// Opens the app (a new WebDriver session) and waits for its page.
     pub async fn open_app(&self) -> R<Client> {
+        self.open_app_with(&[]).await
+    }
+
+    /// Opens the app with command-line `args` (e.g. `--demo`).
+    pub async fn open_app_with(&self, args: &[&str]) -> R<Client> {
         let app = env!("CARGO_BIN_EXE_switchboard-desktop");
         let caps = json!({
             "browserName": "wry",
-            "tauri:options": { "application": app },
+            "tauri:options": { "application": app, "args": args },
         });
         let caps = caps.as_object().cloned().unwrap_or_default();
         let url = format!("http://127.0.0.1:{}", self.driver_port);
@@ -453,6 +466,11 @@ impl Env {
     /// The simulated phone's identity file (kept across its runs within the journey).
     pub fn identity_file(&self) -> PathBuf {
         self.root.path().join("phone-identity.json")
+    }
+
+    /// tauri-driver's process id (the app and its web processes run below it).
+    pub fn driver_pid(&self) -> Option<u32> {
+        self.driver.pid()
     }
 
     /// Stops tauri-driver (SIGTERM) before the rest goes.

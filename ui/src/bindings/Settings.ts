@@ -33,7 +33,4 @@ extra_phone_lines: Array<KnownLineSetting>,
  * opens; a line that no longer parses is shown with its error and not applied.
  */
 dials_filter_line: string, 
-/**
- * Whether the filter line's free text is a regular expression.
- */
-dials_filter_regex: boolean, };
+};

@@ -1,18 +1,31 @@
 import { describe, expect, it } from "vitest";
-import type { DialRow } from "../bindings/DialRow";
-import { CACHE_ROWS, DialWindow, Geometry, keepInPlace, PAGE } from "./dialWindow";
+import { CACHE_ROWS, DialWindow, Geometry, keepInPlace, PAGE, WALK_PAGE, type PageAsk } from "./dialWindow";
 
-function row(i: number): DialRow {
-  return {
-    id: `d${i}`, phone: "dev_a", call_id: `c${i}`, caller: "lumiagent", callee: "lumirealm", endpoint: "lumirealm.phoneline",
-    op: "read_item", start_ms: 1_760_000_000_000 + i, duration_ms: 10, outcome: "ok", slow: false, has_error: false, spec_findings: 0,
+/** A history of `n` rows `h0` (newest) .. `h{n-1}`, answered the way the core pages it: a cursor
+ * is the index the next page starts at. */
+function core(n: number) {
+  return (ask: Exclude<PageAsk, { restart: true }>) => {
+    const start = ask.cursor === undefined ? 0 : Number(ask.cursor);
+    const rows = Array.from({ length: Math.max(0, Math.min(ask.limit, n - start)) }, (_, k) => `h${start + k}`);
+    const end = start + rows.length;
+    return { rows, next: end < n ? String(end) : null };
   };
 }
-/** Rows `from .. from+n` (oldest first, as the channel sends them). */
-const rows = (from: number, n: number) => Array.from({ length: n }, (_, k) => row(from + k));
-/** The core's answer for display rows `offset .. offset+limit` of `total` dials `d0..d{total-1}`. */
-const page = (total: number, offset: number, limit: number) =>
-  Array.from({ length: Math.max(0, Math.min(limit, total - offset)) }, (_, j) => row(total - 1 - (offset + j)));
+
+/** Reads pages until rows `start..end` are held; returns how many pages it took. */
+function settle(w: DialWindow<string>, answer: ReturnType<typeof core>, start: number, end: number): number {
+  let pages = 0;
+  for (let ask = w.next(start, end); ask; ask = w.next(start, end)) {
+    if ("restart" in ask) throw new Error("restart asked");
+    const t = w.begin(ask);
+    const p = answer(ask);
+    w.fill(t, p.rows, p.next);
+    w.trim(start, end);
+    pages++;
+    if (pages > 1000) throw new Error("no end");
+  }
+  return pages;
+}
 
 describe("geometry of the virtual window", () => {
   it("renders only the rows in view plus overscan at 100 000 rows", () => {
@@ -33,20 +46,18 @@ describe("geometry of the virtual window", () => {
     expect(g.scaled).toBe(true);
     expect(g.spacer).toBe(8_000_000);
     expect(g.firstIndex(0)).toBe(0);
-    const bottom = g.window(8_000_000 - 560, 8);
-    expect(bottom.end).toBe(1_000_000);
-    // The block sits where the viewport is, the first row in view at its top.
+    expect(g.window(8_000_000 - 560, 8).end).toBe(1_000_000);
     const mid = g.window(4_000_000, 8);
     expect(mid.offset).toBe(4_000_000 - 8 * 28);
     expect(Math.abs(g.firstIndex(g.indexTop(654_321)) - 654_321)).toBeLessThanOrEqual(1);
   });
   it("reveals a row by scrolling the least", () => {
     const g = new Geometry(1000, 280, 28);
-    expect(g.reveal(10, 0)).toBe(28); // row 10 spans 280..308: scroll by one row
+    expect(g.reveal(10, 0)).toBe(28);
     expect(g.reveal(3, 200)).toBe(84);
     expect(g.reveal(8, 100)).toBe(100);
   });
-  it("keeps the rows in view in place when dials arrive at the top, and follows at the top", () => {
+  it("keeps the rows in view in place when rows arrive at the top, and follows at the top", () => {
     const before = new Geometry(1000, 560, 28);
     const after = new Geometry(1030, 560, 28);
     expect(keepInPlace(2800, 30, before, after)).toBe(2800 + 30 * 28);
@@ -58,81 +69,80 @@ describe("geometry of the virtual window", () => {
   });
 });
 
-describe("the window of rows", () => {
-  it("starts from the snapshot's newest rows, newest first", () => {
-    const w = new DialWindow();
-    w.reset(1000, rows(800, 200));
+describe("the window of rows over cursor pages", () => {
+  it("starts from the first page, newest first", () => {
+    const w = new DialWindow<string>();
+    const p = core(1000)({ from: 0, cursor: undefined, limit: PAGE });
+    w.reset(1000, true, p.rows, p.next);
     expect(w.total).toBe(1000);
-    expect(w.rowAt(0)?.id).toBe("d999");
-    expect(w.rowAt(199)?.id).toBe("d800");
+    expect(w.rowAt(0)).toBe("h0");
+    expect(w.rowAt(199)).toBe("h199");
     expect(w.rowAt(200)).toBeUndefined();
     expect(w.next(0, 40)).toBeNull();
+    expect(w.next(190, 230)).toEqual({ from: 200, cursor: "200", limit: PAGE });
   });
-  it("asks for the rows scrolled to, a page at a time, and not twice", () => {
-    const w = new DialWindow();
-    w.reset(100_000, rows(99_800, 200));
-    const ask = w.next(50_000, 50_037);
-    expect(ask).not.toBeNull();
-    expect(ask!.limit).toBe(PAGE);
-    expect(ask!.offset).toBeLessThanOrEqual(50_000);
-    expect(ask!.offset + ask!.limit).toBeGreaterThanOrEqual(50_037);
-    const token = w.begin(ask!);
-    expect(w.next(50_000, 50_037)).toBeNull(); // in flight
-    expect(w.loading).toBe(1);
-    w.fill(token, ask!.offset, 100_000, page(100_000, ask!.offset, ask!.limit));
-    expect(w.loading).toBe(0);
-    for (let i = 50_000; i < 50_037; i++) expect(w.rowAt(i)?.id).toBe(`d${100_000 - 1 - i}`);
+  it("walks down to rows far below in big pages, and holds a small cache", () => {
+    const w = new DialWindow<string>();
+    const answer = core(100_000);
+    const p = answer({ from: 0, cursor: undefined, limit: PAGE });
+    w.reset(100_000, true, p.rows, p.next);
+    const pages = settle(w, answer, 50_000, 50_037);
+    expect(pages).toBeLessThanOrEqual(Math.ceil(50_000 / WALK_PAGE) + 1);
+    for (let i = 50_000; i < 50_037; i++) expect(w.rowAt(i)).toBe(`h${i}`);
+    expect(w.cached).toBeLessThanOrEqual(CACHE_ROWS + WALK_PAGE);
+    // Back up: the cursors were kept, so one page reads the rows again.
+    expect(settle(w, answer, 10_000, 10_037)).toBe(1);
+    for (let i = 10_000; i < 10_037; i++) expect(w.rowAt(i)).toBe(`h${i}`);
   });
-  it("prepends live dials without moving the rows already held", () => {
-    const w = new DialWindow();
-    w.reset(1000, rows(800, 200));
-    const ask = w.next(500, 520)!;
-    const token = w.begin(ask);
-    // 30 live dials arrive while the page is on its way; the page was answered before them.
-    expect(w.prepend(rows(1000, 30))).toBe(30);
-    w.fill(token, ask.offset, 1000, page(1000, ask.offset, ask.limit));
-    expect(w.total).toBe(1030);
-    expect(w.rowAt(0)?.id).toBe("d1029");
-    expect(w.rowAt(30)?.id).toBe("d999");
-    expect(w.rowAt(530)?.id).toBe(`d${999 - 500}`);
-    // Skipped dials count and are fetched when scrolled to.
-    w.prepend(rows(1030, 2), 5);
-    expect(w.total).toBe(1037);
-    expect(w.rowAt(0)?.id).toBe("d1031");
-    expect(w.rowAt(2)).toBeUndefined();
-    expect(w.next(0, 10)).toMatchObject({ offset: 2 });
+  it("prepends live rows without moving the history rows", () => {
+    const w = new DialWindow<string>();
+    const answer = core(1000);
+    const p = answer({ from: 0, cursor: undefined, limit: PAGE });
+    w.reset(1000, true, p.rows, p.next);
+    expect(w.prepend(["l0", "l1", "l2"])).toBe(3);
+    expect(w.total).toBe(1003);
+    expect([w.rowAt(0), w.rowAt(1), w.rowAt(2), w.rowAt(3)]).toEqual(["l2", "l1", "l0", "h0"]);
+    // A page read after they arrived still lands on its history rows.
+    settle(w, answer, 503, 540);
+    expect(w.rowAt(503)).toBe("h500");
+    // A selection kept by key follows its row.
+    const k = w.keyAt(503);
+    w.prepend(["l3"], 2);
+    expect(w.indexOfKey(k)).toBe(506);
+    expect(w.rowAt(0)).toBe("l3");
+    expect(w.rowAt(1)).toBeUndefined(); // skipped by the channel
   });
-  it("drops the answer of a page asked before a reset", () => {
-    const w = new DialWindow();
-    w.reset(1000, []);
+  it("asks to read from the top again when dropped live rows are wanted", () => {
+    const w = new DialWindow<string>(10, 5);
+    w.reset(100, true, ["h0", "h1", "h2", "h3", "h4"], "5");
+    w.prepend(Array.from({ length: 30 }, (_, k) => `l${k}`));
+    w.trim(25, 35); // around the history's top: the newest live rows go
+    expect(w.rowAt(0)).toBeUndefined();
+    expect(w.next(0, 5)).toEqual({ restart: true });
+  });
+  it("learns the history's true end from its last page", () => {
+    const w = new DialWindow<string>();
+    w.reset(5000, false, ["h0", "h1"], "2");
+    expect(w.exact).toBe(false);
+    const t = w.begin({ from: 2 });
+    w.fill(t, ["h2", "h3"], null);
+    expect(w.history).toBe(4);
+    expect(w.exact).toBe(true);
+  });
+  it("drops the answer of a page asked before a reset; a failed page can be asked again", () => {
+    const w = new DialWindow<string>();
+    w.reset(1000, true, [], "0");
     const ask = w.next(0, 10)!;
-    const token = w.begin(ask);
-    w.reset(5, rows(0, 5));
-    w.fill(token, ask.offset, 1000, page(1000, ask.offset, ask.limit));
-    expect(w.cached).toBe(5);
-    expect(w.rowAt(0)?.id).toBe("d4");
-  });
-  it("a failed page can be asked again", () => {
-    const w = new DialWindow();
-    w.reset(1000, []);
-    const t = w.begin(w.next(0, 10)!);
-    expect(w.next(0, 10)).toBeNull();
-    w.failed(t);
-    expect(w.next(0, 10)).not.toBeNull();
-  });
-  it("holds a small cache, however far the person scrolls", () => {
-    const w = new DialWindow();
-    const total = 100_000;
-    w.reset(total, rows(total - 200, 200));
-    for (let start = 0; start < total; start += 997) {
-      let ask;
-      while ((ask = w.next(start, start + 37))) {
-        const t = w.begin(ask);
-        w.fill(t, ask.offset, total, page(total, ask.offset, ask.limit));
-      }
-      w.trim(start, start + 37);
-      expect(w.cached).toBeLessThanOrEqual(CACHE_ROWS + 2 * PAGE);
-      for (let i = start; i < Math.min(total, start + 37); i++) expect(w.rowAt(i)?.id).toBe(`d${total - 1 - i}`);
-    }
+    expect(ask).toEqual({ from: 0, cursor: "0", limit: PAGE });
+    const t = w.begin(ask as { from: number });
+    expect(w.next(0, 10)).toBeNull(); // in flight
+    w.reset(3, true, ["a", "b", "c"], null);
+    w.fill(t, ["x"], "1");
+    expect(w.rowAt(0)).toBe("a");
+    const w2 = new DialWindow<string>();
+    w2.reset(10, true, [], "0");
+    const t2 = w2.begin(w2.next(0, 5) as { from: number });
+    w2.failed(t2);
+    expect(w2.next(0, 5)).not.toBeNull();
   });
 });

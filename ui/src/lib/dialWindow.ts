@@ -1,13 +1,9 @@
 // The Live dials table's window over the core's history (unit-tested in dialWindow.test.ts):
-// which rows to render for a scroll position, which page to fetch next, and a small cache of
+// which rows to render for a scroll position, which page to read next, and a small cache of
 // rows. The page holds only the rows in view plus `cacheRows` around them; everything else
-// stays in the core and comes back page by page as the person scrolls.
-//
-// Rows are shown newest first: display index 0 is the newest matching dial. Live dials arrive
-// at the top, so display indexes move; rows are therefore kept by their *age*, the number of
-// matching dials older than them (`age = total - 1 - index`), which does not change when newer
-// dials arrive. A page the core answers carries its own `total`, so the ages of its rows are
-// right whatever arrived on the live channel meanwhile.
+// stays in the core (`dials_history`, read page by page with its cursors) and comes back as the
+// person scrolls. Live rows arrive at the top; while the table is scrolled down, the rows in
+// view keep their place (`keepInPlace`).
 import type { DialRow } from "../bindings/DialRow";
 import { ROW_HEIGHT, OVERSCAN } from "./dials";
 
@@ -105,140 +101,161 @@ export function keepInPlace(scrollTop: number, added: number, before: Geometry, 
   return after.indexTop(before.firstIndex(scrollTop) + added);
 }
 
-/** A page to ask the core for: `limit` rows from display index `offset` (newest first). */
-export interface PageAsk {
-  offset: number;
-  limit: number;
-}
+/** A page to ask the core for: `limit` rows of the history from history index `from` on (newest
+ * first), read with `cursor` (the `next` of the page that ended at `from`; none at the top). Or
+ * `restart`: live rows that were dropped from the page are wanted again, so read the history
+ * from the top again. */
+export type PageAsk = { from: number; cursor: string | undefined; limit: number } | { restart: true };
 
-/** Age range `[lo, hi]` of a page in flight. */
-interface InFlight {
-  lo: number;
-  hi: number;
-}
+/** Most rows asked in one page while walking down to rows far below the last page read. */
+export const WALK_PAGE = 2000;
 
-/** The rows of one view, kept by age, with the count of all matching dials. */
-export class DialWindow {
-  /** All dials matching the filter (the core's count, plus live dials since). */
-  total = 0;
-  private byAge = new Map<number, DialRow>();
-  private inflight: InFlight[] = [];
+/**
+ * The rows of one view with the count of all matching rows. The history (what the core held
+ * when the view's first page was read, newest first) is read page by page with the core's
+ * cursors; rows are kept by their *history index* (0 = newest at the first page). Live rows
+ * that arrived since are kept above it by their place among the live rows. Display index `i`
+ * (0 = newest) is live row `live - 1 - i` while `i < live`, else history row `i - live`.
+ */
+export class DialWindow<Row = DialRow> {
+  /** Live rows that arrived above the history since the first page. */
+  live = 0;
+  /** Rows of the history that match (the core's count; corrected when its last page is read). */
+  history = 0;
+  /** Whether `history` is exact (the core may estimate a count it could not finish). */
+  exact = true;
+  private rows = new Map<number, Row>();
+  /** History index -> the cursor that reads from it (0 reads from the top, no cursor). */
+  private cursors = new Map<number, string | undefined>([[0, undefined]]);
+  private inflight = new Set<number>();
 
   constructor(
     readonly cacheRows = CACHE_ROWS,
     readonly page = PAGE,
   ) {}
 
+  /** All matching rows: live ones and the history's. */
+  get total(): number {
+    return this.live + this.history;
+  }
+
   /** Rows held in the page now. */
   get cached(): number {
-    return this.byAge.size;
+    return this.rows.size;
   }
 
   /** Pages asked for and not answered yet. */
   get loading(): number {
-    return this.inflight.length;
+    return this.inflight.size;
   }
 
-  /** Starts over: `total` matching dials, of which `newest` (oldest first, as the snapshot
-   * sends them) are the newest. Pages in flight are forgotten (their answers are dropped). */
-  reset(total: number, newest: readonly DialRow[]): void {
-    this.total = Math.max(total, newest.length);
-    this.byAge.clear();
-    this.inflight = [];
-    const base = this.total - newest.length;
-    newest.forEach((r, k) => this.byAge.set(base + k, r));
+  private key(i: number): number {
+    return i < this.live ? -(this.live - i) : i - this.live;
   }
 
-  /** Live dials (oldest first) arrived at the top, after `skipped` more the channel dropped
-   * before them (those come from the core when scrolled to). Returns how many rows were added
-   * at the top. */
-  prepend(rows: readonly DialRow[], skipped = 0): number {
-    rows.forEach((r, k) => this.byAge.set(this.total + skipped + k, r));
-    this.total += rows.length + skipped;
+  /** Starts over from the first page of the history: `rows` newest first, `next` the cursor of
+   * the page after it (`null`: the history ends there), `matched` the count of all matching
+   * rows of the history. Pages in flight are forgotten (their answers are dropped). */
+  reset(matched: number, exact: boolean, rows: readonly Row[], next: string | null): void {
+    this.rows.clear();
+    this.cursors = new Map([[0, undefined]]);
+    this.inflight.clear();
+    this.live = 0;
+    this.history = Math.max(matched, rows.length);
+    this.exact = exact;
+    this.store(0, rows, next);
+  }
+
+  private store(from: number, rows: readonly Row[], next: string | null): void {
+    rows.forEach((r, k) => this.rows.set(from + k, r));
+    const end = from + rows.length;
+    if (next === null) {
+      // The history ends here: its count is now known.
+      this.history = end;
+      this.exact = true;
+    } else {
+      this.cursors.set(end, next);
+      if (end > this.history) this.history = end;
+    }
+  }
+
+  /** Live rows (oldest first) arrived at the top, after `skipped` more the channel dropped
+   * before them (those come back when the view reads the history from the top again).
+   * Returns how many rows were added at the top. */
+  prepend(rows: readonly Row[], skipped = 0): number {
+    // Live row l (0 = oldest live) is kept under key -(l + 1).
+    rows.forEach((r, k) => this.rows.set(-(this.live + skipped + k + 1), r));
+    this.live += rows.length + skipped;
     return rows.length + skipped;
   }
 
   /** The row at display index `i`, when held. */
-  rowAt(i: number): DialRow | undefined {
-    return this.byAge.get(this.total - 1 - i);
+  rowAt(i: number): Row | undefined {
+    return this.rows.get(this.key(i));
   }
 
-  /** The display index of the row of age `age`. */
-  indexOfAge(age: number): number {
-    return this.total - 1 - age;
+  /** A stable identity of display index `i` while the window is not reset (for selection). */
+  keyAt(i: number): number {
+    return this.key(i);
   }
 
-  /** The age of display index `i`. */
-  ageOf(i: number): number {
-    return this.total - 1 - i;
+  /** The display index of the row kept under `key` (from `keyAt`). */
+  indexOfKey(key: number): number {
+    return key < 0 ? this.live + key : key + this.live;
   }
 
-  private held(age: number): boolean {
-    return this.byAge.has(age) || this.inflight.some((f) => age >= f.lo && age <= f.hi);
-  }
-
-  /** The page to fetch so rows `start..end` (display indexes) can be shown: the first run of
-   * rows neither held nor in flight, grown to a whole page around it; `null` when all are. */
+  /** The page to read so rows `start..end` (display indexes) can be shown, or `null` when all
+   * are held or on their way. */
   next(start: number, end: number): PageAsk | null {
     const s = Math.max(0, start);
     const e = Math.min(this.total, end);
-    let first = -1;
+    let want = -1;
     for (let i = s; i < e; i++) {
-      if (!this.held(this.ageOf(i))) {
-        first = i;
-        break;
-      }
+      const k = this.key(i);
+      if (this.rows.has(k)) continue;
+      if (k < 0) return { restart: true };
+      want = k;
+      break;
     }
-    if (first < 0) return null;
-    let last = first;
-    while (last + 1 < Math.min(this.total, first + this.page) && !this.held(this.ageOf(last + 1))) last++;
-    // Grow to a page: upwards (newer) first when the run is at the bottom of the window.
-    let offset = first;
-    let limit = last - first + 1;
-    while (limit < this.page && offset > 0 && !this.held(this.ageOf(offset - 1))) {
-      offset--;
-      limit++;
-    }
-    return { offset, limit };
+    if (want < 0) return null;
+    // Read from the last cursor at or above the wanted row.
+    let from = 0;
+    for (const c of this.cursors.keys()) if (c <= want && c > from) from = c;
+    if (this.inflight.has(from)) return null;
+    const limit = want - from >= WALK_PAGE ? WALK_PAGE : Math.max(this.page, Math.min(WALK_PAGE, want - from + this.page));
+    return { from, cursor: this.cursors.get(from), limit };
   }
 
   /** Marks a page as asked for; pass the returned token to `fill` or `failed`. */
-  begin(ask: PageAsk): InFlight {
-    const f = { hi: this.ageOf(ask.offset), lo: this.ageOf(ask.offset + ask.limit - 1) };
-    this.inflight.push(f);
-    return f;
+  begin(ask: { from: number }): number {
+    this.inflight.add(ask.from);
+    return ask.from;
   }
 
-  /** A page the core answered: `rows` newest first from display index `offset` when it held
-   * `total` matching dials. Dropped when the window was reset since it was asked. */
-  fill(token: InFlight, offset: number, total: number, rows: readonly DialRow[]): void {
-    const k = this.inflight.indexOf(token);
-    if (k < 0) return;
-    this.inflight.splice(k, 1);
-    rows.forEach((r, j) => {
-      const age = total - 1 - (offset + j);
-      if (age >= 0) this.byAge.set(age, r);
-    });
+  /** A page the core answered: `rows` newest first from history index `token`, `next` the
+   * cursor after them. Dropped when the window was reset since it was asked. */
+  fill(token: number, rows: readonly Row[], next: string | null): void {
+    if (!this.inflight.delete(token)) return;
+    this.store(token, rows, next);
   }
 
   /** A page failed: it may be asked again. */
-  failed(token: InFlight): void {
-    const k = this.inflight.indexOf(token);
-    if (k >= 0) this.inflight.splice(k, 1);
+  failed(token: number): void {
+    this.inflight.delete(token);
   }
 
   /** Drops the rows farthest from display rows `start..end` while more than `cacheRows` are
-   * held (the rows in view always stay). Returns how many were dropped. */
+   * held (the rows in view and the cursors always stay). Returns how many were dropped. */
   trim(start: number, end: number): number {
-    if (this.byAge.size <= this.cacheRows) return 0;
-    const hiAge = this.ageOf(Math.max(0, start));
-    const loAge = this.ageOf(Math.max(0, end - 1));
-    const mid = (hiAge + loAge) / 2;
-    const keepHalf = Math.max((hiAge - loAge) / 2, this.cacheRows / 2);
+    if (this.rows.size <= this.cacheRows) return 0;
+    const lo = this.key(Math.max(0, start));
+    const hi = this.key(Math.max(0, end - 1));
+    const mid = (lo + hi) / 2;
+    const keepHalf = Math.max((hi - lo) / 2, this.cacheRows / 2);
     let dropped = 0;
-    for (const age of [...this.byAge.keys()]) {
-      if (Math.abs(age - mid) > keepHalf) {
-        this.byAge.delete(age);
+    for (const k of [...this.rows.keys()]) {
+      if (Math.abs(k - mid) > keepHalf) {
+        this.rows.delete(k);
         dropped++;
       }
     }

@@ -9,7 +9,8 @@ import {
   formatRate,
   formatTime,
   matchHeader,
-  rowOfDial,
+  connectionLabel,
+  timelineNoun,
   moveSelection,
   noResponseWords,
   OUTCOME_CHOICES,
@@ -119,7 +120,7 @@ describe("formatting", () => {
   });
 });
 
-describe("header and rows of whole dials", () => {
+describe("header and connection rows", () => {
   it("says how many dials match and how far back history goes", () => {
     expect(matchHeader(0, false, null)).toBe("0 dials");
     expect(matchHeader(1, true, null)).toBe("1 dial matches");
@@ -127,15 +128,23 @@ describe("header and rows of whole dials", () => {
     const t = new Date(2025, 9, 9, 14, 3, 7).getTime();
     expect(matchHeader(27, false, t)).toBe("27 dials · history back to 2025-10-09 14:03");
   });
-  it("makes a table row of a whole dial, error and spec mark included", () => {
-    const r = rowOfDial({
-      id: "d1", phone: "dev_a", call_id: "c1", caller: "lumiagent", callee: "lumirealm", endpoint: "lumirealm.phoneline",
-      op: "read_item", request: { op: "read_item" }, start_ms: 5, duration_ms: 1200, outcome: "error", error: "boom",
-      retention: "7d", slow: true,
-    } as never);
-    expect(r).toEqual({
-      id: "d1", phone: "dev_a", call_id: "c1", caller: "lumiagent", callee: "lumirealm", endpoint: "lumirealm.phoneline",
-      op: "read_item", start_ms: 5, duration_ms: 1200, outcome: "error", slow: true, has_error: true, spec_findings: 0,
-    });
+  it("names connection events in words", () => {
+    expect(connectionLabel("connected").text).toBe("Connected");
+    expect(connectionLabel("disconnected").text).toBe("Disconnected");
+    expect(connectionLabel("pairing_pending").text).toContain("Pairing");
+  });
+  it("names what the rows of a line are", () => {
+    expect(timelineNoun("")).toBe("rows");
+    expect(timelineNoun('phone:"Demo phone" after:-1h')).toBe("rows");
+    expect(timelineNoun("kind:dial")).toBe("dials");
+    expect(timelineNoun("-kind:connection")).toBe("dials");
+    expect(timelineNoun("kind:connection")).toBe("connections");
+    expect(timelineNoun("op:read_item")).toBe("dials");
+    expect(timelineNoun("word")).toBe("dials");
+    expect(matchHeader(31, false, null, true, "rows")).toBe("31 rows (dials and connection events)");
+    expect(matchHeader(2, true, null, true, "connections")).toBe("2 connection events match");
+  });
+  it("says when the count is an estimate", () => {
+    expect(matchHeader(5000, true, null, false)).toBe("about 5 000 dials match");
   });
 });

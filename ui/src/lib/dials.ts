@@ -4,6 +4,8 @@
 //
 // Slow = over one second and a caller gives up after 15 s (phone-line.md, "Good neighbour
 // notes"); the host mirrors dials, it never answers them.
+import { tokenizeLine } from "./filterLine";
+import type { ConnectionKind } from "../bindings/ConnectionKind";
 import type { Dial } from "../bindings/Dial";
 import type { DialBatchMsg } from "../bindings/DialBatchMsg";
 import type { DialClearScope } from "../bindings/DialClearScope";
@@ -217,29 +219,48 @@ export interface LineError {
   end: number;
 }
 
-/** A whole dial as a table row (for pages answered with whole dials). */
-export function rowOfDial(d: Dial & { spec_findings?: number }): DialRow {
-  return {
-    id: d.id,
-    phone: d.phone,
-    call_id: d.call_id,
-    caller: d.caller,
-    callee: d.callee,
-    endpoint: d.endpoint,
-    op: d.op,
-    start_ms: d.start_ms,
-    duration_ms: d.duration_ms,
-    outcome: d.outcome,
-    slow: d.slow,
-    has_error: d.error !== undefined && d.error !== null,
-    spec_findings: d.spec_findings ?? 0,
-  };
-}
-
 /** The header over the table: `1 200 dials match · history back to 2025-10-09 14:03`, or
- * `1 200 dials` with no filter. */
-export function matchHeader(total: number, filtered: boolean, oldestMs: number | null): string {
-  const n = `${formatCount(total)} ${total === 1 ? "dial" : "dials"}${filtered ? (total === 1 ? " matches" : " match") : ""}`;
+ * `1 200 dials` with no filter; `about 1 200 …` when the core estimated the count. (Rows of
+ * the timeline: connection events count with the dials.) */
+export function matchHeader(total: number, filtered: boolean, oldestMs: number | null, exact = true, noun: TimelineNoun = "dials"): string {
+  const words = noun === "dials" ? ["dial", "dials"] : noun === "connections" ? ["connection event", "connection events"] : ["row", "rows"];
+  const n = `${exact ? "" : "about "}${formatCount(total)} ${total === 1 ? words[0] : words[1]}${filtered ? (total === 1 ? " matches" : " match") : ""}${noun === "rows" ? " (dials and connection events)" : ""}`;
   if (oldestMs === null || !Number.isFinite(oldestMs)) return n;
   return `${n} · history back to ${formatDateTime(oldestMs).slice(0, 16)}`;
+}
+
+/** A connection event's words for the timeline: `Connected`, `Disconnected`, ... with an icon. */
+export function connectionLabel(kind: ConnectionKind): { icon: string; text: string } {
+  switch (kind) {
+    case "connected":
+      return { icon: "⇄", text: "Connected" };
+    case "disconnected":
+      return { icon: "⨯", text: "Disconnected" };
+    case "pairing_pending":
+      return { icon: "⋯", text: "Pairing (waiting for the codes)" };
+    case "paired":
+      return { icon: "✓", text: "Paired" };
+    case "pairing_ended":
+      return { icon: "⨯", text: "Pairing ended" };
+    case "unpaired":
+      return { icon: "⨯", text: "Unpaired" };
+  }
+}
+
+/** What the rows of a filter line are: dials only, connection events only, or both. */
+export type TimelineNoun = "dials" | "connections" | "rows";
+
+/** Which rows a filter line's answer holds, by the core's rule (`crate::dials::filter`):
+ * connection events are in it when every term is a `phone:`, `after:`, `before:` or `kind:`
+ * term (or the line is empty); `kind:dial` keeps dials only, `kind:connection` events only. */
+export function timelineNoun(line: string): TimelineNoun {
+  const terms = tokenizeLine(line);
+  const kind = terms.find((t) => t.key === "kind" && t.op === ":");
+  if (kind) {
+    const v = kind.value.toLowerCase();
+    if ((v === "dial") !== kind.neg) return "dials";
+    return "connections";
+  }
+  const timeline = terms.every((t) => t.key !== null && t.op === ":" && ["phone", "after", "before"].includes(t.key));
+  return timeline ? "rows" : "dials";
 }

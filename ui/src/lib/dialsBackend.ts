@@ -1,37 +1,79 @@
-// What the Live dials view asks the core: check a filter line (the core's parser) and fetch a
-// page of matching rows, newest first. The view talks only to these two functions, so the
-// shape of the core's history API stays in one place.
+// What the Live dials view asks the core: check a filter line (`parse_dial_filter`) and read a
+// page of the matching timeline (`dials_history`, cursor pages, newest first). The view talks
+// only to these functions, so the shape of the core's history API stays in one place; and the
+// debounced checker of the line as it is typed.
 import { api } from "./api";
-import { rowOfDial, type LineError } from "./dials";
+import type { LineError } from "./dials";
 import { tokenizeLine } from "./filterLine";
 import type { DialFilter } from "../bindings/DialFilter";
 import type { DialOutcome } from "../bindings/DialOutcome";
 import type { DialRow } from "../bindings/DialRow";
 import type { DialSource } from "../bindings/DialSource";
+import type { FilterCheck } from "../bindings/FilterCheck";
+import type { HistoryRow } from "../bindings/HistoryRow";
 
-/** A checked filter line: the filter to send, or where the line is wrong. */
-export type LineCheck = { ok: true; filter: DialFilter } | { ok: false; error: LineError };
+/** A checked filter line: the canonical line to query with, or where the line is wrong. */
+export type LineCheck = { ok: true; canonical: string } | { ok: false; error: LineError };
 
-/** One page of rows: newest first from the asked offset, and how many dials matched. */
+/** One page of the history: rows newest first, the cursor of the next (older) page, how many
+ * rows match in all (`exact` false: the core's estimate), how far back the history goes, and
+ * the newest `seq` when it was read (streamed rows at or below it are already in the history). */
 export interface RowPage {
-  rows: DialRow[];
-  total: number;
+  rows: HistoryRow[];
+  next: string | null;
+  matched: number;
+  exact: boolean;
+  oldestMs: number | null;
+  newestSeq: number;
+}
+
+/** The core parser's answer as the view uses it. */
+export function lineCheckOf(line: string, c: FilterCheck): LineCheck {
+  if (c.error) return { ok: false, error: { message: c.error.message, start: c.error.start, end: Math.max(c.error.end, c.error.start + 1) } };
+  return { ok: true, canonical: c.canonical ?? line.trim() };
+}
+
+/** Checks a filter line with the core's parser (`parse_dial_filter`). */
+export async function checkLine(line: string): Promise<LineCheck> {
+  return lineCheckOf(line, await api.parseDialFilter(line));
+}
+
+/** One page of the history matching `line` (`dials_history`): from the top, or from `cursor`. */
+export async function fetchPage(line: string, source: DialSource, cursor: string | undefined, limit: number, count: boolean): Promise<RowPage> {
+  const p = await api.dialsHistory({ filter: line, cursor, limit, count }, source);
+  return {
+    rows: p.rows,
+    next: p.next,
+    matched: p.matched?.count ?? p.rows.length,
+    exact: p.matched?.exact ?? true,
+    oldestMs: p.oldest_ms,
+    newestSeq: p.newest_seq,
+  };
+}
+
+/** A streamed dial as a timeline row. */
+export function dialRow(r: DialRow): HistoryRow {
+  return { kind: "dial", ...r };
 }
 
 const OUTCOMES: readonly DialOutcome[] = ["ok", "tool_error", "error", "timed_out"];
 const EXACT = ["phone", "caller", "callee", "op"] as const;
 
+/** A line said as a `DialFilter`, or the term it cannot say. */
+export type FilterOfLine = { ok: true; filter: DialFilter } | { ok: false; error: LineError };
+
 /**
- * The filter for a line in terms of the older core's `DialFilter` (exact fields, one outcome,
- * slow, spec, one free text). Used until the core's `parse_dial_filter` is available; anything
- * that filter cannot say is an error naming the term.
+ * The filter line as the per-op stats' `DialFilter` (exact fields, one outcome, slow, spec, one
+ * free text): `dials_stats` takes no filter line yet. A term that filter cannot say is an
+ * error naming it (the stats then cover every dial and say so).
  */
-export function lineToFilter(line: string, regex: boolean, phoneNames: Record<string, string> = {}): LineCheck {
+export function lineToFilter(line: string, phoneNames: Record<string, string> = {}): FilterOfLine {
   const out: DialFilter = {};
   const free: string[] = [];
   for (const t of tokenizeLine(line)) {
-    const err = (message: string): LineCheck => ({ ok: false, error: { message, start: t.start, end: t.end } });
-    if (t.neg) return err("negation (-term) needs the core's filter parser");
+    const err = (message: string): FilterOfLine => ({ ok: false, error: { message, start: t.start, end: t.end } });
+    if (t.neg) return err("the stats cannot filter by a negated term");
+    if (t.regex) return err("the stats cannot filter by a regular expression");
     if (t.key === null) {
       free.push(t.value);
       continue;
@@ -52,30 +94,11 @@ export function lineToFilter(line: string, regex: boolean, phoneNames: Record<st
     } else if (t.key === "duration" && t.op === ">" && t.value === "1s") {
       out.slow = true;
     } else {
-      return err(`"${line.slice(t.start, t.end)}" needs the core's filter parser`);
+      return err(`the stats cannot filter by "${line.slice(t.start, t.end)}"`);
     }
   }
-  if (regex && free.length > 0) return { ok: false, error: { message: "regex search needs the core's filter parser", start: 0, end: line.length } };
   if (free.length > 0) out.text = free.join(" ");
   return { ok: true, filter: out };
-}
-
-/** Checks a filter line with the core's parser. */
-export async function checkLine(line: string, regex: boolean, phoneNames: Record<string, string>): Promise<LineCheck> {
-  return lineToFilter(line, regex, phoneNames);
-}
-
-/** Rows `offset .. offset + limit` (newest first) of the dials matching `filter`. */
-export async function fetchPage(filter: DialFilter, source: DialSource, offset: number, limit: number): Promise<RowPage> {
-  const p = await api.dialsQuery({ ...filter, offset, limit }, source);
-  return { rows: p.dials.map(rowOfDial), total: p.total };
-}
-
-/** When the oldest dial matching `filter` started (epoch ms), or null when none match. */
-export async function oldestStart(filter: DialFilter, source: DialSource, total: number): Promise<number | null> {
-  if (total <= 0) return null;
-  const p = await fetchPage(filter, source, total - 1, 1);
-  return p.rows[0]?.start_ms ?? null;
 }
 
 /**

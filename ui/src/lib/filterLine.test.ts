@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FLAGS, fieldOf, freeText, hasFlag, quoteValue, tokenizeLine, withField, withFlag } from "./filterLine";
+import { FLAGS, fieldOf, freeText, hasFlag, hasRegex, quoteValue, regexTerm, tokenizeLine, withField, withFlag, withRegex } from "./filterLine";
 
 const EXAMPLE = 'op:read_item caller:lumiagent -outcome:ok duration>1s phone:"Demo phone" spec:broken word';
 
@@ -97,5 +97,23 @@ describe("shortcut boxes write into the line", () => {
       for (const [key, v] of Object.entries(want)) expect(fieldOf(line, key)).toBe(v);
       expect(fieldOf(line, "op") === "zzz").toBe(false);
     }
+  });
+});
+
+describe("the regex toggle writes into the line", () => {
+  it("turns the free text into one /.../i term and back", () => {
+    const on = withRegex("op:read_item item_[0-9]+ -noise", true);
+    expect(on).toBe("op:read_item /item_[0-9]+/i -noise");
+    expect(hasRegex(on)).toBe(true);
+    expect(withRegex(on, false)).toBe("op:read_item item_[0-9]+ -noise");
+    expect(withRegex("a b", true)).toBe("/a b/i");
+    expect(withRegex("/a b/i", false)).toBe('"a b"');
+    expect(withRegex("op:x", true)).toBe("op:x");
+  });
+  it("reads regex terms with escaped slashes and leaves them alone in the boxes", () => {
+    const t = tokenizeLine("/a\\/b\\d/i op:x");
+    expect(t[0]).toMatchObject({ regex: true, ignoreCase: true, value: "a/b\\d", start: 0, end: 9 });
+    expect(fieldOf("/op:x/ op:y", "op")).toBe("y");
+    expect(regexTerm("a/b")).toBe("/a\\/b/i");
   });
 });

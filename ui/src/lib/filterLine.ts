@@ -23,6 +23,10 @@ export interface FilterToken {
   value: string;
   /** Whether the value was written in double quotes. */
   quoted: boolean;
+  /** A `/regex/` term (free text as a regular expression; `value` is the pattern). */
+  regex?: boolean;
+  /** For a regex term: written `/.../i` (ignoring case). */
+  ignoreCase?: boolean;
 }
 
 const KEY = /^[A-Za-z_][A-Za-z0-9_.]*/;
@@ -60,6 +64,26 @@ export function tokenizeLine(line: string): FilterToken[] {
     if (line[i] === "-" && i + 1 < line.length && !/\s/.test(line[i + 1])) {
       neg = true;
       i++;
+    }
+    if (line[i] === "/") {
+      // `/pattern/` or `/pattern/i`; `\/` inside; an unclosed one runs to the end.
+      let j = i + 1;
+      let v = "";
+      while (j < line.length && line[j] !== "/") {
+        if (line[j] === "\\" && line[j + 1] === "/") j++;
+        else if (line[j] === "\\" && j + 1 < line.length) {
+          v += line[j];
+          j++;
+        }
+        v += line[j];
+        j++;
+      }
+      let end = Math.min(line.length, j + 1);
+      const ignoreCase = line[end] === "i";
+      if (ignoreCase) end++;
+      out.push({ start, end, neg, key: null, op: null, value: v, quoted: false, regex: true, ignoreCase });
+      i = end;
+      continue;
     }
     const key = KEY.exec(line.slice(i));
     if (key) {
@@ -155,6 +179,32 @@ export function freeText(line: string): string {
     .join(" ");
 }
 
+/** Whether the line's free text is a regular expression (it has a plain `/.../` term). */
+export function hasRegex(line: string): boolean {
+  return tokenizeLine(line).some((t) => t.regex && !t.neg);
+}
+
+/** A regex term for `pattern`: `/pattern/i`, with `/` escaped. */
+export function regexTerm(pattern: string): string {
+  return `/${pattern.replace(/\//g, "\\/")}/i`;
+}
+
+/** The regex toggle: with `on`, the plain free-text words of the line become one `/.../i` term
+ * (the words' text, regex characters kept, so `item_[0-9]+` becomes a pattern) at the first
+ * word's place; with `on` false, plain regex terms become free text again (a quoted phrase
+ * when they hold spaces). Negated terms and field terms stay as they are. */
+export function withRegex(line: string, on: boolean): string {
+  const tokens = tokenizeLine(line);
+  if (on) {
+    const words = tokens.filter((t) => t.key === null && !t.neg && !t.regex);
+    if (words.length === 0) return line;
+    return splice(line, words, regexTerm(words.map((w) => w.value).join(" ")));
+  }
+  const rx = tokens.filter((t) => t.regex && !t.neg);
+  if (rx.length === 0) return line;
+  return splice(line, rx, rx.map((t) => termText({ neg: false, key: null, op: null, value: t.value })).join(" "));
+}
+
 /** The check boxes of the view and the terms they write. */
 export const FLAGS = {
   slow: { key: "duration", op: ">", value: "1s" },
@@ -169,16 +219,15 @@ export interface GrammarRow {
 
 /** The grammar the help popover shows (the core's parser, `parse_dial_filter`, is the judge). */
 export const GRAMMAR: readonly GrammarRow[] = [
-  { example: "word", meaning: "free text: request, response or error contains it (ignoring case)" },
-  { example: '"two words"', meaning: "free text with spaces; \\\" for a quote inside" },
-  { example: "op:read_item", meaning: "field is exactly the value; fields: op, caller, callee, endpoint, phone (name or dev_ id), outcome, spec, call, session, kind" },
-  { example: 'phone:"Demo phone"', meaning: "quote a value with spaces" },
+  { example: "word", meaning: "free text: a word of the request, response or error starts with it (ignoring case)" },
+  { example: '"two words"', meaning: "a phrase: its words in a row" },
+  { example: "/item_[0-9]+/i", meaning: "a regular expression over the request, response and error JSON (the .* button writes it)" },
+  { example: "op:read_item", meaning: "a field is exactly the value: op, caller, callee, endpoint, phone, call, session" },
+  { example: 'phone:"Demo phone"', meaning: "a phone by the name it was paired under (or its dev_ id); quote values with spaces" },
   { example: "-outcome:ok", meaning: "a leading - negates any term" },
   { example: "outcome:timed_out", meaning: "outcomes: ok, tool_error, error, timed_out" },
   { example: "spec:broken", meaning: "dials that break phone-line.md (spec:ok for those that follow it)" },
-  { example: "duration>1s", meaning: "compare durations: > >= < <= with ms, s, min" },
-  { example: "time>=2025-10-09T14:00", meaning: "compare start times (local time), or time>-10m for the last ten minutes" },
-  { example: "call:c-123", meaning: "every dial of one call id (Follow this call)" },
-  { example: "session:s-9", meaning: "every dial of one session (Same session)" },
-  { example: "kind:connection", meaning: "connection events only (connected, hello, pairing, disconnected); kind:dial for dials" },
+  { example: "duration>1s", meaning: "compare durations: > >= < <= =, in ms or s" },
+  { example: "after:-1h", meaning: "started in the last hour (s, m, h, d); after:/before: also take 2026-12-01 or RFC 3339 times" },
+  { example: "kind:connection", meaning: "connection events only (connected, pairing, disconnected with why); kind:dial for dials" },
 ];
