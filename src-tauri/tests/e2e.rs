@@ -1519,7 +1519,7 @@ async fn header_count(ui: &Ui) -> R<Option<u64>> {
     let v = ui
         .js(
             "const c = document.querySelector('.toolbar .counts'); if (!c) return null; \
-             const m = c.innerText.match(/^\\s*([\\d\\s]+?)\\s+dials?\\b/); return m ? m[1].replace(/\\s/g, '') : null;",
+             const m = c.innerText.match(/^\\s*(?:about\\s+)?([\\d\\s]+?)\\s+(?:dials?|rows?)\\b/); return m ? m[1].replace(/\\s/g, '') : null;",
             vec![],
         )
         .await?;
@@ -1591,6 +1591,8 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
         "the demo scenario has no dials in its first minute"
     );
     j.ui().view('4', "Live dials").await?;
+    // A filter is active throughout (dials only: every dial has caller lumiagent).
+    set_filter_line(j.ui(), "caller:lumiagent").await?;
     // The demo phone plays its dials: wait for all of them, then let the page come to rest.
     let deadline = Instant::now() + Duration::from_secs(90);
     while header_count(j.ui()).await?.unwrap_or(0) < per_play {
@@ -1618,17 +1620,10 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
     let empty_top = measure::top_mappings(empty_pids[0], 6);
     empty.close();
 
-    // A filter is active while the dials stream in.
-    let ui = j.ui();
-    let line = ui.find("input", "Filter line").await?;
-    ui.type_into(&line, "caller:lumiagent").await?;
-    ui.press('\u{E007}').await?; // Enter
-    ui.wait(
-        "the filter applied",
-        WAIT,
-        "const c = document.querySelector('.toolbar .counts'); return !!c && c.innerText.includes('match');",
-    )
-    .await?;
+    ensure!(
+        filter_line(j.ui()).await? == "caller:lumiagent",
+        "the filter line is not the one set"
+    );
 
     // The reference phone streams 1 000 dials a second until the table holds 100 000.
     let (scenario, dials_per_play) = dials_only_scenario(j.env.root.path())?;
