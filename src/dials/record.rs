@@ -281,6 +281,13 @@ pub struct SpecMark(AtomicU32);
 
 const SPEC_UNKNOWN: u32 = u32::MAX;
 
+impl SpecMark {
+    /// A mark already known: `n` findings (read back from the store).
+    pub fn known(n: u32) -> Self {
+        Self(AtomicU32::new(n.min(SPEC_UNKNOWN - 1)))
+    }
+}
+
 impl Default for SpecMark {
     fn default() -> Self {
         Self(AtomicU32::new(SPEC_UNKNOWN))

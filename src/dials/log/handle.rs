@@ -325,6 +325,21 @@ impl DialLogHandle {
         })
     }
 
+    /// Whether every stored row is in the history indexes (the writer indexes when it has
+    /// nothing else to do; until then history queries match the rest in Rust). Always true for
+    /// a log in memory only.
+    ///
+    /// # Errors
+    /// [`DialLogError::Storage`] when SQLite fails.
+    pub async fn history_indexed(&self) -> Result<bool, DialLogError> {
+        match self.shared.reader() {
+            Some(r) => tokio::task::spawn_blocking(move || r.indexed_all())
+                .await
+                .map_err(|_| DialLogError::Closed)?,
+            None => Ok(true),
+        }
+    }
+
     /// Counters of the log.
     ///
     /// # Errors

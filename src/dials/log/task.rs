@@ -115,6 +115,7 @@ pub(super) fn start(
     }
     let mut actor = Actor::new(config.clone());
     let committed = Arc::new(tokio::sync::watch::Sender::new(0u64));
+    let mut reader = None;
     if let Some(dir) = &config.data_dir {
         let (read, path) = store::open(dir)?;
         if config.prune_interval.is_some() {
@@ -122,11 +123,25 @@ pub(super) fn start(
                 .map_err(|e| DialLogError::Storage(format!("pruning {}: {e}", path.display())))?;
         }
         let loaded = store::load_newest(&read, &path, config.capacity, config.max_bytes)?;
+        let marks = store::max_seq(&read).and_then(|m| Ok((m, store::indexed_upto(&read)?)));
+        let (max_seq, indexed) =
+            marks.map_err(|e| DialLogError::Storage(format!("reading {}: {e}", path.display())))?;
+        // Sequence numbers go on from the highest stored (or indexed: a cleared file keeps its
+        // mark) so a new row is never taken for an indexed one.
+        let last = max_seq.max(indexed);
+        actor.next_arrival = last + 1;
         let (write, _) = store::open(dir)?;
         let shared = Arc::new(WriterShared {
             committed: Arc::clone(&committed),
+            written_upto: AtomicU64::new(last),
+            indexed_upto: AtomicU64::new(indexed),
             ..WriterShared::default()
         });
+        reader = Some(Arc::new(crate::dials::history_sql::Reader {
+            path: path.clone(),
+            pool: std::sync::Mutex::new(Vec::new()),
+            writer: Arc::clone(&shared),
+        }));
         let (wtx, wrx) = std::sync::mpsc::channel();
         let (done_tx, done_rx) = oneshot::channel();
         let writer_shared = Arc::clone(&shared);
@@ -139,8 +154,9 @@ pub(super) fn start(
             })
             .map_err(|e| DialLogError::Storage(format!("starting the writer thread: {e}")))?;
         for d in loaded {
-            // Already stored: arrival 0 is always "written".
-            actor.push_ring(d, 0);
+            // Already stored: its arrival is its rowid, at or below `written_upto`.
+            let arrival = d.seq.0;
+            actor.push_ring(d, arrival);
         }
         actor.db = Some(Db {
             read,
@@ -164,7 +180,7 @@ pub(super) fn start(
         wake: tokio::sync::Notify::new(),
         mark: AtomicU64::new(0),
         committed,
-        reader: None,
+        reader,
     });
     tokio::spawn(run(Arc::clone(&shared), rx));
     Ok((tx, shared))
@@ -279,7 +295,7 @@ struct Db {
 impl Db {
     /// Stored rows up to this rowid are written and indexed: SQL answers for them.
     fn sql_upto(&self) -> u64 {
-        0
+        self.shared.indexed_upto.load(Ordering::Acquire)
     }
 
     fn written_upto(&self) -> u64 {
@@ -653,6 +669,11 @@ impl Actor {
             }
         }
         self.ring = kept;
+        self.conns.retain(|c| {
+            c.at_ms
+                .saturating_add(crate::dials::history::CONNECTION_EVENT_MAX_AGE_MS)
+                > now_ms
+        });
         if let Some(db) = self.db.as_mut() {
             db.send_pending(false);
             let _ = db.writer.send(WriterMsg::Prune { now_ms, reply });
