@@ -1507,7 +1507,10 @@ async fn tap_journey(j: &mut Journey) -> R<()> {
 // ---------------------------------------------------------------------------------------------
 // Journey 7: the Live dials window under load, measured (figures printed, not asserted).
 
+/// A measurement (minutes long: 100 000 dials at 1 000 a second), run on its own:
+/// `cargo test -p switchboard-desktop --test e2e journey_7 -- --ignored --nocapture`.
 #[test]
+#[ignore = "measurement: cargo test -p switchboard-desktop --test e2e journey_7 -- --ignored --nocapture"]
 fn journey_7_dial_window_figures() {
     run_journey_with("7-dial-window", &["--demo"], |j| {
         Box::pin(window_figures_journey(j))
@@ -1650,7 +1653,7 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
     let ui = j.ui();
     ui.js(measure::RAF_START, vec![]).await?;
     let started = Instant::now();
-    let deadline = started + Duration::from_secs(400);
+    let deadline = started + Duration::from_secs(1500);
     let mut scrolled = false;
     let mut kept = None;
     let mut n = 0;
