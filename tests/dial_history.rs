@@ -149,7 +149,8 @@ async fn history_reaches_beyond_the_ring_and_survives_a_restart() {
     );
 
     // Every field filter and free text, over the whole history, paged without repeats.
-    let cases: Vec<(&str, Box<dyn Fn(&Dial) -> bool>)> = vec![
+    type Keep = Box<dyn Fn(&Dial) -> bool>;
+    let cases: Vec<(&str, Keep)> = vec![
         ("", Box::new(|_| true)),
         ("op:read_item", Box::new(|d| &*d.op == "read_item")),
         ("-outcome:ok", Box::new(|d| d.outcome != DialOutcome::Ok)),

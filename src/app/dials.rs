@@ -986,9 +986,9 @@ impl App {
         rows.reverse();
         let n = rows.len() as u64;
         Ok(DialHistoryPage {
-            oldest_ms: rows.first().and_then(|r| match r {
-                HistoryRow::Dial(d) => Some(d.start_ms),
-                HistoryRow::Connection(c) => Some(c.at_ms),
+            oldest_ms: rows.first().map(|r| match r {
+                HistoryRow::Dial(d) => d.start_ms,
+                HistoryRow::Connection(c) => c.at_ms,
             }),
             rows,
             next: None,

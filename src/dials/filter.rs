@@ -1130,6 +1130,12 @@ pub(crate) fn text_has_phrase(text: &str, phrase: &[String]) -> bool {
     let Some((last, init)) = phrase.split_last() else {
         return true;
     };
+    // Quick refusal: every (lower-case ASCII) word must appear in the text at all.
+    if phrase.iter().any(|w| {
+        w.is_ascii() && !crate::dials::query::contains_ascii_ci(text.as_bytes(), w.as_bytes())
+    }) {
+        return false;
+    }
     let ws: Vec<String> = words(text).collect();
     if ws.len() < phrase.len() {
         return false;

@@ -551,7 +551,12 @@ impl Actor {
             count_in_memory(
                 self.ring.iter().filter(mine).map(|e| MemRow::Dial(&e.dial)),
                 q,
-            ) + count_in_memory(self.conns.iter().map(MemRow::Connection), q)
+            ) + if self.db.is_none() {
+                count_in_memory(self.conns.iter().map(MemRow::Connection), q)
+            } else {
+                // Held connection events are written at once: SQLite counts them.
+                0
+            }
         } else {
             0
         };
@@ -586,6 +591,7 @@ impl Actor {
         dial.callee = self.interner.intern(&dial.callee);
         dial.endpoint = self.interner.intern(&dial.endpoint);
         dial.op = self.interner.intern(&dial.op);
+        dial.session = self.interner.intern(&dial.session);
         let arrival = self.next_arrival;
         self.next_arrival += 1;
         dial.seq = Seq(arrival);
@@ -594,7 +600,7 @@ impl Actor {
         if !self.subs.is_empty() {
             for s in &mut self.subs {
                 if Matcher::new(&s.filter).matches(&dial)
-                    && s.line.as_ref().is_none_or(|l| l.matches_dial(&dial))
+                    && s.line.as_ref().map_or(true, |l| l.matches_dial(&dial))
                 {
                     s.push(&dial);
                 }
