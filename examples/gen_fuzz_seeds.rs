@@ -74,7 +74,11 @@ fn main() {
             let env = switchboard::ifp::validate_frame(f.text.as_bytes()).unwrap();
             if let Ok(PhoneEvent::Dial(d)) = PhoneEvent::from_envelope(&env) {
                 let retention = env.labels.unwrap().retention;
-                dials.push(Arc::new(d.to_dial(PHONE, retention)));
+                dials.push(Arc::new(d.to_dial(
+                    PHONE,
+                    env.session.as_deref().unwrap_or(""),
+                    retention,
+                )));
             }
         }
     }

@@ -7,6 +7,8 @@
 # boxes (WebKitGTK has no emoji font of its own); the .deb/.rpm should recommend it too
 # (Debian fonts-noto-color-emoji, Fedora google-noto-color-emoji-fonts).
 # strace is for tests/crash_safe_files.rs (a writer killed at each step of a write).
+# python3-gi, gir1.2-gtk-3.0, gir1.2-webkit2-4.1: the empty WebKitGTK page the e2e window-memory
+# measurement compares against (src-tauri/tests/e2e/empty_page.py).
 # Usage: bash scripts/install-deps.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +20,7 @@ APT_PACKAGES=(
   xvfb xauth webkit2gtk-driver dbus dbus-x11 fonts-dejavu-core fonts-noto-color-emoji
   gnome-keyring libsecret-1-dev libnotify-bin imagemagick xdotool
   strace
+  python3-gi gir1.2-gtk-3.0 gir1.2-webkit2-4.1
   iproute2
 )
 

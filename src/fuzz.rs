@@ -118,7 +118,11 @@ pub fn dial_shortcut(data: &[u8]) {
     };
     assert_eq!(
         fast.dial,
-        dial.to_dial(PHONE, labels.retention),
+        dial.to_dial(
+            PHONE,
+            env.session.as_deref().unwrap_or(""),
+            labels.retention
+        ),
         "dial record differs"
     );
     assert_eq!(fast.id, env.id, "id differs");

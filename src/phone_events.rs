@@ -392,8 +392,9 @@ impl DialEvent {
     }
 
     /// The [`Dial`] record for the dial log: id = `dedup`, `phone` = the reporting phone's device
-    /// id, `retention` = the event's `labels.retention`.
-    pub fn to_dial(&self, phone: &str, retention: Retention) -> Dial {
+    /// id, `session` = the envelope's `session` (`""` when none), `retention` = the event's
+    /// `labels.retention`.
+    pub fn to_dial(&self, phone: &str, session: &str, retention: Retention) -> Dial {
         let mut d = Dial {
             id: self.dedup.as_str().into(),
             phone: phone.into(),
@@ -411,6 +412,8 @@ impl DialEvent {
             retention,
             slow: false,
             spec: Default::default(),
+            session: session.into(),
+            seq: Default::default(),
         };
         d.normalise();
         d
@@ -584,7 +587,7 @@ mod tests {
         let PhoneEvent::Dial(d) = e else {
             panic!("not a dial")
         };
-        let rec = d.to_dial("dev_phone0001", Retention::Extended);
+        let rec = d.to_dial("dev_phone0001", "", Retention::Extended);
         assert_eq!(&*rec.id, "dial_a1");
         assert_eq!(&*rec.endpoint, "lumirealm.phoneline");
         assert_eq!(rec.start_ms, 1_784_595_600_250);

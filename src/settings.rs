@@ -70,6 +70,11 @@ pub struct Settings {
     /// said in words and no other is taken. Between 1024 and 65535; applies at the next start.
     #[ts(type = "number | null")]
     pub link_port: Option<u16>,
+    /// The Live dials view's filter line as last applied (empty: no filter; grammar in
+    /// `crate::dials::filter`), so the view opens on the same filter after a restart. Checked
+    /// again by the filter parser when the view opens; a line that no longer parses is shown
+    /// with its error and not applied.
+    pub dials_filter_line: String,
 }
 
 /// A phone line added to the registry in Settings (phone-line.md, "Discovery and pairing").
@@ -91,9 +96,13 @@ impl Default for Settings {
             dial_ring_capacity: 100_000,
             extra_phone_lines: Vec::new(),
             link_port: None,
+            dials_filter_line: String::new(),
         }
     }
 }
+
+/// Longest filter line the settings keep (bytes).
+pub const MAX_FILTER_LINE_BYTES: usize = 4096;
 
 /// Why settings could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -147,6 +156,15 @@ impl Settings {
                 field: "link_port",
                 message: format!(
                     "{p} is below 1024: ports under 1024 need administrator rights; choose one between 1024 and 65535"
+                ),
+            });
+        }
+        if self.dials_filter_line.len() > MAX_FILTER_LINE_BYTES {
+            return Err(SettingsError::Invalid {
+                field: "dials_filter_line",
+                message: format!(
+                    "{} bytes is longer than {MAX_FILTER_LINE_BYTES}",
+                    self.dials_filter_line.len()
                 ),
             });
         }
@@ -244,5 +262,33 @@ mod tests {
             })
         ));
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\n  \"theme\": 3\n}");
+    }
+
+    #[test]
+    fn dials_filter_line_is_kept_across_a_restart_and_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("settings.json");
+        let s = Settings {
+            dials_filter_line: r#"op:read_item -outcome:ok phone:"Demo phone" /item_\d+/i"#.into(),
+            ..Settings::default()
+        };
+        s.save(&p).unwrap();
+        let back = Settings::load(&p).unwrap();
+        assert_eq!(back.dials_filter_line, s.dials_filter_line);
+        // A file from before the filter line loads with no filter.
+        std::fs::write(&p, r#"{"theme":"dark"}"#).unwrap();
+        let old = Settings::load(&p).unwrap();
+        assert_eq!(old.dials_filter_line, "");
+        let long = Settings {
+            dials_filter_line: "x".repeat(MAX_FILTER_LINE_BYTES + 1),
+            ..Settings::default()
+        };
+        assert!(matches!(
+            long.save(&p),
+            Err(SettingsError::Invalid {
+                field: "dials_filter_line",
+                ..
+            })
+        ));
     }
 }

@@ -1321,3 +1321,107 @@ async fn a_taken_port_is_skipped_and_named_and_a_fixed_one_is_said() {
     fixed.shutdown().await;
     drop(other);
 }
+
+/// History through the app's commands: a phone's dials found by its name, its connection
+/// events in the same timeline, a session followed oldest first, an export of a filter line
+/// with the values redacted, and a filter line that does not parse answered with its column.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_by_filter_line_follow_and_redacted_export() {
+    use switchboard::app::dials::{FollowBy, HistoryRow};
+    use switchboard::dials::HistoryQuery;
+    let desk = start().await;
+    let (me, mut phone) = pair(&desk, "Demo phone").await;
+    for i in 0..6u64 {
+        let session = if i < 4 {
+            "ses_first000000001"
+        } else {
+            "ses_second00000001"
+        };
+        phone
+            .send_value(&event(&me, "event.phoneline.dial", session, i + 1, dial(i)))
+            .await
+            .unwrap();
+    }
+    let hq = |filter: &str| HistoryQuery {
+        filter: filter.into(),
+        ..HistoryQuery::default()
+    };
+    let app = &desk.app;
+    until("six dials held", || {
+        futures_now(app.dials_history(hq("kind:dial"), None)).is_some_and(|p| p.rows.len() == 6)
+    })
+    .await;
+    let page = app
+        .dials_history(hq("phone:\"demo PHONE\" -op:read_item"), None)
+        .await
+        .unwrap();
+    assert_eq!(page.rows.len(), 6, "a phone's name means its device id");
+    assert_eq!(page.matched.unwrap().count, 6);
+    let conns = app
+        .dials_history(hq("kind:connection"), None)
+        .await
+        .unwrap();
+    let kinds: Vec<String> = conns
+        .rows
+        .iter()
+        .map(|r| match r {
+            HistoryRow::Connection(c) => format!("{:?}", c.event),
+            HistoryRow::Dial(_) => "dial".into(),
+        })
+        .collect();
+    assert!(kinds.contains(&"Connected".to_string()), "{kinds:?}");
+    assert!(kinds.contains(&"Paired".to_string()), "{kinds:?}");
+    // Follow the first session from one of its dials: oldest first.
+    let followed = app
+        .dials_follow(
+            "event.phoneline.dial-ses_first000000001-2",
+            None,
+            FollowBy::Session,
+            None,
+        )
+        .await
+        .unwrap();
+    let calls: Vec<String> = followed
+        .rows
+        .iter()
+        .filter_map(|r| match r {
+            HistoryRow::Dial(d) => Some(d.call_id.to_string()),
+            HistoryRow::Connection(_) => None,
+        })
+        .collect();
+    assert_eq!(calls, ["c0", "c1", "c2", "c3"]);
+    assert_eq!(followed.filter, "session:ses_first000000001");
+    // Export the line, redacted.
+    let out = app
+        .dials_export(
+            None,
+            "red.jsonl".into(),
+            None,
+            Some("session:ses_second00000001".into()),
+            Some(true),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.lines, 2);
+    let text = std::fs::read_to_string(&out.path).unwrap();
+    assert!(
+        text.contains("\"callId\":\"<string>\"") && !text.contains("LumiRealm"),
+        "{text}"
+    );
+    // A bad line: invalid_input naming the column.
+    let err = app
+        .dials_history(hq("op:x colour:red"), None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, IpcErrorKind::InvalidInput);
+    assert!(err.message.contains("column 6"), "{}", err.message);
+    drop(phone);
+}
+
+/// Polls a future once (the history answers without waiting on anything but the log).
+fn futures_now<T>(
+    f: impl std::future::Future<Output = Result<T, switchboard::error::IpcError>>,
+) -> Option<T> {
+    let rt = tokio::runtime::Handle::current();
+    tokio::task::block_in_place(|| rt.block_on(f)).ok()
+}

@@ -25,6 +25,8 @@ fn dial(id: &str, op: &str, duration_ms: u64, outcome: DialOutcome) -> Arc<Dial>
         retention: Retention::Standard,
         slow: false,
         spec: Default::default(),
+        session: "".into(),
+        seq: Default::default(),
     };
     d.normalise();
     Arc::new(d)
@@ -184,4 +186,57 @@ fn check_lists_dials_that_break_the_spec() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
+}
+
+/// `switchboard dials FILE --filter LINE`: the filter line of the Live dials view over an
+/// export; a line that does not parse names the column and exits non-zero.
+#[test]
+fn filter_line_over_an_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dials.jsonl");
+    let dials = vec![
+        dial("a", "read_item", 10, DialOutcome::Ok),
+        dial("b", "read_item", 3000, DialOutcome::Error),
+        dial("c", "read_item", 20, DialOutcome::ToolError),
+        dial("d", "describe", 5000, DialOutcome::Ok),
+    ];
+    write_jsonl(&dials, std::fs::File::create(&path).unwrap()).unwrap();
+    let run = |line: &str| {
+        Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(["dials", "--json", "--filter", line])
+            .arg(&path)
+            .output()
+            .unwrap()
+    };
+    let ids = |out: &std::process::Output| -> Vec<String> {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let out = run("op:read_item -outcome:ok");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut got = ids(&out);
+    got.sort();
+    assert_eq!(got, ["b", "c"]);
+    let out = run("duration>1s");
+    let mut got = ids(&out);
+    got.sort();
+    assert_eq!(got, ["b", "d"]);
+    let out = run("op:read_item colour:red");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("column 14") && err.contains("unknown field `colour`"),
+        "{err}"
+    );
 }

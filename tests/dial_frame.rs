@@ -47,7 +47,11 @@ fn assert_agrees(text: &str, phone: &str) -> bool {
     let labels = env.labels.expect("events carry labels");
     assert_eq!(
         fast.dial,
-        d.to_dial(phone, labels.retention),
+        d.to_dial(
+            phone,
+            env.session.as_deref().unwrap_or(""),
+            labels.retention
+        ),
         "dial record differs:\n{text}"
     );
     assert_eq!(fast.id, env.id, "id differs:\n{text}");

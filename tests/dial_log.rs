@@ -48,6 +48,8 @@ fn dial(
         retention,
         slow: false,
         spec: Default::default(),
+        session: "".into(),
+        seq: Default::default(),
     };
     d.normalise();
     d
@@ -330,7 +332,10 @@ async fn a_file_of_the_first_schema_is_migrated_with_its_rows_and_dedup() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(
+        version, 3,
+        "migrated through version 2 to the history schema"
+    );
     let keys: i64 = conn
         .query_row("SELECT count(*) FROM dial_keys", [], |r| r.get(0))
         .unwrap();

@@ -118,6 +118,8 @@ pub(crate) fn sample_dials(prefix: &str, n: usize) -> Vec<Dial> {
                 retention,
                 slow: false,
                 spec: Default::default(),
+                session: "".into(),
+                seq: Default::default(),
             };
             d.normalise();
             d

@@ -28,6 +28,8 @@ fn dial(id: &str) -> Dial {
         retention: Retention::Permanent,
         slow: false,
         spec: Default::default(),
+        session: "".into(),
+        seq: Default::default(),
     }
 }
 

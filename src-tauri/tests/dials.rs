@@ -49,6 +49,8 @@ fn dial(
         retention: Retention::Permanent,
         slow: false,
         spec: Default::default(),
+        session: "".into(),
+        seq: Default::default(),
     }
 }
 

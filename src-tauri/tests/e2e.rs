@@ -17,6 +17,8 @@
 
 #[path = "e2e/env.rs"]
 mod env;
+#[path = "e2e/measure.rs"]
+mod measure;
 #[path = "e2e/ui.rs"]
 mod ui;
 
@@ -735,7 +737,34 @@ fn demo_dials() -> (u64, u64) {
     (dials, reads)
 }
 
-/// The dial count the toolbar shows ("27 dials", "6 dials matching").
+/// What the filter line holds now.
+async fn filter_line(ui: &Ui) -> R<String> {
+    let v = ui
+        .js(
+            "const i = document.querySelector('input[aria-label=\"Filter line\"]'); return i ? i.value : null;",
+            vec![],
+        )
+        .await?;
+    v.as_str()
+        .map(str::to_string)
+        .ok_or_else(|| "no filter line in the view".to_string())
+}
+
+/// Puts `text` into the filter line at once, as a paste does (one input event).
+async fn set_filter_line(ui: &Ui, text: &str) -> R<()> {
+    ui.js(
+        "const i = document.querySelector('input[aria-label=\"Filter line\"]'); if (!i) return false; \
+         i.focus(); i.value = arguments[0]; i.dispatchEvent(new Event('input', { bubbles: true })); return true;",
+        vec![Value::String(text.to_string())],
+    )
+    .await?
+    .as_bool()
+    .filter(|b| *b)
+    .map(|_| ())
+    .ok_or_else(|| "no filter line to type into".to_string())
+}
+
+/// The dial count the toolbar shows ("27 dials", "6 dials match").
 async fn dial_count(ui: &Ui) -> R<Option<u64>> {
     let v = ui
         .js(
@@ -759,6 +788,12 @@ async fn wait_counts(ui: &Ui, what: &str, needle: &str) -> R<()> {
 async fn dials_journey(j: &mut Journey) -> R<()> {
     let (per_play, reads) = demo_dials();
     ensure!(per_play > 0 && reads > 0, "the demo scenario has no dials");
+    // Dials only (the timeline also holds the phone's connection events): the line is kept in
+    // the settings, so the view opens on it again after pairing.
+    j.ui().view('4', "Live dials").await?;
+    set_filter_line(j.ui(), "kind:dial").await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    j.ui().view('1', "Phones").await?;
     let phone = pair_phone(
         j,
         "dials-stream",
@@ -769,6 +804,10 @@ async fn dials_journey(j: &mut Journey) -> R<()> {
     .await?;
     let ui = j.ui();
     ui.wait_text("No dials yet", WAIT).await?;
+    ensure!(
+        filter_line(ui).await? == "kind:dial",
+        "the filter line was not kept when the view opened again"
+    );
     ui.assert_names("Live dials (empty)").await?;
     ui.shot("dials-empty").await?;
 
@@ -804,16 +843,85 @@ async fn dials_journey(j: &mut Journey) -> R<()> {
     ui.assert_names("Live dials").await?;
     ui.shot("dials-streamed").await?;
 
-    // Filter by op.
+    // Filter by op with its shortcut box: it writes into the filter line.
     let op = ui.find("input", "Op (exact)").await?;
     ui.type_into(&op, "read_item").await?;
     wait_counts(
         ui,
         "the read_item filter",
-        &format!("{} dials matching", reads * 2),
+        &format!("{} dials match", reads * 2),
     )
     .await?;
+    let line = filter_line(ui).await?;
+    ensure!(
+        line == "kind:dial op:read_item",
+        "the Op box did not write into the filter line: {line:?}"
+    );
     ui.shot("dials-filtered-read_item").await?;
+
+    // A term the parser refuses: the error is shown under the line with its place marked,
+    // and the table keeps the last valid filter.
+    // (Set in one go: typed a key at a time, its prefixes would be valid filters of their own.)
+    set_filter_line(ui, "kind:dial op:read_item duration>soon").await?;
+    let v = ui
+        .wait(
+            "the filter line's error",
+            WAIT,
+            "const a = document.querySelector('#filter-line-status [role=alert]'); \
+             const m = a && a.querySelector('mark'); \
+             return a && m ? { text: a.innerText, mark: m.textContent } : null;",
+        )
+        .await?;
+    let marked = v["mark"].as_str().unwrap_or_default();
+    ensure!(
+        marked.contains("soon"),
+        "the error does not mark the bad term: {v}"
+    );
+    ensure!(
+        dial_count(ui).await? == Some(reads * 2),
+        "an invalid line changed the table"
+    );
+    ui.assert_names("Live dials (filter line error)").await?;
+    ui.shot("dials-filter-line-error").await?;
+
+    // Ctrl+F focuses the line from the table; Escape in the line clears it.
+    let grid = ui
+        .find_by(
+            "the dials grid",
+            "return document.querySelector('[role=grid]');",
+        )
+        .await?;
+    grid.click()
+        .await
+        .map_err(|e| format!("clicking the grid: {e}"))?;
+    ui.ctrl('f').await?;
+    ui.wait(
+        "Ctrl+F to focus the filter line",
+        WAIT,
+        "return document.activeElement && document.activeElement.getAttribute('aria-label') === 'Filter line';",
+    )
+    .await?;
+    ui.press('\u{E00C}').await?; // Escape
+    wait_counts(
+        ui,
+        "the line cleared by Escape",
+        "rows (dials and connection events)",
+    )
+    .await?;
+    ensure!(
+        filter_line(ui).await?.is_empty(),
+        "Escape did not clear the filter line"
+    );
+    set_filter_line(ui, "kind:dial").await?;
+    wait_counts(ui, "dials only again", &format!("{total} dials match")).await?;
+    let op = ui.find("input", "Op (exact)").await?;
+    ui.type_into(&op, "read_item").await?;
+    wait_counts(
+        ui,
+        "the read_item filter again",
+        &format!("{} dials match", reads * 2),
+    )
+    .await?;
 
     // Open one in the inspector (select with a click, Enter inspects).
     let row = ui
@@ -842,15 +950,56 @@ async fn dials_journey(j: &mut Journey) -> R<()> {
     );
     ui.assert_names("Live dials (inspector)").await?;
     ui.shot("dials-inspector").await?;
-    ui.press('\u{E00C}').await?; // Escape
-    ui.wait(
-        "the inspector to close",
-        WAIT,
-        "return !document.querySelector('aside[aria-label=\"Dial inspector\"]');",
+
+    // Follow this call: the inspector writes `call:<id>` into the filter line.
+    let call_id = ui
+        .js("return window.__e2e.dd('Call id');", vec![])
+        .await?
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    ensure!(!call_id.is_empty(), "the inspector shows no call id");
+    ui.click_button("Follow this call").await?;
+    let want = format!("call:{call_id}");
+    let body = format!(
+        "const i = document.querySelector('input[aria-label=\"Filter line\"]'); \
+         const c = document.querySelector('.toolbar .counts'); \
+         return i && i.value === {w} && c && /^1 dial matches/.test(c.innerText) ? c.innerText : null;",
+        w = serde_json::to_string(&want).unwrap()
+    );
+    ui.wait("the followed call", WAIT, &body).await?;
+    ui.assert_names("Live dials (followed call)").await?;
+    ui.shot("dials-followed-call").await?;
+
+    // Connection events are rows of the same timeline, filterable.
+    set_filter_line(ui, "kind:connection").await?;
+    let v = ui
+        .wait(
+            "connection rows",
+            WAIT,
+            "const rows = [...document.querySelectorAll('.rows .row.connection')]; \
+             const dials = document.querySelectorAll('.rows .row:not(.connection):not(.placeholder)').length; \
+             return rows.length > 0 && dials === 0 ? rows.map((r) => r.innerText.replace(/\\s+/g, ' ')) : null;",
+        )
+        .await?;
+    let rows = v.to_string();
+    ensure!(
+        rows.contains("Connected") && rows.contains("E2E phone"),
+        "the connection rows do not show the phone connecting: {rows}"
+    );
+    ui.shot("dials-connection-rows").await?;
+    set_filter_line(ui, "kind:dial").await?;
+    wait_counts(ui, "dials only again", &format!("{total} dials match")).await?;
+    let op = ui.find("input", "Op (exact)").await?;
+    ui.type_into(&op, "read_item").await?;
+    wait_counts(
+        ui,
+        "the read_item filter once more",
+        &format!("{} dials match", reads * 2),
     )
     .await?;
-    ui.click_button("Clear filters").await?;
-    wait_counts(ui, "the filters cleared", &format!("{total} dials")).await?;
+    set_filter_line(ui, "kind:dial").await?;
+    wait_counts(ui, "dials only", &format!("{total} dials match")).await?;
 
     // Pause; the phone plays the demo again; the new dials wait until Resume.
     let pause = ui
@@ -1578,4 +1727,273 @@ async fn bundle_journey(j: &mut Journey) -> R<()> {
 #[test]
 fn journey_7_support_bundle_round_trip() {
     run_journey_with("7-bundle", &["--demo"], |j| Box::pin(bundle_journey(j)));
+}
+
+// Journey 8: the Live dials window under load, measured (figures printed, not asserted).
+
+/// A measurement (minutes long: 100 000 dials at 1 000 a second), run on its own:
+/// `cargo test -p switchboard-desktop --test e2e journey_8 -- --ignored --nocapture`.
+#[test]
+#[ignore = "measurement: cargo test -p switchboard-desktop --test e2e journey_8 -- --ignored --nocapture"]
+fn journey_8_dial_window_figures() {
+    run_journey_with("8-dial-window", &["--demo"], |j| {
+        Box::pin(window_figures_journey(j))
+    });
+}
+
+/// The number in the Live dials header ("100 008 dials match · ..."), if shown.
+async fn header_count(ui: &Ui) -> R<Option<u64>> {
+    let v = ui
+        .js(
+            "const c = document.querySelector('.toolbar .counts'); if (!c) return null; \
+             const m = c.innerText.match(/^\\s*(?:about\\s+)?([\\d\\s]+?)\\s+(?:dials?|rows?)\\b/); return m ? m[1].replace(/\\s/g, '') : null;",
+            vec![],
+        )
+        .await?;
+    Ok(v.as_str().and_then(|n| n.parse().ok()))
+}
+
+/// A scenario of only the demo's dials (one play), for the phone to stream.
+fn dials_only_scenario(dir: &std::path::Path) -> R<(std::path::PathBuf, u64)> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/demo.jsonl"
+    ))
+    .map_err(|e| format!("demo scenario: {e}"))?;
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with('{') && l.contains("\"event.phoneline.dial\""))
+        .collect();
+    let path = dir.join("dials-only.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n")
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((path, lines.len() as u64))
+}
+
+/// The web processes of the app (below tauri-driver) and their memory.
+fn app_memory(j: &Journey) -> R<(measure::Mem, Vec<u32>)> {
+    let root = j.env.driver_pid().ok_or("tauri-driver is not running")?;
+    let pids = measure::web_processes(root);
+    ensure!(
+        !pids.is_empty(),
+        "no WebKitWebProcess below tauri-driver ({root})"
+    );
+    Ok((measure::memory(&pids)?, pids))
+}
+
+/// Median of three samples a second apart (the web process's memory moves with GC).
+async fn settled_memory(j: &Journey) -> R<(measure::Mem, Vec<u32>)> {
+    let mut v = Vec::new();
+    let mut pids = Vec::new();
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (m, p) = app_memory(j)?;
+        v.push(m);
+        pids = p;
+    }
+    v.sort_by_key(|m| m.pss_kb);
+    Ok((v[1], pids))
+}
+
+/// Dials the demo plays in its first minute (a last one comes after two and a half minutes).
+fn demo_early_dials() -> u64 {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/demo.jsonl"
+    ))
+    .unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with('{'))
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| {
+            v["msg"]["type"] == "event.phoneline.dial" && v["at_ms"].as_u64() < Some(60_000)
+        })
+        .count() as u64
+}
+
+async fn window_figures_journey(j: &mut Journey) -> R<()> {
+    let per_play = demo_early_dials();
+    ensure!(
+        per_play > 0,
+        "the demo scenario has no dials in its first minute"
+    );
+    j.ui().view('4', "Live dials").await?;
+    // A filter is active throughout (dials only: every dial has caller lumiagent).
+    set_filter_line(j.ui(), "caller:lumiagent").await?;
+    // The demo phone plays its dials: wait for all of them, then let the page come to rest.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while header_count(j.ui()).await?.unwrap_or(0) < per_play {
+        ensure!(
+            Instant::now() < deadline,
+            "the demo's {per_play} dials did not arrive"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (rest, app_pids) = settled_memory(j).await?;
+
+    // The baseline: an empty WebKitGTK page in the same X server, measured now.
+    let empty = measure::EmptyPage::open(&j.env.display, &j.env.home)?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let empty_pids = empty.web_processes();
+    ensure!(!empty_pids.is_empty(), "the empty page has no web process");
+    let mut samples = Vec::new();
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        samples.push(measure::memory(&empty_pids)?);
+    }
+    samples.sort_by_key(|m| m.pss_kb);
+    let base = samples[1];
+    let empty_top = measure::top_mappings(empty_pids[0], 6);
+    empty.close();
+
+    ensure!(
+        filter_line(j.ui()).await? == "caller:lumiagent",
+        "the filter line is not the one set"
+    );
+
+    // The reference phone streams 1 000 dials a second until the table holds 100 000.
+    let (scenario, dials_per_play) = dials_only_scenario(j.env.root.path())?;
+    let count = 100_000u64.div_ceil(dials_per_play);
+    let streamed = count * dials_per_play;
+    let want = streamed + per_play;
+    eprintln!("dial window: empty page {base}; Switchboard at rest on the demo {rest}");
+    j.ui().view('1', "Phones").await?;
+    let phone = pair_phone(
+        j,
+        "stream",
+        "Bench phone",
+        vec![
+            s("--scenario"),
+            scenario.display().to_string(),
+            s("--rate"),
+            s("1000/s"),
+            s("--count"),
+            count.to_string(),
+        ],
+        Some(('4', "Live dials")),
+    )
+    .await?;
+    let ui = j.ui();
+    ui.js(measure::RAF_START, vec![]).await?;
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(1500);
+    let mut scrolled = false;
+    let mut kept = None;
+    let mut n = 0;
+    while n < want {
+        ensure!(
+            Instant::now() < deadline,
+            "the stream stalled at {n} of {want} dials"
+        );
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        n = header_count(j.ui()).await?.unwrap_or(0);
+        if !scrolled && n >= want / 2 {
+            scrolled = true;
+            kept = Some(scrolled_rows_stay(j.ui()).await?);
+        }
+    }
+    let gaps = measure::FrameGaps::from_value(&j.ui().js(measure::RAF_STOP, vec![]).await?)?;
+    let stream_s = started.elapsed().as_secs_f64();
+    j.phones[phone].finish(Duration::from_secs(120))?;
+    let ui = j.ui();
+    let v = ui
+        .js(
+            "const g = document.querySelector('[role=grid]'); \
+             return { rendered: g.querySelectorAll('.rows .row').length, cached: Number(g.dataset.cachedRows) };",
+            vec![],
+        )
+        .await?;
+    let rendered = v["rendered"].as_u64().unwrap_or(u64::MAX);
+    let cached = v["cached"].as_u64().unwrap_or(u64::MAX);
+    ensure!(
+        rendered < 100,
+        "the table rendered {rendered} rows for {want} dials"
+    );
+    ensure!(
+        cached <= 2400,
+        "the page holds {cached} rows: more than the view and its cache"
+    );
+    ui.shot("dials-100k").await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (full, _) = settled_memory(j).await?;
+    let app_top = measure::top_mappings(app_pids[0], 6);
+
+    let ratio = |m: measure::Mem| {
+        (
+            m.pss_kb as f64 / base.pss_kb.max(1) as f64,
+            m.rss_kb as f64 / base.rss_kb.max(1) as f64,
+        )
+    };
+    let (rest_pss, rest_rss) = ratio(rest);
+    let (full_pss, full_rss) = ratio(full);
+    let report = format!(
+        "dial window figures (journey 7, --demo, Xvfb 1280x800):\n\
+         stream: {streamed} dials by switchboard-phone --rate 1000/s in {stream_s:.1} s ({:.0} dials/s as seen), filter `caller:lumiagent`, table at {n} rows\n\
+         frames: {} in {:.1} s; longest gap {:.1} ms (target <= 50), p99 {:.1} ms (target <= 20), p50 {:.1} ms, {} gaps over 50 ms\n\
+         scrolled down mid-stream: rows in view kept their place: {}\n\
+         rows rendered {rendered}, rows held in the page {cached}\n\
+         memory, web process: empty WebKitGTK page {base}\n\
+         memory, web process: Switchboard at rest on the demo {rest} = {rest_pss:.2}x PSS, {rest_rss:.2}x RSS (target <= 1.2x)\n\
+         memory, web process: Switchboard showing {n} dials {full} = {full_pss:.2}x PSS, {full_rss:.2}x RSS (target <= 1.4x)\n\
+         biggest mappings by PSS, empty page: {empty_top:?}\n\
+         biggest mappings by PSS, Switchboard: {app_top:?}\n",
+        streamed as f64 / stream_s,
+        gaps.frames,
+        gaps.span_ms / 1000.0,
+        gaps.max_ms,
+        gaps.p99_ms,
+        gaps.p50_ms,
+        gaps.over50,
+        kept.unwrap_or_default(),
+    );
+    eprintln!("{report}");
+    let out = ui::shots_dir().join("dial-window-figures.txt");
+    std::fs::write(&out, &report).map_err(|e| format!("{}: {e}", out.display()))?;
+    Ok(())
+}
+
+/// Scrolls the table to its middle and checks that the row at the top of the view stays the
+/// same while live dials keep arriving above it; returns what it saw.
+async fn scrolled_rows_stay(ui: &Ui) -> R<String> {
+    let top_row = "const g = document.querySelector('[role=grid]'); const r = g.getBoundingClientRect(); \
+                   const el = document.elementFromPoint(r.left + 40, r.top + 28 + 14); const row = el && el.closest('.rows .row'); \
+                   return row && !row.classList.contains('placeholder') ? row.innerText.replace(/\\s+/g, ' ') + ' [row ' + row.getAttribute('aria-rowindex') + ', scrollTop ' + g.scrollTop + ', cached ' + g.dataset.cachedRows + ']' : null;";
+    ui.js(
+        "const g = document.querySelector('[role=grid]'); g.scrollTop = Math.floor(g.scrollHeight / 2); return true;",
+        vec![],
+    )
+    .await?;
+    let first = ui
+        .wait("the rows in the middle of the table", WAIT, top_row)
+        .await?;
+    let before = header_count(ui).await?.unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let after = header_count(ui).await?.unwrap_or(0);
+    let second = ui.js(top_row, vec![]).await?;
+    ensure!(
+        after > before,
+        "no dials arrived while scrolled down ({before} -> {after})"
+    );
+    let dial = |v: &Value| {
+        v.as_str()
+            .and_then(|t| t.split(" [row ").next())
+            .unwrap_or_default()
+            .to_string()
+    };
+    ensure!(
+        dial(&first) == dial(&second),
+        "the rows in view moved while {} dials arrived: {first} -> {second}",
+        after - before
+    );
+    ui.js(
+        "document.querySelector('[role=grid]').scrollTop = 0; return true;",
+        vec![],
+    )
+    .await?;
+    Ok(format!(
+        "yes ({} dials arrived; top row {})",
+        after - before,
+        first.as_str().unwrap_or_default()
+    ))
 }

@@ -37,9 +37,12 @@ use super::App;
 use crate::bridge::explain::banner_for_dial;
 use crate::bridge::store::{BannerStanding, DialJudgement};
 use crate::bridge::Banner;
+use crate::dials::filter::{Atom, Term, TextField};
 use crate::dials::{
-    ClearScope, Dial, DialBatch, DialFilter, DialLog, DialLogConfig, DialLogHandle, DialLogStatus,
-    DialOutcome, DialPage, ImportedLog, OpStats, SubscribeOptions, Subscription,
+    ClearScope, CompiledQuery, ConnectionEvent, Dial, DialBatch, DialFilter, DialLog,
+    DialLogConfig, DialLogHandle, DialLogStatus, DialOutcome, DialPage, DialQuery, FilterCheck,
+    HistoryEntry, HistoryPage, HistoryQuery, ImportedLog, MatchCount, OpStats, SubscribeOptions,
+    Subscription,
 };
 use crate::error::IpcError;
 use crate::phone_line::conformance::{check_dial, DialConformance, ScopeBook};
@@ -71,17 +74,23 @@ pub struct DialBanner {
 }
 
 /// One dial as a row of the live table: everything but the request and response bodies and the
-/// error text. Shape: `{ id, phone, call_id, caller, callee, endpoint, op, start_ms,
+/// error text. Shape: `{ seq, id, phone, call_id, session, caller, callee, endpoint, op, start_ms,
 /// duration_ms, outcome, slow, has_error, spec_findings }` (times in epoch ms, durations in ms).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
 pub struct DialRow {
+    /// Its place in the log's timeline (history pages and streamed rows share it; 0 for an
+    /// imported capture's row before it is paged, where it is the line's place).
+    #[ts(type = "number")]
+    pub seq: u64,
     /// Dial id (the ifp/1 event's `dedup` key).
     pub id: Arc<str>,
     /// The phone that reported it (`dev_...`).
     pub phone: Arc<str>,
     /// The request's `callId` (empty when none).
     pub call_id: Arc<str>,
+    /// The ifp/1 `session` that carried it (empty when unknown).
+    pub session: Arc<str>,
     /// The caller's extension id.
     pub caller: Arc<str>,
     /// The callee's extension id.
@@ -110,9 +119,11 @@ pub struct DialRow {
 impl From<&Dial> for DialRow {
     fn from(d: &Dial) -> Self {
         Self {
+            seq: d.seq.0,
             id: Arc::clone(&d.id),
             phone: Arc::clone(&d.phone),
             call_id: Arc::clone(&d.call_id),
+            session: Arc::clone(&d.session),
             caller: Arc::clone(&d.caller),
             callee: Arc::clone(&d.callee),
             endpoint: Arc::clone(&d.endpoint),
@@ -187,6 +198,93 @@ impl DialBatchMsg {
         }
     }
 }
+
+/// One row of a history page: a dial or a connection event, tagged by `kind`
+/// (`{ kind: "dial", ...DialRow }`, `{ kind: "connection", ...ConnectionEvent }`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[ts(export)]
+pub enum HistoryRow {
+    /// A dial (no bodies: fetch them with `dials_get`).
+    Dial(DialRow),
+    /// A connection event.
+    Connection(ConnectionEvent),
+}
+
+impl HistoryRow {
+    /// The row's place in the timeline.
+    pub fn seq(&self) -> u64 {
+        match self {
+            HistoryRow::Dial(d) => d.seq,
+            HistoryRow::Connection(c) => c.seq,
+        }
+    }
+}
+
+impl From<&HistoryEntry> for HistoryRow {
+    fn from(e: &HistoryEntry) -> Self {
+        match e {
+            HistoryEntry::Dial(d) => HistoryRow::Dial(DialRow::from(&**d)),
+            HistoryEntry::Connection(c) => HistoryRow::Connection(c.clone()),
+        }
+    }
+}
+
+/// The answer of `dials_history` and `dials_follow`: a page of the timeline.
+///
+/// Shape: `{ rows, next, matched, oldest_ms, newest_seq, filter }`. `rows` are newest first for
+/// `dials_history` and oldest first for `dials_follow`. `next` is the cursor of the following
+/// (older) page, `null` when there is nothing more; a page may have fewer rows than asked and a
+/// `next` when the search stopped at its time budget (ask `next` to go on). `matched` is how
+/// many rows match in all (`exact` false: an estimate), `null` when not asked. `oldest_ms` is
+/// how far back the history goes (the oldest row held or stored, epoch ms). `newest_seq` is
+/// the newest row's `seq` when the page was read: streamed rows above it are new.
+/// `filter` is the filter line, canonical.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct DialHistoryPage {
+    /// The rows.
+    pub rows: Vec<HistoryRow>,
+    /// Cursor of the next (older) page.
+    pub next: Option<String>,
+    /// How many rows match in all.
+    pub matched: Option<MatchCount>,
+    /// How far back the history goes (epoch ms), when it holds anything.
+    #[ts(type = "number | null")]
+    pub oldest_ms: Option<i64>,
+    /// The newest `seq` when read.
+    #[ts(type = "number")]
+    pub newest_seq: u64,
+    /// The filter line, canonical.
+    pub filter: String,
+}
+
+impl DialHistoryPage {
+    fn of(page: &HistoryPage) -> Self {
+        Self {
+            rows: page.entries.iter().map(HistoryRow::from).collect(),
+            next: page.next.clone(),
+            matched: page.matched,
+            oldest_ms: page.oldest_ms,
+            newest_seq: page.newest_seq,
+            filter: page.filter.clone(),
+        }
+    }
+}
+
+/// What `dials_follow` follows from a dial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum FollowBy {
+    /// Every dial with the same `callId` (`call:<id>`).
+    Call,
+    /// Every dial of the same ifp/1 session (`session:<id>`).
+    Session,
+}
+
+/// Dials a followed call or session shows at most.
+pub const MAX_FOLLOW: usize = 10_000;
 
 /// How a [`forward`] loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -448,7 +546,98 @@ pub struct DialsStatus {
     pub export_dir: String,
 }
 
+/// Checks a filter line as the person types it: the canonical line, or the error with its
+/// position and what was expected there.
+pub fn parse_dial_filter(line: &str) -> FilterCheck {
+    FilterCheck::of(line)
+}
+
+/// Follows a call or a session from dial `d` within a read-only set of dials (an opened support
+/// bundle): as [`App::dials_follow`], oldest first, at most [`MAX_FOLLOW`].
+///
+/// # Errors
+/// `internal` if the follow query cannot be compiled; `invalid_input` from the set's history.
+pub fn follow_in(log: &ImportedLog, d: &Dial, by: FollowBy) -> Result<DialHistoryPage, IpcError> {
+    let (field, value) = match by {
+        FollowBy::Call => (TextField::Call, d.call_id.to_string()),
+        FollowBy::Session => (TextField::Session, d.session.to_string()),
+    };
+    if value.is_empty() {
+        return Ok(DialHistoryPage {
+            rows: vec![HistoryRow::Dial(DialRow::from(d))],
+            next: None,
+            matched: Some(MatchCount {
+                count: 1,
+                exact: true,
+            }),
+            oldest_ms: Some(d.start_ms),
+            newest_seq: d.seq.0,
+            filter: String::new(),
+        });
+    }
+    let q = DialQuery::of(Term {
+        negated: false,
+        atom: Atom::Field(field, value),
+    });
+    let compiled =
+        CompiledQuery::new(&q, 0, &|_| Vec::new()).map_err(|e| IpcError::internal(e.to_string()))?;
+    let mut rows: Vec<HistoryRow> = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut last = HistoryPage::default();
+    for _ in 0..64 {
+        last = log
+            .history(&compiled, cursor.as_deref(), Some(2000), false)
+            .map_err(IpcError::invalid_input)?;
+        rows.extend(last.entries.iter().map(HistoryRow::from));
+        cursor = last.next.clone();
+        if cursor.is_none() || rows.len() >= MAX_FOLLOW {
+            break;
+        }
+    }
+    rows.truncate(MAX_FOLLOW);
+    rows.reverse();
+    let n = rows.len() as u64;
+    Ok(DialHistoryPage {
+        oldest_ms: rows.first().map(|r| match r {
+            HistoryRow::Dial(d) => d.start_ms,
+            HistoryRow::Connection(c) => c.at_ms,
+        }),
+        rows,
+        next: None,
+        matched: Some(MatchCount {
+            count: n,
+            exact: cursor.is_none(),
+        }),
+        newest_seq: last.newest_seq,
+        filter: q.to_string(),
+    })
+}
+
 impl DialsState {
+    /// A page of history from `source` (see [`App::dials_history`]).
+    ///
+    /// # Errors
+    /// As [`App::dials_history`].
+    pub async fn history(
+        &self,
+        query: CompiledQuery,
+        q: &HistoryQuery,
+        source: DialSource,
+    ) -> Result<HistoryPage, IpcError> {
+        let count = q.count.unwrap_or(true);
+        match source {
+            DialSource::Live => Ok(self
+                .log
+                .history(query, q.cursor.as_deref(), q.limit, count)
+                .await?),
+            DialSource::Imported => self
+                .imported_capture()?
+                .log
+                .history(&query, q.cursor.as_deref(), q.limit, count)
+                .map_err(IpcError::invalid_input),
+        }
+    }
+
     fn imported_capture(&self) -> Result<Arc<ImportedCapture>, IpcError> {
         self.imported().ok_or_else(|| {
             IpcError::not_found("no capture is imported: import a JSON Lines file first")
@@ -523,18 +712,46 @@ impl DialsState {
         source: Option<DialSource>,
         sink: impl FnMut(DialBatchMsg) -> Result<(), E> + Send + 'static,
     ) -> Result<u64, IpcError> {
+        self.dials_subscribe_with(filter, None, source, sink).await
+    }
+
+    /// As [`DialsState::dials_subscribe`]; with `line` (a compiled filter line) the live view
+    /// sends an empty snapshot and then only new dials matching the line (page the history
+    /// with `dials_history`); an imported capture's snapshot holds its matching dials.
+    ///
+    /// # Errors
+    /// As [`DialsState::dials_subscribe`].
+    pub async fn dials_subscribe_with<E: std::fmt::Display + 'static>(
+        &self,
+        filter: Option<DialFilter>,
+        line: Option<CompiledQuery>,
+        source: Option<DialSource>,
+        sink: impl FnMut(DialBatchMsg) -> Result<(), E> + Send + 'static,
+    ) -> Result<u64, IpcError> {
         let filter = filter.unwrap_or_default();
         match source.unwrap_or_default() {
             DialSource::Live => {
-                let sub = self
-                    .log
-                    .subscribe(filter, SubscribeOptions::default())
-                    .await?;
+                let sub = match line {
+                    Some(q) => {
+                        self.log
+                            .subscribe_line(q, SubscribeOptions::default())
+                            .await?
+                    }
+                    None => {
+                        self.log
+                            .subscribe(filter, SubscribeOptions::default())
+                            .await?
+                    }
+                };
                 Ok(self.start_forwarding(sub, sink))
             }
             DialSource::Imported => {
                 let capture = self.imported_capture()?;
-                let page = capture.log.query(&filter);
+                let mut page = capture.log.query(&filter);
+                if let Some(q) = &line {
+                    page.dials.retain(|d| q.matches_dial(d));
+                    page.total = page.dials.len() as u64;
+                }
                 let mut sink = sink;
                 sink(DialBatchMsg::snapshot(0, &page))
                     .map_err(|e| IpcError::internal(format!("sending the snapshot: {e}")))?;
@@ -592,6 +809,26 @@ impl DialsState {
         path: String,
         source: Option<DialSource>,
     ) -> Result<ExportSummary, IpcError> {
+        self.dials_export_with(filter, None, path, source, false)
+            .await
+    }
+
+    /// As [`DialsState::dials_export`], with two more choices: `query` (a compiled filter
+    /// line) exports every matching dial of the whole history (the ring and SQLite, newest
+    /// first; connection events are not exported) instead of `filter`'s held dials, and
+    /// `redact` replaces the request and response values by type markers, keys and shapes kept
+    /// ([`crate::dials::jsonl::redact_value`]).
+    ///
+    /// # Errors
+    /// As [`DialsState::dials_export`].
+    pub async fn dials_export_with(
+        &self,
+        filter: Option<DialFilter>,
+        query: Option<CompiledQuery>,
+        path: String,
+        source: Option<DialSource>,
+        redact: bool,
+    ) -> Result<ExportSummary, IpcError> {
         if path.trim().is_empty() {
             return Err(IpcError::invalid_input(
                 "export path is empty: give a file name",
@@ -606,19 +843,42 @@ impl DialsState {
                 ))
             })?;
         }
-        let filter = filter.unwrap_or_default();
-        let lines = match source.unwrap_or_default() {
-            DialSource::Live => self.log.export_jsonl(filter, target.clone()).await?,
-            DialSource::Imported => {
-                let page = self.imported_capture()?.log.query(&filter);
-                let t = target.clone();
-                tokio::task::spawn_blocking(move || {
-                    crate::dials::jsonl::export_jsonl_file(&page.dials, &t)
-                })
-                .await
-                .map_err(|e| IpcError::internal(format!("export task: {e}")))??
+        let source = source.unwrap_or_default();
+        let dials: Vec<Arc<Dial>> = match query {
+            Some(q) => {
+                let mut out = Vec::new();
+                let mut cursor: Option<String> = None;
+                // Bounded: each page moves the cursor down; 10^6 pages of up to 2000 rows.
+                for _ in 0..1_000_000u32 {
+                    let hq = HistoryQuery {
+                        filter: String::new(),
+                        cursor: cursor.clone(),
+                        limit: Some(crate::dials::history::MAX_PAGE),
+                        count: Some(false),
+                    };
+                    let page = self.history(q.clone(), &hq, source).await?;
+                    out.extend(page.entries.into_iter().filter_map(|e| match e {
+                        HistoryEntry::Dial(d) => Some(d),
+                        HistoryEntry::Connection(_) => None,
+                    }));
+                    cursor = page.next;
+                    if cursor.is_none() {
+                        break;
+                    }
+                }
+                out
+            }
+            None => {
+                let filter = filter.unwrap_or_default();
+                self.page(filter, source).await?.dials
             }
         };
+        let t = target.clone();
+        let lines = tokio::task::spawn_blocking(move || {
+            crate::dials::jsonl::export_jsonl_file_with(&dials, &t, redact)
+        })
+        .await
+        .map_err(|e| IpcError::internal(format!("export task: {e}")))??;
         Ok(ExportSummary {
             path: target.display().to_string(),
             lines,
@@ -687,6 +947,144 @@ impl DialsState {
 }
 
 impl App {
+    /// Parses and compiles a filter line for now, with `phone:` names resolved to the paired
+    /// phones' device ids.
+    ///
+    /// # Errors
+    /// `invalid_input` with the parser's message (column and what was expected).
+    pub fn compile_filter(&self, line: &str) -> Result<CompiledQuery, IpcError> {
+        let q =
+            DialQuery::parse(line).map_err(|e| IpcError::invalid_input(format!("filter: {e}")))?;
+        let now = self.config.clock.now_ms_i64();
+        CompiledQuery::new(&q, now, &|name| self.phones.ids_named(name))
+            .map_err(|e| IpcError::invalid_input(format!("filter: {e}")))
+    }
+
+    /// One page of the whole dial history (the live log's ring and SQLite, or the imported
+    /// capture) matching the query's filter line, newest first; see [`DialHistoryPage`].
+    ///
+    /// # Errors
+    /// `invalid_input` for a filter line that does not parse (the message names the column and
+    /// what was expected; `parse_dial_filter` gives the position) or a cursor no page gave;
+    /// `not_found` for an absent capture; `io` when SQLite fails; `internal` when the log has
+    /// shut down.
+    pub async fn dials_history(
+        &self,
+        query: HistoryQuery,
+        source: Option<DialSource>,
+    ) -> Result<DialHistoryPage, IpcError> {
+        let compiled = self.compile_filter(&query.filter)?;
+        let page = self
+            .dials()?
+            .history(compiled, &query, source.unwrap_or_default())
+            .await?;
+        Ok(DialHistoryPage::of(&page))
+    }
+
+    /// Follows a call or a session from dial `id`: every dial with its `callId` (`by: call`) or
+    /// of its ifp/1 session (`by: session`), **oldest first**, at most [`MAX_FOLLOW`]. The
+    /// page's `filter` is the filter line that shows the same (`call:<id>`, `session:<id>`).
+    /// A dial with no `callId` (or no session) follows to itself alone (`filter` empty).
+    ///
+    /// # Errors
+    /// `not_found` when the dial is no longer held or stored; as [`App::dials_history`].
+    pub async fn dials_follow(
+        &self,
+        id: &str,
+        start_ms: Option<i64>,
+        by: FollowBy,
+        source: Option<DialSource>,
+    ) -> Result<DialHistoryPage, IpcError> {
+        let source = source.unwrap_or_default();
+        let dials = self.dials()?;
+        let Some(d) = dials.find(id, start_ms, source).await? else {
+            return Err(IpcError::not_found(format!(
+                "dial {id} is no longer held or stored"
+            )));
+        };
+        let (field, value) = match by {
+            FollowBy::Call => (TextField::Call, d.call_id.to_string()),
+            FollowBy::Session => (TextField::Session, d.session.to_string()),
+        };
+        if value.is_empty() {
+            let row = HistoryRow::Dial(DialRow::from(&*d));
+            return Ok(DialHistoryPage {
+                rows: vec![row],
+                next: None,
+                matched: Some(MatchCount {
+                    count: 1,
+                    exact: true,
+                }),
+                oldest_ms: Some(d.start_ms),
+                newest_seq: d.seq.0,
+                filter: String::new(),
+            });
+        }
+        let q = DialQuery::of(Term {
+            negated: false,
+            atom: Atom::Field(field, value),
+        });
+        let compiled = CompiledQuery::new(&q, 0, &|_| Vec::new())
+            .map_err(|e| IpcError::internal(e.to_string()))?;
+        let mut rows: Vec<HistoryRow> = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut last = HistoryPage::default();
+        for _ in 0..64 {
+            let hq = HistoryQuery {
+                filter: String::new(),
+                cursor: cursor.clone(),
+                limit: Some(2000),
+                count: Some(false),
+            };
+            last = dials.history(compiled.clone(), &hq, source).await?;
+            rows.extend(last.entries.iter().map(HistoryRow::from));
+            cursor = last.next.clone();
+            if cursor.is_none() || rows.len() >= MAX_FOLLOW {
+                break;
+            }
+        }
+        rows.truncate(MAX_FOLLOW);
+        rows.reverse();
+        let n = rows.len() as u64;
+        Ok(DialHistoryPage {
+            oldest_ms: rows.first().map(|r| match r {
+                HistoryRow::Dial(d) => d.start_ms,
+                HistoryRow::Connection(c) => c.at_ms,
+            }),
+            rows,
+            next: None,
+            matched: Some(MatchCount {
+                count: n,
+                exact: cursor.is_none(),
+            }),
+            newest_seq: last.newest_seq,
+            filter: q.to_string(),
+        })
+    }
+
+    /// Exports dials to `path` as JSON Lines (see [`DialsState::dials_export_with`]): with a
+    /// filter `line`, every matching dial of the whole history; else `filter`'s held dials;
+    /// `redact` replaces request and response values by type markers.
+    ///
+    /// # Errors
+    /// `invalid_input` for a filter line that does not parse; as [`DialsState::dials_export`].
+    pub async fn dials_export(
+        &self,
+        filter: Option<DialFilter>,
+        path: String,
+        source: Option<DialSource>,
+        line: Option<String>,
+        redact: Option<bool>,
+    ) -> Result<ExportSummary, IpcError> {
+        let query = match line {
+            Some(l) => Some(self.compile_filter(&l)?),
+            None => None,
+        };
+        self.dials()?
+            .dials_export_with(filter, query, path, source, redact.unwrap_or(false))
+            .await
+    }
+
     /// The dials state, or `internal` when the dial log did not start.
     ///
     /// # Errors

@@ -211,6 +211,20 @@ impl PhonesState {
             .filter(|l| !l.trim().is_empty())
     }
 
+    /// The device ids of the paired phones whose label is `name` (ignoring case and surrounding
+    /// spaces): what a filter line's `phone:"Demo phone"` means. Empty when none is.
+    pub fn ids_named(&self, name: &str) -> Vec<String> {
+        let Some(link) = self.link() else {
+            return Vec::new();
+        };
+        let name = name.trim().to_lowercase();
+        link.paired_phones()
+            .into_iter()
+            .filter(|p| p.label.trim().to_lowercase() == name)
+            .map(|p| p.device_id)
+            .collect()
+    }
+
     /// How many phones are connected now.
     pub fn connected_count(&self) -> usize {
         lock(&self.live).connections.len()

@@ -152,6 +152,8 @@ pub fn sample_dial(i: u64, count: u64, now_ms: i64) -> Dial {
         retention: Retention::Transient,
         slow: false,
         spec: Default::default(),
+        session: "".into(),
+        seq: Default::default(),
     }
 }
 

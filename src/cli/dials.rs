@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use switchboard::dials::{DialFilter, DialOutcome, ImportError, ImportedLog};
+use switchboard::dials::{CompiledQuery, DialFilter, DialOutcome, ImportError, ImportedLog};
 use switchboard::phone_line::conformance::{check_dial, ScopeBook};
 
 use super::CliResult;
@@ -41,6 +41,11 @@ pub(crate) struct Args {
     /// Case-insensitive text in request, response or error.
     #[arg(long)]
     text: Option<String>,
+    /// A filter line, as the Live dials view's (`docs/dial-filter.md`), e.g.
+    /// `op:read_item -outcome:ok duration>1s word`; ANDed with the other options. Relative
+    /// times (`after:-1h`) count from now; `phone:` matches device ids.
+    #[arg(long, value_name = "LINE")]
+    filter: Option<String>,
     /// At most this many dials (newest first).
     #[arg(long)]
     limit: Option<u64>,
@@ -148,17 +153,36 @@ pub(crate) fn run(args: Args) -> CliResult {
         })?),
         None => None,
     };
+    let line = match args.filter.as_deref() {
+        Some(l) => {
+            let now = i64::try_from(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis())
+                    .unwrap_or(0),
+            )
+            .unwrap_or(i64::MAX);
+            Some(CompiledQuery::parse(l, now).map_err(|e| format!("--filter {l:?}: {e}"))?)
+        }
+        None => None,
+    };
+    if line.is_some() && args.stats {
+        return Err(
+            "--filter applies to the listing; use --op/--callee/--outcome with --stats".into(),
+        );
+    }
     let log = match read(&file, 1)? {
         Ok(log) => log,
         Err(code) => return Ok(code),
     };
+    let limit = args.limit;
     let filter = DialFilter {
         op: args.op,
         callee: args.callee,
         outcome,
         slow: args.slow.then_some(true),
         text: args.text,
-        limit: args.limit,
+        limit: if line.is_some() { None } else { limit },
         ..DialFilter::default()
     };
     if args.stats {
@@ -185,7 +209,15 @@ pub(crate) fn run(args: Args) -> CliResult {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let page = log.query(&filter);
+    let mut page = log.query(&filter);
+    if let Some(q) = &line {
+        page.dials.retain(|d| q.matches_dial(d));
+        page.total = page.dials.len() as u64;
+        if let Some(l) = limit {
+            page.dials
+                .truncate(usize::try_from(l).unwrap_or(usize::MAX));
+        }
+    }
     for d in &page.dials {
         if args.json {
             println!(

@@ -15,7 +15,7 @@ use serde::Serialize;
 use ts_rs::TS;
 
 use super::query::{run_query, run_stats, DialFilter, DialPage, OpStats};
-use super::record::Dial;
+use super::record::{Dial, JsonText};
 
 /// Bad lines reported at most in one [`ImportError::BadLines`] (the total is always given).
 pub const MAX_REPORTED_BAD_LINES: usize = 100;
@@ -82,6 +82,63 @@ pub fn write_jsonl<'d, W: Write>(
     }
     out.flush()?;
     Ok(n)
+}
+
+/// The marker a redacted export puts in place of a string value (see [`redact_value`]).
+pub const REDACTED_STRING: &str = "<string>";
+/// The marker in place of a number.
+pub const REDACTED_NUMBER: &str = "<number>";
+/// The marker in place of `true` or `false`.
+pub const REDACTED_BOOL: &str = "<bool>";
+
+/// A JSON value with its keys and shape kept and every value replaced by a type marker: a
+/// string by `"<string>"`, a number by `"<number>"`, `true`/`false` by `"<bool>"`; `null`,
+/// objects (every key, in order) and arrays (every element, in order) stay as they are, their
+/// contents redacted the same way. Documented in `docs/protocol.md`, "Redacted exports".
+pub fn redact_value(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Null => Value::Null,
+        Value::Bool(_) => Value::String(REDACTED_BOOL.into()),
+        Value::Number(_) => Value::String(REDACTED_NUMBER.into()),
+        Value::String(_) => Value::String(REDACTED_STRING.into()),
+        Value::Array(a) => Value::Array(a.iter().map(redact_value).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), redact_value(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// `d` with its request and response redacted ([`redact_value`]); everything else (ids, op,
+/// times, outcome, error text) as it was.
+pub fn redact_dial(d: &Dial) -> Dial {
+    let red = |t: &JsonText| match t.to_value() {
+        Ok(v) => JsonText::from_value(&redact_value(&v)),
+        Err(_) => JsonText::from_value(&serde_json::Value::String(REDACTED_STRING.into())),
+    };
+    let mut out = d.clone();
+    out.request = red(&d.request);
+    out.response = d.response.as_ref().map(red);
+    out
+}
+
+/// As [`export_jsonl_file`], with the request and response values redacted when `redact`
+/// ([`redact_dial`]: keys and shapes kept).
+///
+/// # Errors
+/// As [`export_jsonl_file`].
+pub fn export_jsonl_file_with(
+    dials: &[Arc<Dial>],
+    path: &Path,
+    redact: bool,
+) -> Result<u64, ImportError> {
+    if !redact {
+        return export_jsonl_file(dials, path);
+    }
+    let redacted: Vec<Arc<Dial>> = dials.iter().map(|d| Arc::new(redact_dial(d))).collect();
+    export_jsonl_file(&redacted, path)
 }
 
 /// Writes `dials` as JSON Lines to `path` atomically ([`crate::fsutil::write_atomic_with`]: temp
@@ -195,6 +252,9 @@ fn missing_field(message: &str) -> Option<String> {
 #[derive(Debug, Clone, Default)]
 pub struct ImportedLog {
     dials: Vec<Arc<Dial>>,
+    /// Indices into `dials` by timeline place: oldest start first (a tie: the later line, as
+    /// an export is newest first). A dial's `seq` is its place here plus one.
+    order: Vec<usize>,
 }
 
 impl ImportedLog {
@@ -216,9 +276,60 @@ impl ImportedLog {
     /// # Errors
     /// As [`ImportedLog::read_jsonl_file`].
     pub fn from_reader<R: BufRead>(input: R, path: &Path) -> Result<Self, ImportError> {
-        let dials = parse_jsonl(input, path)?;
+        let mut dials = parse_jsonl(input, path)?;
+        let mut order: Vec<usize> = (0..dials.len()).collect();
+        order.sort_by_key(|&i| (dials.get(i).map_or(0, |d| d.start_ms), std::cmp::Reverse(i)));
+        for (place, &i) in order.iter().enumerate() {
+            if let Some(d) = dials.get_mut(i) {
+                d.seq = crate::dials::record::Seq(place as u64 + 1);
+            }
+        }
         Ok(Self {
             dials: dials.into_iter().map(Arc::new).collect(),
+            order,
+        })
+    }
+
+    /// A page of the capture matching `query`, newest first, below `cursor` (as the live log's
+    /// [`crate::dials::DialLogHandle::history`], the same filter code): the rows, the next
+    /// cursor, the exact count.
+    ///
+    /// # Errors
+    /// A message naming a cursor no page gave.
+    pub fn history(
+        &self,
+        query: &crate::dials::filter::CompiledQuery,
+        cursor: Option<&str>,
+        limit: Option<u32>,
+        count: bool,
+    ) -> Result<crate::dials::history::HistoryPage, String> {
+        use crate::dials::history::{self as h, MemRow};
+        let before = match cursor {
+            Some(c) => h::parse_cursor(c)?,
+            None => u64::MAX,
+        };
+        let limit = limit.unwrap_or(h::DEFAULT_PAGE).clamp(1, h::MAX_PAGE) as usize;
+        let rows = || {
+            self.order
+                .iter()
+                .rev()
+                .filter_map(|&i| self.dials.get(i))
+                .map(MemRow::Dial)
+        };
+        let (entries, more) = h::page_in_memory(rows(), query, before, limit);
+        let next = more
+            .then(|| entries.last().map(|e| h::cursor_of(e.seq())))
+            .flatten();
+        Ok(h::HistoryPage {
+            next,
+            matched: count.then(|| h::MatchCount {
+                count: h::count_in_memory(rows(), query),
+                exact: true,
+            }),
+            oldest_ms: self.dials.iter().map(|d| d.start_ms).min(),
+            newest_seq: self.dials.len() as u64,
+            filter: query.line.clone(),
+            entries,
         })
     }
 

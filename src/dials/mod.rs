@@ -31,19 +31,28 @@
 //! another task; the log's own task answers the other calls, runs the subscribers' and the
 //! writer's timers and prunes; SQLite is written on its own thread.
 
+pub mod filter;
+pub mod history;
+pub(crate) mod history_sql;
 pub mod jsonl;
 pub mod log;
 pub mod query;
 pub mod record;
 pub mod store;
 
+pub use filter::{CompiledQuery, DialQuery, FilterCheck, FilterError, RowKind, FILTER_HELP};
+pub use history::{
+    ConnectionEvent, ConnectionKind, HistoryEntry, HistoryPage, HistoryQuery, MatchCount,
+};
 pub use jsonl::{BadLine, ImportError, ImportedLog};
 pub use log::{
     ClearScope, DialBatch, DialLog, DialLogConfig, DialLogHandle, DialLogStatus, IngestVerdict,
     PruneReport, SubscribeOptions, Subscription,
 };
 pub use query::{nearest_rank, DialFilter, DialPage, OpStats};
-pub use record::{Dial, DialOutcome, JsonText, JsonTextError, Retention, SpecMark, SLOW_DIAL_MS};
+pub use record::{
+    Dial, DialOutcome, JsonText, JsonTextError, Retention, Seq, SpecMark, SLOW_DIAL_MS,
+};
 
 /// Errors of the dial log.
 #[derive(Debug, thiserror::Error)]

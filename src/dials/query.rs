@@ -171,7 +171,7 @@ impl Needle {
 ///
 /// Candidates are found with `memchr` on the needle byte least likely in JSON text (see
 /// [`byte_commonness`]), in both cases for letters, then the whole window is compared.
-fn contains_ascii_ci(hay: &[u8], needle: &[u8]) -> bool {
+pub(crate) fn contains_ascii_ci(hay: &[u8], needle: &[u8]) -> bool {
     if needle.is_empty() {
         return true;
     }

@@ -211,6 +211,10 @@ pub struct Dial {
     /// The request's `callId` (`phone-line.md`, "Request and response shapes"); empty when the
     /// caller sent none.
     pub call_id: Arc<str>,
+    /// The ifp/1 `session` (`ses_...`) of the event that carried the dial (`ifp1-notes.md`,
+    /// "Envelope"); empty when unknown (files exported before it was kept).
+    #[serde(default)]
+    pub session: Arc<str>,
     /// The caller's extension id (the requester, usually `lumiagent`).
     pub caller: Arc<str>,
     /// The callee's extension id (the owner of the endpoint, e.g. `lumirealm`).
@@ -248,7 +252,27 @@ pub struct Dial {
     #[serde(skip)]
     #[ts(skip)]
     pub spec: SpecMark,
+    /// The log's sequence number of the dial (its place in the timeline, the SQLite rowid),
+    /// set when the log holds it; 0 for a dial not (yet) in a log. Not serialised; equality
+    /// ignores it.
+    #[serde(skip)]
+    #[ts(skip)]
+    pub seq: Seq,
 }
+
+/// A row's place in the dial log's timeline ([`Dial::seq`]): dials and connection events share
+/// one increasing sequence, which is also the SQLite rowid of a stored row. Equality ignores it
+/// (two records of one dial are equal whatever log holds them).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Seq(pub u64);
+
+impl PartialEq for Seq {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Seq {}
 
 /// The cached count of a dial's spec findings: computed once, the first time something asks
 /// ([`Dial::spec_findings`]: the live table's row, a "not to spec" filter, the stats), never
@@ -256,6 +280,13 @@ pub struct Dial {
 pub struct SpecMark(AtomicU32);
 
 const SPEC_UNKNOWN: u32 = u32::MAX;
+
+impl SpecMark {
+    /// A mark already known: `n` findings (read back from the store).
+    pub fn known(n: u32) -> Self {
+        Self(AtomicU32::new(n.min(SPEC_UNKNOWN - 1)))
+    }
+}
 
 impl Default for SpecMark {
     fn default() -> Self {

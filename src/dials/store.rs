@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{params, Connection};
 use tokio::sync::oneshot;
 
-use super::record::{Dial, DialOutcome, JsonText, Retention};
+use super::record::{Dial, DialOutcome, JsonText, Retention, Seq, SpecMark};
 use super::DialLogError;
 
 /// File name of the dial database inside the data folder.
@@ -28,7 +28,38 @@ pub const DB_FILE: &str = "dials.sqlite3";
 /// The schema version this code writes (`PRAGMA user_version`). Version 2 has no index on the
 /// id: each dial's [`id_key`] goes to `dial_keys` (same rowid), appended in arrival order and
 /// read back whole at start. Files of version 0/1 (`id TEXT PRIMARY KEY`) are migrated on open.
-const SCHEMA_VERSION: i64 = 2;
+/// Version 3 adds what history search needs: the dial's `session` and cached `spec` count,
+/// the rowid as the timeline's sequence number (dials and connection events share it), the
+/// full-text index `dial_fts` (request, response and error text; contentless), the field index
+/// `dial_by` (`key` = a one-letter field tag, U+001F, the value), the `conn_events` table, and
+/// `dial_meta.indexed_upto`: rows up to it are in both indexes and have `spec` set. Indexing runs
+/// on the writer thread when it has nothing else to do ([`index_some`]), so committing a dial
+/// (what acknowledgements wait for) costs no more than before; history queries match the rows
+/// not yet indexed in Rust. Deleting a dial (retention, clear) deletes its index entries in the
+/// same statement (trigger `dials_unindex`). A version 2 file gets the columns and tables added
+/// on open and is indexed in the background.
+const SCHEMA_VERSION: i64 = 3;
+
+/// Field tags of `dial_by` keys: `<tag>\u{1f}<value>`.
+pub(crate) mod tag {
+    pub(crate) const OP: char = 'o';
+    pub(crate) const CALLER: char = 'c';
+    pub(crate) const CALLEE: char = 'e';
+    pub(crate) const PHONE: char = 'p';
+    pub(crate) const CALL: char = 'l';
+    pub(crate) const SESSION: char = 's';
+    pub(crate) const OUTCOME: char = 'u';
+    pub(crate) const SPEC_BROKEN: char = 'x';
+}
+
+/// The `dial_by` key of `value` under field tag `t`.
+pub(crate) fn by_key(t: char, value: &str) -> String {
+    let mut k = String::with_capacity(value.len() + 2);
+    k.push(t);
+    k.push('\u{1f}');
+    k.push_str(value);
+    k
+}
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS dials (
@@ -46,13 +77,52 @@ CREATE TABLE IF NOT EXISTS dials (
     response    TEXT,
     error       TEXT,
     retention   TEXT NOT NULL,
-    expires_ms  INTEGER
+    expires_ms  INTEGER,
+    session     TEXT NOT NULL DEFAULT '',
+    spec        INTEGER
 );
 CREATE TABLE IF NOT EXISTS dial_keys (
     k           INTEGER NOT NULL
 );
 DROP INDEX IF EXISTS dials_start;
 CREATE INDEX IF NOT EXISTS dials_expires ON dials(expires_ms) WHERE expires_ms IS NOT NULL;
+";
+
+/// Tables and triggers of version 3, after `dials` has its version 3 columns.
+const SCHEMA_V3: &str = "
+CREATE TABLE IF NOT EXISTS dial_meta (
+    k           TEXT PRIMARY KEY,
+    v           INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO dial_meta (k, v) VALUES ('indexed_upto', 0);
+CREATE VIRTUAL TABLE IF NOT EXISTS dial_fts USING fts5(
+    request, response, error,
+    content = '', contentless_delete = 1,
+    tokenize = \"unicode61 remove_diacritics 0 tokenchars '_'\"
+);
+CREATE TABLE IF NOT EXISTS dial_by (
+    key         TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    PRIMARY KEY (key, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS conn_events (
+    seq         INTEGER PRIMARY KEY,
+    phone       TEXT NOT NULL,
+    label       TEXT NOT NULL,
+    at_ms       INTEGER NOT NULL,
+    event       TEXT NOT NULL,
+    detail      TEXT NOT NULL,
+    expires_ms  INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS conn_events_expires ON conn_events(expires_ms);
+CREATE TRIGGER IF NOT EXISTS dials_unindex AFTER DELETE ON dials BEGIN
+    DELETE FROM dial_fts WHERE rowid = old.rowid;
+    DELETE FROM dial_by WHERE seq = old.rowid AND key IN (
+        'o' || char(31) || old.op, 'c' || char(31) || old.caller,
+        'e' || char(31) || old.callee, 'p' || char(31) || old.phone,
+        'l' || char(31) || old.call_id, 's' || char(31) || old.session,
+        'u' || char(31) || old.outcome, 'x' || char(31));
+END;
 ";
 
 fn storage(path: &Path, what: &str, e: rusqlite::Error) -> DialLogError {
@@ -90,9 +160,31 @@ pub(crate) fn open(dir: &Path) -> Result<(Connection, PathBuf), DialLogError> {
     }
     migrate(&mut conn).map_err(|e| storage(&path, "upgrading", e))?;
     conn.execute_batch(SCHEMA)
+        .and_then(|_| add_v3_columns(&conn))
+        .and_then(|_| conn.execute_batch(SCHEMA_V3))
         .and_then(|_| conn.pragma_update(None, "user_version", SCHEMA_VERSION))
         .map_err(|e| storage(&path, "preparing", e))?;
     Ok((conn, path))
+}
+
+/// Adds the version 3 columns (`session`, `spec`) to a version 2 `dials` table; nothing when
+/// they are there.
+fn add_v3_columns(conn: &Connection) -> rusqlite::Result<()> {
+    let mut have = std::collections::HashSet::new();
+    {
+        let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('dials')")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            have.insert(r.get::<_, String>(0)?);
+        }
+    }
+    if !have.contains("session") {
+        conn.execute_batch("ALTER TABLE dials ADD COLUMN session TEXT NOT NULL DEFAULT '';")?;
+    }
+    if !have.contains("spec") {
+        conn.execute_batch("ALTER TABLE dials ADD COLUMN spec INTEGER;")?;
+    }
+    Ok(())
 }
 
 /// Creates the (empty) database file `path` when missing, exclusively and `0600` on Unix, so
@@ -133,7 +225,7 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
         [],
         |r| r.get::<_, i64>(0).map(|n| n > 0),
     )?;
-    if version >= SCHEMA_VERSION || !has_table {
+    if version >= 2 || !has_table {
         return Ok(());
     }
     let tx = conn.transaction()?;
@@ -161,6 +253,69 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     tx.commit()
 }
 
+/// The columns [`dial_from_row`] reads, in its order (table alias `d`).
+pub(crate) const DIAL_COLS: &str = "d.rowid, d.id, d.phone, d.call_id, d.caller, d.callee, \
+    d.endpoint, d.op, d.request, d.start_ms, d.duration_ms, d.outcome, d.response, d.error, \
+    d.retention, d.session, d.spec";
+
+/// A [`Dial`] from a row of [`DIAL_COLS`] (its `seq` the rowid, its spec mark the stored
+/// count when there is one).
+///
+/// # Errors
+/// `rusqlite` errors reading the row; a [`DialLogError::Storage`] naming the file and the dial
+/// for an unknown outcome or retention.
+pub(crate) fn dial_from_row(r: &rusqlite::Row<'_>, path: &Path) -> Result<Dial, DialLogError> {
+    let read = |e: rusqlite::Error| storage(path, "reading", e);
+    let id: String = r.get(1).map_err(read)?;
+    let outc: String = r.get(11).map_err(read)?;
+    let ret: String = r.get(14).map_err(read)?;
+    let outcome = DialOutcome::parse(&outc).ok_or_else(|| {
+        DialLogError::Storage(format!(
+            "{}: dial {id}: unknown outcome {outc:?}",
+            path.display()
+        ))
+    })?;
+    let retention = Retention::parse(&ret).ok_or_else(|| {
+        DialLogError::Storage(format!(
+            "{}: dial {id}: unknown retention {ret:?}",
+            path.display()
+        ))
+    })?;
+    let seq: i64 = r.get(0).map_err(read)?;
+    let spec: Option<i64> = r.get(16).map_err(read)?;
+    let mut d = Dial {
+        id: id.into(),
+        phone: r.get::<_, String>(2).map_err(read)?.into(),
+        call_id: r.get::<_, String>(3).map_err(read)?.into(),
+        caller: r.get::<_, String>(4).map_err(read)?.into(),
+        callee: r.get::<_, String>(5).map_err(read)?.into(),
+        endpoint: r.get::<_, String>(6).map_err(read)?.into(),
+        op: r.get::<_, String>(7).map_err(read)?.into(),
+        request: JsonText::from_trusted(r.get(8).map_err(read)?),
+        start_ms: r.get(9).map_err(read)?,
+        duration_ms: u64::try_from(r.get::<_, i64>(10).map_err(read)?).unwrap_or(0),
+        outcome,
+        response: r
+            .get::<_, Option<String>>(12)
+            .map_err(read)?
+            .map(JsonText::from_trusted),
+        error: r
+            .get::<_, Option<String>>(13)
+            .map_err(read)?
+            .map(Into::into),
+        retention,
+        slow: false,
+        spec: match spec.and_then(|n| u32::try_from(n).ok()) {
+            Some(n) => SpecMark::known(n),
+            None => SpecMark::default(),
+        },
+        session: r.get::<_, String>(15).map_err(read)?.into(),
+        seq: Seq(u64::try_from(seq).unwrap_or(0)),
+    };
+    d.normalise();
+    Ok(d)
+}
+
 /// Loads the `limit` dials stored last (by rowid: the order they arrived in, as the ring keeps
 /// them), oldest first, for the ring.
 pub(crate) fn load_newest(
@@ -170,83 +325,18 @@ pub(crate) fn load_newest(
     max_bytes: usize,
 ) -> Result<Vec<Dial>, DialLogError> {
     let mut stmt = conn
-        .prepare(
-            "SELECT id, phone, call_id, caller, callee, endpoint, op, request, start_ms,
-                    duration_ms, outcome, response, error, retention
-             FROM dials ORDER BY rowid DESC LIMIT ?1",
-        )
+        .prepare(&format!(
+            "SELECT {DIAL_COLS} FROM dials d ORDER BY d.rowid DESC LIMIT ?1"
+        ))
         .map_err(|e| storage(path, "reading", e))?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = stmt
-        .query_map(params![limit], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, String>(5)?,
-                r.get::<_, String>(6)?,
-                r.get::<_, String>(7)?,
-                r.get::<_, i64>(8)?,
-                r.get::<_, i64>(9)?,
-                r.get::<_, String>(10)?,
-                r.get::<_, Option<String>>(11)?,
-                r.get::<_, Option<String>>(12)?,
-                r.get::<_, String>(13)?,
-            ))
-        })
+    let mut rows = stmt
+        .query(params![limit])
         .map_err(|e| storage(path, "reading", e))?;
     let mut out = Vec::new();
     let mut bytes = 0usize;
-    for row in rows {
-        let (
-            id,
-            phone,
-            call_id,
-            caller,
-            callee,
-            endpoint,
-            op,
-            req,
-            start,
-            dur,
-            outc,
-            resp,
-            err,
-            ret,
-        ) = row.map_err(|e| storage(path, "reading", e))?;
-        let outcome = DialOutcome::parse(&outc).ok_or_else(|| {
-            DialLogError::Storage(format!(
-                "{}: dial {id}: unknown outcome {outc:?}",
-                path.display()
-            ))
-        })?;
-        let retention = Retention::parse(&ret).ok_or_else(|| {
-            DialLogError::Storage(format!(
-                "{}: dial {id}: unknown retention {ret:?}",
-                path.display()
-            ))
-        })?;
-        let mut d = Dial {
-            id: id.into(),
-            phone: phone.into(),
-            call_id: call_id.into(),
-            caller: caller.into(),
-            callee: callee.into(),
-            endpoint: endpoint.into(),
-            op: op.into(),
-            request: JsonText::from_trusted(req),
-            start_ms: start,
-            duration_ms: u64::try_from(dur).unwrap_or(0),
-            outcome,
-            response: resp.map(JsonText::from_trusted),
-            error: err.map(Into::into),
-            retention,
-            slow: false,
-            spec: Default::default(),
-        };
-        d.normalise();
+    while let Some(r) = rows.next().map_err(|e| storage(path, "reading", e))? {
+        let d = dial_from_row(r, path)?;
         // Newest first: stop once the ring's byte budget is reached (the newest one always).
         let size = crate::dials::log::held_bytes(&d);
         if !out.is_empty() && bytes.saturating_add(size) > max_bytes {
@@ -261,6 +351,27 @@ pub(crate) fn load_newest(
     let mut seen = std::collections::HashSet::with_capacity(out.len());
     out.retain(|d| seen.insert(Arc::clone(&d.id)));
     Ok(out)
+}
+
+/// The highest sequence number stored (dials and connection events), 0 when none.
+pub(crate) fn max_seq(conn: &Connection) -> rusqlite::Result<u64> {
+    let n: i64 = conn.query_row(
+        "SELECT max(coalesce((SELECT max(rowid) FROM dials), 0),
+                    coalesce((SELECT max(seq) FROM conn_events), 0))",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// Rows up to this rowid are indexed (`dial_meta.indexed_upto`).
+pub(crate) fn indexed_upto(conn: &Connection) -> rusqlite::Result<u64> {
+    let n: i64 = conn.query_row(
+        "SELECT v FROM dial_meta WHERE k = 'indexed_upto'",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 /// Calls `each` with the [`id_key`] of every stored dial (from `dial_keys`, a few bytes a row).
@@ -286,8 +397,10 @@ pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqli
     {
         let mut stmt = tx.prepare_cached(
             "INSERT INTO dials (id, phone, call_id, caller, callee, endpoint, op, request,
-                start_ms, duration_ms, outcome, response, error, retention, expires_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                start_ms, duration_ms, outcome, response, error, retention, expires_ms, session,
+                rowid)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                ?17)",
         )?;
         let mut key =
             tx.prepare_cached("INSERT INTO dial_keys (rowid, k) VALUES (last_insert_rowid(), ?1)")?;
@@ -308,6 +421,9 @@ pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqli
                 d.error.as_deref(),
                 d.retention.as_str(),
                 d.expires_ms(),
+                &*d.session,
+                // The log's sequence number; a dial built outside a log (0) takes the next rowid.
+                (d.seq.0 > 0).then(|| i64::try_from(d.seq.0).unwrap_or(i64::MAX)),
             ])?;
             key.execute(params![id_key(&d.id)])?;
         }
@@ -316,9 +432,117 @@ pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqli
     Ok(n)
 }
 
-/// Deletes rows whose retention has run out at `now_ms`. Returns rows deleted.
+/// Stores one connection event (rowid = its `seq`), kept
+/// [`CONNECTION_EVENT_MAX_AGE_MS`](crate::dials::history::CONNECTION_EVENT_MAX_AGE_MS).
+pub(crate) fn insert_connection(
+    conn: &Connection,
+    ev: &crate::dials::history::ConnectionEvent,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO conn_events (seq, phone, label, at_ms, event, detail, expires_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        i64::try_from(ev.seq).unwrap_or(i64::MAX),
+        ev.phone,
+        ev.label,
+        ev.at_ms,
+        ev.event.as_str(),
+        ev.detail,
+        ev.at_ms
+            .saturating_add(crate::dials::history::CONNECTION_EVENT_MAX_AGE_MS),
+    ])?;
+    Ok(())
+}
+
+/// Rows indexed per transaction by [`index_some`].
+const INDEX_CHUNK: i64 = 256;
+
+/// Indexes up to [`INDEX_CHUNK`] rows above `dial_meta.indexed_upto` that are committed (at
+/// most `upto`): their words into `dial_fts`, their field keys into `dial_by`, their spec
+/// count into `spec`; moves `indexed_upto`, in one transaction. Returns the new mark and
+/// whether rows are left to index.
+pub(crate) fn index_some(conn: &mut Connection, path: &Path) -> Result<(u64, bool), DialLogError> {
+    let st = |e| storage(path, "indexing", e);
+    let tx = conn.transaction().map_err(st)?;
+    let from = indexed_upto(&tx).map_err(st)?;
+    let mut last = from;
+    let mut n = 0i64;
+    {
+        let mut read = tx
+            .prepare_cached(&format!(
+                "SELECT {DIAL_COLS} FROM dials d WHERE d.rowid > ?1 ORDER BY d.rowid LIMIT ?2"
+            ))
+            .map_err(st)?;
+        let mut fts = tx
+            .prepare_cached(
+                "INSERT INTO dial_fts (rowid, request, response, error) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .map_err(st)?;
+        let mut by = tx
+            .prepare_cached("INSERT OR IGNORE INTO dial_by (key, seq) VALUES (?1, ?2)")
+            .map_err(st)?;
+        let mut spec = tx
+            .prepare_cached("UPDATE dials SET spec = ?1 WHERE rowid = ?2")
+            .map_err(st)?;
+        let mut rows = read
+            .query(params![
+                i64::try_from(from).unwrap_or(i64::MAX),
+                INDEX_CHUNK
+            ])
+            .map_err(st)?;
+        while let Some(r) = rows.next().map_err(st)? {
+            let d = dial_from_row(r, path)?;
+            let seq = i64::try_from(d.seq.0).unwrap_or(i64::MAX);
+            fts.execute(params![
+                seq,
+                d.request.as_str(),
+                d.response.as_ref().map(JsonText::as_str),
+                d.error.as_deref()
+            ])
+            .map_err(st)?;
+            let broken = d.spec_findings();
+            for (t, v) in [
+                (tag::OP, &*d.op),
+                (tag::CALLER, &*d.caller),
+                (tag::CALLEE, &*d.callee),
+                (tag::PHONE, &*d.phone),
+                (tag::CALL, &*d.call_id),
+                (tag::SESSION, &*d.session),
+                (tag::OUTCOME, d.outcome.as_str()),
+            ] {
+                if !v.is_empty() {
+                    by.execute(params![by_key(t, v), seq]).map_err(st)?;
+                }
+            }
+            if broken > 0 {
+                by.execute(params![by_key(tag::SPEC_BROKEN, ""), seq])
+                    .map_err(st)?;
+            }
+            spec.execute(params![i64::from(broken), seq]).map_err(st)?;
+            last = d.seq.0;
+            n += 1;
+        }
+    }
+    if n > 0 {
+        tx.execute(
+            "UPDATE dial_meta SET v = ?1 WHERE k = 'indexed_upto'",
+            params![i64::try_from(last).unwrap_or(i64::MAX)],
+        )
+        .map_err(st)?;
+    }
+    tx.commit().map_err(st)?;
+    Ok((last, n == INDEX_CHUNK))
+}
+
+/// Deletes rows whose retention has run out at `now_ms` (and connection events older than
+/// their age). Returns dial rows deleted.
 pub(crate) fn prune(conn: &Connection, now_ms: i64) -> rusqlite::Result<usize> {
     let tx = conn.unchecked_transaction()?;
+    tx.execute(
+        "DELETE FROM conn_events WHERE expires_ms <= ?1",
+        params![now_ms],
+    )?;
     tx.execute(
         "DELETE FROM dial_keys WHERE rowid IN
             (SELECT rowid FROM dials WHERE expires_ms IS NOT NULL AND expires_ms <= ?1)",
@@ -336,6 +560,7 @@ pub(crate) fn prune(conn: &Connection, now_ms: i64) -> rusqlite::Result<usize> {
 pub(crate) fn clear(conn: &Connection) -> rusqlite::Result<usize> {
     let tx = conn.unchecked_transaction()?;
     tx.execute("DELETE FROM dial_keys", [])?;
+    tx.execute("DELETE FROM conn_events", [])?;
     let n = tx.execute("DELETE FROM dials", [])?;
     tx.commit()?;
     Ok(n)
@@ -361,6 +586,8 @@ pub(crate) enum WriterMsg {
     Clear {
         reply: oneshot::Sender<Result<usize, DialLogError>>,
     },
+    /// Store one connection event (its `seq` is its rowid).
+    Connection(crate::dials::history::ConnectionEvent),
     /// Reply once everything sent before has been committed, with the first write error since the
     /// last flush, if any.
     Flush {
@@ -394,6 +621,8 @@ pub(crate) struct WriterShared {
     /// Set when the writer thread ended (nothing will be written any more: ingest stops
     /// waiting for room).
     pub stopped: std::sync::atomic::AtomicBool,
+    /// Rows up to this rowid are indexed for history search ([`index_some`]).
+    pub indexed_upto: AtomicU64,
 }
 
 impl WriterShared {
@@ -441,7 +670,33 @@ pub(crate) fn writer_loop(
     // Once a batch failed, no later arrival counts as durable (the failed dials are not in the
     // file, and the watermark is a single number).
     let mut failed = false;
-    while let Ok(msg) = rx.recv() {
+    // Whether rows may be waiting to be indexed (checked when the queue is empty).
+    let mut to_index = true;
+    loop {
+        let msg = if to_index {
+            match rx.try_recv() {
+                Ok(m) => m,
+                Err(std::sync::mpsc::TryRecvError::Empty) => {
+                    match index_some(&mut conn, &path) {
+                        Ok((upto, more)) => {
+                            shared.indexed_upto.store(upto, Ordering::Release);
+                            to_index = more;
+                        }
+                        Err(e) => {
+                            record_error(e.to_string());
+                            to_index = false;
+                        }
+                    }
+                    continue;
+                }
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+            }
+        } else {
+            match rx.recv() {
+                Ok(m) => m,
+                Err(_) => break,
+            }
+        };
         match msg {
             WriterMsg::Insert { dials, upto, bytes } => {
                 match insert_batch(&mut conn, &dials) {
@@ -472,6 +727,7 @@ pub(crate) fn writer_loop(
                 drop(dials);
                 shared.sub_unwritten(bytes);
                 shared.progress.notify_waiters();
+                to_index = true;
             }
             WriterMsg::Prune { now_ms, reply } => {
                 let r = prune(&conn, now_ms).map_err(|e| storage(&path, "pruning", e));
@@ -483,7 +739,19 @@ pub(crate) fn writer_loop(
                 }
             }
             WriterMsg::Clear { reply } => {
-                let _ = reply.send(clear(&conn).map_err(|e| storage(&path, "clearing", e)));
+                let r = clear(&conn).map_err(|e| storage(&path, "clearing", e));
+                if let Ok(upto) = indexed_upto(&conn) {
+                    shared.indexed_upto.store(upto, Ordering::Release);
+                }
+                let _ = reply.send(r);
+            }
+            WriterMsg::Connection(ev) => {
+                if let Err(e) = insert_connection(&conn, &ev) {
+                    record_error(format!(
+                        "writing a connection event to {}: {e}",
+                        path.display()
+                    ));
+                }
             }
             WriterMsg::Flush { reply } => {
                 let err = crate::sync::lock(&shared.error).take();

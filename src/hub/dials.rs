@@ -107,8 +107,12 @@ impl Hub {
             self.flush_dials(pending).await;
         }
         match self.apply_message_state(&device_id, &envelope) {
-            After::Dial { dial, retention } => {
-                let record = dial.to_dial(&device_id, retention);
+            After::Dial {
+                dial,
+                session,
+                retention,
+            } => {
+                let record = dial.to_dial(&device_id, &session, retention);
                 pending.push(PendingDial {
                     note: DialNote::of(&record),
                     record,
@@ -214,8 +218,14 @@ impl Hub {
         (accepted, p.unacked >= ACK_EVERY)
     }
 
-    pub(super) async fn apply_dial(&self, device_id: &str, dial: &DialEvent, retention: Retention) {
-        let record = dial.to_dial(device_id, retention);
+    pub(super) async fn apply_dial(
+        &self,
+        device_id: &str,
+        dial: &DialEvent,
+        session: &str,
+        retention: Retention,
+    ) {
+        let record = dial.to_dial(device_id, session, retention);
         let note = DialNote::of(&record);
         let verdict = self.inner.dials.ingest(record).await;
         if let Some(total) = self.after_ingest(device_id, &note, verdict.as_ref()) {

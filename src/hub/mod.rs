@@ -298,6 +298,7 @@ enum After {
     Nothing,
     Dial {
         dial: Box<DialEvent>,
+        session: String,
         retention: Retention,
     },
     Bridge(BridgeEvent, u64),
@@ -441,9 +442,88 @@ impl Hub {
         }
     }
 
+    /// Puts a connection event (connected, disconnected, pairing, unpaired) in the dial log's
+    /// timeline; other link events are not connection events.
+    fn record_connection(&self, event: &LinkEvent) {
+        use crate::dials::{ConnectionEvent, ConnectionKind};
+        let (phone, label, kind, detail) = match event {
+            LinkEvent::PhoneConnected {
+                device_id,
+                label,
+                address,
+                version,
+            } => (
+                device_id.clone(),
+                label.clone(),
+                ConnectionKind::Connected,
+                format!("hello from {address}, ifp/{version}"),
+            ),
+            LinkEvent::PhoneDisconnected { device_id, reason } => (
+                device_id.clone(),
+                self.label_of(device_id),
+                ConnectionKind::Disconnected,
+                reason.clone(),
+            ),
+            LinkEvent::Paired {
+                device_id,
+                label,
+                verification_code,
+            } => (
+                device_id.clone(),
+                label.clone(),
+                ConnectionKind::Paired,
+                format!("paired, verification code {verification_code}"),
+            ),
+            LinkEvent::PairingPending(p) => (
+                p.device_id.clone(),
+                p.label.clone(),
+                ConnectionKind::PairingPending,
+                format!(
+                    "verification code {}; phone confirmed: {}, desktop confirmed: {}",
+                    p.verification_code, p.phone_confirmed, p.desktop_confirmed
+                ),
+            ),
+            LinkEvent::PairingEnded {
+                device_id,
+                label,
+                end,
+                ..
+            } => (
+                device_id.clone(),
+                label.clone(),
+                ConnectionKind::PairingEnded,
+                format!("{end:?}"),
+            ),
+            LinkEvent::Unpaired { device_id } => (
+                device_id.clone(),
+                self.label_of(device_id),
+                ConnectionKind::Unpaired,
+                "unpaired on the desktop".to_owned(),
+            ),
+            _ => return,
+        };
+        self.inner.dials.record_connection(ConnectionEvent {
+            seq: 0,
+            phone,
+            label,
+            at_ms: self.inner.clock.now_ms_i64(),
+            event: kind,
+            detail,
+        });
+    }
+
+    fn label_of(&self, device_id: &str) -> String {
+        lock(&self.inner.state)
+            .phones
+            .get(device_id)
+            .map(|p| p.label.clone())
+            .unwrap_or_default()
+    }
+
     /// Applies one link event (module docs). Never fails: problems are answered to the phone
     /// with an ifp/1 `error` when it can be, and kept in the phone's `problems`.
     pub async fn apply(&self, event: LinkEvent) {
+        self.record_connection(&event);
         match event {
             LinkEvent::PhoneConnected {
                 device_id,
@@ -621,7 +701,11 @@ impl Hub {
     async fn apply_after(&self, device_id: &str, after: After) {
         match after {
             After::Nothing => {}
-            After::Dial { dial, retention } => self.apply_dial(device_id, &dial, retention).await,
+            After::Dial {
+                dial,
+                session,
+                retention,
+            } => self.apply_dial(device_id, &dial, &session, retention).await,
             After::Bridge(b, at_ms) => self.apply_bridge(device_id, &b, at_ms),
             After::Describes(lines) => self.apply_describes(device_id, &lines),
         }
@@ -686,6 +770,7 @@ impl Hub {
             }
             PhoneEvent::Dial(d) => After::Dial {
                 dial: d,
+                session: env.session.clone().unwrap_or_default(),
                 retention: env
                     .labels
                     .map(|l| l.retention)

@@ -313,11 +313,13 @@ impl DialFrame {
             retention,
             slow: false,
             spec: Default::default(),
+            session: shared.get(w.session),
+            seq: Default::default(),
         };
         dial.normalise();
         Some(DialFrame {
             id: w.id.to_string(),
-            session: shared.get(w.session),
+            session: Arc::clone(&dial.session),
             generation: w.generation,
             seq: p.seq,
             dial,

@@ -7,9 +7,10 @@
 use std::sync::Arc;
 
 use switchboard::app::dials::{
-    DialBanner, DialBatchMsg, DialClearScope, DialSource, DialsStatus, ExportSummary, ImportSummary,
+    DialBanner, DialBatchMsg, DialClearScope, DialHistoryPage, DialSource, DialsStatus,
+    ExportSummary, FollowBy, ImportSummary,
 };
-use switchboard::dials::{Dial, DialFilter, DialPage, OpStats};
+use switchboard::dials::{Dial, DialFilter, DialPage, FilterCheck, HistoryQuery, OpStats};
 use switchboard::error::IpcError;
 use tauri::ipc::Channel;
 
@@ -48,15 +49,17 @@ pub async fn dials_stats(
 }
 
 /// Starts a view of `filter` streamed over `channel` (a snapshot, then batches at most 30
-/// times a second); returns the subscription id.
+/// times a second); returns the subscription id. With a filter `line` the snapshot is empty
+/// and only new dials matching the line follow (page the history with `dials_history`).
 ///
 /// # Errors
-/// As [`dials_query`].
+/// As [`dials_query`]; `invalid_input` for a line that does not parse.
 #[tauri::command]
 pub async fn dials_subscribe(
     core: Core<'_>,
     filter: Option<DialFilter>,
     source: Option<DialSource>,
+    line: Option<String>,
     channel: Channel<DialBatchMsg>,
 ) -> Result<u64, IpcError> {
     if let Some(b) = core.viewing() {
@@ -67,9 +70,77 @@ pub async fn dials_subscribe(
             .map_err(|e| IpcError::internal(format!("sending the snapshot: {e}")))?;
         return Ok(0);
     }
+    let line = match line {
+        Some(l) => Some(core.compile_filter(&l)?),
+        None => None,
+    };
     core.dials()?
-        .dials_subscribe(filter, source, move |m| channel.send(m))
+        .dials_subscribe_with(filter, line, source, move |m| channel.send(m))
         .await
+}
+
+/// One page of the whole history (dials and connection events), newest first, matching the
+/// query's filter line, below its cursor.
+///
+/// # Errors
+/// `invalid_input` for a filter line that does not parse or a bad cursor; as [`dials_query`].
+#[tauri::command]
+pub async fn dials_history(
+    core: Core<'_>,
+    query: HistoryQuery,
+    source: Option<DialSource>,
+) -> Result<DialHistoryPage, IpcError> {
+    if let Some(b) = core.viewing() {
+        // An opened bundle's dials, through the same filter line.
+        let compiled = core.compile_filter(&query.filter)?;
+        let page = b
+            .dials
+            .history(
+                &compiled,
+                query.cursor.as_deref(),
+                query.limit,
+                query.count.unwrap_or(true),
+            )
+            .map_err(IpcError::invalid_input)?;
+        return Ok(DialHistoryPage::of(&page));
+    }
+    core.dials_history(query, source).await
+}
+
+/// Every dial of the same call (`by: "call"`) or ifp/1 session (`by: "session"`) as dial
+/// `id`, oldest first.
+///
+/// # Errors
+/// `not_found` when the dial is gone; as [`dials_history`].
+#[tauri::command]
+pub async fn dials_follow(
+    core: Core<'_>,
+    id: String,
+    start_ms: Option<i64>,
+    by: FollowBy,
+    source: Option<DialSource>,
+) -> Result<DialHistoryPage, IpcError> {
+    if let Some(b) = core.viewing() {
+        let Some(d) = b.dial(&id, start_ms) else {
+            return Err(IpcError::not_found(format!(
+                "dial {id} is not in the opened bundle"
+            )));
+        };
+        return switchboard::app::dials::follow_in(&b.dials, &d, by);
+    }
+    core.dials_follow(&id, start_ms, by, source).await
+}
+
+/// Checks a filter line as it is typed: its canonical form, or the error with its position.
+#[tauri::command]
+pub fn parse_dial_filter(line: String) -> FilterCheck {
+    switchboard::app::dials::parse_dial_filter(&line)
+}
+
+/// The filter line's help text (the grammar in short).
+#[tauri::command]
+pub fn dial_filter_help() -> String {
+    switchboard::dials::FILTER_HELP.to_owned()
 }
 
 /// Ends live view `id`; `false` when it had already ended.
@@ -117,19 +188,23 @@ pub async fn dial_conformance(
     c.map(|c| super::to_json(&c)).transpose()
 }
 
-/// Exports the dials matching `filter` to `path` as JSON Lines, atomically.
+/// Exports the dials matching `filter` (or, with a filter `line`, every matching dial of the
+/// whole history) to `path` as JSON Lines, atomically; `redact` replaces request and response
+/// values by type markers (keys and shapes kept).
 ///
 /// # Errors
-/// `invalid_input` for an empty path; `io`; `not_found` for an absent capture.
+/// `invalid_input` for an empty path or a bad line; `io`; `not_found` for an absent capture.
 #[tauri::command]
 pub async fn dials_export(
     core: Core<'_>,
     filter: Option<DialFilter>,
     path: String,
     source: Option<DialSource>,
+    line: Option<String>,
+    redact: Option<bool>,
 ) -> Result<ExportSummary, IpcError> {
     core.read_only()?;
-    core.dials()?.dials_export(filter, path, source).await
+    core.dials_export(filter, path, source, line, redact).await
 }
 
 /// Imports a JSON Lines file of dials into the read-only `imported` view (all or nothing).

@@ -79,7 +79,8 @@ macro_rules! commands {
 }
 
 use switchboard::app::dials::{
-    DialBanner, DialBatchMsg, DialClearScope, DialSource, DialsStatus, ExportSummary, ImportSummary,
+    DialBanner, DialBatchMsg, DialClearScope, DialHistoryPage, DialSource, DialsStatus,
+    ExportSummary, FollowBy, ImportSummary,
 };
 use switchboard::app::phone_lines::{ExclusionTest, PhoneLinesSnapshot};
 use switchboard::app::phones::PhonesSnapshot;
@@ -88,7 +89,7 @@ use switchboard::app_info::AppInfo;
 use switchboard::bridge::explain::ErrorExplanation;
 use switchboard::bridge::store::BridgeSnapshot;
 use switchboard::confirmations::ConfirmationsSnapshot;
-use switchboard::dials::{Dial, DialFilter, DialPage, OpStats};
+use switchboard::dials::{Dial, DialFilter, DialPage, FilterCheck, HistoryQuery, OpStats};
 use switchboard::link::PairingInvite;
 use switchboard::phone_line::conformance::DialConformance;
 use switchboard::settings::Settings;
@@ -118,11 +119,15 @@ commands! {
     phone_lines::remove_known_phone_line(identifier: String) -> PhoneLinesSnapshot;
     dials::dials_query(filter: Option<DialFilter>, source: Option<DialSource>) -> DialPage;
     dials::dials_stats(filter: Option<DialFilter>, source: Option<DialSource>) -> Vec<OpStats>;
-    dials::dials_subscribe(filter: Option<DialFilter>, source: Option<DialSource>, channel: @channel DialBatchMsg) -> u64;
+    dials::dials_subscribe(filter: Option<DialFilter>, source: Option<DialSource>, line: Option<String>, channel: @channel DialBatchMsg) -> u64;
+    dials::dials_history(query: HistoryQuery, source: Option<DialSource>) -> DialHistoryPage;
+    dials::dials_follow(id: String, start_ms: Option<i64>, by: FollowBy, source: Option<DialSource>) -> DialHistoryPage;
+    dials::parse_dial_filter(line: String) -> FilterCheck;
+    dials::dial_filter_help() -> String;
     dials::dials_unsubscribe(id: u64) -> bool;
     dials::dials_get(id: String, start_ms: Option<i64>, source: Option<DialSource>) -> Option<Dial>;
     dials::dial_conformance(id: String, start_ms: Option<i64>, source: Option<DialSource>) -> Option<DialConformance>;
-    dials::dials_export(filter: Option<DialFilter>, path: String, source: Option<DialSource>) -> ExportSummary;
+    dials::dials_export(filter: Option<DialFilter>, path: String, source: Option<DialSource>, line: Option<String>, redact: Option<bool>) -> ExportSummary;
     dials::dials_import(path: String) -> ImportSummary;
     dials::dials_close_import() -> ();
     dials::dials_clear(scope: DialClearScope) -> u64;

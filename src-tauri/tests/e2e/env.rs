@@ -32,12 +32,17 @@ pub struct Proc {
 }
 
 impl Proc {
-    fn new(name: &str, child: Child, may_kill: bool) -> Self {
+    pub fn new(name: &str, child: Child, may_kill: bool) -> Self {
         Self {
             name: name.to_string(),
             child: Some(child),
             may_kill,
         }
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// Exit status if it has ended, without waiting.
@@ -125,7 +130,7 @@ fn need(tool: &str, hint: &str) -> R<PathBuf> {
 }
 
 /// Reads the first line a child writes on stdout, waiting at most `limit`.
-fn first_line(child: &mut Child, what: &str, limit: Duration) -> R<String> {
+pub fn first_line(child: &mut Child, what: &str, limit: Duration) -> R<String> {
     let out = child
         .stdout
         .take()
@@ -214,6 +219,8 @@ pub fn scenario(name: &str) -> PathBuf {
 
 /// One journey's world.
 pub struct Env {
+    /// The X display of this world (`:N`).
+    pub display: String,
     pub home: PathBuf,
     pub switchboard_home: PathBuf,
     pub driver_port: u16,
@@ -364,6 +371,7 @@ impl Env {
         )?;
 
         Ok(Env {
+            display,
             home,
             switchboard_home,
             driver_port,
@@ -458,6 +466,11 @@ impl Env {
     /// The simulated phone's identity file (kept across its runs within the journey).
     pub fn identity_file(&self) -> PathBuf {
         self.root.path().join("phone-identity.json")
+    }
+
+    /// tauri-driver's process id (the app and its web processes run below it).
+    pub fn driver_pid(&self) -> Option<u32> {
+        self.driver.pid()
     }
 
     /// Stops tauri-driver (SIGTERM) before the rest goes.

@@ -13,6 +13,11 @@ use tokio::time::Instant;
 use super::config::{ClearScope, DialLogConfig, DialLogStatus, IngestVerdict, PruneReport};
 use super::subscribers::{SubscribeOptions, Subscription};
 use super::task::{self, Command, Shared};
+use crate::dials::filter::CompiledQuery;
+use crate::dials::history::{
+    cursor_of, merge_newest_first, parse_cursor, ConnectionEvent, HistoryPage, MatchCount,
+    DEFAULT_PAGE, MAX_PAGE,
+};
 use crate::dials::query::{DialFilter, DialPage, OpStats};
 use crate::dials::record::Dial;
 use crate::dials::DialLogError;
@@ -152,6 +157,27 @@ impl DialLogHandle {
     ) -> Result<Subscription, DialLogError> {
         self.ask(|reply| Command::Subscribe {
             filter,
+            line: None,
+            options,
+            reply,
+        })
+        .await
+    }
+
+    /// Starts a live view of a filter line: **no snapshot rows** (page the history with
+    /// [`DialLogHandle::history`]; subscribe first, then page, and drop streamed dials whose
+    /// `seq` the pages already hold), then batches of new dials matching `query`.
+    ///
+    /// # Errors
+    /// [`DialLogError::Closed`] when the log has shut down.
+    pub async fn subscribe_line(
+        &self,
+        query: CompiledQuery,
+        options: SubscribeOptions,
+    ) -> Result<Subscription, DialLogError> {
+        self.ask(|reply| Command::Subscribe {
+            filter: DialFilter::default(),
+            line: Some(Box::new(query)),
             options,
             reply,
         })
@@ -212,6 +238,111 @@ impl DialLogHandle {
         .await
         .map_err(|_| DialLogError::Closed)??;
         Ok(n)
+    }
+
+    /// Holds a connection event in the timeline (connected, disconnected, pairing, ...): it gets
+    /// the next sequence number and is stored for
+    /// [`CONNECTION_EVENT_MAX_AGE_MS`](crate::dials::history::CONNECTION_EVENT_MAX_AGE_MS).
+    /// Returns its sequence number (0 once the log has shut down).
+    pub fn record_connection(&self, event: ConnectionEvent) -> u64 {
+        let mut guard = self.shared.lock();
+        guard.as_mut().map_or(0, |a| a.record_connection(event))
+    }
+
+    /// One page of the whole history (ring and SQLite) matching `query`, newest first: the rows
+    /// below `cursor` (a `next` of an earlier page; `None` for the first page), at most `limit`
+    /// (default 200, at most 2000), with the number of matching rows when `count`.
+    ///
+    /// # Errors
+    /// [`DialLogError::Config`] for a cursor this log did not give; [`DialLogError::Closed`];
+    /// [`DialLogError::Storage`] when SQLite fails.
+    pub async fn history(
+        &self,
+        query: CompiledQuery,
+        cursor: Option<&str>,
+        limit: Option<u32>,
+        count: bool,
+    ) -> Result<HistoryPage, DialLogError> {
+        let before = match cursor {
+            Some(c) => parse_cursor(c).map_err(DialLogError::Config)?,
+            None => u64::MAX,
+        };
+        let limit = limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE) as usize;
+        let query = Arc::new(query);
+        let q = Arc::clone(&query);
+        let mem = self
+            .ask(|reply| Command::History {
+                query: Box::new((*q).clone()),
+                before,
+                limit,
+                count,
+                reply,
+            })
+            .await?;
+        let stored = match self.shared.reader() {
+            Some(reader) => {
+                let q = Arc::clone(&query);
+                let (upto, gap) = (mem.sql_upto, mem.gap_below);
+                tokio::task::spawn_blocking(move || {
+                    reader.page(&q, before, limit, count, upto, gap)
+                })
+                .await
+                .map_err(|_| DialLogError::Closed)??
+            }
+            None => crate::dials::history_sql::StoredPart::default(),
+        };
+        let more = mem.more || stored.more;
+        let mut entries = merge_newest_first(mem.entries, stored.entries);
+        let mut next = None;
+        if entries.len() > limit {
+            entries.truncate(limit);
+        }
+        // Rows below the stored part's stopping point were not searched yet.
+        if let Some(stop) = stored.stopped_at {
+            entries.retain(|e| e.seq() >= stop);
+            if entries.len() < limit {
+                next = Some(cursor_of(stop));
+            }
+        }
+        if next.is_none() && (more || entries.len() == limit) {
+            if let Some(last) = entries.last() {
+                next = Some(cursor_of(last.seq()));
+            }
+        }
+        if entries.is_empty() && next.is_none() && stored.stopped_at.is_some() {
+            next = stored.stopped_at.map(cursor_of);
+        }
+        let matched = count.then(|| MatchCount {
+            count: mem.count + stored.count.count,
+            exact: stored.count.exact,
+        });
+        let oldest_ms = match (mem.oldest_ms, stored.oldest_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Ok(HistoryPage {
+            entries,
+            next,
+            matched,
+            oldest_ms,
+            newest_seq: mem.newest_seq,
+            filter: query.line.clone(),
+        })
+    }
+
+    /// Whether every stored row is in the history indexes (the writer indexes when it has
+    /// nothing else to do; until then history queries match the rest in Rust). Always true for
+    /// a log in memory only.
+    ///
+    /// # Errors
+    /// [`DialLogError::Storage`] when SQLite fails.
+    pub async fn history_indexed(&self) -> Result<bool, DialLogError> {
+        match self.shared.reader() {
+            Some(r) => tokio::task::spawn_blocking(move || r.indexed_all())
+                .await
+                .map_err(|_| DialLogError::Closed)?,
+            None => Ok(true),
+        }
     }
 
     /// Counters of the log.

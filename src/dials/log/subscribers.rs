@@ -61,6 +61,8 @@ pub struct Subscription {
 /// batch, and the dials waiting for it.
 pub(super) struct Sub {
     pub(super) filter: DialFilter,
+    /// A filter line, tested as well when set (`DialLogHandle::subscribe_line`).
+    pub(super) line: Option<Box<crate::dials::filter::CompiledQuery>>,
     pub(super) tx: mpsc::Sender<DialBatch>,
     pub(super) interval: Duration,
     pub(super) last_sent: Option<Instant>,

@@ -20,13 +20,42 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::config::{held_bytes, ClearScope, DialLogConfig, DialLogStatus, IngestVerdict};
 use super::interning::Interner;
 use super::subscribers::{Sub, SubscribeOptions, Subscription};
+use crate::dials::filter::CompiledQuery;
+use crate::dials::history::{
+    count_in_memory, merge_newest_first, page_in_memory, ConnectionEvent, HistoryEntry, MemRow,
+};
 use crate::dials::query::{run_query, run_stats, DialFilter, DialPage, Matcher, OpStats};
-use crate::dials::record::Dial;
+use crate::dials::record::{Dial, Seq};
 use crate::dials::store::{self, WriterMsg, WriterShared};
 use crate::dials::DialLogError;
 
 /// Batches the writer may have queued before the actor keeps further dials waiting itself.
 const MAX_WRITER_BATCHES_IN_FLIGHT: u64 = 4;
+
+/// Connection events held in memory (the newest; the rest are in SQLite).
+const HELD_CONNECTION_EVENTS: usize = 1000;
+
+/// The ring's part of a history page, and what the SQLite part needs to know.
+#[derive(Debug, Default)]
+pub(crate) struct MemPart {
+    /// Matching rows held in memory that SQLite does not answer for (transient dials, rows not
+    /// yet written and indexed, connection events held), newest first, at most `limit`.
+    pub entries: Vec<HistoryEntry>,
+    /// Whether more in-memory rows match below the last one.
+    pub more: bool,
+    /// How many in-memory rows (of those) match in all, when asked.
+    pub count: u64,
+    /// The oldest time held in memory.
+    pub oldest_ms: Option<i64>,
+    /// The newest sequence number given.
+    pub newest_seq: u64,
+    /// Stored rows up to this rowid are answered by SQL (written and indexed); 0 for none.
+    pub sql_upto: u64,
+    /// Stored rows above `sql_upto` and below this are not held in memory: SQLite has them
+    /// but they are not indexed yet, so they are read and matched in Rust. Equal to
+    /// `sql_upto + 1` when there are none.
+    pub gap_below: u64,
+}
 
 /// The writer's answer to a prune or clear: rows deleted.
 type RowsReply = oneshot::Receiver<Result<usize, DialLogError>>;
@@ -43,6 +72,7 @@ pub(super) enum Command {
     },
     Subscribe {
         filter: DialFilter,
+        line: Option<Box<CompiledQuery>>,
         options: SubscribeOptions,
         reply: oneshot::Sender<Subscription>,
     },
@@ -59,6 +89,13 @@ pub(super) enum Command {
     },
     Status {
         reply: oneshot::Sender<DialLogStatus>,
+    },
+    History {
+        query: Box<CompiledQuery>,
+        before: u64,
+        limit: usize,
+        count: bool,
+        reply: oneshot::Sender<MemPart>,
     },
     Shutdown {
         reply: oneshot::Sender<Option<oneshot::Receiver<()>>>,
@@ -84,6 +121,7 @@ pub(super) fn start(
     let mut actor = Actor::new(config.clone());
     let committed = Arc::new(tokio::sync::watch::Sender::new(0u64));
     let mut writer = None;
+    let mut reader = None;
     if let Some(dir) = &config.data_dir {
         let (read, path) = store::open(dir)?;
         if config.prune_interval.is_some() {
@@ -91,11 +129,25 @@ pub(super) fn start(
                 .map_err(|e| DialLogError::Storage(format!("pruning {}: {e}", path.display())))?;
         }
         let loaded = store::load_newest(&read, &path, config.capacity, config.max_bytes)?;
+        let marks = store::max_seq(&read).and_then(|m| Ok((m, store::indexed_upto(&read)?)));
+        let (max_seq, indexed) =
+            marks.map_err(|e| DialLogError::Storage(format!("reading {}: {e}", path.display())))?;
+        // Sequence numbers go on from the highest stored (or indexed: a cleared file keeps its
+        // mark) so a new row is never taken for an indexed one.
+        let last = max_seq.max(indexed);
+        actor.next_arrival = last + 1;
         let (write, _) = store::open(dir)?;
         let shared = Arc::new(WriterShared {
             committed: Arc::clone(&committed),
+            written_upto: AtomicU64::new(last),
+            indexed_upto: AtomicU64::new(indexed),
             ..WriterShared::default()
         });
+        reader = Some(Arc::new(crate::dials::history_sql::Reader {
+            path: path.clone(),
+            pool: std::sync::Mutex::new(Vec::new()),
+            writer: Arc::clone(&shared),
+        }));
         let (wtx, wrx) = std::sync::mpsc::channel();
         let (done_tx, done_rx) = oneshot::channel();
         let writer_shared = Arc::clone(&shared);
@@ -109,8 +161,9 @@ pub(super) fn start(
             })
             .map_err(|e| DialLogError::Storage(format!("starting the writer thread: {e}")))?;
         for d in loaded {
-            // Already stored: arrival 0 is always "written".
-            actor.push_ring(d, 0);
+            // Already stored: its arrival is its rowid, at or below `written_upto`.
+            let arrival = d.seq.0;
+            actor.push_ring(d, arrival);
         }
         actor.db = Some(Db {
             read,
@@ -137,6 +190,7 @@ pub(super) fn start(
         committed,
         writer,
         max_unwritten: config.max_unwritten_bytes as u64,
+        reader,
     });
     tokio::spawn(run(Arc::clone(&shared), rx));
     Ok((tx, shared))
@@ -161,6 +215,8 @@ pub(super) struct Shared {
     pub(super) writer: Option<Arc<WriterShared>>,
     /// [`DialLogConfig::max_unwritten_bytes`].
     pub(super) max_unwritten: u64,
+    /// Read connections for history pages (`None` for a log in memory only).
+    pub(super) reader: Option<Arc<crate::dials::history_sql::Reader>>,
 }
 
 impl Shared {
@@ -192,6 +248,10 @@ impl Shared {
             }
             let _ = tokio::time::timeout(Duration::from_millis(50), progressed).await;
         }
+    }
+
+    pub(super) fn reader(&self) -> Option<Arc<crate::dials::history_sql::Reader>> {
+        self.reader.clone()
     }
 }
 
@@ -276,6 +336,11 @@ struct Db {
 }
 
 impl Db {
+    /// Stored rows up to this rowid are written and indexed: SQL answers for them.
+    fn sql_upto(&self) -> u64 {
+        self.shared.indexed_upto.load(Ordering::Acquire)
+    }
+
     fn written_upto(&self) -> u64 {
         self.shared.written_upto.load(Ordering::Acquire)
     }
@@ -354,6 +419,8 @@ pub(super) struct Actor {
     db: Option<Db>,
     subs: Vec<Sub>,
     status: DialLogStatus,
+    /// The newest connection events, oldest first.
+    conns: VecDeque<ConnectionEvent>,
 }
 
 impl Actor {
@@ -372,6 +439,7 @@ impl Actor {
             db: None,
             subs: Vec::new(),
             status,
+            conns: VecDeque::new(),
             cfg,
         }
     }
@@ -425,14 +493,20 @@ impl Actor {
             }
             Command::Subscribe {
                 filter,
+                line,
                 options,
                 reply,
             } => {
-                let snapshot = run_query(self.ring.iter().map(|e| &e.dial), &filter);
+                let snapshot = match &line {
+                    // A line's view pages its history with `history`: no snapshot rows.
+                    Some(_) => DialPage::default(),
+                    None => run_query(self.ring.iter().map(|e| &e.dial), &filter),
+                };
                 let (tx, batches) =
                     mpsc::channel(options.queue.unwrap_or(self.cfg.subscriber_queue).max(1));
                 self.subs.push(Sub {
                     filter,
+                    line,
                     tx,
                     interval: options.interval.unwrap_or(self.cfg.batch_interval),
                     last_sent: None,
@@ -479,6 +553,84 @@ impl Actor {
             Command::Shutdown { reply } => {
                 let _ = reply.send(self.shutdown());
             }
+            Command::History {
+                query,
+                before,
+                limit,
+                count,
+                reply,
+            } => {
+                let _ = reply.send(self.history_part(&query, before, limit, count));
+            }
+        }
+    }
+
+    /// Holds a connection event: gives it the next sequence number, keeps it in memory and
+    /// queues it for SQLite.
+    pub(super) fn record_connection(&mut self, mut ev: ConnectionEvent) -> u64 {
+        let seq = self.next_arrival;
+        self.next_arrival += 1;
+        ev.seq = seq;
+        if self.conns.len() >= HELD_CONNECTION_EVENTS {
+            self.conns.pop_front();
+        }
+        if let Some(db) = self.db.as_mut() {
+            let _ = db.writer.send(WriterMsg::Connection(ev.clone()));
+        }
+        self.conns.push_back(ev);
+        seq
+    }
+
+    /// The in-memory part of a history page (see [`MemPart`]).
+    fn history_part(&self, q: &CompiledQuery, before: u64, limit: usize, count: bool) -> MemPart {
+        let sql_upto = self.db.as_ref().map_or(0, |db| db.sql_upto());
+        let ring_floor = self.ring.front().map_or(self.next_arrival, |e| e.arrival);
+        let gap_below = if self.db.is_some() {
+            ring_floor.max(sql_upto + 1)
+        } else {
+            sql_upto + 1
+        };
+        // Dials SQLite does not answer for: transient ones, and any above `sql_upto`.
+        let mine = |e: &&Entry| !e.dial.retention.persists() || e.arrival > sql_upto;
+        let dials = self
+            .ring
+            .iter()
+            .rev()
+            .filter(mine)
+            .map(|e| MemRow::Dial(&e.dial));
+        let (d, d_more) = page_in_memory(dials, q, before, limit);
+        let conns = self.conns.iter().rev().map(MemRow::Connection);
+        let (c, c_more) = page_in_memory(conns, q, before, limit);
+        let mut entries = merge_newest_first(d, c);
+        let more = d_more || c_more || entries.len() > limit;
+        entries.truncate(limit);
+        let count = if count {
+            count_in_memory(
+                self.ring.iter().filter(mine).map(|e| MemRow::Dial(&e.dial)),
+                q,
+            ) + if self.db.is_none() {
+                count_in_memory(self.conns.iter().map(MemRow::Connection), q)
+            } else {
+                // Held connection events are written at once: SQLite counts them.
+                0
+            }
+        } else {
+            0
+        };
+        let oldest_ms = self
+            .ring
+            .iter()
+            .map(|e| e.dial.start_ms)
+            .chain(self.conns.iter().map(|c| c.at_ms))
+            .min();
+        MemPart {
+            entries,
+            more,
+            count,
+            oldest_ms,
+            newest_seq: self.next_arrival.saturating_sub(1),
+            sql_upto,
+            gap_below,
         }
     }
 
@@ -496,13 +648,17 @@ impl Actor {
         dial.callee = self.interner.intern(&dial.callee);
         dial.endpoint = self.interner.intern(&dial.endpoint);
         dial.op = self.interner.intern(&dial.op);
+        dial.session = self.interner.intern(&dial.session);
         let arrival = self.next_arrival;
         self.next_arrival += 1;
+        dial.seq = Seq(arrival);
         let dial = self.push_ring(dial, arrival);
         self.status.ingested += 1;
         if !self.subs.is_empty() {
             for s in &mut self.subs {
-                if Matcher::new(&s.filter).matches(&dial) {
+                if Matcher::new(&s.filter).matches(&dial)
+                    && s.line.as_ref().map_or(true, |l| l.matches_dial(&dial))
+                {
                     s.push(&dial);
                 }
             }
@@ -579,6 +735,11 @@ impl Actor {
             }
         }
         self.ring = kept;
+        self.conns.retain(|c| {
+            c.at_ms
+                .saturating_add(crate::dials::history::CONNECTION_EVENT_MAX_AGE_MS)
+                > now_ms
+        });
         if let Some(db) = self.db.as_mut() {
             db.send_pending(false);
             let _ = db.writer.send(WriterMsg::Prune { now_ms, reply });

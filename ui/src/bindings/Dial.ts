@@ -28,6 +28,11 @@ phone: string,
  */
 call_id: string, 
 /**
+ * The ifp/1 `session` (`ses_...`) of the event that carried the dial (`ifp1-notes.md`,
+ * "Envelope"); empty when unknown (files exported before it was kept).
+ */
+session: string, 
+/**
  * The caller's extension id (the requester, usually `lumiagent`).
  */
 caller: string, 

@@ -3,10 +3,15 @@ import type { DialOutcome } from "./DialOutcome";
 
 /**
  * One dial as a row of the live table: everything but the request and response bodies and the
- * error text. Shape: `{ id, phone, call_id, caller, callee, endpoint, op, start_ms,
+ * error text. Shape: `{ seq, id, phone, call_id, session, caller, callee, endpoint, op, start_ms,
  * duration_ms, outcome, slow, has_error, spec_findings }` (times in epoch ms, durations in ms).
  */
 export type DialRow = { 
+/**
+ * Its place in the log's timeline (history pages and streamed rows share it; 0 for an
+ * imported capture's row before it is paged, where it is the line's place).
+ */
+seq: number, 
 /**
  * Dial id (the ifp/1 event's `dedup` key).
  */
@@ -19,6 +24,10 @@ phone: string,
  * The request's `callId` (empty when none).
  */
 call_id: string, 
+/**
+ * The ifp/1 `session` that carried it (empty when unknown).
+ */
+session: string, 
 /**
  * The caller's extension id.
  */

@@ -32,4 +32,11 @@ extra_phone_lines: Array<KnownLineSetting>,
  * takes the first free one of 47470–47479; a fixed port that another program holds is
  * said in words and no other is taken. Between 1024 and 65535; applies at the next start.
  */
-link_port: number | null, };
+link_port: number | null, 
+/**
+ * The Live dials view's filter line as last applied (empty: no filter), so the view opens
+ * on the same filter after a restart. Checked again by the filter parser when the view
+ * opens; a line that no longer parses is shown with its error and not applied.
+ */
+dials_filter_line: string, 
+};

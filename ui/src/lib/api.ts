@@ -20,6 +20,7 @@ import type { DialBatchMsg } from "../bindings/DialBatchMsg";
 import type { DialClearScope } from "../bindings/DialClearScope";
 import type { DialFilter } from "../bindings/DialFilter";
 import type { DialPage } from "../bindings/DialPage";
+import type { HistoryQuery } from "../bindings/HistoryQuery";
 import type { DialSource } from "../bindings/DialSource";
 import type { DialsStatus } from "../bindings/DialsStatus";
 import type { ExportSummary } from "../bindings/ExportSummary";
@@ -104,11 +105,27 @@ export const api = {
     channel.onmessage = onMessage;
     return call("dials_subscribe", { filter, source, channel });
   },
+  /** Streams the new dials matching filter line `line` (an empty snapshot for live dials, then
+   * batches); page the history with `dialsHistory`. Resolves to the subscription id. */
+  dialsSubscribeLine: (line: string, source: DialSource, onMessage: (m: DialBatchMsg) => void) => {
+    if (!inTauri()) return call("dials_subscribe", { line, source, channel: { onmessage: onMessage } });
+    const channel = new Channel<DialBatchMsg>();
+    channel.onmessage = onMessage;
+    return call("dials_subscribe", { line, source, channel });
+  },
   dialsUnsubscribe: (id: number) => call("dials_unsubscribe", { id }),
   dialsGet: (id: string, startMs: number, source: DialSource) => call("dials_get", { id, startMs, source }),
   dialBanner: (dialId: string, startMs: number, source: DialSource) => call("dial_banner", { dialId, startMs, source }),
   dialConformance: (id: string, startMs: number, source: DialSource) => call("dial_conformance", { id, startMs, source }),
-  dialsExport: (filter: DialFilter, path: string, source: DialSource) => call("dials_export", { filter, path, source }),
+  /** Exports every dial of the history matching filter line `line` (newest first); `redact`
+   * replaces request and response values by type markers, keeping keys and shapes. */
+  dialsExport: (line: string, path: string, source: DialSource, redact = false) => call("dials_export", { line, path, source, redact }),
+  /** A page of the timeline (dials and connection events) matching a filter line. */
+  dialsHistory: (query: HistoryQuery, source: DialSource) => call("dials_history", { query, source }),
+  /** The core's parser on a filter line: the canonical line or the error with its place. */
+  parseDialFilter: (line: string) => call("parse_dial_filter", { line }),
+  /** The filter line's grammar in words (`docs/dial-filter.md`). */
+  dialFilterHelp: () => call("dial_filter_help"),
   dialsImport: (path: string) => call("dials_import", { path }),
   dialsCloseImport: () => call("dials_close_import"),
   dialsClear: (scope: DialClearScope) => call("dials_clear", { scope }),

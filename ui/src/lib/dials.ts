@@ -1,10 +1,11 @@
-// Pure logic of the Live dials view (unit-tested in dials.test.ts): the virtual window of the
-// table, the live feed (snapshot, batches, pause buffer, merged counts, row cap), keyboard
-// selection, the filter form, the words the view and its parts (table, inspector, import and
+// Pure logic of the Live dials view (unit-tested in dials.test.ts): keyboard selection, the
+// words the view and its parts (table, inspector, import and
 // export) show, and formatting of times, durations and outcomes.
 //
 // Slow = over one second and a caller gives up after 15 s (phone-line.md, "Good neighbour
 // notes"); the host mirrors dials, it never answers them.
+import { tokenizeLine } from "./filterLine";
+import type { ConnectionKind } from "../bindings/ConnectionKind";
 import type { Dial } from "../bindings/Dial";
 import type { DialBatchMsg } from "../bindings/DialBatchMsg";
 import type { DialClearScope } from "../bindings/DialClearScope";
@@ -18,50 +19,9 @@ import type { ExportSummary } from "../bindings/ExportSummary";
 export const ROW_HEIGHT = 28;
 /** Rows rendered above and below the visible ones. */
 export const OVERSCAN = 8;
-/** Most rows the table holds; the oldest go first beyond it (browsers cap element heights). */
-export const MAX_VIEW_ROWS = 200_000;
-/** Most dials waiting while paused; beyond it the oldest waiting are dropped and counted. */
-export const MAX_WAITING = 100_000;
 /** A dial slower than this is slow (ms). */
 export const SLOW_MS = 1000;
 
-/** The slice of rows to render: `start` inclusive, `end` exclusive, `offset` px from the top. */
-export interface VirtualWindow {
-  start: number;
-  end: number;
-  offset: number;
-}
-
-/** Which rows to render for a viewport at `scrollTop` of `height` px over `total` rows. */
-export function virtualWindow(
-  scrollTop: number,
-  height: number,
-  total: number,
-  rowHeight = ROW_HEIGHT,
-  overscan = OVERSCAN,
-): VirtualWindow {
-  if (total <= 0 || rowHeight <= 0) return { start: 0, end: 0, offset: 0 };
-  const top = Math.max(0, scrollTop);
-  const first = Math.min(total - 1, Math.floor(top / rowHeight));
-  const visible = Math.ceil(Math.max(0, height) / rowHeight) + 1;
-  const start = Math.max(0, first - overscan);
-  const end = Math.min(total, first + visible + overscan);
-  return { start, end, offset: start * rowHeight };
-}
-
-/** The scrollTop that brings row `index` fully into view (unchanged when it already is). */
-export function scrollToReveal(index: number, scrollTop: number, height: number, rowHeight = ROW_HEIGHT): number {
-  const top = index * rowHeight;
-  const bottom = top + rowHeight;
-  if (top < scrollTop) return top;
-  if (bottom > scrollTop + height) return Math.max(0, bottom - height);
-  return scrollTop;
-}
-
-/** Whether a viewport is scrolled to (within one row of) the bottom: new rows then follow. */
-export function atBottom(scrollTop: number, height: number, total: number, rowHeight = ROW_HEIGHT): boolean {
-  return scrollTop + height >= total * rowHeight - rowHeight;
-}
 
 /**
  * The selection after a key press in the table: arrows move by one, PageUp/PageDown by `page`,
@@ -101,105 +61,6 @@ export function pageRows(bodyHeight: number, rowHeight = ROW_HEIGHT): number {
   return Math.max(1, Math.floor(bodyHeight / rowHeight) - 1);
 }
 
-/** The selection after `removed` rows left the front of the table: it moves up with its row,
- * and is gone (`null`) when its row was among those removed. */
-export function shiftSelection(selected: number | null, removed: number): number | null {
-  if (removed <= 0 || selected === null) return selected;
-  return selected - removed >= 0 ? selected - removed : null;
-}
-
-/** Most rows the live table holds for a log of `capacity` dials: no more than the log does,
- * so every row can still be inspected (at least 1000, at most `MAX_VIEW_ROWS`). */
-export function liveCapFor(capacity: number): number {
-  return Math.max(1000, Math.min(MAX_VIEW_ROWS, capacity));
-}
-
-/** What applying a message changed: rows appended at the end, rows dropped from the front. */
-export interface FeedChange {
-  appended: number;
-  removed: number;
-}
-
-/**
- * The rows of one view, oldest first, fed by a dials channel. Rows live in a plain array that
- * only grows at the end (and loses its oldest rows beyond `maxRows`), so the table re-renders
- * only its visible window. While paused, new rows wait (at most `maxWaiting`; older waiting rows
- * are dropped and counted) and `resume` appends them.
- */
-export class DialFeed {
-  rows: DialRow[] = [];
-  waiting: DialRow[] = [];
-  paused = false;
-  /** Subscription id from the snapshot. */
-  subscription: number | null = null;
-  /** Dials the host merged into later batches because this view fell behind (since start). */
-  merged = 0;
-  /** Dials the host dropped for this view (since start): re-open the view to see them. */
-  skipped = 0;
-  /** Waiting dials dropped while paused because too many waited (since start). */
-  droppedWhilePaused = 0;
-  /** Batches received (after the snapshot). */
-  batches = 0;
-
-  constructor(
-    /** Most rows held: set it to the log's ring capacity so the table shows what the log holds. */
-    public maxRows = MAX_VIEW_ROWS,
-    readonly maxWaiting = MAX_WAITING,
-  ) {}
-
-  /** Applies one channel message. A snapshot replaces everything (a new subscription). */
-  apply(msg: DialBatchMsg): FeedChange {
-    if (msg.kind === "snapshot") {
-      const removed = this.rows.length;
-      this.rows = msg.rows.length > this.maxRows ? msg.rows.slice(msg.rows.length - this.maxRows) : msg.rows.slice();
-      this.waiting = [];
-      this.subscription = msg.id;
-      this.merged = 0;
-      this.skipped = 0;
-      this.droppedWhilePaused = 0;
-      this.batches = 0;
-      return { appended: this.rows.length, removed };
-    }
-    this.batches += 1;
-    this.merged += msg.merged;
-    this.skipped += msg.skipped;
-    if (this.paused) {
-      for (const r of msg.rows) this.waiting.push(r);
-      const over = this.waiting.length - this.maxWaiting;
-      if (over > 0) {
-        this.waiting.splice(0, over);
-        this.droppedWhilePaused += over;
-      }
-      return { appended: 0, removed: 0 };
-    }
-    return this.append(msg.rows);
-  }
-
-  /** Stops appending: new rows wait until `resume`. */
-  pause(): void {
-    this.paused = true;
-  }
-
-  /** Appends the waiting rows and goes live again. */
-  resume(): FeedChange {
-    this.paused = false;
-    const w = this.waiting;
-    this.waiting = [];
-    return this.append(w);
-  }
-
-  private append(rows: readonly DialRow[]): FeedChange {
-    for (const r of rows) this.rows.push(r);
-    let removed = 0;
-    // Trim in chunks (a hundredth of the cap) so the front splice is not paid on every batch.
-    if (this.rows.length > this.maxRows) {
-      removed = this.rows.length - this.maxRows + Math.floor(this.maxRows / 100);
-      removed = Math.min(removed, this.rows.length);
-      this.rows.splice(0, removed);
-    }
-    return { appended: rows.length, removed };
-  }
-}
 
 /** One request to open a dial in the inspector: the table row and the source it came from. A
  * new object for every request, so asking again for the same row fetches it again. */
@@ -208,48 +69,6 @@ export interface InspectRequest {
   source: DialSource;
 }
 
-/** The filter form of the view (text fields as typed; empty means any). */
-export interface FilterForm {
-  phone: string;
-  caller: string;
-  callee: string;
-  op: string;
-  outcome: "" | DialOutcome;
-  slowOnly: boolean;
-  timedOutOnly: boolean;
-  /** Only dials that break phone-line.md. */
-  notToSpecOnly: boolean;
-  text: string;
-}
-
-/** A form with every field empty: no filter. */
-export function emptyForm(): FilterForm {
-  return { phone: "", caller: "", callee: "", op: "", outcome: "", slowOnly: false, timedOutOnly: false, notToSpecOnly: false, text: "" };
-}
-
-/** The host filter for a form: trimmed, empty fields left out. The phone may be typed as the
- * name it was paired under (`phoneNames`: device id -> name, matched ignoring case) or as its
- * device id. */
-export function filterFromForm(f: FilterForm, phoneNames: Record<string, string> = {}): DialFilter {
-  const out: DialFilter = {};
-  const typed = f.phone.trim();
-  const named = Object.entries(phoneNames).find(([, name]) => name.toLowerCase() === typed.toLowerCase());
-  const phone = typed && named ? named[0] : typed;
-  const caller = f.caller.trim();
-  const callee = f.callee.trim();
-  const op = f.op.trim();
-  const text = f.text.trim();
-  if (phone) out.phone = phone;
-  if (caller) out.caller = caller;
-  if (callee) out.callee = callee;
-  if (op) out.op = op;
-  if (f.outcome) out.outcome = f.outcome;
-  if (f.slowOnly) out.slow = true;
-  if (f.timedOutOnly) out.timed_out = true;
-  if (f.notToSpecOnly) out.to_spec = false;
-  if (text) out.text = text;
-  return out;
-}
 
 /** The choices of the form's outcome menu: value (empty = any) and words. */
 export const OUTCOME_CHOICES = [
@@ -260,10 +79,6 @@ export const OUTCOME_CHOICES = [
   ["timed_out", "timed out"],
 ] as const;
 
-/** Whether a filter narrows anything. */
-export function isFiltered(f: DialFilter): boolean {
-  return Object.keys(f).length > 0;
-}
 
 /** A duration for people: `840 ms`, `1.24 s`, `15.0 s`, `2 min 05 s`. */
 export function formatDuration(ms: number): string {
@@ -394,4 +209,58 @@ export function clearNotice(scope: DialClearScope, rows: number): string {
 /** The message of an error the host rejected a call with (an `IpcError`: `{ message }`). */
 export function errorMessage(e: unknown): string {
   return (e as { message: string }).message;
+}
+
+/** What the core's filter parser said is wrong with a filter line: the message and the place
+ * (`start` inclusive, `end` exclusive, indexes into the line). */
+export interface LineError {
+  message: string;
+  start: number;
+  end: number;
+}
+
+/** The header over the table: `1 200 dials match · history back to 2025-10-09 14:03`, or
+ * `1 200 dials` with no filter; `about 1 200 …` when the core estimated the count. (Rows of
+ * the timeline: connection events count with the dials.) */
+export function matchHeader(total: number, filtered: boolean, oldestMs: number | null, exact = true, noun: TimelineNoun = "dials"): string {
+  const words = noun === "dials" ? ["dial", "dials"] : noun === "connections" ? ["connection event", "connection events"] : ["row", "rows"];
+  const n = `${exact ? "" : "about "}${formatCount(total)} ${total === 1 ? words[0] : words[1]}${filtered ? (total === 1 ? " matches" : " match") : ""}${noun === "rows" ? " (dials and connection events)" : ""}`;
+  if (oldestMs === null || !Number.isFinite(oldestMs)) return n;
+  return `${n} · history back to ${formatDateTime(oldestMs).slice(0, 16)}`;
+}
+
+/** A connection event's words for the timeline: `Connected`, `Disconnected`, ... with an icon. */
+export function connectionLabel(kind: ConnectionKind): { icon: string; text: string } {
+  switch (kind) {
+    case "connected":
+      return { icon: "⇄", text: "Connected" };
+    case "disconnected":
+      return { icon: "⨯", text: "Disconnected" };
+    case "pairing_pending":
+      return { icon: "⋯", text: "Pairing (waiting for the codes)" };
+    case "paired":
+      return { icon: "✓", text: "Paired" };
+    case "pairing_ended":
+      return { icon: "⨯", text: "Pairing ended" };
+    case "unpaired":
+      return { icon: "⨯", text: "Unpaired" };
+  }
+}
+
+/** What the rows of a filter line are: dials only, connection events only, or both. */
+export type TimelineNoun = "dials" | "connections" | "rows";
+
+/** Which rows a filter line's answer holds, by the core's rule (`crate::dials::filter`):
+ * connection events are in it when every term is a `phone:`, `after:`, `before:` or `kind:`
+ * term (or the line is empty); `kind:dial` keeps dials only, `kind:connection` events only. */
+export function timelineNoun(line: string): TimelineNoun {
+  const terms = tokenizeLine(line);
+  const kind = terms.find((t) => t.key === "kind" && t.op === ":");
+  if (kind) {
+    const v = kind.value.toLowerCase();
+    if ((v === "dial") !== kind.neg) return "dials";
+    return "connections";
+  }
+  const timeline = terms.every((t) => t.key !== null && t.op === ":" && ["phone", "after", "before"].includes(t.key));
+  return timeline ? "rows" : "dials";
 }

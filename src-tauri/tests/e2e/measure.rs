@@ -1,0 +1,240 @@
+//! Measurements of the real window (figures printed, never asserted against a time or a size):
+//! the memory of the web processes below a process (PSS and RSS from `/proc/PID/smaps_rollup`),
+//! an empty WebKitGTK page opened in the same X server as the baseline, and the gaps between
+//! animation frames recorded in the page with `requestAnimationFrame`.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::env::{first_line, Proc, R};
+
+/// Memory of a set of processes, kB.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Mem {
+    /// Proportional set size: private pages plus a share of the shared ones.
+    pub pss_kb: u64,
+    /// Resident set size: every page resident, shared ones counted whole.
+    pub rss_kb: u64,
+    /// How many processes were summed.
+    pub processes: usize,
+}
+
+impl std::fmt::Display for Mem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "PSS {:.1} MB, RSS {:.1} MB ({} process{})",
+            self.pss_kb as f64 / 1024.0,
+            self.rss_kb as f64 / 1024.0,
+            self.processes,
+            if self.processes == 1 { "" } else { "es" }
+        )
+    }
+}
+
+/// Every process below `root` (children, their children, ...), from `/proc/*/stat`.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid ...`: comm may hold spaces, so read after the last ')'.
+            let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+                continue;
+            };
+            if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    // Bounded: a process tree has fewer levels than processes.
+    for _ in 0..parent_of.len().max(1) {
+        let next: Vec<u32> = parent_of
+            .iter()
+            .filter(|(_, pp)| frontier.contains(pp))
+            .map(|(p, _)| *p)
+            .filter(|p| !out.contains(p))
+            .collect();
+        if next.is_empty() {
+            break;
+        }
+        out.extend(&next);
+        frontier = next;
+    }
+    out
+}
+
+/// The WebKit web processes (`WebKitWebProcess`) below `root`.
+pub fn web_processes(root: u32) -> Vec<u32> {
+    descendants(root)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm"))
+                .map(|c| c.trim().starts_with("WebKitWebProces"))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// PSS and RSS of `pids`, summed.
+pub fn memory(pids: &[u32]) -> R<Mem> {
+    let mut m = Mem::default();
+    for p in pids {
+        let path = format!("/proc/{p}/smaps_rollup");
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+        let field = |name: &str| -> u64 {
+            text.lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        m.pss_kb += field("Pss:");
+        m.rss_kb += field("Rss:");
+        m.processes += 1;
+    }
+    Ok(m)
+}
+
+/// The biggest mappings of `pid` by PSS (name, kB), to say what dominates.
+pub fn top_mappings(pid: u32, n: usize) -> Vec<(String, u64)> {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
+        return Vec::new();
+    };
+    let mut by: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut name = String::new();
+    for l in text.lines() {
+        let first = l.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            name = l
+                .split_whitespace()
+                .nth(5)
+                .unwrap_or("[anon]")
+                .rsplit('/')
+                .next()
+                .unwrap_or("")
+                .to_string();
+        } else if let Some(v) = l.strip_prefix("Pss:") {
+            *by.entry(name.clone()).or_default() += v
+                .split_whitespace()
+                .next()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(0);
+        }
+    }
+    let mut v: Vec<(String, u64)> = by.into_iter().collect();
+    v.sort_by_key(|m| std::cmp::Reverse(m.1));
+    v.truncate(n);
+    v
+}
+
+/// An empty WebKitGTK page in its own window on `display` (`e2e/empty_page.py`), open until
+/// dropped.
+pub struct EmptyPage {
+    proc: Proc,
+}
+
+impl EmptyPage {
+    /// Opens the page and waits until it has loaded.
+    pub fn open(display: &str, home: &std::path::Path) -> R<Self> {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/empty_page.py");
+        let python = "/usr/bin/python3";
+        let mut child = Command::new(python)
+            .arg(script)
+            .env("DISPLAY", display)
+            .env("HOME", home)
+            .env("NO_AT_BRIDGE", "1")
+            .env("GSETTINGS_BACKEND", "memory")
+            .env_remove("WAYLAND_DISPLAY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| {
+                format!("{python} {script}: {e} (install python3-gi gir1.2-webkit2-4.1: scripts/install-deps.sh)")
+            })?;
+        let line = first_line(
+            &mut child,
+            "the empty WebKitGTK page",
+            Duration::from_secs(60),
+        );
+        let proc = Proc::new("empty WebKitGTK page", child, true);
+        let line = line.map_err(|e| {
+            format!("{e} (python3-gi and gir1.2-webkit2-4.1 installed? scripts/install-deps.sh)")
+        })?;
+        if line != "loaded" {
+            return Err(format!("the empty page printed {line:?}, not \"loaded\""));
+        }
+        Ok(Self { proc })
+    }
+
+    /// The page's web processes.
+    pub fn web_processes(&self) -> Vec<u32> {
+        self.proc.pid().map(web_processes).unwrap_or_default()
+    }
+
+    /// Closes the window.
+    pub fn close(mut self) {
+        self.proc.stop();
+    }
+}
+
+/// Installed in the page: records every animation frame's time in `window.__raf.t` until
+/// `window.__raf.on` is false.
+pub const RAF_START: &str = r#"
+window.__raf = { t: [], on: true };
+const f = (t) => { if (!window.__raf.on) return; window.__raf.t.push(t); requestAnimationFrame(f); };
+requestAnimationFrame(f);
+return true;
+"#;
+
+/// Stops the recording and returns `{ frames, span_ms, max_ms, p99_ms, p50_ms, over50 }` over
+/// the gaps between consecutive frames (p99 by nearest rank).
+pub const RAF_STOP: &str = r#"
+window.__raf.on = false;
+const t = window.__raf.t;
+const g = [];
+for (let i = 1; i < t.length; i++) g.push(t[i] - t[i - 1]);
+g.sort((a, b) => a - b);
+const rank = (p) => g.length ? g[Math.max(0, Math.ceil(p / 100 * g.length) - 1)] : null;
+return { frames: t.length, span_ms: t.length > 1 ? t[t.length - 1] - t[0] : 0, max_ms: g.length ? g[g.length - 1] : null,
+  p99_ms: rank(99), p50_ms: rank(50), over50: g.filter((x) => x > 50).length };
+"#;
+
+/// Frame-gap figures read back from the page.
+#[derive(Debug, Clone)]
+pub struct FrameGaps {
+    pub frames: u64,
+    pub span_ms: f64,
+    pub max_ms: f64,
+    pub p99_ms: f64,
+    pub p50_ms: f64,
+    pub over50: u64,
+}
+
+impl FrameGaps {
+    /// Reads `RAF_STOP`'s answer.
+    pub fn from_value(v: &Value) -> R<Self> {
+        let f = |k: &str| {
+            v[k].as_f64()
+                .ok_or_else(|| format!("no {k} in the frame record: {v}"))
+        };
+        Ok(Self {
+            frames: f("frames")? as u64,
+            span_ms: f("span_ms")?,
+            max_ms: f("max_ms")?,
+            p99_ms: f("p99_ms")?,
+            p50_ms: f("p50_ms")?,
+            over50: f("over50")? as u64,
+        })
+    }
+}

@@ -1,0 +1,589 @@
+//! The whole dial history (`src/dials/history.rs`, `history_sql.rs`): pages over the ring and
+//! SQLite by a filter line, beyond the ring, after a restart, within retention and gone after
+//! (full-text index in step), follow a call, connection events in the timeline, redacted
+//! export, and the migration of a version 2 file (the schema and inserts of the code before).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use switchboard::clock::ManualClock;
+use switchboard::dials::{
+    CompiledQuery, ConnectionEvent, ConnectionKind, Dial, DialLog, DialLogConfig, DialLogHandle,
+    DialOutcome, HistoryEntry, HistoryPage, JsonText, Retention,
+};
+
+const T0: i64 = 1_790_000_000_000;
+const DAY: i64 = 24 * 60 * 60 * 1000;
+const OPS: [&str; 4] = ["read_item", "list_items", "grep_items", "write_field"];
+
+fn dial(i: usize, start_ms: i64, retention: Retention) -> Dial {
+    let op = OPS[i % OPS.len()];
+    let outcome = if i % 10 == 3 {
+        DialOutcome::Error
+    } else {
+        DialOutcome::Ok
+    };
+    let mut d = Dial {
+        id: format!("dial-{i:05}").into(),
+        phone: if i % 3 == 0 {
+            "dev_beta22"
+        } else {
+            "dev_alpha1"
+        }
+        .into(),
+        call_id: format!("call-{}", i / 4).into(),
+        session: format!("ses_run{:03}", i / 50).into(),
+        caller: "lumiagent".into(),
+        callee: "lumirealm".into(),
+        endpoint: "lumirealm.phoneline".into(),
+        op: op.into(),
+        request: JsonText::from_value(&json!({
+            "op": op, "userId": "u1", "surfaceId": "module_envelope",
+            "itemId": format!("ITEM_{i:05}"), "callId": format!("call-{}", i / 4),
+        })),
+        start_ms,
+        duration_ms: if i % 7 == 0 {
+            1500
+        } else {
+            40 + (i as u64 % 100)
+        },
+        outcome,
+        response: (outcome == DialOutcome::Ok).then(|| {
+            JsonText::from_value(&json!({"value": format!("Hello Lumi {i}"), "n": i, "ok": true}))
+        }),
+        error: (outcome == DialOutcome::Error)
+            .then(|| "permission denied: push_notification".into()),
+        retention,
+        slow: false,
+        spec: Default::default(),
+        seq: Default::default(),
+    };
+    d.normalise();
+    d
+}
+
+fn config(dir: &Path, capacity: usize, clock: Arc<ManualClock>) -> DialLogConfig {
+    DialLogConfig {
+        data_dir: Some(dir.to_owned()),
+        capacity,
+        prune_interval: None,
+        db_flush_interval: Duration::from_millis(5),
+        clock,
+        ..DialLogConfig::default()
+    }
+}
+
+async fn wait_indexed(log: &DialLogHandle) {
+    log.flush().await.unwrap();
+    for _ in 0..2000 {
+        if log.history_indexed().await.unwrap() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("the history was not indexed within 10 s");
+}
+
+fn q(line: &str) -> CompiledQuery {
+    CompiledQuery::parse(line, T0 + 1000 * DAY).unwrap()
+}
+
+/// Every page of `line`, following `next` (bounded), newest first.
+async fn all_pages(log: &DialLogHandle, line: &str, limit: u32) -> (Vec<HistoryEntry>, usize) {
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    for _ in 0..10_000 {
+        let p: HistoryPage = log
+            .history(q(line), cursor.as_deref(), Some(limit), false)
+            .await
+            .unwrap();
+        pages += 1;
+        out.extend(p.entries);
+        cursor = p.next;
+        if cursor.is_none() {
+            return (out, pages);
+        }
+    }
+    panic!("paging did not end");
+}
+
+fn ids(entries: &[HistoryEntry]) -> Vec<String> {
+    entries
+        .iter()
+        .filter_map(|e| match e {
+            HistoryEntry::Dial(d) => Some(d.id.to_string()),
+            HistoryEntry::Connection(_) => None,
+        })
+        .collect()
+}
+
+fn expected(all: &[Dial], keep: impl Fn(&Dial) -> bool) -> Vec<String> {
+    all.iter()
+        .rev()
+        .filter(|d| keep(d))
+        .map(|d| d.id.to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_reaches_beyond_the_ring_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0 as u64));
+    let log = DialLog::spawn(config(dir.path(), 100, Arc::clone(&clock))).unwrap();
+    let all: Vec<Dial> = (0..1200)
+        .map(|i| dial(i, T0 + i as i64 * 1000, Retention::Standard))
+        .collect();
+    for chunk in all.chunks(100) {
+        log.ingest_batch(chunk.to_vec()).await.unwrap();
+    }
+    wait_indexed(&log).await;
+    assert_eq!(
+        log.status().await.unwrap().held,
+        100,
+        "the ring holds only 100"
+    );
+
+    // Every field filter and free text, over the whole history, paged without repeats.
+    type Keep = Box<dyn Fn(&Dial) -> bool>;
+    let cases: Vec<(&str, Keep)> = vec![
+        ("", Box::new(|_| true)),
+        ("op:read_item", Box::new(|d| &*d.op == "read_item")),
+        ("-outcome:ok", Box::new(|d| d.outcome != DialOutcome::Ok)),
+        (
+            "phone:dev_beta22 duration>1s",
+            Box::new(|d| &*d.phone == "dev_beta22" && d.duration_ms > 1000),
+        ),
+        (
+            "item_0004",
+            Box::new(|d| d.request.as_str().contains("ITEM_0004")),
+        ),
+        (
+            "\"hello lumi 11\"",
+            Box::new(|d| {
+                d.response
+                    .as_ref()
+                    .is_some_and(|r| r.as_str().contains("Hello Lumi 11"))
+            }),
+        ),
+        (
+            "push_notification -op:grep_items",
+            Box::new(|d| d.error.is_some() && &*d.op != "grep_items"),
+        ),
+        (
+            "/ITEM_0+7\\d\"/",
+            Box::new(|d| {
+                regex::Regex::new("ITEM_0+7\\d\"")
+                    .unwrap()
+                    .is_match(d.request.as_str())
+            }),
+        ),
+        (
+            "session:ses_run003",
+            Box::new(|d| &*d.session == "ses_run003"),
+        ),
+    ];
+    for (line, keep) in &cases {
+        let want = expected(&all, keep);
+        let (got, pages) = all_pages(&log, line, 97).await;
+        let got = ids(&got);
+        assert_eq!(
+            got.len(),
+            want.len(),
+            "{line}: count of rows over {pages} pages"
+        );
+        assert_eq!(got, want, "{line}: rows and order");
+        let first = log.history(q(line), None, Some(50), true).await.unwrap();
+        let m = first.matched.unwrap();
+        assert!(m.exact, "{line}: 1200 rows are counted exactly");
+        assert_eq!(m.count, want.len() as u64, "{line}: matched");
+    }
+    let page = log.history(q(""), None, Some(10), true).await.unwrap();
+    assert_eq!(page.oldest_ms, Some(T0), "how far back history goes");
+
+    // Time filters over stored rows.
+    let after = q(&format!("after:{}", rfc(T0 + 300_000)));
+    let p = log.history(after, None, Some(2000), true).await.unwrap();
+    assert_eq!(p.matched.unwrap().count, 900);
+
+    // After a restart: the same history, new dials numbered after the stored ones.
+    log.shutdown().await.unwrap();
+    let log = DialLog::spawn(config(dir.path(), 100, Arc::clone(&clock))).unwrap();
+    let (got, _) = all_pages(&log, "op:list_items", 500).await;
+    assert_eq!(ids(&got), expected(&all, |d| &*d.op == "list_items"));
+    let seq_before = got.first().unwrap().seq();
+    log.ingest(dial(5000, T0 + 5_000_000, Retention::Standard))
+        .await
+        .unwrap();
+    let p = log
+        .history(q("ITEM_05000"), None, None, true)
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&p.entries),
+        vec!["dial-05000"],
+        "a new dial is found before it is indexed"
+    );
+    assert!(p.entries[0].seq() > seq_before);
+    wait_indexed(&log).await;
+    let p = log
+        .history(q("ITEM_05000"), None, None, true)
+        .await
+        .unwrap();
+    assert_eq!(ids(&p.entries), vec!["dial-05000"], "and after");
+    log.shutdown().await.unwrap();
+}
+
+fn rfc(ms: i64) -> String {
+    switchboard::timefmt::rfc3339_ms(u64::try_from(ms).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_prunes_history_and_its_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0 as u64));
+    let log = DialLog::spawn(config(dir.path(), 10, Arc::clone(&clock))).unwrap();
+    let mut all = Vec::new();
+    for i in 0..60 {
+        let ret = match i % 3 {
+            0 => Retention::Standard,
+            1 => Retention::Extended,
+            _ => Retention::Permanent,
+        };
+        all.push(dial(i, T0 + i as i64, ret));
+    }
+    log.ingest_batch(all.clone()).await.unwrap();
+    log.record_connection(ConnectionEvent {
+        seq: 0,
+        phone: "dev_alpha1".into(),
+        label: "Demo phone".into(),
+        at_ms: T0,
+        event: ConnectionKind::Connected,
+        detail: "hello".into(),
+    });
+    wait_indexed(&log).await;
+    // Within retention (6 days on): everything.
+    let r = log.prune(T0 + 6 * DAY).await.unwrap();
+    assert_eq!(r.stored, 0);
+    let (got, _) = all_pages(&log, "hello", 1000).await;
+    assert_eq!(
+        ids(&got),
+        expected(&all, |d| d.response.is_some()),
+        "dials with a response"
+    );
+    let (got, _) = all_pages(&log, "kind:connection", 10).await;
+    assert_eq!(got.len(), 1);
+    // 8 days on: the standard ones and the connection event are gone, from the ring, the table
+    // and the indexes.
+    let r = log.prune(T0 + 8 * DAY).await.unwrap();
+    assert_eq!(r.stored, 20);
+    let want = expected(&all, |d| d.retention != Retention::Standard);
+    let (got, _) = all_pages(&log, "", 7).await;
+    assert_eq!(ids(&got), want);
+    let (got, _) = all_pages(&log, "kind:connection", 10).await;
+    assert!(got.is_empty(), "connection events are kept 7 days");
+    let (got, _) = all_pages(&log, "ITEM_00000", 10).await;
+    assert!(got.is_empty());
+    // 91 days on: only permanent ones.
+    log.prune(T0 + 91 * DAY).await.unwrap();
+    let (got, _) = all_pages(&log, "hello", 1000).await;
+    assert_eq!(
+        ids(&got),
+        expected(&all, |d| d.retention == Retention::Permanent
+            && d.response.is_some())
+    );
+    log.shutdown().await.unwrap();
+    // The indexes hold exactly the rows left.
+    let c = rusqlite::Connection::open(dir.path().join("dials.sqlite3")).unwrap();
+    let rows: i64 = c
+        .query_row("SELECT count(*) FROM dials", [], |r| r.get(0))
+        .unwrap();
+    let fts: i64 = c
+        .query_row(
+            "SELECT count(*) FROM dial_fts WHERE dial_fts MATCH 'lumiagent OR module_envelope'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let orphans: i64 = c
+        .query_row(
+            "SELECT count(*) FROM dial_by WHERE seq NOT IN (SELECT rowid FROM dials)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!((rows, fts, orphans), (20, 20, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_a_call_and_connection_events_in_the_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0 as u64));
+    let log = DialLog::spawn(config(dir.path(), 5, Arc::clone(&clock))).unwrap();
+    let ev = |kind, at| ConnectionEvent {
+        seq: 0,
+        phone: "dev_alpha1".into(),
+        label: "Demo phone".into(),
+        at_ms: at,
+        event: kind,
+        detail: "why".into(),
+    };
+    log.record_connection(ev(ConnectionKind::Connected, T0));
+    let all: Vec<Dial> = (0..40)
+        .map(|i| dial(i, T0 + 1 + i as i64, Retention::Standard))
+        .collect();
+    log.ingest_batch(all[..20].to_vec()).await.unwrap();
+    log.record_connection(ev(ConnectionKind::Disconnected, T0 + 100));
+    log.ingest_batch(all[20..].to_vec()).await.unwrap();
+    wait_indexed(&log).await;
+
+    // Follow call-3: dials 12..16, newest first in pages (the app shows them oldest first).
+    let (got, _) = all_pages(&log, "call:call-3", 2).await;
+    assert_eq!(
+        ids(&got),
+        vec!["dial-00015", "dial-00014", "dial-00013", "dial-00012"]
+    );
+    // The timeline: connection events between the dials, in order; filterable.
+    let (got, _) = all_pages(&log, "", 7).await;
+    assert_eq!(got.len(), 42);
+    let kinds: Vec<&str> = got
+        .iter()
+        .map(|e| match e {
+            HistoryEntry::Dial(_) => "d",
+            HistoryEntry::Connection(c) if c.event == ConnectionKind::Connected => "connected",
+            HistoryEntry::Connection(_) => "disconnected",
+        })
+        .collect();
+    assert_eq!(kinds[20], "disconnected");
+    assert_eq!(kinds[41], "connected");
+    let seqs: Vec<u64> = got.iter().map(HistoryEntry::seq).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[0] > w[1]),
+        "newest first, no repeats"
+    );
+    assert_eq!(all_pages(&log, "kind:connection", 10).await.0.len(), 2);
+    assert_eq!(all_pages(&log, "-kind:connection", 10).await.0.len(), 40);
+    assert_eq!(
+        all_pages(&log, "phone:dev_alpha1 kind:connection", 10)
+            .await
+            .0
+            .len(),
+        2
+    );
+    assert_eq!(
+        all_pages(&log, "phone:dev_beta22 kind:connection", 10)
+            .await
+            .0
+            .len(),
+        0
+    );
+    assert_eq!(
+        all_pages(&log, "op:read_item", 10).await.0.len(),
+        10,
+        "dial terms leave connection events out"
+    );
+    // After a restart they are still there, from SQLite.
+    log.shutdown().await.unwrap();
+    let log = DialLog::spawn(config(dir.path(), 5, Arc::clone(&clock))).unwrap();
+    let (got, _) = all_pages(&log, "", 7).await;
+    assert_eq!(got.len(), 42);
+    log.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_only_and_stored_logs_answer_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0 as u64));
+    let stored = DialLog::spawn(config(dir.path(), 10, Arc::clone(&clock))).unwrap();
+    let mem = DialLog::spawn(DialLogConfig {
+        capacity: 10_000,
+        prune_interval: None,
+        ..DialLogConfig::default()
+    })
+    .unwrap();
+    let all: Vec<Dial> = (0..300)
+        .map(|i| dial(i, T0 + i as i64, Retention::Extended))
+        .collect();
+    stored.ingest_batch(all.clone()).await.unwrap();
+    mem.ingest_batch(all.clone()).await.unwrap();
+    wait_indexed(&stored).await;
+    for line in [
+        "lumi",
+        "\"lumi 2\"",
+        "-hello",
+        "hello -op:read_item",
+        "/Lumi 1\\d\\b/",
+        "/lumi 1/i",
+        "spec:broken",
+        "-spec:broken",
+        "outcome:error phone:dev_beta22",
+        "duration<=50ms",
+    ] {
+        let a = ids(&all_pages(&stored, line, 33).await.0);
+        let b = ids(&all_pages(&mem, line, 33).await.0);
+        assert_eq!(a, b, "{line}");
+    }
+    stored.shutdown().await.unwrap();
+}
+
+#[test]
+fn redacted_export_keeps_keys_and_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Arc::new(dial(5, T0, Retention::Standard));
+    let path = dir.path().join("red.jsonl");
+    let n =
+        switchboard::dials::jsonl::export_jsonl_file_with(&[Arc::clone(&d)], &path, true).unwrap();
+    assert_eq!(n, 1);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(
+        v["request"],
+        json!({"op": "<string>", "userId": "<string>", "surfaceId": "<string>",
+               "itemId": "<string>", "callId": "<string>"})
+    );
+    assert_eq!(
+        v["response"],
+        json!({"value": "<string>", "n": "<number>", "ok": "<bool>"})
+    );
+    assert_eq!(v["id"], json!("dial-00005"), "the dial's own fields stay");
+    assert_eq!(v["op"], json!("list_items"));
+    assert!(
+        !text.contains("ITEM_00005") && !text.contains("Hello Lumi"),
+        "{text}"
+    );
+    let keys: Vec<&String> = v["request"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["op", "userId", "surfaceId", "itemId", "callId"],
+        "order kept"
+    );
+    // Nested arrays and nulls.
+    let nested =
+        switchboard::dials::jsonl::redact_value(&json!({"a": [1, "x", null, {"b": false}]}));
+    assert_eq!(
+        nested,
+        json!({"a": ["<number>", "<string>", null, {"b": "<bool>"}]})
+    );
+    // A redacted export still imports.
+    let log = switchboard::dials::ImportedLog::read_jsonl_file(&path).unwrap();
+    assert_eq!(log.len(), 1);
+    // Unredacted keeps the values.
+    let plain = dir.path().join("plain.jsonl");
+    switchboard::dials::jsonl::export_jsonl_file_with(&[d], &plain, false).unwrap();
+    assert!(std::fs::read_to_string(&plain)
+        .unwrap()
+        .contains("ITEM_00005"));
+}
+
+/// The version 2 schema and insert of the code before history search (main's
+/// `src/dials/store.rs`), verbatim.
+const V2_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS dials (
+    id          TEXT NOT NULL,
+    phone       TEXT NOT NULL,
+    call_id     TEXT NOT NULL,
+    caller      TEXT NOT NULL,
+    callee      TEXT NOT NULL,
+    endpoint    TEXT NOT NULL,
+    op          TEXT NOT NULL,
+    request     TEXT NOT NULL,
+    start_ms    INTEGER NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    outcome     TEXT NOT NULL,
+    response    TEXT,
+    error       TEXT,
+    retention   TEXT NOT NULL,
+    expires_ms  INTEGER
+);
+CREATE TABLE IF NOT EXISTS dial_keys (
+    k           INTEGER NOT NULL
+);
+DROP INDEX IF EXISTS dials_start;
+CREATE INDEX IF NOT EXISTS dials_expires ON dials(expires_ms) WHERE expires_ms IS NOT NULL;
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_2_file_is_migrated_and_searchable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dials.sqlite3");
+    let all: Vec<Dial> = (0..500)
+        .map(|i| dial(i, T0 + i as i64, Retention::Permanent))
+        .collect();
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.pragma_update(None, "journal_mode", "WAL").unwrap();
+        c.execute_batch(V2_SCHEMA).unwrap();
+        c.pragma_update(None, "user_version", 2).unwrap();
+        let mut ins = c
+            .prepare(
+                "INSERT INTO dials (id, phone, call_id, caller, callee, endpoint, op, request,
+                start_ms, duration_ms, outcome, response, error, retention, expires_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            )
+            .unwrap();
+        for d in &all {
+            ins.execute(rusqlite::params![
+                &*d.id,
+                &*d.phone,
+                &*d.call_id,
+                &*d.caller,
+                &*d.callee,
+                &*d.endpoint,
+                &*d.op,
+                d.request.as_str(),
+                d.start_ms,
+                d.duration_ms as i64,
+                d.outcome.as_str(),
+                d.response.as_ref().map(JsonText::as_str),
+                d.error.as_deref(),
+                d.retention.as_str(),
+                None::<i64>,
+            ])
+            .unwrap();
+            c.execute(
+                "INSERT INTO dial_keys (rowid, k) VALUES (last_insert_rowid(), ?1)",
+                [0i64],
+            )
+            .unwrap();
+        }
+    }
+    let clock = Arc::new(ManualClock::new(T0 as u64));
+    let log = DialLog::spawn(config(dir.path(), 50, Arc::clone(&clock))).unwrap();
+    // Before the background indexing finished or after: the same answers.
+    let (got, _) = all_pages(&log, "op:grep_items hello", 40).await;
+    assert_eq!(
+        ids(&got),
+        expected(&all, |d| &*d.op == "grep_items" && d.response.is_some())
+    );
+    wait_indexed(&log).await;
+    let (got, _) = all_pages(&log, "op:grep_items hello", 40).await;
+    assert_eq!(
+        ids(&got),
+        expected(&all, |d| &*d.op == "grep_items" && d.response.is_some())
+    );
+    // New dials go on after the migrated rows.
+    log.ingest(dial(9999, T0 + 9999, Retention::Standard))
+        .await
+        .unwrap();
+    let p = log.history(q(""), None, Some(1), true).await.unwrap();
+    assert_eq!(ids(&p.entries), vec!["dial-09999"]);
+    assert_eq!(p.matched.unwrap().count, 501);
+    log.shutdown().await.unwrap();
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let v: i64 = c
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, 3);
+    let sessions: i64 = c
+        .query_row("SELECT count(*) FROM dials WHERE session = ''", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(sessions, 500, "migrated rows have no session");
+    let unique: HashSet<String> = all.iter().map(|d| d.id.to_string()).collect();
+    assert_eq!(unique.len(), 500);
+}

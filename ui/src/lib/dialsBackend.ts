@@ -1,0 +1,152 @@
+// What the Live dials view asks the core: check a filter line (`parse_dial_filter`) and read a
+// page of the matching timeline (`dials_history`, cursor pages, newest first). The view talks
+// only to these functions, so the shape of the core's history API stays in one place; and the
+// debounced checker of the line as it is typed.
+import { api } from "./api";
+import type { LineError } from "./dials";
+import { tokenizeLine } from "./filterLine";
+import type { DialFilter } from "../bindings/DialFilter";
+import type { DialOutcome } from "../bindings/DialOutcome";
+import type { DialRow } from "../bindings/DialRow";
+import type { DialSource } from "../bindings/DialSource";
+import type { FilterCheck } from "../bindings/FilterCheck";
+import type { HistoryRow } from "../bindings/HistoryRow";
+
+/** A checked filter line: the canonical line to query with, or where the line is wrong. */
+export type LineCheck = { ok: true; canonical: string } | { ok: false; error: LineError };
+
+/** One page of the history: rows newest first, the cursor of the next (older) page, how many
+ * rows match in all (`exact` false: the core's estimate), how far back the history goes, and
+ * the newest `seq` when it was read (streamed rows at or below it are already in the history). */
+export interface RowPage {
+  rows: HistoryRow[];
+  next: string | null;
+  matched: number;
+  exact: boolean;
+  oldestMs: number | null;
+  newestSeq: number;
+}
+
+/** The core parser's answer as the view uses it. */
+export function lineCheckOf(line: string, c: FilterCheck): LineCheck {
+  if (c.error) return { ok: false, error: { message: c.error.message, start: c.error.start, end: Math.max(c.error.end, c.error.start + 1) } };
+  return { ok: true, canonical: c.canonical ?? line.trim() };
+}
+
+/** Checks a filter line with the core's parser (`parse_dial_filter`). */
+export async function checkLine(line: string): Promise<LineCheck> {
+  return lineCheckOf(line, await api.parseDialFilter(line));
+}
+
+/** One page of the history matching `line` (`dials_history`): from the top, or from `cursor`. */
+export async function fetchPage(line: string, source: DialSource, cursor: string | undefined, limit: number, count: boolean): Promise<RowPage> {
+  const p = await api.dialsHistory({ filter: line, cursor, limit, count }, source);
+  return {
+    rows: p.rows,
+    next: p.next,
+    matched: p.matched?.count ?? p.rows.length,
+    exact: p.matched?.exact ?? true,
+    oldestMs: p.oldest_ms,
+    newestSeq: p.newest_seq,
+  };
+}
+
+/** A streamed dial as a timeline row. */
+export function dialRow(r: DialRow): HistoryRow {
+  return { kind: "dial", ...r };
+}
+
+const OUTCOMES: readonly DialOutcome[] = ["ok", "tool_error", "error", "timed_out"];
+const EXACT = ["phone", "caller", "callee", "op"] as const;
+
+/** A line said as a `DialFilter`, or the term it cannot say. */
+export type FilterOfLine = { ok: true; filter: DialFilter } | { ok: false; error: LineError };
+
+/**
+ * The filter line as the per-op stats' `DialFilter` (exact fields, one outcome, slow, spec, one
+ * free text): `dials_stats` takes no filter line yet. A term that filter cannot say is an
+ * error naming it (the stats then cover every dial and say so).
+ */
+export function lineToFilter(line: string, phoneNames: Record<string, string> = {}): FilterOfLine {
+  const out: DialFilter = {};
+  const free: string[] = [];
+  for (const t of tokenizeLine(line)) {
+    const err = (message: string): FilterOfLine => ({ ok: false, error: { message, start: t.start, end: t.end } });
+    if (t.neg) return err("the stats cannot filter by a negated term");
+    if (t.regex) return err("the stats cannot filter by a regular expression");
+    if (t.key === null) {
+      free.push(t.value);
+      continue;
+    }
+    if ((EXACT as readonly string[]).includes(t.key) && t.op === ":") {
+      let v = t.value;
+      if (t.key === "phone") {
+        const named = Object.entries(phoneNames).find(([, n]) => n.toLowerCase() === v.toLowerCase());
+        if (named) v = named[0];
+      }
+      out[t.key as (typeof EXACT)[number]] = v;
+    } else if (t.key === "outcome" && t.op === ":") {
+      if (!(OUTCOMES as readonly string[]).includes(t.value)) return err(`unknown outcome "${t.value}": use ok, tool_error, error or timed_out`);
+      out.outcome = t.value as DialOutcome;
+    } else if (t.key === "spec" && t.op === ":") {
+      if (t.value !== "broken" && t.value !== "ok") return err(`spec takes broken or ok, not "${t.value}"`);
+      out.to_spec = t.value === "ok";
+    } else if (t.key === "duration" && t.op === ">" && t.value === "1s") {
+      out.slow = true;
+    } else {
+      return err(`the stats cannot filter by "${line.slice(t.start, t.end)}"`);
+    }
+  }
+  if (free.length > 0) out.text = free.join(" ");
+  return { ok: true, filter: out };
+}
+
+/**
+ * Checks a filter line as it is typed: `edited` waits for a pause of `delayMs` in typing, `now`
+ * checks at once (Enter, a check box); only the answer for the latest line is reported (an
+ * older check still under way is dropped when it answers), and `checking` says whether one is
+ * under way.
+ */
+export class LineChecker {
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private seq = 0;
+  /** A check is under way (waiting for the pause or for the core). */
+  checking = false;
+
+  constructor(
+    private readonly check: (line: string) => Promise<LineCheck>,
+    private readonly report: (line: string, result: LineCheck) => void,
+    readonly delayMs = 250,
+  ) {}
+
+  /** The line changed: check it after a pause in typing. */
+  edited(line: string): void {
+    clearTimeout(this.timer);
+    this.seq++;
+    this.checking = true;
+    this.timer = setTimeout(() => void this.now(line), this.delayMs);
+  }
+
+  /** Checks `line` now; resolves when reported (or dropped for a later line). */
+  async now(line: string): Promise<void> {
+    clearTimeout(this.timer);
+    const seq = ++this.seq;
+    this.checking = true;
+    let r: LineCheck;
+    try {
+      r = await this.check(line);
+    } catch (e) {
+      r = { ok: false, error: { message: (e as { message?: string }).message ?? String(e), start: 0, end: line.length } };
+    }
+    if (seq !== this.seq) return;
+    this.checking = false;
+    this.report(line, r);
+  }
+
+  /** Stops a pending check (the view closed). */
+  stop(): void {
+    clearTimeout(this.timer);
+    this.seq++;
+    this.checking = false;
+  }
+}
