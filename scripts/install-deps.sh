@@ -7,6 +7,10 @@
 # boxes (WebKitGTK has no emoji font of its own); the .deb/.rpm should recommend it too
 # (Debian fonts-noto-color-emoji, Fedora google-noto-color-emoji-fonts).
 # strace is for tests/crash_safe_files.rs (a writer killed at each step of a write).
+# appstream, desktop-file-utils, rpm, man-db and x11-utils are for the packages
+# (scripts/package.sh, scripts/check-package.sh): `appstreamcli validate` on the metainfo,
+# `desktop-file-validate` on the desktop entry, `rpm -qpl` on the .rpm (the bundler itself needs
+# no rpmbuild), `man` on the installed page, `xprop` on the installed app's window.
 # Usage: bash scripts/install-deps.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +23,7 @@ APT_PACKAGES=(
   gnome-keyring libsecret-1-dev libnotify-bin imagemagick xdotool
   strace
   iproute2
+  appstream desktop-file-utils rpm man-db x11-utils
 )
 
 missing=()

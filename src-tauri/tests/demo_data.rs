@@ -38,7 +38,10 @@ fn a_demo_launch_keeps_its_dials_apart_from_the_real_history() {
     let app = switchboard_desktop::setup(mock_builder())
         .build(mock_context(noop_assets()))
         .expect("app builds under the mock runtime");
-    app.manage(LaunchOptions { demo: true });
+    app.manage(LaunchOptions {
+        demo: true,
+        ..Default::default()
+    });
     switchboard_desktop::init(app.handle(), false).expect("state initialises");
 
     let core = app.state::<Arc<App>>();
