@@ -9,7 +9,8 @@
 #   --profile  the cargo profile (default: release; the test command uses package-ci, see
 #              Cargo.toml)
 #   --bundles  which packages (default: deb,rpm)
-# Output: target/package/*.deb and *.rpm (their paths are printed last, one a line).
+# Output: target/package/*.deb and *.rpm (their paths are printed last, one a line). On macOS
+# and Windows (Git Bash), --bundles dmg / msi makes those instead (not tested by CI).
 #
 # AppImage is not built here: the bundler downloads its tools (linuxdeploy, appimagetool) from
 # the internet; README.md says how to build one where that is allowed. macOS (.dmg) and
@@ -28,6 +29,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$profile" in dev) profile_dir=debug ;; *) profile_dir="$profile" ;; esac
+exe=""
+case "$(uname -s)" in MINGW* | MSYS* | CYGWIN*) exe=".exe" ;; esac
 
 bash scripts/install-deps.sh
 
@@ -55,12 +58,12 @@ echo "    built in $(( $(date +%s) - t0 ))s"
 bin="$target_dir/$profile_dir"
 
 echo "==> man pages and shell completions"
-"$bin/switchboard-gen-docs" "$stage/docs"
+"$bin/switchboard-gen-docs$exe" "$stage/docs"
 for page in "$stage"/docs/man/*.1; do
   gzip -9n -c "$page" > "$stage/man1/$(basename "$page").gz"
 done
 cp "$stage"/docs/completions/* "$stage/completions/"
-install -m 0755 "$bin/switchboard" "$stage/bin/switchboard"
+install -m 0755 "$bin/switchboard$exe" "$stage/bin/switchboard$exe"
 
 echo "==> Tauri bundler: $bundles"
 # The bundler runs in a folder of its own (packaging/bundle-app.mjs says why) and takes the app
@@ -70,12 +73,13 @@ echo "==> Tauri bundler: $bundles"
 node packaging/bundle-app.mjs "$root" "$out/app" "$version"
 bundle_target="$out/cargo-target"
 mkdir -p "$bundle_target/release"
-install -m 0755 "$bin/switchboard-desktop" "$bundle_target/release/switchboard-desktop"
+install -m 0755 "$bin/switchboard-desktop$exe" "$bundle_target/release/switchboard-desktop$exe"
 TAURI_APP_PATH="$out/app" TAURI_FRONTEND_PATH="$root/ui" CARGO_TARGET_DIR="$bundle_target" \
   ui/node_modules/.bin/tauri bundle --ci --bundles "$bundles"
 
 shopt -s nullglob
-made=("$bundle_target"/release/bundle/deb/*.deb "$bundle_target"/release/bundle/rpm/*.rpm)
+made=("$bundle_target"/release/bundle/deb/*.deb "$bundle_target"/release/bundle/rpm/*.rpm
+  "$bundle_target"/release/bundle/dmg/*.dmg "$bundle_target"/release/bundle/msi/*.msi)
 if [ ${#made[@]} -eq 0 ]; then
   echo "package.sh: the bundler made no package (see its output above)" >&2
   exit 1

@@ -119,5 +119,9 @@ async fn start_on_login_writes_and_removes_the_xdg_autostart_entry() {
     let err = desk.save_settings(s).unwrap_err();
     assert_eq!(err.kind, IpcErrorKind::Io);
     assert!(err.message.contains(ENTRY_FILE_NAME), "{}", err.message);
-    assert_eq!(desk.get_settings(), before, "nothing saved when the entry failed");
+    assert_eq!(
+        desk.get_settings(),
+        before,
+        "nothing saved when the entry failed"
+    );
 }

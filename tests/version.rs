@@ -25,21 +25,35 @@ fn read(path: &str) -> String {
 /// `cargo metadata` of the workspace (offline, no dependencies).
 fn metadata() -> Value {
     let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .current_dir(root())
         .output()
         .expect("cargo metadata runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// The value of `attr="..."` in the first element `<tag ...>` of `xml`.
 fn first_attr<'a>(xml: &'a str, tag: &str, attr: &str) -> &'a str {
-    let at = xml.find(&format!("<{tag} ")).unwrap_or_else(|| panic!("no <{tag}>"));
+    let at = xml
+        .find(&format!("<{tag} "))
+        .unwrap_or_else(|| panic!("no <{tag}>"));
     let rest = &xml[at..];
     let end = rest.find('>').unwrap();
     let key = format!("{attr}=\"");
-    let v = rest[..end].find(&key).unwrap_or_else(|| panic!("<{tag}> has no {attr}"));
+    let v = rest[..end]
+        .find(&key)
+        .unwrap_or_else(|| panic!("<{tag}> has no {attr}"));
     let v = &rest[v + key.len()..];
     &v[..v.find('"').unwrap()]
 }
@@ -59,7 +73,9 @@ fn all_text<'a>(xml: &'a str, tag: &str) -> Vec<&'a str> {
 
 fn repository() -> String {
     let meta = metadata();
-    let repo = meta["packages"][0]["repository"].as_str().expect("a repository");
+    let repo = meta["packages"][0]["repository"]
+        .as_str()
+        .expect("a repository");
     repo.to_string()
 }
 
@@ -67,7 +83,10 @@ fn repository() -> String {
 fn every_crate_takes_the_workspace_version() {
     let meta = metadata();
     let packages = meta["packages"].as_array().unwrap();
-    let names: Vec<&str> = packages.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = packages
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names.len(), 2, "{names:?}");
     for p in packages {
         assert_eq!(p["version"], VERSION, "{}", p["name"]);
@@ -84,7 +103,10 @@ fn every_crate_takes_the_workspace_version() {
 fn tauri_conf_gives_the_packages_the_workspace_version() {
     let conf: Value = serde_json::from_str(&read("tauri.conf.json")).unwrap();
     assert_eq!(conf["version"], VERSION, "tauri.conf.json's version");
-    assert_eq!(conf["bundle"]["homepage"].as_str(), Some(repository().as_str()));
+    assert_eq!(
+        conf["bundle"]["homepage"].as_str(),
+        Some(repository().as_str())
+    );
 }
 
 #[test]
@@ -95,14 +117,27 @@ fn changelog_and_metainfo_name_this_version_as_the_newest() {
         .find(|l| l.starts_with("## ["))
         .expect("CHANGELOG.md has a version heading");
     // "## [0.1.0] - 2026-12-01"
-    let (version, date) = heading["## [".len()..].split_once("] - ").expect("## [X.Y.Z] - DATE");
+    let (version, date) = heading["## [".len()..]
+        .split_once("] - ")
+        .expect("## [X.Y.Z] - DATE");
     assert_eq!(version, VERSION, "CHANGELOG.md's newest entry");
     let link = format!("[{VERSION}]: {}/releases/tag/v{VERSION}", repository());
-    assert!(changelog.contains(&link), "CHANGELOG.md lacks the link {link}");
+    assert!(
+        changelog.contains(&link),
+        "CHANGELOG.md lacks the link {link}"
+    );
 
     let metainfo = read(METAINFO);
-    assert_eq!(first_attr(&metainfo, "release", "version"), VERSION, "{METAINFO}");
-    assert_eq!(first_attr(&metainfo, "release", "date"), date, "{METAINFO}: release date");
+    assert_eq!(
+        first_attr(&metainfo, "release", "version"),
+        VERSION,
+        "{METAINFO}"
+    );
+    assert_eq!(
+        first_attr(&metainfo, "release", "date"),
+        date,
+        "{METAINFO}: release date"
+    );
 }
 
 #[test]
@@ -123,9 +158,14 @@ fn metainfo_urls_are_the_repository_and_its_screenshots_exist() {
         "every screenshot has a caption"
     );
     for url in images {
-        let file = url.strip_prefix(&raw).unwrap_or_else(|| panic!("{url} is not under {raw}"));
+        let file = url
+            .strip_prefix(&raw)
+            .unwrap_or_else(|| panic!("{url} is not under {raw}"));
         assert!(file.starts_with("docs/img/"), "{url}");
-        assert!(Path::new(&root().join(file)).is_file(), "{file} is not in the repository");
+        assert!(
+            Path::new(&root().join(file)).is_file(),
+            "{file} is not in the repository"
+        );
     }
 }
 
@@ -135,7 +175,10 @@ fn the_cli_reports_the_workspace_version() {
         .arg("--version")
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("switchboard {VERSION}"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("switchboard {VERSION}")
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .args(["info", "--json"])
         .output()

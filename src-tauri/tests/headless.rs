@@ -153,7 +153,10 @@ fn hidden_and_its_alias_minimized_start_in_the_tray() {
         );
     }
     let plain = Cli::try_parse_from(["switchboard-desktop", "--demo"]);
-    assert!(matches!(&plain, Ok(c) if !c.launch_options().hidden), "{plain:?}");
+    assert!(
+        matches!(&plain, Ok(c) if !c.launch_options().hidden),
+        "{plain:?}"
+    );
 }
 
 #[test]

@@ -48,7 +48,9 @@ pub enum AutostartError {
     },
     /// The program's path cannot go in an entry's `Exec` line (not UTF-8, or a control
     /// character such as a newline in it).
-    #[error("start on login: the program path {path} cannot be written in a desktop entry ({why})")]
+    #[error(
+        "start on login: the program path {path} cannot be written in a desktop entry ({why})"
+    )]
     UnusablePath {
         /// The program's path.
         path: PathBuf,
@@ -167,8 +169,7 @@ fn exec_quote(path: &Path) -> Result<String, AutostartError> {
         return Err(unusable("a control character"));
     }
     const RESERVED: &[char] = &[
-        ' ', '\t', '"', '\'', '\\', '>', '<', '~', '|', '&', ';', '$', '*', '?', '#', '(', ')',
-        '`',
+        ' ', '\t', '"', '\'', '\\', '>', '<', '~', '|', '&', ';', '$', '*', '?', '#', '(', ')', '`',
     ];
     let text = text.replace('%', "%%");
     let arg = if text.contains(RESERVED) {
@@ -193,9 +194,8 @@ mod tests {
 
     #[test]
     fn folder_follows_the_base_directory_rules() {
-        let d = |x: Option<&str>, h: Option<&str>| {
-            autostart_dir(x.map(OsStr::new), h.map(OsStr::new))
-        };
+        let d =
+            |x: Option<&str>, h: Option<&str>| autostart_dir(x.map(OsStr::new), h.map(OsStr::new));
         assert_eq!(
             d(Some("/x/cfg"), Some("/home/a")),
             Some(PathBuf::from("/x/cfg/autostart"))
@@ -216,7 +216,10 @@ mod tests {
     #[test]
     fn exec_line_quotes_what_the_specification_reserves() {
         let q = |p: &str| exec_quote(Path::new(p)).unwrap();
-        assert_eq!(q("/usr/bin/switchboard-desktop"), "/usr/bin/switchboard-desktop");
+        assert_eq!(
+            q("/usr/bin/switchboard-desktop"),
+            "/usr/bin/switchboard-desktop"
+        );
         assert_eq!(q("/opt/My Apps/sb"), "\"/opt/My Apps/sb\"");
         // `$` escaped inside quotes, then the backslash doubled for the string key.
         assert_eq!(q("/opt/a$b/sb"), "\"/opt/a\\\\$b/sb\"");
