@@ -189,6 +189,7 @@ fn exec_quote(path: &Path) -> Result<String, AutostartError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

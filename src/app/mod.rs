@@ -264,13 +264,12 @@ impl App {
     /// `io` when the settings file or the autostart entry cannot be written.
     pub fn save_settings(&self, settings: Settings) -> Result<Settings, crate::error::IpcError> {
         match &self.config.autostart {
-            Some(entry) => {
-                if entry.is_enabled() != settings.start_on_login {
-                    entry
-                        .set(settings.start_on_login)
-                        .map_err(|e| crate::error::IpcError::io(e.to_string()))?;
-                }
+            Some(entry) if entry.is_enabled() != settings.start_on_login => {
+                entry
+                    .set(settings.start_on_login)
+                    .map_err(|e| crate::error::IpcError::io(e.to_string()))?;
             }
+            Some(_) => {}
             None if settings.start_on_login => {
                 return Err(crate::error::IpcError::invalid_input(if self.config.demo {
                     "start on login is not available with the demo phone: start Switchboard \
