@@ -6,8 +6,8 @@
 # with what tauri.conf.json's bundle.linux section lists.
 #
 # Usage: bash scripts/package.sh [--profile PROFILE] [--bundles deb,rpm]
-#   --profile  the cargo profile (default: release; the test command uses package-ci, see
-#              Cargo.toml)
+#   --profile  the cargo profile (default: release; the test command packages `dev`, the build
+#              its cargo test already made)
 #   --bundles  which packages (default: deb,rpm)
 # Output: target/package/*.deb and *.rpm (their paths are printed last, one a line). On macOS
 # and Windows (Git Bash), --bundles dmg / msi makes those instead (not tested by CI).
