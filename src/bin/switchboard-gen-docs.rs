@@ -33,7 +33,11 @@ fn man_pages(cmd: &clap::Command, dir: &Path) -> Result<usize, String> {
         .map_err(|e| format!("could not render the man page of {name}: {e}"))?;
     write(&dir.join(format!("{name}.1")), &page)?;
     let mut written = 1;
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+    // Not clap's own `help` subcommand (its page would only say "print help").
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
         written += man_pages(sub, dir)?;
     }
     Ok(written)
