@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../icons"
 render() { rsvg-convert -w "$1" -h "$1" icon.svg -o "$2"; }
-render 32 32x32.png
-render 128 128x128.png
+# Every hicolor size the Linux packages install (/usr/share/icons/hicolor/NxN/apps; the SVG
+# itself goes to scalable/apps), 128x128@2x for macOS, icon.png (512) as Tauri's default.
+for s in 16 22 24 32 48 64 96 128 256; do render "$s" "${s}x${s}.png"; done
 render 256 128x128@2x.png
 render 512 icon.png
 render 64 tray.png
@@ -17,7 +18,8 @@ for s in 16 24 32 48 64 256; do render "$s" "ico-$s.png"; done
 convert ico-16.png ico-24.png ico-32.png ico-48.png ico-64.png ico-256.png icon.ico
 rm -f ico-*.png
 # Tauri requires RGBA PNGs.
-for f in 32x32.png 128x128.png 128x128@2x.png icon.png tray.png tray-connected.png; do
+for f in 16x16.png 22x22.png 24x24.png 32x32.png 48x48.png 64x64.png 96x96.png 128x128.png \
+  256x256.png 128x128@2x.png icon.png tray.png tray-connected.png; do
   convert "$f" -define png:color-type=6 "$f"
 done
 echo "icons written to $(pwd)"

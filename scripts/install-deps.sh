@@ -9,6 +9,10 @@
 # strace is for tests/crash_safe_files.rs (a writer killed at each step of a write).
 # python3-gi, gir1.2-gtk-3.0, gir1.2-webkit2-4.1: the empty WebKitGTK page the e2e window-memory
 # measurement compares against (src-tauri/tests/e2e/empty_page.py).
+# appstream, desktop-file-utils, rpm, man-db and x11-utils are for the packages
+# (scripts/package.sh, scripts/check-package.sh): `appstreamcli validate` on the metainfo,
+# `desktop-file-validate` on the desktop entry, `rpm -qpl` on the .rpm (the bundler itself needs
+# no rpmbuild), `man` on the installed page, `xprop` on the installed app's window.
 # Usage: bash scripts/install-deps.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +26,7 @@ APT_PACKAGES=(
   strace
   python3-gi gir1.2-gtk-3.0 gir1.2-webkit2-4.1
   iproute2
+  appstream desktop-file-utils rpm man-db x11-utils
 )
 
 missing=()

@@ -2,7 +2,10 @@
 # Runs every check and test: formatting, lints, the front end's type check and unit tests, the
 # Rust test suite (with the mock-runtime IPC tests, the real-window smoke test under Xvfb and the
 # end-to-end user journeys driven through WebDriver: src-tauri/tests/e2e.rs), and the
-# TypeScript-bindings drift check. Installs what is missing first (tauri-driver too).
+# TypeScript-bindings drift check, and the Linux packages (scripts/package.sh builds the .deb
+# and .rpm; scripts/check-package.sh installs the .deb, starts the installed app from its desktop
+# entry under Xvfb, runs the installed CLI and man page, and purges it: root or sudo).
+# Installs what is missing first (tauri-driver too).
 # Before the tests, every Rust and npm dependency's licence is checked against an allow list
 # (tests/licences.rs, offline).
 # Usage: bash scripts/test.sh
@@ -43,6 +46,20 @@ cargo test -p switchboard --locked --test licences -- --nocapture
 
 step "cargo test (unit, integration, mock runtime, real window under Xvfb, e2e journeys)"
 cargo test --workspace --locked
+
+# The packages of the dev build cargo test just made (no second build of ~630 crates: a cold
+# release build on 2 busy cores took well over an hour here); what is checked, the files, the
+# dependencies, the install, the launch from the desktop entry and the purge, is the same for
+# every profile. People's packages come from `bash scripts/package.sh` (release).
+step "packages: build the .deb and .rpm (dev build), install the .deb, start it from its desktop entry, remove it"
+pkg_start=$(date +%s)
+mkdir -p target
+bash scripts/package.sh --profile dev --bundles deb,rpm | tee target/package-build.log
+mapfile -t packages < <(grep -E '^/.*\.(deb|rpm)$' target/package-build.log)
+deb=$(printf '%s\n' "${packages[@]}" | grep '\.deb$')
+rpm=$(printf '%s\n' "${packages[@]}" | grep '\.rpm$')
+bash scripts/check-package.sh "$deb" "$rpm"
+echo "packaging took $(( $(date +%s) - pkg_start ))s"
 
 step "TypeScript bindings match the Rust types"
 if [ -n "$(git status --porcelain -- ui/src/bindings)" ]; then

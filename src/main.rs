@@ -8,9 +8,11 @@ use clap::{Parser, Subcommand};
 mod cli;
 
 /// Switchboard: look at what a paired phone's lines, dials and confirmations do.
+// `pub(crate)` because `src/bin/switchboard-gen-docs.rs` includes this file to write the man
+// pages and shell completions from it.
 #[derive(Parser, Debug)]
 #[command(name = "switchboard", version, about)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }

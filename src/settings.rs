@@ -57,6 +57,10 @@ impl Default for NotificationSettings {
 pub struct Settings {
     /// Closing the window keeps Switchboard running in the tray (true) or quits (false).
     pub close_to_tray: bool,
+    /// Start Switchboard on login, in the tray with its window hidden (off by default). Kept
+    /// as an XDG autostart entry (`switchboard::app::autostart`), whose presence is what the
+    /// app reads back; the value in `settings.json` is only what was last saved.
+    pub start_on_login: bool,
     /// Colour theme.
     pub theme: Theme,
     /// Desktop notifications per kind.
@@ -91,6 +95,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             close_to_tray: true,
+            start_on_login: false,
             theme: Theme::System,
             notifications: NotificationSettings::default(),
             dial_ring_capacity: 100_000,

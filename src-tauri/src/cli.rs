@@ -25,6 +25,11 @@ pub struct Cli {
     /// link on loopback only, and a demo phone that pairs by itself and plays the demo scenario.
     #[arg(long)]
     pub demo: bool,
+    /// Start in the tray with the window hidden (what start on login uses); the tray's "Show
+    /// Switchboard", a click on the tray icon or starting Switchboard again shows it. Without a
+    /// tray the window is shown anyway, so the app is never out of reach.
+    #[arg(long, visible_alias = "minimized")]
+    pub hidden: bool,
     /// Added by WebKitWebDriver when it launches the app for WebDriver (tauri-driver, the
     /// end-to-end tests); accepted and ignored.
     #[arg(long, hide = true)]
@@ -42,6 +47,7 @@ impl Cli {
         LaunchOptions {
             demo: self.demo,
             open: self.open.clone(),
+            hidden: self.hidden,
         }
     }
 }

@@ -32,6 +32,9 @@ pub struct LaunchOptions {
     pub demo: bool,
     /// `--open FILE`: a support bundle to open read only at start.
     pub open: Option<std::path::PathBuf>,
+    /// `--hidden` (or `--minimized`): start in the tray with the main window hidden (start on
+    /// login uses it). Shown anyway when there is no tray.
+    pub hidden: bool,
 }
 
 /// Keeps the log file writer alive for the app's lifetime (managed).
@@ -45,6 +48,7 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
         .invoke_handler(commands::handler())
         .setup(|app| {
             init(app.handle(), true)?;
+            show_unless_hidden(app.handle());
             Ok(())
         })
         .on_window_event(|window, event| {
@@ -60,6 +64,24 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                 }
             }
         })
+}
+
+/// The main window is created hidden (`"visible": false` in `tauri.conf.json`, and the window
+/// state plugin does not restore visibility): show it now, unless the app was started with
+/// `--hidden` and has a tray to be reached from.
+fn show_unless_hidden<R: Runtime>(app: &tauri::AppHandle<R>) {
+    let hidden = app.try_state::<LaunchOptions>().is_some_and(|o| o.hidden);
+    let tray = app.tray_by_id(tray::TRAY_ID).is_some();
+    match (hidden, tray) {
+        (true, true) => {
+            tracing::info!("started hidden (--hidden): the window stays in the tray until shown")
+        }
+        (true, false) => {
+            tracing::warn!("--hidden asked for, but there is no tray: showing the window");
+            show_main_window(app);
+        }
+        (false, _) => show_main_window(app),
+    }
 }
 
 /// The OS's app folders, or those under `SWITCHBOARD_HOME` when it is set.
@@ -139,6 +161,13 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         .unwrap_or_default();
     let mut config = AppConfig::new(paths, options.demo);
     config.log_dir = log.as_ref().map(|l| l.dir.clone());
+    // Start on login starts this very program (the demo never touches the real app's entry).
+    if !options.demo && with_tray {
+        match std::env::current_exe() {
+            Ok(exe) => config.autostart = switchboard::app::autostart::Autostart::for_platform(exe),
+            Err(e) => tracing::warn!("start on login unavailable (no program path): {e}"),
+        }
+    }
     tracing::info!(
         config = %config.paths.config_dir.display(),
         data = %config.paths.data_dir.display(),
@@ -257,9 +286,21 @@ pub fn run(options: LaunchOptions) -> ExitCode {
                     open_file(&core, &std::path::Path::new(&cwd).join(file));
                 }
             }
-            show_main_window(app);
+            // Starting Switchboard again shows the window, unless that start asked for hidden.
+            if !args.iter().any(|a| a == "--hidden" || a == "--minimized") {
+                show_main_window(app);
+            }
         }))
-        .plugin(tauri_plugin_window_state::Builder::default().build());
+        // Size, position, maximised... but never visibility: whether the window shows at start
+        // is `--hidden`'s choice (`show_unless_hidden`).
+        .plugin(
+            tauri_plugin_window_state::Builder::default()
+                .with_state_flags(
+                    tauri_plugin_window_state::StateFlags::all()
+                        - tauri_plugin_window_state::StateFlags::VISIBLE,
+                )
+                .build(),
+        );
     match setup(builder).build(tauri::generate_context!("../tauri.conf.json")) {
         Ok(app) => {
             app.run(|handle, event| {

@@ -42,7 +42,7 @@ fn a_demo_launch_keeps_its_dials_apart_from_the_real_history() {
         .expect("app builds under the mock runtime");
     app.manage(LaunchOptions {
         demo: true,
-        open: None,
+        ..Default::default()
     });
     switchboard_desktop::init(app.handle(), false).expect("state initialises");
 

@@ -137,9 +137,26 @@ fn parses_demo_and_the_webdriver_flag() {
                 demo: true,
                 automation: true,
                 open: None,
+                hidden: false,
             })
         ),
         "{cli:?}"
+    );
+}
+
+#[test]
+fn hidden_and_its_alias_minimized_start_in_the_tray() {
+    for flag in ["--hidden", "--minimized"] {
+        let cli = Cli::try_parse_from(["switchboard-desktop", flag]);
+        assert!(
+            matches!(&cli, Ok(c) if c.launch_options().hidden && !c.launch_options().demo),
+            "{flag}: {cli:?}"
+        );
+    }
+    let plain = Cli::try_parse_from(["switchboard-desktop", "--demo"]);
+    assert!(
+        matches!(&plain, Ok(c) if !c.launch_options().hidden),
+        "{plain:?}"
     );
 }
 

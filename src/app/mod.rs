@@ -29,6 +29,7 @@
 //!
 //! Nothing here can approve, reject or cancel anything on a phone.
 
+pub mod autostart;
 pub mod bridge;
 pub mod confirmations;
 pub mod dials;
@@ -100,6 +101,10 @@ pub struct AppConfig {
     /// ([`IdentityStore::KeyStore`] only; also checked whenever the pairing window opens).
     /// Default [`run::KEY_STORE_CHECK_EVERY`] (30 s).
     pub key_store_check_every: std::time::Duration,
+    /// Start on login ([`autostart::Autostart`]): where the entry goes and what it starts.
+    /// `None` (the default, and always with the demo phone) leaves any entry alone and the
+    /// Settings view shows the setting as unavailable.
+    pub autostart: Option<autostart::Autostart>,
 }
 
 /// A [`SecretStore`](crate::link::secret_store::SecretStore) standing in for the OS key store
@@ -136,6 +141,7 @@ impl AppConfig {
             clock: Arc::new(SystemClock),
             key_store: None,
             key_store_check_every: run::KEY_STORE_CHECK_EVERY,
+            autostart: None,
         }
     }
 }
@@ -152,6 +158,9 @@ pub struct Diagnostics {
     pub log_dir: Option<String>,
     /// Why the settings file could not be read at start, if it could not.
     pub settings_load_error: Option<String>,
+    /// The start-on-login entry (an XDG autostart file), when the setting is available here;
+    /// `None` with the demo phone and on systems without XDG autostart.
+    pub autostart_entry: Option<String>,
 }
 
 /// The running application (see the module docs). Shared as `Arc<App>`.
@@ -246,14 +255,43 @@ impl App {
 
     /// The current settings.
     pub fn get_settings(&self) -> Settings {
-        self.settings.get()
+        let mut settings = self.settings.get();
+        // The entry's presence is the setting (the desktop's own tools may have removed it).
+        settings.start_on_login = self
+            .config
+            .autostart
+            .as_ref()
+            .is_some_and(autostart::Autostart::is_enabled);
+        settings
     }
 
     /// Validates, saves (atomically) and applies new settings; returns what was saved.
+    /// `start_on_login` writes or removes the autostart entry ([`AppConfig::autostart`]); where
+    /// start on login is not available, asking for it is an `invalid_input` error and nothing
+    /// is saved.
     ///
     /// # Errors
-    /// `invalid_input` for an out-of-range value, `io` when the file cannot be written.
+    /// `invalid_input` for an out-of-range value or start on login where it is unavailable,
+    /// `io` when the settings file or the autostart entry cannot be written.
     pub fn save_settings(&self, settings: Settings) -> Result<Settings, crate::error::IpcError> {
+        match &self.config.autostart {
+            Some(entry) if entry.is_enabled() != settings.start_on_login => {
+                entry
+                    .set(settings.start_on_login)
+                    .map_err(|e| crate::error::IpcError::io(e.to_string()))?;
+            }
+            Some(_) => {}
+            None if settings.start_on_login => {
+                return Err(crate::error::IpcError::invalid_input(if self.config.demo {
+                    "start on login is not available with the demo phone: start Switchboard \
+                     without --demo to turn it on"
+                } else {
+                    "start on login is not available on this system (it needs XDG autostart, \
+                     as on Linux desktops)"
+                }));
+            }
+            None => {}
+        }
         self.settings.save(settings)
     }
 
@@ -274,6 +312,11 @@ impl App {
                 .as_ref()
                 .map(|d| d.display().to_string()),
             settings_load_error: self.settings.load_error.clone(),
+            autostart_entry: self
+                .config
+                .autostart
+                .as_ref()
+                .map(|a| a.entry.display().to_string()),
         }
     }
 }

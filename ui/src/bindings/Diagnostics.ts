@@ -19,4 +19,9 @@ log_dir: string | null,
 /**
  * Why the settings file could not be read at start, if it could not.
  */
-settings_load_error: string | null, };
+settings_load_error: string | null, 
+/**
+ * The start-on-login entry (an XDG autostart file), when the setting is available here;
+ * `None` with the demo phone and on systems without XDG autostart.
+ */
+autostart_entry: string | null, };

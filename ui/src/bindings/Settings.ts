@@ -12,6 +12,12 @@ export type Settings = {
  */
 close_to_tray: boolean, 
 /**
+ * Start Switchboard on login, in the tray with its window hidden (off by default). Kept
+ * as an XDG autostart entry (`switchboard::app::autostart`), whose presence is what the
+ * app reads back; the value in `settings.json` is only what was last saved.
+ */
+start_on_login: boolean, 
+/**
  * Colour theme.
  */
 theme: Theme, 

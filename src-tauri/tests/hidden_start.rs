@@ -1,0 +1,184 @@
+//! `switchboard-desktop --hidden` (start on login's start) really stays in the tray: the real
+//! app under Xvfb creates no visible window, however long it runs after saying it started
+//! hidden; starting it a second time without `--hidden` (single instance, on the same D-Bus
+//! session) shows the running app's window, which proves the test would see one. `--minimized` is the
+//! same flag (tests/headless.rs parses both). Needs Xvfb, dbus-daemon and xdotool
+//! (`scripts/install-deps.sh`); every wait is bounded.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A child process ended (SIGTERM, then kill) when dropped.
+struct Proc(Child);
+impl Drop for Proc {
+    fn drop(&mut self) {
+        // SIGTERM first so the app runs its shutdown; then make sure.
+        unsafe {
+            libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn need(tool: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "{tool} is missing: run `bash scripts/install-deps.sh`"
+    );
+}
+
+/// Starts `program args` and returns it with the first line of its stdout.
+fn start_printing(program: &str, args: &[&str]) -> (Proc, String) {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program} starts: {e}"));
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (Proc(child), line.trim().to_string())
+}
+
+/// The ids of the windows titled exactly "Switchboard"; only mapped ones with `visible`.
+fn windows(display: &str, visible: bool) -> Vec<String> {
+    let mut args = vec!["search"];
+    if visible {
+        args.push("--onlyvisible");
+    }
+    args.extend(["--name", "^Switchboard$"]);
+    let out = Command::new("xdotool")
+        .args(&args)
+        .env("DISPLAY", display)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn hidden_start_shows_no_window_until_asked() {
+    for t in ["Xvfb", "dbus-daemon", "xdotool"] {
+        need(t);
+    }
+    let (_xvfb, n) = start_printing(
+        "Xvfb",
+        &[
+            "-displayfd",
+            "1",
+            "-screen",
+            "0",
+            "1280x800x24",
+            "-nolisten",
+            "tcp",
+        ],
+    );
+    assert!(!n.is_empty(), "Xvfb gave no display number");
+    let display = format!(":{n}");
+    // One session bus for both starts: the single-instance plugin finds the first over it.
+    let (_bus, bus) = start_printing(
+        "dbus-daemon",
+        &["--session", "--nofork", "--print-address=1"],
+    );
+    assert!(bus.starts_with("unix:"), "dbus-daemon gave {bus:?}");
+    let home = tempfile::tempdir().unwrap();
+    let app_cmd = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_switchboard-desktop"));
+        c.args(args)
+            .env("DISPLAY", &display)
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus)
+            .env("SWITCHBOARD_HOME", home.path())
+            .env("HOME", home.path())
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null());
+        c
+    };
+
+    let mut child = app_cmd(&["--demo", "--hidden"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the app starts");
+    let stderr = child.stderr.take().unwrap();
+    let app = Proc(child);
+    let log = Arc::new(Mutex::new(String::new()));
+    let sink = Arc::clone(&log);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let mut l = sink.lock().unwrap();
+            l.push_str(&line);
+            l.push('\n');
+        }
+    });
+    let said = |what: &str| log.lock().unwrap().contains(what);
+
+    // Until it says it started hidden (bounded), and for 8 s after: no visible window.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !said("started hidden (--hidden)") {
+        assert!(
+            Instant::now() < deadline,
+            "the app never said it started hidden:\n{}",
+            log.lock().unwrap()
+        );
+        assert!(
+            windows(&display, true).is_empty(),
+            "a window showed during a --hidden start"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(!said("there is no tray"), "{}", log.lock().unwrap());
+    let watch = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < watch {
+        assert!(
+            windows(&display, true).is_empty(),
+            "a window showed after a --hidden start:\n{}",
+            log.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // GTK has not even realised the hidden window: no X window by that name at all.
+    assert!(windows(&display, false).is_empty());
+
+    // Starting it again without --hidden shows the running app's window.
+    let mut second = app_cmd(&["--demo"]).stderr(Stdio::null()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if !windows(&display, true).is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a second start did not show the window within 30 s:\n{}",
+            log.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The second start hands over and exits (bounded).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while second.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the second start did not exit");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(app);
+}

@@ -1,0 +1,127 @@
+//! Start on login through the application layer: the setting is off by default, turning it on
+//! writes the XDG autostart entry (in an `XDG_CONFIG_HOME` this test owns) starting the app
+//! with `--hidden`, turning it off removes it, the entry's presence is what Settings reads back
+//! (removed by hand, the setting reads off), and with the demo phone nothing touches any entry.
+//!
+//! One test in this binary: it sets `XDG_CONFIG_HOME` for the whole process.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use switchboard::app::autostart::{Autostart, ENTRY_FILE_NAME};
+use switchboard::app::{App, AppConfig, AppPaths, IdentityStore, RecordingHost};
+use switchboard::confirmations::ConfirmationMirror;
+use switchboard::error::IpcErrorKind;
+
+fn app(home: &std::path::Path, demo: bool, autostart: Option<Autostart>) -> Arc<App> {
+    let mut config = AppConfig::new(AppPaths::under(home), demo);
+    config.identity = IdentityStore::Memory;
+    config.autostart = autostart;
+    let rt = tokio::runtime::Handle::current();
+    App::new(
+        config,
+        Arc::new(RecordingHost::new()),
+        rt,
+        ConfirmationMirror::with_bundled_catalogue(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_on_login_writes_and_removes_the_xdg_autostart_entry() {
+    let config_home = tempfile::tempdir().unwrap();
+    std::env::set_var("XDG_CONFIG_HOME", config_home.path());
+    let exe = PathBuf::from("/opt/Switch Board/switchboard-desktop");
+    let autostart = Autostart::for_platform(exe.clone()).expect("XDG autostart on this system");
+    let entry = config_home.path().join("autostart").join(ENTRY_FILE_NAME);
+    assert_eq!(autostart.entry, entry);
+
+    let home = tempfile::tempdir().unwrap();
+    let desk = app(home.path(), false, Some(autostart));
+    assert_eq!(
+        desk.diagnostics().autostart_entry.as_deref(),
+        Some(entry.to_str().unwrap())
+    );
+    let settings = desk.get_settings();
+    assert!(!settings.start_on_login, "off by default");
+    assert!(!entry.exists());
+
+    // On: the entry exists, whole, and starts this program hidden.
+    let mut on = settings.clone();
+    on.start_on_login = true;
+    assert!(desk.save_settings(on).unwrap().start_on_login);
+    let text = std::fs::read_to_string(&entry).unwrap();
+    assert!(text.starts_with("[Desktop Entry]\n"), "{text}");
+    assert!(text.contains("\nType=Application\n"), "{text}");
+    assert!(
+        text.contains("\nExec=\"/opt/Switch Board/switchboard-desktop\" --hidden\n"),
+        "{text}"
+    );
+    assert!(desk.get_settings().start_on_login);
+    // No temporary file left beside it (atomic write).
+    let names: Vec<_> = std::fs::read_dir(entry.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from(ENTRY_FILE_NAME)]);
+    // desktop-file-validate accepts the entry (scripts/install-deps.sh installs it).
+    let check = std::process::Command::new("desktop-file-validate")
+        .arg(&entry)
+        .output()
+        .expect("desktop-file-validate runs (bash scripts/install-deps.sh installs it)");
+    assert!(
+        check.status.success() && check.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+
+    // Removed by hand (the desktop's Startup Applications): the setting reads off.
+    std::fs::remove_file(&entry).unwrap();
+    assert!(!desk.get_settings().start_on_login);
+
+    // On again, then off: the entry is gone; off when already off is fine.
+    let mut s = desk.get_settings();
+    s.start_on_login = true;
+    desk.save_settings(s.clone()).unwrap();
+    assert!(entry.is_file());
+    s.start_on_login = false;
+    assert!(!desk.save_settings(s.clone()).unwrap().start_on_login);
+    assert!(!entry.exists());
+    desk.save_settings(s).unwrap();
+    assert!(!entry.exists());
+
+    // The demo phone never touches the real app's entry, and says why it cannot turn it on.
+    let mut real = desk.get_settings();
+    real.start_on_login = true;
+    desk.save_settings(real).unwrap();
+    let demo_home = tempfile::tempdir().unwrap();
+    let demo = app(demo_home.path(), true, None);
+    assert_eq!(demo.diagnostics().autostart_entry, None);
+    let mut s = demo.get_settings();
+    assert!(!s.start_on_login);
+    demo.save_settings(s.clone()).unwrap();
+    assert!(entry.is_file(), "the demo's save removed the real entry");
+    s.start_on_login = true;
+    let err = demo.save_settings(s).unwrap_err();
+    assert_eq!(err.kind, IpcErrorKind::InvalidInput);
+    assert!(err.message.contains("demo"), "{}", err.message);
+    assert!(entry.is_file());
+
+    // An autostart folder that cannot be made (a file in its place): an error naming the entry,
+    // and the settings file keeps its old value.
+    std::fs::remove_file(&entry).unwrap();
+    std::fs::remove_dir(entry.parent().unwrap()).unwrap();
+    std::fs::write(entry.parent().unwrap(), b"not a folder").unwrap();
+    let before = desk.get_settings();
+    let mut s = before.clone();
+    s.start_on_login = true;
+    s.close_to_tray = !s.close_to_tray;
+    let err = desk.save_settings(s).unwrap_err();
+    assert_eq!(err.kind, IpcErrorKind::Io);
+    assert!(err.message.contains(ENTRY_FILE_NAME), "{}", err.message);
+    assert_eq!(
+        desk.get_settings(),
+        before,
+        "nothing saved when the entry failed"
+    );
+}
