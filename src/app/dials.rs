@@ -260,7 +260,8 @@ pub struct DialHistoryPage {
 }
 
 impl DialHistoryPage {
-    fn of(page: &HistoryPage) -> Self {
+    /// The page the window gets for a page of the history (rows as the window shows them).
+    pub fn of(page: &HistoryPage) -> Self {
         Self {
             rows: page.entries.iter().map(HistoryRow::from).collect(),
             next: page.next.clone(),
@@ -579,8 +580,8 @@ pub fn follow_in(log: &ImportedLog, d: &Dial, by: FollowBy) -> Result<DialHistor
         negated: false,
         atom: Atom::Field(field, value),
     });
-    let compiled =
-        CompiledQuery::new(&q, 0, &|_| Vec::new()).map_err(|e| IpcError::internal(e.to_string()))?;
+    let compiled = CompiledQuery::new(&q, 0, &|_| Vec::new())
+        .map_err(|e| IpcError::internal(e.to_string()))?;
     let mut rows: Vec<HistoryRow> = Vec::new();
     let mut cursor: Option<String> = None;
     let mut last = HistoryPage::default();

@@ -508,6 +508,9 @@ pub fn from_files(
         pending: None,
         last_pairing: None,
         diagnostics: None,
+        key_store_problem: None,
+        offerable: Vec::new(),
+        troubleshoot: None,
     };
     let (registry, problems) = registry_from_settings(&settings);
     let shown =
@@ -557,7 +560,8 @@ fn read_dial_history(dir: &Path) -> Result<Vec<Arc<Dial>>, BundleError> {
         std::fs::copy(&wal, tmp.path().join(format!("{name}-wal")))
             .map_err(|e| io(format!("copying its -wal: {e}")))?;
     }
-    let conn = rusqlite::Connection::open(&copy).map_err(|e| io(e.to_string()))?;
+    // Opened as the log opens it, so a file of an older schema is migrated (in the copy).
+    let (conn, _) = crate::dials::store::open(tmp.path()).map_err(|e| io(e.to_string()))?;
     let mut dials = crate::dials::store::load_newest(&conn, &path, MAX_DIALS, usize::MAX)
         .map_err(|e| io(e.to_string()))?;
     drop(conn);
