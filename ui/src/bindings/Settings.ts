@@ -28,9 +28,9 @@ dial_ring_capacity: number,
  */
 extra_phone_lines: Array<KnownLineSetting>, 
 /**
- * The Live dials view's filter line as last applied (empty: no filter), so the view opens
- * on the same filter after a restart. Checked again by the filter parser when the view
- * opens; a line that no longer parses is shown with its error and not applied.
+ * The Live dials view's filter line as last applied (empty: no filter; grammar in
+ * `crate::dials::filter`), so the view opens on the same filter after a restart. Checked
+ * again by the filter parser when the view opens; a line that no longer parses is shown
+ * with its error and not applied.
  */
-dials_filter_line: string, 
-};
+dials_filter_line: string, };
