@@ -153,6 +153,9 @@ fn plausible_args(cmd: &str, home: &std::path::Path) -> Value {
         "dials_export" => json!({"path": file("dials.jsonl")}),
         "dials_import" => json!({"path": file("no-dials.jsonl")}),
         "dials_clear" => json!({"scope": "memory"}),
+        "dials_history" => json!({"query": {"filter": "op:read_item -outcome:ok"}}),
+        "dials_follow" => json!({"id": "d1", "by": "call"}),
+        "parse_dial_filter" => json!({"line": "op:read_item duration>1s"}),
         _ => json!({}),
     }
 }
