@@ -47,7 +47,7 @@ mod tests {
             std::fs::write(path, &text).unwrap();
         }
         assert!(text.contains("  unpair_phone: { args: { deviceId: string }; ret: boolean };"));
-        assert!(text.contains("dials_subscribe: { args: { filter?: DialFilter | null; source?: DialSource | null; channel: { onmessage: (message: DialBatchMsg) => void } }; ret: number };"), "{text}");
+        assert!(text.contains("dials_subscribe: { args: { filter?: DialFilter | null; source?: DialSource | null; line?: string | null; channel: { onmessage: (message: DialBatchMsg) => void } }; ret: number };"), "{text}");
         assert!(text.contains("  \"switchboard://notice\": HubNotice;"));
         assert!(text.contains("import type { HubNotice } from \"./HubNotice\";"));
     }

@@ -12,12 +12,6 @@ export type Settings = {
  */
 close_to_tray: boolean, 
 /**
- * Start Switchboard on login, in the tray with its window hidden (off by default). Kept
- * as an XDG autostart entry (`switchboard::app::autostart`), whose presence is what the
- * app reads back; the value in `settings.json` is only what was last saved.
- */
-start_on_login: boolean, 
-/**
  * Colour theme.
  */
 theme: Theme, 
@@ -34,15 +28,9 @@ dial_ring_capacity: number,
  */
 extra_phone_lines: Array<KnownLineSetting>, 
 /**
- * The TCP port the phone link listens on, fixed (for firewall rules): `None` (the default)
- * takes the first free one of 47470–47479; a fixed port that another program holds is
- * said in words and no other is taken. Between 1024 and 65535; applies at the next start.
+ * The Live dials view's filter line as last applied (empty: no filter; grammar in
+ * `crate::dials::filter`), so the view opens on the same filter after a restart. Checked
+ * again by the filter parser when the view opens; a line that no longer parses is shown
+ * with its error and not applied.
  */
-link_port: number | null, 
-/**
- * The Live dials view's filter line as last applied (empty: no filter), so the view opens
- * on the same filter after a restart. Checked again by the filter parser when the view
- * opens; a line that no longer parses is shown with its error and not applied.
- */
-dials_filter_line: string, 
-};
+dials_filter_line: string, };
