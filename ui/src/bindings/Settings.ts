@@ -12,6 +12,12 @@ export type Settings = {
  */
 close_to_tray: boolean, 
 /**
+ * Start Switchboard on login, in the tray with its window hidden (off by default). Kept
+ * as an XDG autostart entry (`switchboard::app::autostart`), whose presence is what the
+ * app reads back; the value in `settings.json` is only what was last saved.
+ */
+start_on_login: boolean, 
+/**
  * Colour theme.
  */
 theme: Theme, 
@@ -27,6 +33,12 @@ dial_ring_capacity: number,
  * Extra known phone lines besides LumiRealm: `(identifier, name)` pairs.
  */
 extra_phone_lines: Array<KnownLineSetting>, 
+/**
+ * The TCP port the phone link listens on, fixed (for firewall rules): `None` (the default)
+ * takes the first free one of 47470–47479; a fixed port that another program holds is
+ * said in words and no other is taken. Between 1024 and 65535; applies at the next start.
+ */
+link_port: number | null, 
 /**
  * The Live dials view's filter line as last applied (empty: no filter; grammar in
  * `crate::dials::filter`), so the view opens on the same filter after a restart. Checked
