@@ -1567,7 +1567,9 @@ async fn read_views(ui: &mut Ui, prefix: &str) -> R<Shown> {
     .await?;
     ui.shot(&format!("{prefix}-confirmations")).await?;
     ui.view('4', "Live dials").await?;
-    ui.wait("dials", WAIT, "const c = document.querySelector('.toolbar .counts'); return !!c && /^[1-9]/.test(c.innerText);")
+    // Dials only: the live timeline also holds connection events, a bundle only dials.
+    set_filter_line(ui, "kind:dial").await?;
+    ui.wait("dials", WAIT, "const c = document.querySelector('.toolbar .counts'); return !!c && /^[1-9][\\d\\s]* dials? match/.test(c.innerText);")
         .await?;
     let dials = dial_count(ui).await?;
     ui.shot(&format!("{prefix}-dials")).await?;
