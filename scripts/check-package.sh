@@ -84,7 +84,7 @@ for page in target/package/stage/docs/man/*.1; do
   pages=$((pages + 1))
 done
 [ "$pages" -ge 8 ] || fail "only $pages man pages were written (target/package/stage/docs/man)"
-! grep -Eq 'switchboard-phone|switchboard-gen-docs' "$work/files.txt" ||
+! grep -Eq '^/usr/bin/switchboard-phone |^/usr/bin/switchboard-gen-docs |switchboard-gen-docs' "$work/files.txt" ||
   fail "the .deb holds the phone simulator or the docs writer"
 echo "ok: $(wc -l < "$work/files.txt") files, $pages man pages, icons at 10 sizes and scalable"
 
