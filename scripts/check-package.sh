@@ -98,7 +98,7 @@ if [ -n "$rpm_file" ]; then
     /usr/share/icons/hicolor/scalable/apps/switchboard-desktop.svg; do
     grep -qx "$f" "$work/rpm.txt" || fail "the .rpm lacks $f"
   done
-  ! grep -Eq 'switchboard-phone|switchboard-gen-docs' "$work/rpm.txt" || fail "the .rpm holds the phone simulator"
+  ! grep -Eq '^/usr/bin/switchboard-phone$|switchboard-gen-docs' "$work/rpm.txt" || fail "the .rpm holds the phone simulator"
   [ "$(rpm -qp --qf '%{VERSION}' "$rpm_file")" = "$version" ] || fail "the .rpm's version is not $version"
   echo "rpm requires: $(rpm -qpR "$rpm_file" | grep -v '^rpmlib' | tr '\n' ' ')"
   echo "ok: $(wc -l < "$work/rpm.txt") files"
