@@ -223,7 +223,9 @@ out=$(switchboard --version)
 echo "$ switchboard --version"
 echo "$out"
 [ "$out" = "switchboard $version" ] || fail "switchboard --version says '$out', expected 'switchboard $version'"
-switchboard info --json | grep -q "\"version\": *\"$version\"" || fail "switchboard info --json does not give version $version"
+# (read whole first: `grep -q` in a pipe would close it early and fail the writer under pipefail)
+info=$(switchboard info --json) || fail "switchboard info --json failed"
+grep -q "\"version\": *\"$version\"" <<<"$info" || fail "switchboard info --json does not give version $version"
 [ "$(switchboard-desktop --version)" = "switchboard-desktop $version" ] || fail "switchboard-desktop --version is not $version"
 [ "$(man -w switchboard)" = /usr/share/man/man1/switchboard.1.gz ] || fail "man finds $(man -w switchboard), not the package's page"
 echo "$ man switchboard"
@@ -232,7 +234,8 @@ MANWIDTH=100 man -P cat switchboard 2>"$work/man.err" | tee "$work/man.txt"
 for word in NAME SYNOPSIS DESCRIPTION SUBCOMMANDS explain-error "$version"; do
   grep -q -- "$word" "$work/man.txt" || fail "man switchboard lacks '$word'"
 done
-MANWIDTH=100 man -P cat switchboard-dials-check | grep -q 'switchboard dials check' || fail "man switchboard-dials-check does not render"
+MANWIDTH=100 man -P cat switchboard-dials-check >"$work/man-check.txt" 2>&1 || fail "man switchboard-dials-check failed"
+grep -q 'switchboard dials check' "$work/man-check.txt" || fail "man switchboard-dials-check does not render"
 bash -c 'source /usr/share/bash-completion/completions/switchboard && complete -p switchboard' ||
   fail "the bash completion does not load"
 echo "ok: version $version, man pages render, bash completion loads"
