@@ -559,29 +559,9 @@ pub fn parse_dial_filter(line: &str) -> FilterCheck {
 /// # Errors
 /// `internal` if the follow query cannot be compiled; `invalid_input` from the set's history.
 pub fn follow_in(log: &ImportedLog, d: &Dial, by: FollowBy) -> Result<DialHistoryPage, IpcError> {
-    let (field, value) = match by {
-        FollowBy::Call => (TextField::Call, d.call_id.to_string()),
-        FollowBy::Session => (TextField::Session, d.session.to_string()),
+    let Some((q, compiled)) = follow_query(d, by)? else {
+        return Ok(single_row_page(d));
     };
-    if value.is_empty() {
-        return Ok(DialHistoryPage {
-            rows: vec![HistoryRow::Dial(DialRow::from(d))],
-            next: None,
-            matched: Some(MatchCount {
-                count: 1,
-                exact: true,
-            }),
-            oldest_ms: Some(d.start_ms),
-            newest_seq: d.seq.0,
-            filter: String::new(),
-        });
-    }
-    let q = DialQuery::of(Term {
-        negated: false,
-        atom: Atom::Field(field, value),
-    });
-    let compiled = CompiledQuery::new(&q, 0, &|_| Vec::new())
-        .map_err(|e| IpcError::internal(e.to_string()))?;
     let mut rows: Vec<HistoryRow> = Vec::new();
     let mut cursor: Option<String> = None;
     let mut last = HistoryPage::default();
@@ -595,10 +575,55 @@ pub fn follow_in(log: &ImportedLog, d: &Dial, by: FollowBy) -> Result<DialHistor
             break;
         }
     }
+    Ok(followed_page(rows, cursor.is_none(), last.newest_seq, &q))
+}
+
+/// The query that follows `d`'s call (`by: call`) or ifp/1 session (`by: session`), or `None`
+/// when the dial has no call id (or no session): it then follows to itself alone.
+fn follow_query(d: &Dial, by: FollowBy) -> Result<Option<(DialQuery, CompiledQuery)>, IpcError> {
+    let (field, value) = match by {
+        FollowBy::Call => (TextField::Call, d.call_id.to_string()),
+        FollowBy::Session => (TextField::Session, d.session.to_string()),
+    };
+    if value.is_empty() {
+        return Ok(None);
+    }
+    let q = DialQuery::of(Term {
+        negated: false,
+        atom: Atom::Field(field, value),
+    });
+    let compiled = CompiledQuery::new(&q, 0, &|_| Vec::new())
+        .map_err(|e| IpcError::internal(e.to_string()))?;
+    Ok(Some((q, compiled)))
+}
+
+/// The page of a dial that follows to itself alone (no call id or session; empty `filter`).
+fn single_row_page(d: &Dial) -> DialHistoryPage {
+    DialHistoryPage {
+        rows: vec![HistoryRow::Dial(DialRow::from(d))],
+        next: None,
+        matched: Some(MatchCount {
+            count: 1,
+            exact: true,
+        }),
+        oldest_ms: Some(d.start_ms),
+        newest_seq: d.seq.0,
+        filter: String::new(),
+    }
+}
+
+/// A followed call or session as one page, oldest first: `rows` as paged (newest first), cut at
+/// [`MAX_FOLLOW`]; `complete` when the paging reached the end (the count is then exact).
+fn followed_page(
+    mut rows: Vec<HistoryRow>,
+    complete: bool,
+    newest_seq: u64,
+    q: &DialQuery,
+) -> DialHistoryPage {
     rows.truncate(MAX_FOLLOW);
     rows.reverse();
     let n = rows.len() as u64;
-    Ok(DialHistoryPage {
+    DialHistoryPage {
         oldest_ms: rows.first().map(|r| match r {
             HistoryRow::Dial(d) => d.start_ms,
             HistoryRow::Connection(c) => c.at_ms,
@@ -607,11 +632,11 @@ pub fn follow_in(log: &ImportedLog, d: &Dial, by: FollowBy) -> Result<DialHistor
         next: None,
         matched: Some(MatchCount {
             count: n,
-            exact: cursor.is_none(),
+            exact: complete,
         }),
-        newest_seq: last.newest_seq,
+        newest_seq,
         filter: q.to_string(),
-    })
+    }
 }
 
 impl DialsState {
@@ -1003,30 +1028,9 @@ impl App {
                 "dial {id} is no longer held or stored"
             )));
         };
-        let (field, value) = match by {
-            FollowBy::Call => (TextField::Call, d.call_id.to_string()),
-            FollowBy::Session => (TextField::Session, d.session.to_string()),
+        let Some((q, compiled)) = follow_query(&d, by)? else {
+            return Ok(single_row_page(&d));
         };
-        if value.is_empty() {
-            let row = HistoryRow::Dial(DialRow::from(&*d));
-            return Ok(DialHistoryPage {
-                rows: vec![row],
-                next: None,
-                matched: Some(MatchCount {
-                    count: 1,
-                    exact: true,
-                }),
-                oldest_ms: Some(d.start_ms),
-                newest_seq: d.seq.0,
-                filter: String::new(),
-            });
-        }
-        let q = DialQuery::of(Term {
-            negated: false,
-            atom: Atom::Field(field, value),
-        });
-        let compiled = CompiledQuery::new(&q, 0, &|_| Vec::new())
-            .map_err(|e| IpcError::internal(e.to_string()))?;
         let mut rows: Vec<HistoryRow> = Vec::new();
         let mut cursor: Option<String> = None;
         let mut last = HistoryPage::default();
@@ -1044,23 +1048,7 @@ impl App {
                 break;
             }
         }
-        rows.truncate(MAX_FOLLOW);
-        rows.reverse();
-        let n = rows.len() as u64;
-        Ok(DialHistoryPage {
-            oldest_ms: rows.first().map(|r| match r {
-                HistoryRow::Dial(d) => d.start_ms,
-                HistoryRow::Connection(c) => c.at_ms,
-            }),
-            rows,
-            next: None,
-            matched: Some(MatchCount {
-                count: n,
-                exact: cursor.is_none(),
-            }),
-            newest_seq: last.newest_seq,
-            filter: q.to_string(),
-        })
+        Ok(followed_page(rows, cursor.is_none(), last.newest_seq, &q))
     }
 
     /// Exports dials to `path` as JSON Lines (see [`DialsState::dials_export_with`]): with a
