@@ -48,6 +48,7 @@ impl Cli {
             demo: self.demo,
             open: self.open.clone(),
             hidden: self.hidden,
+            graphics: None,
         }
     }
 }

@@ -35,6 +35,9 @@ pub struct LaunchOptions {
     /// `--hidden` (or `--minimized`): start in the tray with the main window hidden (start on
     /// login uses it). Shown anyway when there is no tray.
     pub hidden: bool,
+    /// How the window draws, as decided before it was made (Linux; logged at start). `None`
+    /// when nothing was decided (tests, other systems).
+    pub graphics: Option<switchboard::app::settings::WindowGraphics>,
 }
 
 /// Keeps the log file writer alive for the app's lifetime (managed).
@@ -173,6 +176,9 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         data = %config.paths.data_dir.display(),
         "Switchboard starting"
     );
+    if let Some(g) = app.try_state::<LaunchOptions>().and_then(|o| o.graphics) {
+        tracing::info!("{}", g.words());
+    }
     let notifier = Arc::new(notify::Notifier::new());
     let host = Arc::new(host::TauriHost::new(app.clone(), Arc::clone(&notifier)));
     let rt = tauri::async_runtime::handle().inner().clone();

@@ -22,5 +22,26 @@ fn main() -> std::process::ExitCode {
         eprintln!("{problem}");
         return std::process::ExitCode::FAILURE;
     }
-    switchboard_desktop::run(cli.launch_options())
+    let mut options = cli.launch_options();
+    options.graphics = window_graphics();
+    switchboard_desktop::run(options)
+}
+
+/// Linux: decides how the window draws (`Settings::window_gpu`, off by default: no accelerated
+/// compositing) and sets `WEBKIT_DISABLE_COMPOSITING_MODE` accordingly, here, before any thread
+/// or window exists (WebKitGTK reads it when the web view is made).
+#[cfg(target_os = "linux")]
+fn window_graphics() -> Option<switchboard::app::settings::WindowGraphics> {
+    use switchboard::app::{settings::WindowGraphics, AppPaths};
+    let g = WindowGraphics::for_app(AppPaths::from_env_or_os().as_ref());
+    if let Some((name, value)) = g.variable() {
+        std::env::set_var(name, value);
+    }
+    Some(g)
+}
+
+/// Other systems: the web view's own choice (nothing decided).
+#[cfg(not(target_os = "linux"))]
+fn window_graphics() -> Option<switchboard::app::settings::WindowGraphics> {
+    None
 }
