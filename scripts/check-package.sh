@@ -84,6 +84,10 @@ for page in target/package/stage/docs/man/*.1; do
   pages=$((pages + 1))
 done
 [ "$pages" -ge 8 ] || fail "only $pages man pages were written (target/package/stage/docs/man)"
+# Every page a page names (SEE ALSO, SUBCOMMANDS: `switchboard\-pair(1)`) is in the package.
+for named in $(cat target/package/stage/docs/man/*.1 | grep -o 'switchboard[a-z\\-]*(1)' | sed -e 's/\\//g' -e 's/(1)$//' | sort -u); do
+  [ -f "target/package/stage/docs/man/$named.1" ] || fail "a man page names $named(1), which is not written"
+done
 ! grep -Eq '^/usr/bin/switchboard-phone |^/usr/bin/switchboard-gen-docs |switchboard-gen-docs' "$work/files.txt" ||
   fail "the .deb holds the phone simulator or the docs writer"
 echo "ok: $(wc -l < "$work/files.txt") files, $pages man pages, icons at 10 sizes and scalable"

@@ -33,14 +33,16 @@ fn man_pages(cmd: &clap::Command, dir: &Path) -> Result<usize, String> {
         .map_err(|e| format!("could not render the man page of {name}: {e}"))?;
     write(&dir.join(format!("{name}.1")), &page)?;
     let mut written = 1;
-    // Not clap's own `help` subcommand (its page would only say "print help").
-    for sub in cmd
-        .get_subcommands()
-        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
-    {
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         written += man_pages(sub, dir)?;
     }
     Ok(written)
+}
+
+/// `cmd` and every subcommand below it without clap's `help` subcommand.
+fn without_help(cmd: clap::Command) -> clap::Command {
+    cmd.disable_help_subcommand(true)
+        .mut_subcommands(without_help)
 }
 
 fn run(out: &Path) -> Result<(), String> {
@@ -52,7 +54,11 @@ fn run(out: &Path) -> Result<(), String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("could not create {}: {e}", dir.display()))?;
     }
-    let pages = man_pages(&cmd, &man)?;
+    // The pages leave out clap's own `help` subcommand (its page would only say "print help",
+    // and the parent's SUBCOMMANDS list would name a `switchboard-help(1)` that does not exist).
+    let mut for_man = without_help(switchboard_main::Cli::command());
+    for_man.build();
+    let pages = man_pages(&for_man, &man)?;
     use clap_complete::Shell;
     for (shell, file) in [
         (Shell::Bash, "switchboard.bash"),
