@@ -70,6 +70,34 @@ pub(super) struct OpenPairing {
     pub(super) addrs: Vec<OfferedAddress>,
     /// The connection whose pairing holds the window (its right code came), if any.
     pub(super) held_by: Option<u64>,
+    /// Whether `addrs` follows the machine's addresses while the window is open (and which
+    /// interfaces): `None` for addresses given by hand ([`Link::open_pairing_offering`]).
+    ///
+    /// [`Link::open_pairing_offering`]: super::Link::open_pairing_offering
+    pub(super) follow: Option<Networks>,
+}
+
+/// Which of the machine's networks a pairing window offers while it stays open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Networks {
+    /// Every network (the default "Pair a phone").
+    All,
+    /// Only the interfaces with these names (the person's choice in the pairing card).
+    Only(Vec<String>),
+}
+
+impl Networks {
+    /// The addresses of `offered` this choice keeps, in `offered`'s order.
+    pub(super) fn pick(&self, offered: &[OfferedAddress]) -> Vec<OfferedAddress> {
+        match self {
+            Networks::All => offered.to_vec(),
+            Networks::Only(names) => offered
+                .iter()
+                .filter(|a| names.contains(&a.interface))
+                .cloned()
+                .collect(),
+        }
+    }
 }
 
 /// What [`Link::diagnostics`](super::Link::diagnostics) reports beyond the trust file and
