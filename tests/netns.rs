@@ -401,6 +401,19 @@ fn bridge_listed_before_the_lan_pairs_over_the_lan() {
         "{link}"
     );
     assert!(link.contains("203.0.113.1"), "{link}");
+    // One typed line per offered address, the LAN's first.
+    let (port, code) = (
+        invite["port"].as_u64().unwrap(),
+        invite["code"].as_str().unwrap(),
+    );
+    assert_eq!(
+        invite["typed_lines"],
+        serde_json::json!([
+            format!("192.0.2.1:{port} {code}"),
+            format!("203.0.113.1:{port} {code}")
+        ]),
+        "{invite}"
+    );
 
     let home = phone_home();
     let out = phone(&p, link, &home);
