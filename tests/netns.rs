@@ -1159,10 +1159,11 @@ fn a_port_taken_in_the_namespace_is_skipped_advertised_and_named() {
     let _ = std::fs::remove_dir_all(home);
 }
 
-/// The desktop gains an address while it runs (it joins a second network the phone is on too,
-/// 203.0.113.5 on `eth1` beside 192.0.2.1 on `eth0`): within a bounded time mDNS, browsed from
-/// the phone's namespace, carries it, the open pairing window offers it (same code; the link
-/// and a typed line name it), and a phone typing that line pairs over the new address.
+/// The desktop gains addresses while it runs: a second subnet on its LAN interface
+/// (198.51.100.5 beside 192.0.2.1 on `eth0`) and a second network the phone is on too
+/// (203.0.113.5 on a new `eth1`). Within a bounded time mDNS, browsed from the phone's
+/// namespace, carries both, the open pairing window offers them (same code; the link and a
+/// typed line each name them), and a phone typing the new network's line pairs over it.
 #[test]
 fn an_address_added_while_running_is_advertised_and_offered() {
     if in_role() {
@@ -1192,39 +1193,50 @@ fn an_address_added_while_running_is_advertised_and_offered() {
     });
     assert_eq!(found_addrs(&before), ["192.0.2.1"], "{before}");
 
+    ip(&["-n", &d, "addr", "add", "198.51.100.5/24", "dev", "eth0"]);
+    ip(&["-n", &p, "addr", "add", "198.51.100.6/24", "dev", "wlan0"]);
     veth(&d, "eth1", &p, "wlan1");
     ip(&["-n", &d, "addr", "add", "203.0.113.5/24", "dev", "eth1"]);
     ip(&["-n", &p, "addr", "add", "203.0.113.6/24", "dev", "wlan1"]);
     let added = Instant::now();
     let changed = desk.read_until("addresses-changed.json", Duration::from_secs(10), |v| {
-        v["addresses"].to_string().contains("203.0.113.5")
+        let a = v["addresses"].to_string();
+        a.contains("198.51.100.5") && a.contains("203.0.113.5")
     });
     let after_round = before["round"].as_u64().unwrap();
     let found = browser.read_until("found.json", Duration::from_secs(40), |f| {
-        f["round"].as_u64() > Some(after_round) && found_addrs(f).iter().any(|a| a == "203.0.113.5")
+        let got = found_addrs(f);
+        f["round"].as_u64() > Some(after_round)
+            && ["198.51.100.5", "203.0.113.5"]
+                .iter()
+                .all(|want| got.iter().any(|a| a == want))
     });
     println!(
-        "mDNS carried the new address {} ms after it was added (round {})",
+        "mDNS carried the new addresses {} ms after they were added (round {}: {})",
         added.elapsed().as_millis(),
-        found["round"]
+        found["round"],
+        found["addrs"]
     );
     assert!(
         found_addrs(&found).iter().any(|a| a == "192.0.2.1"),
         "the old address stays: {found}"
     );
-    stop(&browser);
 
     let now = &changed["invite"];
     assert_eq!(now["code"], code.as_str(), "the same window: {changed}");
     let link = now["link"].as_str().unwrap();
     assert!(
-        link.contains("addr=192.0.2.1&") && link.contains("alt=203.0.113.5"),
+        link.contains("addr=192.0.2.1&") && link.contains("&alt=198.51.100.5,203.0.113.5"),
         "{link}"
     );
     let new_line = format!("203.0.113.5:{port} {code}");
     assert_eq!(
         now["typed_lines"],
-        serde_json::json!([format!("192.0.2.1:{port} {code}"), new_line]),
+        serde_json::json!([
+            format!("192.0.2.1:{port} {code}"),
+            format!("198.51.100.5:{port} {code}"),
+            new_line
+        ]),
         "{changed}"
     );
 
@@ -1240,6 +1252,35 @@ fn an_address_added_while_running_is_advertised_and_offered() {
         stdout(&out).contains(&format!("connected to 203.0.113.5:{port}")),
         "{}",
         stdout(&out)
+    );
+
+    // The second network goes away: mDNS stops naming it.
+    ip(&["-n", &d, "link", "del", "eth1"]);
+    let gone_round = browser.read("found.json")["round"].as_u64().unwrap();
+    let found = browser.read_until("found.json", Duration::from_secs(40), |f| {
+        let got = found_addrs(f);
+        f["round"].as_u64() > Some(gone_round + 1)
+            && got.iter().any(|a| a == "192.0.2.1")
+            && !got.iter().any(|a| a == "203.0.113.5")
+    });
+    assert!(
+        found_addrs(&found).iter().any(|a| a == "198.51.100.5"),
+        "{found}"
+    );
+    stop(&browser);
+    // The link saw it go too (the pairing window closed when the phone paired).
+    let changed = desk.read_until("addresses-changed.json", Duration::from_secs(10), |v| {
+        !v["addresses"].to_string().contains("203.0.113.5")
+    });
+    assert_eq!(
+        changed["addresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["address"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["192.0.2.1", "198.51.100.5"],
+        "{changed}"
     );
     stop(&desk);
     let _ = std::fs::remove_dir_all(home);

@@ -3,9 +3,10 @@
 //! `docs/protocol.md`, "Link: pairing and sessions" ("Discovery"): TXT records `id` (the
 //! desktop's device id), `proto` (`<min>-<max>` ifp versions) and `fp` (certificate
 //! fingerprint), under the host name [`host_name`] (letters, digits and hyphens: RFC 952/1123),
-//! with exactly the addresses the listener serves and the pairing link offers. Advertising is
-//! best-effort: a failure is reported in diagnostics and never
-//! stops the listener.
+//! with exactly the addresses the listener serves and the pairing link offers. When those
+//! change while the link runs, [`Advertisement::readvertise`] announces the new ones
+//! ("Discovery", "Addresses that change"). Advertising is best-effort: a failure is reported in
+//! diagnostics and never stops the listener.
 
 use std::net::IpAddr;
 

@@ -392,3 +392,34 @@ mod peer_text_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::Networks;
+    use crate::link::addresses::{InterfaceKind, OfferedAddress};
+
+    #[test]
+    fn a_window_follows_only_the_networks_chosen() {
+        let a = |i: &str, ip: &str| OfferedAddress {
+            interface: i.into(),
+            kind: InterfaceKind::Local,
+            address: ip.into(),
+        };
+        // The addresses after a change: eth0 gained one, a new eth1 appeared.
+        let now = vec![
+            a("eth0", "192.0.2.1"),
+            a("eth0", "198.51.100.5"),
+            a("docker0", "203.0.113.1"),
+            a("eth1", "203.0.113.5"),
+        ];
+        assert_eq!(Networks::All.pick(&now), now);
+        let only = Networks::Only(vec!["eth0".into()]).pick(&now);
+        assert_eq!(
+            only.iter().map(|x| x.address.as_str()).collect::<Vec<_>>(),
+            ["192.0.2.1", "198.51.100.5"],
+            "the new address of a chosen network, not the new network"
+        );
+        assert!(Networks::Only(vec!["wlan0".into()]).pick(&now).is_empty());
+    }
+}
