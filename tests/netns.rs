@@ -1254,6 +1254,15 @@ fn an_address_added_while_running_is_advertised_and_offered() {
         stdout(&out)
     );
 
+    let diag = desk.read_until("diagnostics.json", Duration::from_secs(30), |d| {
+        d["connections"].as_u64() >= Some(1)
+    });
+    assert!(
+        diag["mdns"].to_string().contains("_switchboard._tcp.local."),
+        "still advertising after the change: {}",
+        diag["mdns"]
+    );
+
     // The second network goes away: mDNS stops naming it.
     ip(&["-n", &d, "link", "del", "eth1"]);
     let gone_round = browser.read("found.json")["round"].as_u64().unwrap();

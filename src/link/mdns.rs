@@ -100,9 +100,10 @@ impl Advertisement {
     /// changed while the link runs); same name, port and TXT records. The old daemon withdraws
     /// the service and a new one, bound to the interfaces of now, announces it (mdns-sd only
     /// looks for new interfaces every few seconds, and answers on an interface only with the
-    /// addresses of that interface's subnet). `Err` holds words for diagnostics; the old
-    /// advertisement is gone either way.
-    pub(crate) fn readvertise(&mut self, addrs: &[IpAddr]) -> Result<(), String> {
+    /// addresses of that interface's subnet). Returns the service's full name; `Err` holds
+    /// words for diagnostics (when the new daemon could not start, the old one still
+    /// advertises the old addresses; when registering failed, nothing is advertised).
+    pub(crate) fn readvertise(&mut self, addrs: &[IpAddr]) -> Result<String, String> {
         let daemon = ServiceDaemon::new().map_err(|e| format!("mDNS daemon: {e}"))?;
         let old = std::mem::replace(&mut self.daemon, daemon);
         if let Ok(done) = old.unregister(&self.fullname) {
@@ -111,7 +112,7 @@ impl Advertisement {
         }
         let _ = old.shutdown();
         self.fullname = self.register(addrs)?;
-        Ok(())
+        Ok(self.fullname.clone())
     }
 
     /// Withdraws the advertisement and stops the daemon.

@@ -413,13 +413,15 @@ impl Link {
         known.clone_from(&now);
         if let Some(ad) = ad {
             let served: Vec<IpAddr> = now.iter().filter_map(OfferedAddress::ip).collect();
-            if let Err(reason) = ad.readvertise(&served) {
-                self.shared.fail(
-                    FailureKind::Mdns,
-                    format!("advertising the new addresses: {reason}"),
-                    None,
-                    None,
-                );
+            match ad.readvertise(&served) {
+                Ok(fullname) => lock(&self.shared.diag).mdns = MdnsStatus::Advertising { fullname },
+                Err(reason) => {
+                    let reason = format!("advertising the new addresses: {reason}");
+                    lock(&self.shared.diag).mdns = MdnsStatus::Unavailable {
+                        reason: reason.clone(),
+                    };
+                    self.shared.fail(FailureKind::Mdns, reason, None, None);
+                }
             }
         }
         if let Some(open) = lock(&self.shared.pairing).as_mut() {
