@@ -1258,7 +1258,9 @@ fn an_address_added_while_running_is_advertised_and_offered() {
         d["connections"].as_u64() >= Some(1)
     });
     assert!(
-        diag["mdns"].to_string().contains("_switchboard._tcp.local."),
+        diag["mdns"]
+            .to_string()
+            .contains("_switchboard._tcp.local."),
         "still advertising after the change: {}",
         diag["mdns"]
     );
