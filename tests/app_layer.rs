@@ -666,11 +666,15 @@ async fn two_phones_on_one_path_raise_and_clear_only_their_own_banners() {
     assert_eq!(snap.history.len(), 1);
     assert_eq!(snap.history[0].banner.phone, a.device_id());
     assert_eq!(snap.history[0].reason, RetireReason::CallSucceeded);
-    // The notices name each phone's own banner.
+    // The notices name each phone's own banner (the observer emits a notice after the stores
+    // show what it says: wait for it, bounded, rather than race it).
+    until("the notice clearing A's banner", || {
+        notices(&desk.host).iter().any(
+            |n| matches!(n, HubNotice::BannerCleared { banner_id } if *banner_id == a_banner.id),
+        )
+    })
+    .await;
     let seen = notices(&desk.host);
-    assert!(seen
-        .iter()
-        .any(|n| matches!(n, HubNotice::BannerCleared { banner_id } if *banner_id == a_banner.id)));
     assert!(!seen.iter().any(|n| matches!(n, HubNotice::BannerCleared { banner_id } if banner_id.starts_with(b.device_id()))));
 
     // The dial inspector: the hub's banner for each failing dial, with where it stands now.

@@ -25,6 +25,24 @@ use switchboard::link::{
 /// Set (to an output folder) when this binary runs as the desktop inside a namespace.
 const ROLE_DIR: &str = "SWITCHBOARD_NETNS_DESKTOP_DIR";
 
+/// Set (to anything) for the desktop roles to advertise over mDNS.
+const MDNS_ON: &str = "SWITCHBOARD_NETNS_MDNS";
+
+/// Set (to `<port>,<folder>`) when this binary runs as "another program" holding a port in the
+/// desktop's namespace ([`port_holder_in_namespace`]).
+const HOLD_ROLE: &str = "SWITCHBOARD_NETNS_HOLD";
+
+/// Set (to an output folder) when this binary runs as a phone browsing mDNS in its namespace
+/// ([`browser_in_namespace`]).
+const BROWSE_ROLE_DIR: &str = "SWITCHBOARD_NETNS_BROWSE_DIR";
+
+/// Whether this run of the binary plays one of the roles (then the ordinary tests do nothing).
+fn in_role() -> bool {
+    [ROLE_DIR, APP_ROLE_DIR, HOLD_ROLE, BROWSE_ROLE_DIR]
+        .iter()
+        .any(|r| std::env::var_os(r).is_some())
+}
+
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// The namespaces one test made; dropping it deletes them all (also on a failed assertion).
@@ -112,27 +130,56 @@ struct Desktop {
 
 impl Desktop {
     fn start(ns: &str) -> Self {
+        Self::start_role(ns, "desktop_in_namespace", ROLE_DIR, false, &[])
+    }
+
+    /// Runs this binary's test `role` in `ns` with `env` set to a fresh output folder (and
+    /// [`MDNS_ON`] when `mdns`).
+    fn start_role(ns: &str, role: &str, env: &str, mdns: bool, extra: &[(&str, &str)]) -> Self {
         let dir = std::env::temp_dir().join(format!(
             "sb-netns-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::SeqCst)
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns])
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", ns])
             .arg(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "desktop_in_namespace",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(ROLE_DIR, &dir)
+            .args(["--exact", role, "--nocapture", "--test-threads=1"])
+            .env(env, &dir)
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("run the desktop in its namespace");
+            .stderr(Stdio::inherit());
+        if mdns {
+            cmd.env(MDNS_ON, "1");
+        }
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("run the role in its namespace");
         Self { child, dir }
+    }
+
+    /// Waits (at most `within`) until `name` in the output folder satisfies `ok`; returns it.
+    fn read_until(&mut self, name: &str, within: Duration, ok: impl Fn(&Value) -> bool) -> Value {
+        let path = self.dir.join(name);
+        let end = Instant::now() + within;
+        let mut last = Value::Null;
+        while Instant::now() < end {
+            if let Ok(v) = std::fs::read_to_string(&path)
+                .map_err(|_| ())
+                .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|_| ()))
+            {
+                if ok(&v) {
+                    return v;
+                }
+                last = v;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("the role in its namespace stopped ({status}); {name} was {last}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("{name} did not become what was awaited within {within:?}; last {last}");
     }
 
     /// Waits (at most 60 s) for `name` in the output folder.
@@ -164,11 +211,16 @@ impl Drop for Desktop {
 
 /// Runs the reference phone in `ns` with the pairing `link` alone (at most 60 s).
 fn phone(ns: &str, link: &str, home: &Path) -> Output {
+    phone_with(ns, &["--link", link, "--confirm-code", "--pair-only"], home)
+}
+
+/// Runs the reference phone in `ns` with `args` and the identity file in `home` (at most 60 s).
+fn phone_with(ns: &str, args: &[&str], home: &Path) -> Output {
     let mut child = Command::new("ip")
         .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_switchboard-phone")])
         .arg("--identity")
         .arg(home.join("phone.json"))
-        .args(["--link", link, "--confirm-code", "--pair-only"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -231,7 +283,9 @@ fn desktop_in_namespace() {
     rt.block_on(async move {
         let identity = DesktopIdentity::load_or_create(&MemoryStore::new()).unwrap();
         let mut cfg = LinkConfig::new(dir.join("data"));
-        cfg.mdns = false;
+        // mDNS only where the test asks for it (it browses from the phone's namespace).
+        cfg.mdns = std::env::var_os(MDNS_ON).is_some();
+        cfg.address_check = Duration::from_secs(1);
         let (link, mut events) = Link::new(identity, cfg).unwrap();
         let listener = bind_dual_stack(0).await.unwrap();
         let (_stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -239,20 +293,34 @@ fn desktop_in_namespace() {
             let _ = stop_rx.await;
         });
         tokio::spawn(run);
-        // As the person's "Pair a phone": every address of this machine, most likely first.
-        let invite = link.open_pairing_offering(link.offered_addresses());
+        // As the person's "Pair a phone": every network of this machine, most likely first,
+        // followed while the window is open.
+        let invite = link.open_pairing_on(None);
         write(&dir, "invite.json", &serde_json::to_value(&invite).unwrap());
-        let end = tokio::time::Instant::now() + Duration::from_secs(90);
-        while tokio::time::Instant::now() < end {
+        let mut connections = 0u32;
+        let end = tokio::time::Instant::now() + Duration::from_secs(120);
+        while tokio::time::Instant::now() < end && !dir.join("stop").exists() {
             if let Some(p) = link.pending_pairing() {
                 // The person compares the codes and clicks "Codes match".
                 let _ = link.confirm_pairing(&p.id, true);
             }
             match tokio::time::timeout(Duration::from_millis(20), events.recv()).await {
                 Ok(Some(LinkEvent::PhoneConnected { .. })) => {
-                    let d = link.diagnostics();
-                    write(&dir, "diagnostics.json", &serde_json::to_value(&d).unwrap());
-                    return;
+                    connections += 1;
+                    let mut d = serde_json::to_value(link.diagnostics()).unwrap();
+                    d["connections"] = connections.into();
+                    write(&dir, "diagnostics.json", &d);
+                }
+                Ok(Some(LinkEvent::AddressesChanged { addresses })) => {
+                    // What the pairing card shows now (it reloads on this event).
+                    write(
+                        &dir,
+                        "addresses-changed.json",
+                        &serde_json::json!({
+                            "addresses": addresses,
+                            "invite": link.pairing_invite(),
+                        }),
+                    );
                 }
                 Ok(None) => return,
                 _ => {}
@@ -287,7 +355,7 @@ fn addresses(invite: &Value) -> Vec<(String, String, String)> {
 /// phone on the LAN pairs through the link alone, over the LAN address.
 #[test]
 fn bridge_listed_before_the_lan_pairs_over_the_lan() {
-    if std::env::var_os(ROLE_DIR).is_some() {
+    if in_role() {
         return;
     }
     let mut ns = Namespaces::new();
@@ -333,6 +401,19 @@ fn bridge_listed_before_the_lan_pairs_over_the_lan() {
         "{link}"
     );
     assert!(link.contains("203.0.113.1"), "{link}");
+    // One typed line per offered address, the LAN's first.
+    let (port, code) = (
+        invite["port"].as_u64().unwrap(),
+        invite["code"].as_str().unwrap(),
+    );
+    assert_eq!(
+        invite["typed_lines"],
+        serde_json::json!([
+            format!("192.0.2.1:{port} {code}"),
+            format!("203.0.113.1:{port} {code}")
+        ]),
+        "{invite}"
+    );
 
     let home = phone_home();
     let out = phone(&p, link, &home);
@@ -352,7 +433,7 @@ fn bridge_listed_before_the_lan_pairs_over_the_lan() {
 /// address (not the link-local one), and the phone pairs over IPv6.
 #[test]
 fn ipv6_only_link_pairs() {
-    if std::env::var_os(ROLE_DIR).is_some() {
+    if in_role() {
         return;
     }
     let mut ns = Namespaces::new();
@@ -411,7 +492,7 @@ fn ipv6_only_link_pairs() {
 /// diagnostics.
 #[test]
 fn failed_attempts_reach_the_desktop() {
-    if std::env::var_os(ROLE_DIR).is_some() {
+    if in_role() {
         return;
     }
     let mut ns = Namespaces::new();
@@ -467,7 +548,7 @@ fn failed_attempts_reach_the_desktop() {
 /// connects there, and reports the first try as abandoned while still connecting.
 #[test]
 fn a_hanging_address_does_not_hold_up_the_next() {
-    if std::env::var_os(ROLE_DIR).is_some() {
+    if in_role() {
         return;
     }
     let mut ns = Namespaces::new();
@@ -543,8 +624,13 @@ fn app_desktop_in_namespace() {
     rt.block_on(async move {
         let mut config = AppConfig::new(AppPaths::under(&dir.join("home")), false);
         config.identity = IdentityStore::Memory;
-        config.listen = (std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0);
-        config.mdns = false;
+        // Port 0 (ephemeral) unless the test asks for the usual range (47470..=47479).
+        let port = std::env::var("SWITCHBOARD_NETNS_PORT")
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        config.listen = (std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), port);
+        config.mdns = std::env::var_os(MDNS_ON).is_some();
         let app = App::new(
             config,
             std::sync::Arc::new(RecordingHost::new()),
@@ -583,6 +669,8 @@ fn app_desktop_in_namespace() {
                     "ingested": status.live.ingested,
                     "held": status.live.held,
                     "duplicates": status.live.duplicates,
+                    "diagnostics": snap.diagnostics,
+                    "troubleshoot": snap.troubleshoot,
                 }),
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -621,7 +709,7 @@ fn now_ms() -> u64 {
 /// replays what was not acknowledged, and every dial is in the dial log exactly once.
 #[test]
 fn a_link_cut_without_a_close_is_seen_within_45_s_and_replayed_once() {
-    if std::env::var_os(ROLE_DIR).is_some() || std::env::var_os(APP_ROLE_DIR).is_some() {
+    if in_role() {
         return;
     }
     let mut ns = Namespaces::new();
@@ -759,5 +847,452 @@ fn a_link_cut_without_a_close_is_seen_within_45_s_and_replayed_once() {
         "nothing doubled later: {settled}"
     );
     std::fs::write(dir.join("stop"), b"").unwrap();
+    let _ = std::fs::remove_dir_all(home);
+}
+
+/// "Another program" holding a TCP port in the desktop's namespace: binds `0.0.0.0:<port>` (as
+/// most servers do) from [`HOLD_ROLE`] = `<port>,<folder>`, writes `held` in the folder, and
+/// keeps the port until `stop` appears there (at most 180 s).
+#[test]
+fn port_holder_in_namespace() {
+    let Ok(spec) = std::env::var(HOLD_ROLE) else {
+        return;
+    };
+    let (port, dir) = spec.split_once(',').expect("HOLD_ROLE is <port>,<folder>");
+    let dir = PathBuf::from(dir);
+    let _held = std::net::TcpListener::bind(("0.0.0.0", port.parse::<u16>().unwrap()))
+        .expect("hold the port");
+    std::fs::write(dir.join("held"), b"").unwrap();
+    let end = Instant::now() + Duration::from_secs(180);
+    while Instant::now() < end && !dir.join("stop").exists() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A phone browsing mDNS in its namespace, for as long as a test needs: rounds of 3 s, each
+/// with a fresh mDNS daemon (nothing cached from an earlier round), writing `found.json` after
+/// each (`round`, and every address and port the desktop's service resolved with in that
+/// round, or `error`) until `stop` appears in its folder (at most 150 s).
+#[test]
+fn browser_in_namespace() {
+    let Some(dir) = std::env::var_os(BROWSE_ROLE_DIR) else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let end = Instant::now() + Duration::from_secs(150);
+    let mut round = 0u32;
+    while Instant::now() < end && !dir.join("stop").exists() {
+        round += 1;
+        let daemon = mdns_sd::ServiceDaemon::new().expect("mDNS daemon");
+        let rx = daemon
+            .browse(switchboard::link::SERVICE_TYPE)
+            .expect("browse");
+        let mut addrs: Vec<String> = Vec::new();
+        let mut ports: Vec<u16> = Vec::new();
+        let mut ids: Vec<String> = Vec::new();
+        let round_end = Instant::now() + Duration::from_secs(3);
+        loop {
+            let left = round_end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match rx.recv_timeout(left) {
+                Ok(mdns_sd::ServiceEvent::ServiceResolved(info)) => {
+                    for a in info.get_addresses() {
+                        if !addrs.contains(&a.to_string()) {
+                            addrs.push(a.to_string());
+                        }
+                    }
+                    if !ports.contains(&info.get_port()) {
+                        ports.push(info.get_port());
+                    }
+                    if let Some(id) = info.get_property_val_str("id") {
+                        if !ids.iter().any(|i| i == id) {
+                            ids.push(id.to_string());
+                        }
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        let _ = daemon.shutdown();
+        addrs.sort();
+        write(
+            &dir,
+            "found.json",
+            &serde_json::json!({"round": round, "addrs": addrs, "ports": ports, "ids": ids}),
+        );
+    }
+}
+
+/// The `found.json` addresses of a browser.
+fn found_addrs(f: &Value) -> Vec<String> {
+    f["addrs"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Stops a role that watches for `stop` in its folder, then the guard kills what is left.
+fn stop(role: &Desktop) {
+    let _ = std::fs::write(role.dir.join("stop"), b"");
+}
+
+/// The desktop of issue 15 (a container bridge listed before the LAN), paired through mDNS
+/// alone: the person types only the code on the phone; the phone browses
+/// `_switchboard._tcp.local.`, takes the address mDNS gave (the LAN's: the bridge's is not
+/// advertised on the LAN), trusts the certificate on first use (never mDNS's `fp`), and pairs;
+/// the verification code binds the certificate, so what it pinned is the desktop's. A later
+/// run says hello with the pinned key and plays.
+#[test]
+fn bridge_listed_before_the_lan_pairs_through_mdns_alone() {
+    if in_role() {
+        return;
+    }
+    let mut ns = Namespaces::new();
+    let d = ns.add("d");
+    let p = ns.add("p");
+    bridge(&d, "docker0", "203.0.113.1/24");
+    veth(&d, "eth0", &p, "wlan0");
+    ip(&["-n", &d, "addr", "add", "192.0.2.1/24", "dev", "eth0"]);
+    ip(&[
+        "-n",
+        &d,
+        "route",
+        "add",
+        "default",
+        "via",
+        "192.0.2.254",
+        "dev",
+        "eth0",
+    ]);
+    ip(&["-n", &p, "addr", "add", "192.0.2.2/24", "dev", "wlan0"]);
+
+    // The whole desktop app (link, hub, dial log), advertising over mDNS.
+    let mut desk = Desktop::start_role(&d, "app_desktop_in_namespace", APP_ROLE_DIR, true, &[]);
+    let invite = desk.read("invite.json");
+    let code = invite["code"].as_str().unwrap().to_string();
+    let port = invite["port"].as_u64().unwrap();
+    let fp = invite["cert_fingerprint"].as_str().unwrap().to_string();
+    let home = phone_home();
+    // No link, no address, no fingerprint: only the code the person reads off the desktop.
+    let out = phone_with(
+        &p,
+        &[
+            "--find",
+            "--code",
+            &code,
+            "--confirm-code",
+            "--pair-only",
+            "--mdns-wait",
+            "20",
+        ],
+        &home,
+    );
+    check_paired(&out);
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("over mDNS at 192.0.2.1:{port}\n")),
+        "mDNS gave the LAN address alone: {text}"
+    );
+    assert!(!text.contains("203.0.113.1"), "{text}");
+    assert!(
+        text.contains(&format!("connected to 192.0.2.1:{port}")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("certificate {fp} trusted on first use")),
+        "the certificate seen is the desktop's: {text}"
+    );
+    let kept: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join("phone.json")).unwrap()).unwrap();
+    assert_eq!(kept["desktop"]["cert_fp"], fp.as_str(), "{kept}");
+    assert_eq!(
+        kept["desktop"]["address"],
+        format!("192.0.2.1:{port}"),
+        "{kept}"
+    );
+    let state = desk.read_until("state.json", Duration::from_secs(30), |s| {
+        s["diagnostics"]["paired"] == 1
+    });
+    let diag = &state["diagnostics"];
+    assert!(
+        diag["mdns"]
+            .to_string()
+            .contains("_switchboard._tcp.local."),
+        "advertised: {}",
+        diag["mdns"]
+    );
+
+    // Paired: hello with the pinned key, and the demo scenario played to the end.
+    let out = phone_with(&p, &["--rate", "max"], &home);
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("connected to 192.0.2.1:{port}")),
+        "{text}"
+    );
+    assert!(text.contains(" 0 unacknowledged"), "{text}");
+    let state = desk.read_until("state.json", Duration::from_secs(30), |s| {
+        s["ingested"].as_u64() > Some(0)
+            && s["changes"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["connected"] == true))
+    });
+    assert_eq!(state["diagnostics"]["paired"], 1, "{state}");
+    stop(&desk);
+    let _ = std::fs::remove_dir_all(home);
+}
+
+/// Another program holds 47470 in the desktop's namespace: the desktop app binds 47471, its
+/// pairing link carries 47471, mDNS (browsed from the phone's namespace) advertises 47471, a
+/// phone pairs from the link over the LAN, and Troubleshoot names the conflict.
+#[test]
+fn a_port_taken_in_the_namespace_is_skipped_advertised_and_named() {
+    if in_role() {
+        return;
+    }
+    let mut ns = Namespaces::new();
+    let d = ns.add("d");
+    let p = ns.add("p");
+    veth(&d, "eth0", &p, "wlan0");
+    ip(&["-n", &d, "addr", "add", "192.0.2.1/24", "dev", "eth0"]);
+    ip(&["-n", &p, "addr", "add", "192.0.2.2/24", "dev", "wlan0"]);
+
+    let holder_dir = std::env::temp_dir().join(format!(
+        "sb-netns-hold-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&holder_dir).unwrap();
+    let spec = format!("47470,{}", holder_dir.display());
+    let holder = Command::new("ip")
+        .args(["netns", "exec", &d])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "port_holder_in_namespace",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(HOLD_ROLE, &spec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("run the port holder in its namespace");
+    let mut holder = Desktop {
+        child: holder,
+        dir: holder_dir,
+    };
+    let end = Instant::now() + Duration::from_secs(30);
+    while !holder.dir.join("held").exists() {
+        assert!(Instant::now() < end, "the other program did not take 47470");
+        if let Ok(Some(s)) = holder.child.try_wait() {
+            panic!("the other program stopped ({s}) before taking 47470");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let mut desk = Desktop::start_role(
+        &d,
+        "app_desktop_in_namespace",
+        APP_ROLE_DIR,
+        true,
+        &[("SWITCHBOARD_NETNS_PORT", "47470")],
+    );
+    let invite = desk.read("invite.json");
+    assert_eq!(invite["port"], 47471, "the next free port: {invite}");
+    let link = invite["link"].as_str().unwrap();
+    assert!(
+        link.contains("addr=192.0.2.1&port=47471&"),
+        "the link carries the port in use: {link}"
+    );
+    assert_eq!(
+        invite["typed_line"],
+        format!("192.0.2.1:47471 {}", invite["code"].as_str().unwrap())
+    );
+
+    let mut browser = Desktop::start_role(&p, "browser_in_namespace", BROWSE_ROLE_DIR, false, &[]);
+    let found = browser.read_until("found.json", Duration::from_secs(30), |f| {
+        found_addrs(f).iter().any(|a| a == "192.0.2.1")
+    });
+    assert_eq!(found["ports"], serde_json::json!([47471]), "{found}");
+    stop(&browser);
+
+    let home = phone_home();
+    let out = phone(&p, link, &home);
+    check_paired(&out);
+    assert!(
+        stdout(&out).contains("connected to 192.0.2.1:47471"),
+        "{}",
+        stdout(&out)
+    );
+    let state = desk.read_until("state.json", Duration::from_secs(30), |s| {
+        s["diagnostics"]["paired"] == 1
+    });
+    assert_eq!(
+        state["diagnostics"]["ports_taken"],
+        serde_json::json!([47470]),
+        "{state}"
+    );
+    let seen = state["troubleshoot"]["seen"].as_array().unwrap();
+    let conflict = seen
+        .iter()
+        .find(|t| t["class"] == "port_conflict")
+        .unwrap_or_else(|| panic!("Troubleshoot names the conflict: {state}"));
+    let words = conflict["seen"].as_str().unwrap();
+    assert!(
+        words.contains("47470") && words.contains("47471"),
+        "{words}"
+    );
+    stop(&desk);
+    stop(&holder);
+    let _ = std::fs::remove_dir_all(home);
+}
+
+/// The desktop gains addresses while it runs: a second subnet on its LAN interface
+/// (198.51.100.5 beside 192.0.2.1 on `eth0`) and a second network the phone is on too
+/// (203.0.113.5 on a new `eth1`). Within a bounded time mDNS, browsed from the phone's
+/// namespace, carries both, the open pairing window offers them (same code; the link and a
+/// typed line each name them), and a phone typing the new network's line pairs over it.
+#[test]
+fn an_address_added_while_running_is_advertised_and_offered() {
+    if in_role() {
+        return;
+    }
+    let mut ns = Namespaces::new();
+    let d = ns.add("d");
+    let p = ns.add("p");
+    veth(&d, "eth0", &p, "wlan0");
+    ip(&["-n", &d, "addr", "add", "192.0.2.1/24", "dev", "eth0"]);
+    ip(&["-n", &p, "addr", "add", "192.0.2.2/24", "dev", "wlan0"]);
+
+    let mut desk = Desktop::start_role(&d, "desktop_in_namespace", ROLE_DIR, true, &[]);
+    let invite = desk.read("invite.json");
+    let code = invite["code"].as_str().unwrap().to_string();
+    let port = invite["port"].as_u64().unwrap();
+    assert_eq!(
+        addresses(&invite)
+            .iter()
+            .map(|a| a.2.as_str())
+            .collect::<Vec<_>>(),
+        ["192.0.2.1"]
+    );
+    let mut browser = Desktop::start_role(&p, "browser_in_namespace", BROWSE_ROLE_DIR, false, &[]);
+    let before = browser.read_until("found.json", Duration::from_secs(30), |f| {
+        found_addrs(f).iter().any(|a| a == "192.0.2.1")
+    });
+    assert_eq!(found_addrs(&before), ["192.0.2.1"], "{before}");
+
+    ip(&["-n", &d, "addr", "add", "198.51.100.5/24", "dev", "eth0"]);
+    ip(&["-n", &p, "addr", "add", "198.51.100.6/24", "dev", "wlan0"]);
+    veth(&d, "eth1", &p, "wlan1");
+    ip(&["-n", &d, "addr", "add", "203.0.113.5/24", "dev", "eth1"]);
+    ip(&["-n", &p, "addr", "add", "203.0.113.6/24", "dev", "wlan1"]);
+    let added = Instant::now();
+    let changed = desk.read_until("addresses-changed.json", Duration::from_secs(10), |v| {
+        let a = v["addresses"].to_string();
+        a.contains("198.51.100.5") && a.contains("203.0.113.5")
+    });
+    let after_round = before["round"].as_u64().unwrap();
+    let found = browser.read_until("found.json", Duration::from_secs(40), |f| {
+        let got = found_addrs(f);
+        f["round"].as_u64() > Some(after_round)
+            && ["198.51.100.5", "203.0.113.5"]
+                .iter()
+                .all(|want| got.iter().any(|a| a == want))
+    });
+    println!(
+        "mDNS carried the new addresses {} ms after they were added (round {}: {})",
+        added.elapsed().as_millis(),
+        found["round"],
+        found["addrs"]
+    );
+    assert!(
+        found_addrs(&found).iter().any(|a| a == "192.0.2.1"),
+        "the old address stays: {found}"
+    );
+
+    let now = &changed["invite"];
+    assert_eq!(now["code"], code.as_str(), "the same window: {changed}");
+    let link = now["link"].as_str().unwrap();
+    assert!(
+        link.contains("addr=192.0.2.1&") && link.contains("&alt=198.51.100.5,203.0.113.5"),
+        "{link}"
+    );
+    let new_line = format!("203.0.113.5:{port} {code}");
+    assert_eq!(
+        now["typed_lines"],
+        serde_json::json!([
+            format!("192.0.2.1:{port} {code}"),
+            format!("198.51.100.5:{port} {code}"),
+            new_line
+        ]),
+        "{changed}"
+    );
+
+    // A phone types the new address's line: it pairs there.
+    let home = phone_home();
+    let out = phone_with(
+        &p,
+        &["--typed", &new_line, "--confirm-code", "--pair-only"],
+        &home,
+    );
+    check_paired(&out);
+    assert!(
+        stdout(&out).contains(&format!("connected to 203.0.113.5:{port}")),
+        "{}",
+        stdout(&out)
+    );
+
+    let diag = desk.read_until("diagnostics.json", Duration::from_secs(30), |d| {
+        d["connections"].as_u64() >= Some(1)
+    });
+    assert!(
+        diag["mdns"]
+            .to_string()
+            .contains("_switchboard._tcp.local."),
+        "still advertising after the change: {}",
+        diag["mdns"]
+    );
+
+    // The second network goes away: mDNS stops naming it.
+    ip(&["-n", &d, "link", "del", "eth1"]);
+    let gone_round = browser.read("found.json")["round"].as_u64().unwrap();
+    let found = browser.read_until("found.json", Duration::from_secs(40), |f| {
+        let got = found_addrs(f);
+        f["round"].as_u64() > Some(gone_round + 1)
+            && got.iter().any(|a| a == "192.0.2.1")
+            && !got.iter().any(|a| a == "203.0.113.5")
+    });
+    assert!(
+        found_addrs(&found).iter().any(|a| a == "198.51.100.5"),
+        "{found}"
+    );
+    stop(&browser);
+    // The link saw it go too (the pairing window closed when the phone paired).
+    let changed = desk.read_until("addresses-changed.json", Duration::from_secs(10), |v| {
+        !v["addresses"].to_string().contains("203.0.113.5")
+    });
+    assert_eq!(
+        changed["addresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["address"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["192.0.2.1", "198.51.100.5"],
+        "{changed}"
+    );
+    stop(&desk);
     let _ = std::fs::remove_dir_all(home);
 }

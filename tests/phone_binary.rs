@@ -311,4 +311,34 @@ async fn binary_pairs_from_a_typed_line() {
         String::from_utf8_lossy(&out.stderr).contains("address:port"),
         "{out:?}"
     );
+
+    // A line naming two addresses, the first one where nothing listens: the phone tries both
+    // (as a link's), pairs over the second and reports the first as failed.
+    let dead = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let dead_addr = dead.local_addr().unwrap();
+    drop(dead);
+    let invite = link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let desktop_person = confirm::confirm_when_pending(link.clone(), Duration::from_secs(60));
+    let out = run_phone(vec![
+        "--identity".into(),
+        dir.path().join("typed2.json").display().to_string(),
+        "--typed".into(),
+        format!("{dead_addr} {addr} {}", invite.code),
+        "--confirm-code".into(),
+        "--pair-only".into(),
+    ])
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains(&format!("connected to {addr}")), "{text}");
+    assert!(
+        text.contains(&format!("attempt {dead_addr} Failed")),
+        "the dead address was tried first: {text}"
+    );
+    assert!(desktop_person.await.unwrap().is_some());
+    assert_eq!(link.paired_phones().len(), 2);
 }

@@ -270,6 +270,7 @@ impl PhonesState {
                 });
             }
             LinkEvent::PairingClosed { .. }
+            | LinkEvent::AddressesChanged { .. }
             | LinkEvent::PairingPending(_)
             | LinkEvent::Failure(_) => {}
             _ => return PhonesChange::None,
@@ -325,8 +326,10 @@ impl PhonesState {
         }
         // Every address of every interface that is up, the default route's first, bridges,
         // containers and VPNs last (docs/protocol.md, "Pairing link").
-        let chosen = choose_networks(link.offered_addresses(), networks)?;
-        Ok(link.open_pairing_offering(chosen))
+        // The choice is checked against the addresses of now; the window then follows the
+        // machine's addresses while it stays open (an address added or gone is offered).
+        choose_networks(link.offered_addresses(), networks.clone())?;
+        Ok(link.open_pairing_on(networks))
     }
 
     /// Closes the pairing window; the code stops working at once.

@@ -43,8 +43,17 @@ struct Args {
     /// `"192.0.2.1:47470 123-456"`), for a phone that cannot scan: no fingerprint, so the
     /// certificate is trusted on first use and the verification code (compared by the person)
     /// checks it (docs/protocol.md, "Typed pairing line").
+    /// A line may name several addresses before the code (`"192.0.2.1:47470
+    /// [2001:db8::1]:47470 123-456"`): they are tried as a link's are.
     #[arg(long, value_name = "LINE", conflicts_with_all = ["link", "addr", "fp", "code"])]
     typed: Option<String>,
+    /// Find the desktop over mDNS (`_switchboard._tcp.local.`, at most --mdns-wait seconds)
+    /// and pair with the code the person typed (--code): the addresses come from mDNS, the
+    /// certificate is trusted on first use and the verification code (compared by the person)
+    /// checks it, as with --typed; the fingerprint mDNS advertises is never trusted
+    /// (docs/protocol.md, "Pairing through mDNS").
+    #[arg(long, requires = "code", conflicts_with_all = ["link", "addr", "fp", "typed"])]
+    find: bool,
     /// The desktop's address `ip:port` (with --fp).
     #[arg(long, value_name = "IP:PORT", requires = "fp")]
     addr: Option<SocketAddr>,
@@ -154,23 +163,51 @@ async fn run(args: Args) -> Result<(), String> {
         Some(line) => Some(switchboard::link::pairing::parse_typed_line(line)?),
         None => None,
     };
-    if args.code.is_some() && args.link.is_none() && (args.addr.is_none() || args.fp.is_none()) {
+    if args.code.is_some()
+        && !args.find
+        && args.link.is_none()
+        && (args.addr.is_none() || args.fp.is_none())
+    {
         return Err(
             "a pairing code alone is not enough: the desktop's fingerprint must come from \
              its pairing link (--link, the QR code) or be typed (--addr and --fp, as the desktop \
-             shows them), never from mDNS, which any host on the network can answer"
+             shows them), never from mDNS, which any host on the network can answer (--find \
+             pairs through mDNS with the certificate trusted on first use, checked by the \
+             verification code)"
                 .to_string(),
         );
     }
-    let mut target: DesktopAddress = if let Some((addr, code)) = &typed {
+    // Pairing without a fingerprint: the certificate is trusted on first use and the
+    // verification code, compared by the person, checks it.
+    let first_use = typed.is_some() || args.find;
+    let mut target: DesktopAddress = if let Some((addrs, code)) = &typed {
         // The fingerprint is learned on the pairing connection itself (trust on first use).
         DesktopAddress {
-            addr: *addr,
-            alternatives: Vec::new(),
+            addr: addrs[0],
+            alternatives: addrs[1..].to_vec(),
             cert_fp: String::new(),
             code: Some(code.clone()),
             device_id: None,
         }
+    } else if args.find {
+        eprintln!(
+            "looking for a Switchboard desktop over mDNS ({} s)...",
+            args.mdns_wait
+        );
+        let wait = Duration::from_secs(args.mdns_wait);
+        let mut found = tokio::task::spawn_blocking(move || browse(wait))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        println!(
+            "found {} over mDNS at {}",
+            found.device_id.as_deref().unwrap_or("a desktop"),
+            list_addrs(&found.candidates())
+        );
+        // Only the addresses are taken from mDNS; the fingerprint it advertises is not.
+        found.cert_fp = String::new();
+        found.code = args.code.clone();
+        found
     } else if let Some(link) = &args.link {
         parse_pair_link(link).map_err(|e| e.to_string())?
     } else if let (Some(addr), Some(fp)) = (args.addr, &args.fp) {
@@ -238,7 +275,7 @@ async fn run(args: Args) -> Result<(), String> {
         }
         Confirmer::new(|p| tokio::task::block_in_place(|| ask_codes_match(&p.verification_code)))
     };
-    if args.pair_only || typed.is_some() {
+    if args.pair_only || first_use {
         // Pair now, play later (the identity file keeps the desktop).
         let Join::Pair { code } = &join else {
             return Err("--pair-only needs a pairing code (--code, or a --link with one)".into());
@@ -246,8 +283,8 @@ async fn run(args: Args) -> Result<(), String> {
         let me = file.identity();
         let candidates = target.candidates();
         eprintln!("trying {}", list_addrs(&candidates));
-        let mut c = if typed.is_some() {
-            let c = PhoneClient::connect_first_use(target.addr)
+        let mut c = if first_use {
+            let c = PhoneClient::connect_any_first_use(&candidates)
                 .await
                 .map_err(|e| e.to_string())?;
             println!(
@@ -285,7 +322,7 @@ async fn run(args: Args) -> Result<(), String> {
         if args.pair_only {
             return Ok(());
         }
-        // Typed line without --pair-only: play now, as a paired phone.
+        // Typed line or --find without --pair-only: play now, as a paired phone.
         if let Some(d) = &file.desktop {
             target.addr = c_addr;
             join = Join::Paired {

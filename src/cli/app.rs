@@ -160,6 +160,9 @@ pub(crate) fn pair(args: PairArgs) -> CliResult {
             "Cannot scan? On the phone, type this one line: {} (it carries no fingerprint: compare the verification codes)",
             w.typed_line
         );
+        for line in w.typed_lines.iter().skip(1) {
+            println!("  or, on another network: {line}");
+        }
         println!("Waiting for the phone...");
     }
     let _ = std::io::stdout().flush();

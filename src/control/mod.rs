@@ -238,6 +238,9 @@ pub struct PairAnswer {
     /// The one line to type on a phone that cannot scan (`address:port code`).
     #[serde(default)]
     pub typed_line: String,
+    /// One typed line per offered address (the first is `typed_line`), the left-out ones too.
+    #[serde(default)]
+    pub typed_lines: Vec<String>,
     /// When the code stops working, ms since the Unix epoch.
     pub expires_at_ms: u64,
     /// When the window opened, ms since the Unix epoch (a pairing that ended before is not

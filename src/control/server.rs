@@ -348,6 +348,7 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
                 code: inv.code,
                 link: inv.link,
                 typed_line: inv.typed_line,
+                typed_lines: inv.typed_lines,
                 expires_at_ms: inv.expires_at_ms,
                 opened_at_ms,
                 port: inv.port,

@@ -55,6 +55,12 @@ pub struct LinkConfig {
     pub pending_ttl: Duration,
     /// Advertise over mDNS (default true; tests turn it off).
     pub mdns: bool,
+    /// How often the running link looks at the machine's addresses (default 3 s): when they
+    /// changed (an address added or gone, an interface up or down), mDNS advertises the new
+    /// ones, an open pairing window offers them, and [`LinkEvent::AddressesChanged`] says so.
+    ///
+    /// [`LinkEvent::AddressesChanged`]: super::LinkEvent::AddressesChanged
+    pub address_check: Duration,
     /// Wall clock (default [`SystemClock`]).
     pub clock: Arc<dyn Clock>,
     /// If set, every frame the desktop writes is appended here.
@@ -79,6 +85,7 @@ impl LinkConfig {
             pairing_ttl_ms: PAIRING_TTL_MS,
             pending_ttl: Duration::from_millis(super::pairing::PENDING_TTL_MS),
             mdns: true,
+            address_check: Duration::from_secs(3),
             clock: Arc::new(SystemClock),
             frame_log: None,
         }

@@ -185,6 +185,15 @@ pub enum LinkEvent {
         /// As for [`LinkEvent::Message`].
         credit: MessageCredit,
     },
+    /// The addresses this desktop offers changed while the link runs (an address added or
+    /// gone, an interface up or down; looked at every [`LinkConfig::address_check`]): mDNS
+    /// advertises them now, and an open pairing window offers them.
+    ///
+    /// [`LinkConfig::address_check`]: super::LinkConfig::address_check
+    AddressesChanged {
+        /// Every address offered now, most likely first.
+        addresses: Vec<super::addresses::OfferedAddress>,
+    },
     /// Something failed (also kept in diagnostics).
     Failure(LinkFailure),
 }

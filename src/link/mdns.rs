@@ -3,9 +3,10 @@
 //! `docs/protocol.md`, "Link: pairing and sessions" ("Discovery"): TXT records `id` (the
 //! desktop's device id), `proto` (`<min>-<max>` ifp versions) and `fp` (certificate
 //! fingerprint), under the host name [`host_name`] (letters, digits and hyphens: RFC 952/1123),
-//! with exactly the addresses the listener serves and the pairing link offers. Advertising is
-//! best-effort: a failure is reported in diagnostics and never
-//! stops the listener.
+//! with exactly the addresses the listener serves and the pairing link offers. When those
+//! change while the link runs, [`Advertisement::readvertise`] announces the new ones
+//! ("Discovery", "Addresses that change"). Advertising is best-effort: a failure is reported in
+//! diagnostics and never stops the listener.
 
 use std::net::IpAddr;
 
@@ -35,6 +36,10 @@ pub fn host_name(device_id: &str) -> String {
 pub(crate) struct Advertisement {
     daemon: ServiceDaemon,
     fullname: String,
+    device_id: String,
+    port: u16,
+    proto: String,
+    fingerprint: String,
 }
 
 impl Advertisement {
@@ -48,31 +53,66 @@ impl Advertisement {
         addrs: &[IpAddr],
     ) -> Result<(Self, String), String> {
         let daemon = ServiceDaemon::new().map_err(|e| format!("mDNS daemon: {e}"))?;
-        let host = host_name(device_id);
-        let proto = format!("{}-{}", protocol.0, protocol.1);
+        let mut ad = Self {
+            daemon,
+            fullname: String::new(),
+            device_id: device_id.to_string(),
+            port,
+            proto: format!("{}-{}", protocol.0, protocol.1),
+            fingerprint: fingerprint.to_string(),
+        };
+        ad.fullname = ad.register(addrs)?;
+        let fullname = ad.fullname.clone();
+        Ok((ad, fullname))
+    }
+
+    /// Registers (or registers again: mdns-sd then announces the new records) the service with
+    /// `addrs`; returns its full name.
+    fn register(&self, addrs: &[IpAddr]) -> Result<String, String> {
+        let host = host_name(&self.device_id);
         let props = [
-            ("id", device_id),
-            ("proto", proto.as_str()),
-            ("fp", fingerprint),
+            ("id", self.device_id.as_str()),
+            ("proto", self.proto.as_str()),
+            ("fp", self.fingerprint.as_str()),
         ];
-        let info = ServiceInfo::new(SERVICE_TYPE, device_id, &host, addrs, port, &props[..])
-            .map_err(|e| format!("mDNS service record: {e}"))?;
+        let info = ServiceInfo::new(
+            SERVICE_TYPE,
+            &self.device_id,
+            &host,
+            addrs,
+            self.port,
+            &props[..],
+        )
+        .map_err(|e| format!("mDNS service record: {e}"))?;
         let info = if addrs.is_empty() {
             info.enable_addr_auto()
         } else {
             info
         };
         let fullname = info.get_fullname().to_string();
-        daemon
+        self.daemon
             .register(info)
             .map_err(|e| format!("mDNS register: {e}"))?;
-        Ok((
-            Self {
-                daemon,
-                fullname: fullname.clone(),
-            },
-            fullname,
-        ))
+        Ok(fullname)
+    }
+
+    /// Advertises `addrs` instead of the addresses given before (the machine's addresses
+    /// changed while the link runs); same name, port and TXT records. The old daemon withdraws
+    /// the service and a new one, bound to the interfaces of now, announces it (mdns-sd only
+    /// looks for new interfaces every few seconds, and answers on an interface only with the
+    /// addresses of that interface's subnet). Returns the service's full name; `Err` holds
+    /// words for diagnostics (when the new daemon could not start, the old one still
+    /// advertises the old addresses; when registering failed, nothing is advertised).
+    pub(crate) fn readvertise(&mut self, addrs: &[IpAddr]) -> Result<String, String> {
+        let daemon = ServiceDaemon::new().map_err(|e| format!("mDNS daemon: {e}"))?;
+        let old = std::mem::replace(&mut self.daemon, daemon);
+        if let Ok(done) = old.unregister(&self.fullname) {
+            // The goodbye goes out before the new announcement (bounded wait).
+            let _ = done.recv_timeout(std::time::Duration::from_millis(500));
+        }
+        let _ = old.shutdown();
+        self.fullname = self.register(addrs)?;
+        Ok(self.fullname.clone())
     }
 
     /// Withdraws the advertisement and stops the daemon.

@@ -301,6 +301,12 @@ pub struct PairingInvite {
     /// phone trusts the certificate on first use and the verification code checks it
     /// (`docs/protocol.md`, "Typed pairing line").
     pub typed_line: String,
+    /// One typed line per offered address, in the order a phone tries them: the link's
+    /// addresses, then the ones left out of it ([`PairingInvite::left_out`]: typing has no QR
+    /// size to keep), each `address:port code`. The first is [`PairingInvite::typed_line`]; the
+    /// card lists the others as alternatives for a phone on another of this computer's networks
+    /// (`docs/protocol.md`, "Typed pairing line").
+    pub typed_lines: Vec<String>,
     /// The addresses the link carries, in the order a phone tries them.
     pub addresses: Vec<OfferedAddress>,
     /// Addresses this machine has that the link leaves out to stay short enough for a QR code
@@ -335,25 +341,47 @@ pub fn typed_line(addr: std::net::SocketAddr, code: &str) -> String {
     format!("{addr} {code}")
 }
 
-/// Reads a typed pairing line: `address:port` and the 6-digit code, separated by spaces (the
-/// code with or without its dash or a space inside: `123-456`, `123456`, `123 456`).
+/// Most addresses read from one typed line (as many as a link's `addr` and `alt` together).
+pub const MAX_TYPED_ADDRESSES: usize = 17;
+
+/// Reads a typed pairing line: one or more `address:port` (the card's line names one; a line
+/// may name several, each tried as "Trying the addresses" says), then the 6-digit code,
+/// separated by spaces (the code with or without its dash or a space inside: `123-456`,
+/// `123456`, `123 456`). Returns the addresses in the order typed and the code as `123-456`.
 ///
 /// Errors: words naming what is missing or wrong.
-pub fn parse_typed_line(line: &str) -> Result<(std::net::SocketAddr, String), String> {
-    let mut parts = line.split_whitespace();
-    let addr_text = parts.next().ok_or_else(|| {
+pub fn parse_typed_line(line: &str) -> Result<(Vec<std::net::SocketAddr>, String), String> {
+    let mut parts = line.split_whitespace().peekable();
+    let first = parts.next().ok_or_else(|| {
         "empty line: type the address:port and the code the desktop shows".to_string()
     })?;
-    let addr: std::net::SocketAddr = addr_text.parse().map_err(|_| {
-        format!("{addr_text:?} is not address:port (like 192.0.2.1:47470, or [2001:db8::1]:47470 for IPv6)")
+    let addr: std::net::SocketAddr = first.parse().map_err(|_| {
+        format!(
+            "{first:?} is not address:port (like 192.0.2.1:47470, or [2001:db8::1]:47470 for IPv6)"
+        )
     })?;
+    let mut addrs = vec![addr];
+    while let Some(next) = parts.peek() {
+        let Ok(a) = next.parse::<std::net::SocketAddr>() else {
+            break;
+        };
+        if addrs.len() >= MAX_TYPED_ADDRESSES {
+            return Err(format!(
+                "more than {MAX_TYPED_ADDRESSES} addresses on one line"
+            ));
+        }
+        if !addrs.contains(&a) {
+            addrs.push(a);
+        }
+        parts.next();
+    }
     let digits: String = parts.collect::<Vec<_>>().join("").replace('-', "");
     if digits.len() != 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!(
             "after the address, type the 6-digit code the desktop shows (like 123-456), not {digits:?}"
         ));
     }
-    Ok((addr, format!("{}-{}", &digits[..3], &digits[3..])))
+    Ok((addrs, format!("{}-{}", &digits[..3], &digits[3..])))
 }
 
 /// Builds the invitation link for `window` with the one address `addr` (a link of the first
@@ -432,8 +460,15 @@ pub fn invite_offering(
         .first()
         .copied()
         .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+    let typed_lines = addresses
+        .iter()
+        .chain(&left_out)
+        .filter_map(OfferedAddress::ip)
+        .map(|ip| typed_line(std::net::SocketAddr::new(ip, port), &window.code()))
+        .collect();
     PairingInvite {
         typed_line: typed_line(std::net::SocketAddr::new(first, port), &window.code()),
+        typed_lines,
         code: window.code(),
         qr_svg: qr_svg(&link),
         link,
@@ -623,12 +658,29 @@ mod tests {
         assert_eq!(typed_line(v6, "012-345"), "[2001:db8::1]:47471 012-345");
         assert_eq!(
             parse_typed_line("192.0.2.1:47470 123-456").unwrap(),
-            (v4, "123-456".into())
+            (vec![v4], "123-456".into())
         );
         assert_eq!(
             parse_typed_line("  [2001:db8::1]:47471   012 345 ").unwrap(),
-            (v6, "012-345".into())
+            (vec![v6], "012-345".into())
         );
+        // Several addresses on one line, then the code: every one is tried, in that order.
+        assert_eq!(
+            parse_typed_line("192.0.2.1:47470 [2001:db8::1]:47471 192.0.2.1:47470 012-345")
+                .unwrap(),
+            (vec![v4, v6], "012-345".into())
+        );
+        let many = vec!["192.0.2.1:1"; MAX_TYPED_ADDRESSES + 1].join(" ");
+        assert!(
+            parse_typed_line(&format!("{many} 123-456")).is_ok(),
+            "duplicates count once"
+        );
+        let many: Vec<String> = (1..=MAX_TYPED_ADDRESSES + 1)
+            .map(|p| format!("192.0.2.1:{p}"))
+            .collect();
+        assert!(parse_typed_line(&format!("{} 123-456", many.join(" ")))
+            .unwrap_err()
+            .contains("more than"));
         assert_eq!(
             parse_typed_line("192.0.2.1:47470 123456").unwrap().1,
             "123-456"
@@ -808,6 +860,30 @@ mod tests {
         assert_eq!(inv.addresses.len(), MAX_LINK_ADDRESSES);
         assert_eq!(inv.left_out.len(), 4);
         assert_eq!(inv.left_out[0].interface, "eth8");
+        // The typed lines name every offered address, the left-out ones too, in order; each
+        // reads back as the one address it names and the window's code.
+        assert_eq!(inv.typed_lines.len(), 12);
+        assert_eq!(inv.typed_lines[0], inv.typed_line);
+        for (line, a) in inv
+            .typed_lines
+            .iter()
+            .zip(inv.addresses.iter().chain(&inv.left_out))
+        {
+            let (addrs, code) = parse_typed_line(line).unwrap();
+            assert_eq!(
+                addrs,
+                [std::net::SocketAddr::new(a.ip().unwrap(), 47470)],
+                "{line}"
+            );
+            assert_eq!(code, w.code());
+        }
+        assert_eq!(
+            inv.typed_lines[1],
+            format!(
+                "[2001:db8:4a2f:91c0:7d3e:12ff:fe4b:a001]:47470 {}",
+                w.code()
+            )
+        );
         // Eight addresses all long IPv6 ones do not fit version 14: the last are left out.
         let long: Vec<OfferedAddress> = offered(16)
             .into_iter()

@@ -381,8 +381,26 @@ impl PhoneClient {
     /// with several, [`PhoneError::Unreachable`] listing every try; with none,
     /// [`PhoneError::Unreachable`] with no tries.
     pub async fn connect_any(addrs: &[SocketAddr], pinned_fp: &str) -> Result<Self, PhoneError> {
+        Self::connect_any_inner(addrs, Some(pinned_fp)).await
+    }
+
+    /// [`PhoneClient::connect_any`] trusting whatever certificate the first address to answer
+    /// presents (trust on first use, as [`PhoneClient::connect_first_use`]): for pairing from a
+    /// typed line naming several addresses, or from addresses mDNS gave, where no fingerprint
+    /// is known. The fingerprint seen is [`PhoneClient::cert_fp`]; the pairing's verification
+    /// code, which the person compares, binds it (`docs/protocol.md`, "Typed pairing line").
+    ///
+    /// Errors as [`PhoneClient::connect_any`] (never a certificate mismatch).
+    pub async fn connect_any_first_use(addrs: &[SocketAddr]) -> Result<Self, PhoneError> {
+        Self::connect_any_inner(addrs, None).await
+    }
+
+    async fn connect_any_inner(
+        addrs: &[SocketAddr],
+        pinned_fp: Option<&str>,
+    ) -> Result<Self, PhoneError> {
         if let [one] = addrs {
-            return Self::connect(*one, pinned_fp).await;
+            return Self::connect_inner(*one, pinned_fp, None).await;
         }
         let clock = SystemClock;
         let mut set = tokio::task::JoinSet::new();
@@ -393,9 +411,11 @@ impl PhoneClient {
         loop {
             if next < addrs.len() && (set.is_empty() || tokio::time::Instant::now() >= next_at) {
                 let addr = addrs[next];
-                let fp = pinned_fp.to_string();
+                let fp = pinned_fp.map(str::to_string);
                 started.push((addr, clock.now_ms(), tokio::time::Instant::now()));
-                set.spawn(async move { (addr, Self::connect(addr, &fp).await) });
+                set.spawn(
+                    async move { (addr, Self::connect_inner(addr, fp.as_deref(), None).await) },
+                );
                 next += 1;
                 next_at = tokio::time::Instant::now() + ATTEMPT_STAGGER;
                 continue;

@@ -36,7 +36,7 @@ use super::flood::FloodGate;
 use super::identity::DesktopIdentity;
 use super::mdns::Advertisement;
 use super::pairing::{PairingBackoff, PairingInvite, PairingWindow};
-use super::shared::{lock, Command, Diag, OpenPairing, Shared};
+use super::shared::{lock, Command, Diag, Networks, OpenPairing, Shared};
 use super::trust::{PairedPhone, TrustError, TrustFile};
 use super::wire::{self, ifp};
 
@@ -293,11 +293,9 @@ impl Link {
         local: SocketAddr,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), LinkError> {
-        let ad = if self.shared.config.mdns {
-            let served: Vec<IpAddr> = super::addresses::offered_addresses(local.ip())
-                .iter()
-                .filter_map(OfferedAddress::ip)
-                .collect();
+        let mut offered_now = super::addresses::offered_addresses(local.ip());
+        let mut ad = if self.shared.config.mdns {
+            let served: Vec<IpAddr> = offered_now.iter().filter_map(OfferedAddress::ip).collect();
             match Advertisement::start(
                 &self.shared.identity.device_id(),
                 local.port(),
@@ -324,11 +322,22 @@ impl Link {
         let mut tasks = tokio::task::JoinSet::new();
         let budget = self.shared.budget.clone();
         let overdue_after = self.shared.config.hello_timeout + OVERDUE_GRACE;
+        let every = self
+            .shared
+            .config
+            .address_check
+            .max(Duration::from_millis(10));
+        let mut check = tokio::time::interval_at(Instant::now() + every, every);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(shutdown);
         loop {
             let due = lock(&budget).next_due(overdue_after);
             let accepted = tokio::select! {
                 _ = &mut shutdown => break,
+                _ = check.tick() => {
+                    self.check_addresses(local, &mut offered_now, ad.as_mut());
+                    continue;
+                }
                 _ = async {
                     match due {
                         Some(at) => sleep_until(at).await,
@@ -383,6 +392,53 @@ impl Link {
         Ok(())
     }
 
+    /// Looks at the machine's addresses again ([`LinkConfig::address_check`]); when they are not
+    /// `known` any more, advertises the new ones over mDNS, lets an open pairing window that
+    /// follows the machine's networks offer them, and sends [`LinkEvent::AddressesChanged`].
+    fn check_addresses(
+        &self,
+        local: SocketAddr,
+        known: &mut Vec<OfferedAddress>,
+        ad: Option<&mut Advertisement>,
+    ) {
+        let now = super::addresses::offered_addresses(local.ip());
+        if now == *known {
+            return;
+        }
+        tracing::info!(
+            before = ?known.iter().map(|a| a.address.as_str()).collect::<Vec<_>>(),
+            now = ?now.iter().map(|a| a.address.as_str()).collect::<Vec<_>>(),
+            "this computer's addresses changed; offering the new ones"
+        );
+        known.clone_from(&now);
+        if let Some(ad) = ad {
+            let served: Vec<IpAddr> = now.iter().filter_map(OfferedAddress::ip).collect();
+            match ad.readvertise(&served) {
+                Ok(fullname) => lock(&self.shared.diag).mdns = MdnsStatus::Advertising { fullname },
+                Err(reason) => {
+                    let reason = format!("advertising the new addresses: {reason}");
+                    lock(&self.shared.diag).mdns = MdnsStatus::Unavailable {
+                        reason: reason.clone(),
+                    };
+                    self.shared.fail(FailureKind::Mdns, reason, None, None);
+                }
+            }
+        }
+        if let Some(open) = lock(&self.shared.pairing).as_mut() {
+            if let Some(follow) = &open.follow {
+                let picked = follow.pick(&now);
+                // A chosen network that lost every address keeps what the card showed.
+                if !picked.is_empty() {
+                    open.addrs = picked;
+                }
+            }
+        }
+        let _ = self
+            .shared
+            .events
+            .send(LinkEvent::AddressesChanged { addresses: now });
+    }
+
     /// Ends the tasks of connections the budget dropped and records them as failures before hello (coalesced per source
     /// by the flood gate, so a flood of them costs a few reports a minute).
     fn report_evicted(&self, evicted: &[Evicted]) {
@@ -427,6 +483,26 @@ impl Link {
     /// left out. With `addrs` empty the link names loopback. Otherwise as
     /// [`Link::open_pairing`].
     pub fn open_pairing_offering(&self, addrs: Vec<OfferedAddress>) -> PairingInvite {
+        self.open_window(addrs, None)
+    }
+
+    /// Opens (or reopens) the pairing window offering this machine's addresses
+    /// ([`Link::offered_addresses`]) on the interfaces named in `networks` (`None`: every
+    /// network), and keeps offering them as they change while the window is open (checked
+    /// every [`LinkConfig::address_check`]): the code stays, the link, its QR code and the typed
+    /// lines name the addresses of now. Otherwise as [`Link::open_pairing_offering`] (with no
+    /// address on those networks, the link names loopback; callers check first, as
+    /// `PhonesState::open_pairing_on` does).
+    pub fn open_pairing_on(&self, networks: Option<Vec<String>>) -> PairingInvite {
+        let follow = match networks {
+            None => Networks::All,
+            Some(names) => Networks::Only(names),
+        };
+        let addrs = follow.pick(&self.offered_addresses());
+        self.open_window(addrs, Some(follow))
+    }
+
+    fn open_window(&self, addrs: Vec<OfferedAddress>, follow: Option<Networks>) -> PairingInvite {
         let now = self.shared.config.clock.now_ms();
         let window = PairingWindow::open(now, self.shared.config.pairing_ttl_ms);
         let addrs = if addrs.is_empty() {
@@ -441,6 +517,7 @@ impl Link {
             window,
             addrs,
             held_by: None,
+            follow,
         });
         inv
     }

@@ -70,6 +70,34 @@ pub(super) struct OpenPairing {
     pub(super) addrs: Vec<OfferedAddress>,
     /// The connection whose pairing holds the window (its right code came), if any.
     pub(super) held_by: Option<u64>,
+    /// Whether `addrs` follows the machine's addresses while the window is open (and which
+    /// interfaces): `None` for addresses given by hand ([`Link::open_pairing_offering`]).
+    ///
+    /// [`Link::open_pairing_offering`]: super::Link::open_pairing_offering
+    pub(super) follow: Option<Networks>,
+}
+
+/// Which of the machine's networks a pairing window offers while it stays open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Networks {
+    /// Every network (the default "Pair a phone").
+    All,
+    /// Only the interfaces with these names (the person's choice in the pairing card).
+    Only(Vec<String>),
+}
+
+impl Networks {
+    /// The addresses of `offered` this choice keeps, in `offered`'s order.
+    pub(super) fn pick(&self, offered: &[OfferedAddress]) -> Vec<OfferedAddress> {
+        match self {
+            Networks::All => offered.to_vec(),
+            Networks::Only(names) => offered
+                .iter()
+                .filter(|a| names.contains(&a.interface))
+                .cloned()
+                .collect(),
+        }
+    }
 }
 
 /// What [`Link::diagnostics`](super::Link::diagnostics) reports beyond the trust file and
@@ -362,5 +390,36 @@ mod peer_text_tests {
             peer_text("dev_0123456789abcdef", 64),
             "dev_0123456789abcdef"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::Networks;
+    use crate::link::addresses::{InterfaceKind, OfferedAddress};
+
+    #[test]
+    fn a_window_follows_only_the_networks_chosen() {
+        let a = |i: &str, ip: &str| OfferedAddress {
+            interface: i.into(),
+            kind: InterfaceKind::Local,
+            address: ip.into(),
+        };
+        // The addresses after a change: eth0 gained one, a new eth1 appeared.
+        let now = vec![
+            a("eth0", "192.0.2.1"),
+            a("eth0", "198.51.100.5"),
+            a("docker0", "203.0.113.1"),
+            a("eth1", "203.0.113.5"),
+        ];
+        assert_eq!(Networks::All.pick(&now), now);
+        let only = Networks::Only(vec!["eth0".into()]).pick(&now);
+        assert_eq!(
+            only.iter().map(|x| x.address.as_str()).collect::<Vec<_>>(),
+            ["192.0.2.1", "198.51.100.5"],
+            "the new address of a chosen network, not the new network"
+        );
+        assert!(Networks::Only(vec!["wlan0".into()]).pick(&now).is_empty());
     }
 }

@@ -39,6 +39,14 @@ port: number,
  */
 typed_line: string, 
 /**
+ * One typed line per offered address, in the order a phone tries them: the link's
+ * addresses, then the ones left out of it ([`PairingInvite::left_out`]: typing has no QR
+ * size to keep), each `address:port code`. The first is [`PairingInvite::typed_line`]; the
+ * card lists the others as alternatives for a phone on another of this computer's networks
+ * (`docs/protocol.md`, "Typed pairing line").
+ */
+typed_lines: Array<string>, 
+/**
  * The addresses the link carries, in the order a phone tries them.
  */
 addresses: Array<OfferedAddress>, 
