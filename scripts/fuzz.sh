@@ -3,7 +3,10 @@
 # Usage: bash scripts/fuzz.sh TARGET EXECS      (targets: switchboard::fuzz::TARGETS, e.g.
 #        bash scripts/fuzz.sh dial_shortcut 1000000)
 # FUZZ_SECONDS=N also stops it after N seconds, whichever comes first (the count printed is
-# then what it reached).
+# then what it reached). FUZZ_MAX_LEN=BYTES caps the inputs AFL makes (afl-fuzz -G; the default
+# is 1 MB, and a text target spends most of its time on inputs of tens of kilobytes).
+# FUZZ_RESUME=1 goes on from the output folder of an earlier run of the target (afl-fuzz -i -:
+# its queue, not its seeds; the executions printed are this run's, add the earlier ones).
 # Engine: AFL++ through the `afl` crate (`cargo afl`, which builds AFL++ from its bundled source
 # when it is installed; no nightly toolchain needed). The fuzz crate is `fuzz/` (not a
 # workspace member). Seeds: fuzz/seeds/TARGET/ (make them with
@@ -43,14 +46,25 @@ echo "==> building fuzz_$target with AFL++ instrumentation (release, overflow an
 bin="$CARGO_TARGET_DIR/release/fuzz_$target"
 
 out="${FUZZ_OUT:-$root/target/fuzz-out}/$target"
-rm -rf "$out"
-mkdir -p "$out"
+input="$seeds"
+if [ "${FUZZ_RESUME:-0}" = 1 ] && [ -d "$out/default/queue" ]; then
+  input=-
+  mv "$out/afl.log" "$out/afl.log.$(date +%s)" 2>/dev/null || true
+else
+  rm -rf "$out"
+  mkdir -p "$out"
+fi
 # No UI; no CPU binding (the machine is shared); a crash dump handler in core_pattern is not
 # ours to change; a slow, busy machine gets 2 s per execution before it counts as a hang.
 export AFL_NO_UI=1 AFL_NO_AFFINITY=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1
 export AFL_FORKSRV_INIT_TMOUT=20000
-echo "==> fuzzing $target for $execs executions from $(ls "$seeds" | wc -l) seeds"
-cargo afl fuzz -i "$seeds" -o "$out" -E "$execs" ${FUZZ_SECONDS:+-V "$FUZZ_SECONDS"} -t 2000 -- "$bin" >"$out/afl.log" 2>&1 || {
+if [ "$input" = - ]; then
+  echo "==> fuzzing $target for $execs more executions, going on from $out"
+else
+  echo "==> fuzzing $target for $execs executions from $(ls "$seeds" | wc -l) seeds"
+fi
+cargo afl fuzz -i "$input" -o "$out" -E "$execs" ${FUZZ_SECONDS:+-V "$FUZZ_SECONDS"} \
+  ${FUZZ_MAX_LEN:+-G "$FUZZ_MAX_LEN"} -t 2000 -- "$bin" >"$out/afl.log" 2>&1 || {
   echo "afl-fuzz failed; its last lines:" >&2
   tail -30 "$out/afl.log" >&2
   exit 1
