@@ -307,8 +307,17 @@ fn desktop_in_namespace() {
             match tokio::time::timeout(Duration::from_millis(20), events.recv()).await {
                 Ok(Some(LinkEvent::PhoneConnected { .. })) => {
                     connections += 1;
-                    let mut d = serde_json::to_value(link.diagnostics()).unwrap();
+                    let diag = link.diagnostics();
+                    let mut d = serde_json::to_value(&diag).unwrap();
                     d["connections"] = connections.into();
+                    // What Troubleshoot makes of it (the Phones view shows the same).
+                    d["troubleshoot"] =
+                        serde_json::to_value(switchboard::link::troubleshoot::troubleshoot(
+                            &diag,
+                            &link.offered_addresses(),
+                            &switchboard::link::addresses::default_route_interfaces(),
+                        ))
+                        .unwrap();
                     write(&dir, "diagnostics.json", &d);
                 }
                 Ok(Some(LinkEvent::AddressesChanged { addresses })) => {
@@ -540,6 +549,22 @@ fn failed_attempts_reach_the_desktop() {
     let err = attempts[0]["error"].as_str().unwrap();
     assert!(err.to_lowercase().contains("unreachable"), "{err}");
     assert!(attempts[0]["at_ms"].as_u64().unwrap() > 1_600_000_000_000);
+    // Troubleshoot reads the report: the address offered first is on another network, and the
+    // phone had no route to it; each names the address.
+    let seen = diag["troubleshoot"]["seen"].as_array().unwrap();
+    for class in ["wrong_interface", "other_subnet"] {
+        let t = seen
+            .iter()
+            .find(|t| t["class"] == class)
+            .unwrap_or_else(|| panic!("Troubleshoot shows no {class}: {seen:?}"));
+        assert!(
+            t["seen"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("198.51.100.1:{port}")),
+            "{t}"
+        );
+    }
     let _ = std::fs::remove_dir_all(home);
 }
 
