@@ -70,13 +70,7 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         .is_some_and(|core| core.viewing().is_some());
     let mut items = Vec::new();
     for (id, label, accel) in FILE_ITEMS {
-        items.push(MenuItem::with_id(
-            app,
-            id,
-            label,
-            enabled(id, open),
-            accel,
-        )?);
+        items.push(MenuItem::with_id(app, id, label, enabled(id, open), accel)?);
     }
     let separator = PredefinedMenuItem::separator(app)?;
     let file = Submenu::with_id_and_items(

@@ -197,7 +197,10 @@ impl OpenedBundle {
                             .to_string(),
                     ),
                 }
-                data_dir = v.get("data_dir").and_then(Value::as_str).map(str::to_string);
+                data_dir = v
+                    .get("data_dir")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
             }
         }
         BundleDetails {

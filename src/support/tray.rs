@@ -212,9 +212,7 @@ pub fn summarize_bundle(phones: &Value, banners: &Value, confirmations: &Value) 
         .map(|c| {
             let summary = text(c, "summary");
             let what = if summary.trim().is_empty() {
-                c.get("tool")
-                    .map(|t| text(t, "name"))
-                    .unwrap_or_default()
+                c.get("tool").map(|t| text(t, "name")).unwrap_or_default()
             } else {
                 summary
             };
