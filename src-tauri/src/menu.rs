@@ -81,11 +81,18 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         &[&items[0], &items[1], &items[2], &separator, &items[3]],
     )?;
     let menu = Menu::with_items(app, &[&file])?;
-    let Some(window) = app.get_webview_window("main") else {
-        return Err(tauri::Error::WindowNotFound);
-    };
-    window.set_menu(menu)?;
-    window.on_menu_event(|window, event| choose(window.app_handle(), event.id.as_ref()));
+    if cfg!(target_os = "macos") {
+        // macOS has one menu bar for the app (a window's menu is not supported there); its
+        // events reach the app's handler, which ignores the tray's ids.
+        app.set_menu(menu)?;
+        app.on_menu_event(|app, event| choose(app, event.id.as_ref()));
+    } else {
+        let Some(window) = app.get_webview_window("main") else {
+            return Err(tauri::Error::WindowNotFound);
+        };
+        window.set_menu(menu)?;
+        window.on_menu_event(|window, event| choose(window.app_handle(), event.id.as_ref()));
+    }
     app.manage(FileMenu { items });
     Ok(())
 }
