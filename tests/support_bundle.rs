@@ -813,3 +813,207 @@ async fn the_tray_counts_banners_and_waiting_confirmations() {
         "the tooltip carries counts only"
     );
 }
+
+/// A phone's phone-line settings naming `lines` (registry and lines, no permissions).
+fn line_settings(lines: &[&str]) -> Value {
+    json!({
+        "registry": {"version": 1, "phoneLines":
+            lines.iter().map(|l| json!({"identifier": l, "name": l})).collect::<Vec<_>>()},
+        "lines": lines.iter().map(|l| json!({"identifier": l, "name": l, "permissions": []})).collect::<Vec<_>>()
+    })
+}
+
+/// The call ids and ops of a followed page's dials, in its order.
+fn followed(page: &switchboard::app::dials::DialHistoryPage) -> Vec<(String, String, i64)> {
+    page.rows
+        .iter()
+        .filter_map(|r| match r {
+            switchboard::app::dials::HistoryRow::Dial(d) => {
+                Some((d.call_id.to_string(), d.op.to_string(), d.start_ms))
+            }
+            switchboard::app::dials::HistoryRow::Connection(_) => None,
+        })
+        .collect()
+}
+
+/// What an opened bundle shows beside the views: the sender's tray counts (the window's "at a
+/// glance" line) while the live app moves on, the sender's settings (never the viewer's),
+/// each paired phone's Phone lines view (the per-phone picker), and a call followed inside
+/// the bundle's dials (`app::dials::follow_in`): the dials of that call id, oldest first,
+/// the other call's left out, as the live app follows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opened_bundle_shows_the_senders_counts_settings_phone_lines_and_follows_a_call() {
+    use switchboard::app::dials::FollowBy;
+    let desk = start().await;
+    let (a, mut phone_a, _) = pair(&desk, "Phone A").await;
+    let (b, mut phone_b, _) = pair(&desk, "Phone B").await;
+    phone_a
+        .send_value(&event(
+            &a,
+            "event.phoneline.settings",
+            "ses_settingsA00001",
+            1,
+            line_settings(&["lumirealm"]),
+        ))
+        .await
+        .unwrap();
+    phone_b
+        .send_value(&event(
+            &b,
+            "event.phoneline.settings",
+            "ses_settingsB00001",
+            1,
+            line_settings(&["lumirealm", "lumiweather"]),
+        ))
+        .await
+        .unwrap();
+    // Call "cf" (describe, read_item, then a failing notify that raises a banner) interleaved
+    // with call "co", started 10 ms apart in this order.
+    let plan = [
+        ("cf", "describe", false),
+        ("co", "describe", false),
+        ("cf", "read_item", false),
+        ("co", "read_item", false),
+        ("cf", "notify", true),
+    ];
+    for (i, (call, op, fails)) in plan.iter().enumerate() {
+        let i = i as u64;
+        let mut d = json!({
+            "call_id": call, "caller": "lumiagent", "callee": "lumirealm",
+            "endpoint": "lumirealm.phoneline", "op": op,
+            "request": {"op": op, "callId": call},
+            "started_at": rfc3339_ms(1_790_000_000_000 + 10 * i), "duration_ms": 3,
+            "outcome": "ok", "response": {"ok": true}
+        });
+        if *fails {
+            d["outcome"] = json!("error");
+            d["error"] = json!("Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\" to inherit owner \"lumirealm\" permissions: push_notification");
+            d.as_object_mut().unwrap().remove("response");
+        }
+        phone_a
+            .send_value(&event(
+                &a,
+                "event.phoneline.dial",
+                "ses_dialsA00000001",
+                i + 1,
+                d,
+            ))
+            .await
+            .unwrap();
+    }
+    let hub = desk.app.hub().unwrap();
+    until("the dials, the banner and both phones' settings", || {
+        hub.phone(a.device_id()).is_some_and(|p| p.dials == 5)
+            && hub.settings(a.device_id()).is_some()
+            && hub.settings(b.device_id()).is_some()
+            && desk.app.tray_summary().banners == 1
+    })
+    .await;
+    let sender_tray = desk.app.tray_summary();
+    assert_eq!((sender_tray.connected, sender_tray.banners), (2, 1));
+    let mut sender_settings = desk.app.get_settings();
+    sender_settings.dial_ring_capacity = 20_000;
+    let sender_settings = desk.app.save_settings(sender_settings).unwrap();
+    let saved = desk
+        .app
+        .save_support_bundle("leftovers.tar.gz", BundleOptions::default())
+        .await
+        .unwrap();
+    // The live call followed, before the live app moves on.
+    let live_follow = desk
+        .app
+        .dials_follow(
+            "event.phoneline.dial-ses_dialsA00000001-3",
+            None,
+            FollowBy::Call,
+            None,
+        )
+        .await
+        .unwrap();
+
+    // The live app moves on: phone B goes away, the viewer's own settings change.
+    phone_b.close().await;
+    until("phone B gone", || desk.app.tray_summary().connected == 1).await;
+    let mut mine = desk.app.get_settings();
+    mine.dial_ring_capacity = 7_000;
+    let mine = desk.app.save_settings(mine).unwrap();
+
+    desk.app.open_bundle(&saved.path).await.unwrap();
+    // The glance line: the sender's counts, not the live app's; the tray stays live.
+    assert_eq!(desk.app.glance(), sender_tray);
+    assert_eq!(desk.app.tray_summary().connected, 1);
+    assert_ne!(desk.app.glance(), desk.app.tray_summary());
+    // The sender's settings and app, not the viewer's.
+    let details = desk.app.bundle_details().unwrap();
+    assert_eq!(details.settings.as_ref(), Some(&sender_settings));
+    assert_eq!(
+        details.settings.as_ref().map(|s| s.dial_ring_capacity),
+        Some(20_000)
+    );
+    assert_eq!(desk.app.get_settings(), mine);
+    assert_eq!(
+        details.app.as_ref().map(|a| a.version.as_str()),
+        Some(env!("CARGO_PKG_VERSION"))
+    );
+    assert!(details.problems.is_empty(), "{:?}", details.problems);
+    assert!(details.data_dir.is_some());
+    // Each paired phone's Phone lines view, for the picker.
+    let views: Vec<(String, String, Vec<String>)> = details
+        .phone_lines
+        .iter()
+        .map(|p| {
+            let lines = p.view["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l["identifier"].as_str().unwrap().to_string())
+                .collect();
+            (p.device_id.clone(), p.label.clone(), lines)
+        })
+        .collect();
+    assert_eq!(views.len(), 2, "{views:?}");
+    let of = |id: &str| views.iter().find(|v| v.0 == id).unwrap();
+    assert_eq!(of(a.device_id()).1, "Phone A");
+    assert_eq!(of(b.device_id()).1, "Phone B");
+    assert!(!of(a.device_id()).2.contains(&"lumiweather".to_string()));
+    assert!(of(b.device_id()).2.contains(&"lumiweather".to_string()));
+    assert!(of(b.device_id()).2.contains(&"lumirealm".to_string()));
+
+    // Following call "cf" inside the bundle: its three dials, oldest first, as live.
+    let bundle = desk.app.viewing().unwrap();
+    let middle = bundle
+        .dial("event.phoneline.dial-ses_dialsA00000001-3", None)
+        .unwrap();
+    assert_eq!((&*middle.call_id, &*middle.op), ("cf", "read_item"));
+    let page = switchboard::app::dials::follow_in(&bundle.dials, &middle, FollowBy::Call).unwrap();
+    let rows = followed(&page);
+    assert_eq!(
+        rows.iter()
+            .map(|(c, o, _)| (c.as_str(), o.as_str()))
+            .collect::<Vec<_>>(),
+        [("cf", "describe"), ("cf", "read_item"), ("cf", "notify")]
+    );
+    assert!(rows.windows(2).all(|w| w[0].2 < w[1].2), "{rows:?}");
+    assert_eq!(page.filter, "call:cf");
+    assert_eq!(rows, followed(&live_follow));
+    // The other call is followed to its own two dials.
+    let other = bundle
+        .dial("event.phoneline.dial-ses_dialsA00000001-4", None)
+        .unwrap();
+    let rows = followed(
+        &switchboard::app::dials::follow_in(&bundle.dials, &other, FollowBy::Call).unwrap(),
+    );
+    assert_eq!(
+        rows.iter()
+            .map(|(c, o, _)| (c.as_str(), o.as_str()))
+            .collect::<Vec<_>>(),
+        [("co", "describe"), ("co", "read_item")]
+    );
+
+    // Closed: the glance line is the live app's again, and there are no bundle details.
+    assert!(desk.app.close_bundle());
+    assert_eq!(desk.app.glance(), desk.app.tray_summary());
+    assert!(desk.app.bundle_details().is_none());
+    phone_a.close().await;
+    desk.app.shutdown().await;
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use switchboard::app::{AppEvent, Host};
 use switchboard::confirmations::notify::Notification;
 use switchboard::support::tray::TraySummary;
-use tauri::{AppHandle, Emitter, Runtime};
+use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::notify::Notifier;
 
@@ -27,6 +27,14 @@ impl<R: Runtime> Host for TauriHost<R> {
     fn emit(&self, event: &AppEvent) {
         if let Err(e) = self.app.emit(event.name(), event.payload()) {
             tracing::debug!("event {} not sent to the window: {e}", event.name());
+        }
+        // The File menu's "Close bundle" and "Save support bundle…" follow the bundle.
+        if *event == AppEvent::Bundle {
+            let open = self
+                .app
+                .try_state::<Arc<switchboard::app::App>>()
+                .is_some_and(|core| core.viewing().is_some());
+            crate::menu::sync(&self.app, open);
         }
     }
 

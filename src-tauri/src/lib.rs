@@ -22,6 +22,7 @@ pub mod cli;
 pub mod commands;
 pub mod host;
 pub mod logging;
+pub mod menu;
 pub mod notify;
 pub mod tray;
 
@@ -144,7 +145,8 @@ fn start_samples(core: &App) {
 }
 
 /// Loads settings, starts logging, builds and manages the core [`App`] and, with `with_tray`
-/// (the real desktop), creates the tray icon and starts the phone link. GTK's tray needs a real
+/// (the real desktop), creates the tray icon and the window's File menu and starts the phone
+/// link. GTK's tray needs a real
 /// display and the link a key store, so mock-runtime tests pass `false`.
 ///
 /// The setup hook calls it when the app starts; tests under the mock runtime call it right
@@ -194,6 +196,9 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
     if with_tray {
         if let Err(e) = tray::create(app) {
             tracing::warn!("no tray icon: {e}");
+        }
+        if let Err(e) = menu::create(app) {
+            tracing::warn!("no File menu: {e}");
         }
         core.refresh_tray();
         core.start_link();

@@ -1678,9 +1678,47 @@ async fn bundle_journey(j: &mut Journey) -> R<()> {
         "error: {e}"
     );
 
-    // Open it: the read-only banner names the sender's version and the save time.
-    ui.type_into(&open, &bundle).await?;
-    ui.click_button("Open read only").await?;
+    // The live app moves on after the save: the viewer changes a setting and unpairs the demo
+    // phone. The bundle must go on showing the sender's (the saved) state.
+    let ring_js = "const l = [...document.querySelectorAll('main label')].find((l) => l.innerText.trim().startsWith('Dials kept in memory')); const i = l && l.querySelector('input'); return i ? { value: i.value, disabled: i.matches(':disabled') } : null;";
+    let sender_ring = ui
+        .wait("the Dials kept in memory field", WAIT, ring_js)
+        .await?["value"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let mine = if sender_ring == "54000" {
+        "55000"
+    } else {
+        "54000"
+    };
+    let ring = ui.find("input", "Dials kept in memory").await?;
+    ui.type_into(&ring, mine).await?;
+    ui.click_button("Save settings").await?;
+    ui.wait_text("Saved.", WAIT).await?;
+    ui.view('1', "Phones").await?;
+    ui.click_button("Unpair Demo phone").await?;
+    ui.click_button("Unpair").await?;
+    ui.wait("the live glance line with no phone", WAIT, "const g = document.querySelector('[data-testid=glance]'); return !!g && g.innerText.includes('0 connected') && !document.querySelector('li.phone');").await?;
+
+    // File → Open support bundle… by its shortcut, pressed through X as a person would (the
+    // GTK menu bar takes it; WebDriver's keys reach only the page): the window asks for a path.
+    x_keys(j, "ctrl+o")?;
+    let ui = j.ui();
+    ui.wait("the File menu's open prompt", WAIT, "const d = document.querySelector('dialog[data-testid=open-prompt]'); return !!d && d.open;").await?;
+    let path = ui.find("input", "Bundle file").await?;
+    ui.type_into(&path, &bundle).await?;
+    let submit = ui
+        .find_by(
+            "the prompt's Open read only",
+            "return document.querySelector('dialog[data-testid=open-prompt] button[type=submit]');",
+        )
+        .await?;
+    submit
+        .click()
+        .await
+        .map_err(|e| format!("opening from the prompt: {e}"))?;
+    // The read-only banner names the sender's version and the save time.
     let b = ui.wait("the bundle's banner", WAIT, "const b = document.querySelector('[data-testid=bundle-banner]'); return b ? b.innerText : null;").await?;
     let b = b.as_str().unwrap_or_default().to_string();
     ensure!(
@@ -1691,6 +1729,26 @@ async fn bundle_journey(j: &mut Journey) -> R<()> {
             && b.contains("read only"),
         "banner: {b}"
     );
+    ui.wait(
+        "the prompt closed",
+        WAIT,
+        "return !document.querySelector('dialog[data-testid=open-prompt]').open;",
+    )
+    .await?;
+    // At a glance: the bundle's counts (as the sender's tray showed them), not the live app's
+    // (no phone now).
+    let in_bundle = ui.wait("the glance line of the bundle", WAIT, "const g = document.querySelector('[data-testid=glance]'); return g && g.innerText.includes('In the bundle:') ? g.innerText : null;").await?;
+    let in_bundle = in_bundle.as_str().unwrap_or_default().replace('\n', " ");
+    let counts = |t: &str| {
+        t.replace("In the bundle:", "")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    ensure!(
+        counts(&in_bundle) == counts(&glance) && in_bundle.contains("1 connected"),
+        "the bundle's glance line {in_bundle:?} is not the sender's {glance:?}"
+    );
     ui.shot("opened").await?;
     let opened = read_views(ui, "bundle").await?;
     ensure!(
@@ -1698,7 +1756,7 @@ async fn bundle_journey(j: &mut Journey) -> R<()> {
         "the bundle shows other things than the app did:\nlive   {live:?}\nbundle {opened:?}"
     );
 
-    // The Live dials filters work on the bundle's dials.
+    // The Live dials filters work on the bundle's dials; nothing there changes anything.
     let op = ui.find("input", "Op (exact)").await?;
     ui.type_into(&op, "read_item").await?;
     wait_counts(
@@ -1708,14 +1766,48 @@ async fn bundle_journey(j: &mut Journey) -> R<()> {
     )
     .await?;
     ui.shot("bundle-dials-filtered").await?;
+    let dial_controls = ui.js("const b = (t) => [...document.querySelectorAll('main button')].find((e) => e.textContent.trim() === t); return { clear: b('Clear…')?.disabled ?? null, export: b('Export')?.disabled ?? null };", vec![]).await?;
+    ensure!(
+        dial_controls == serde_json::json!({"clear": true, "export": true}),
+        "Live dials' Clear… and Export in a bundle: {dial_controls}"
+    );
 
-    // Nothing can be acted on: pairing is refused, read only.
+    // Nothing can be acted on: Pair a phone is disabled with the reason, no phone can be
+    // unpaired.
     ui.view('1', "Phones").await?;
-    ui.click_button("Pair a phone").await?;
-    ui.wait("the refusal", WAIT, "const e = document.querySelector('main p.error'); return !!e && e.innerText.includes('close it to change anything');").await?;
+    let phones = ui.wait("the bundle's phone", WAIT, "const b = [...document.querySelectorAll('main button')].find((e) => e.innerText.trim() === 'Pair a phone'); return document.querySelector('li.phone') && b ? { pair_disabled: b.disabled, reason: b.title, notes: document.querySelectorAll('[data-testid=read-only-note]').length, unpair: [...document.querySelectorAll('main button')].filter((e) => e.innerText.startsWith('Unpair')).length } : null;").await?;
+    ensure!(
+        phones["pair_disabled"] == true
+            && phones["reason"] == "read only: a support bundle is open"
+            && phones["notes"].as_u64().unwrap_or(0) >= 2
+            && phones["unpair"] == 0,
+        "Phones in a bundle: {phones}"
+    );
     ui.shot("bundle-read-only").await?;
 
-    // Close it: the live app again.
+    // Settings: the sender's settings, read only, not the viewer's.
+    ui.view('6', "Settings").await?;
+    ui.wait("the sender's settings", WAIT, "return !!document.querySelector('[data-testid=bundle-settings-head]') && !!document.querySelector('[data-testid=bundle-settings]');").await?;
+    let ring = ui
+        .wait("the sender's Dials kept in memory", WAIT, ring_js)
+        .await?;
+    ensure!(
+        ring["value"] == sender_ring.as_str() && ring["disabled"] == true,
+        "the bundle's Dials kept in memory: {ring} (the sender's {sender_ring}, mine {mine})"
+    );
+    let settings_controls = ui.js("const b = (t) => [...document.querySelectorAll('main button')].find((e) => e.innerText.trim() === t); return { save: !!b('Save settings'), preview: b('Preview and save a support bundle…')?.disabled ?? null, app: document.querySelector('[data-testid=bundle-app]')?.innerText ?? '' };", vec![]).await?;
+    ensure!(
+        settings_controls["save"] == false
+            && settings_controls["preview"] == true
+            && settings_controls["app"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(env!("CARGO_PKG_VERSION")),
+        "Settings in a bundle: {settings_controls}"
+    );
+    ui.shot("bundle-settings").await?;
+
+    // Close it: the live app again, with the viewer's own setting and glance line.
     ui.click_button("Close bundle").await?;
     ui.wait(
         "the banner gone",
@@ -1723,6 +1815,46 @@ async fn bundle_journey(j: &mut Journey) -> R<()> {
         "return !document.querySelector('[data-testid=bundle-banner]');",
     )
     .await?;
+    ui.wait("the live glance line again", WAIT, "const g = document.querySelector('[data-testid=glance]'); return !!g && !g.innerText.includes('In the bundle') && g.innerText.includes('0 connected');").await?;
+    let ring = ui.wait("my Dials kept in memory", WAIT, ring_js).await?;
+    ensure!(
+        ring["value"] == mine && ring["disabled"] == false,
+        "my Dials kept in memory after closing: {ring}"
+    );
+    Ok(())
+}
+
+/// Presses `keys` (xdotool's names, `ctrl+o`) in the app's window through this world's X
+/// server, as a person's key press: it reaches the window's GTK menu bar, which WebDriver's
+/// keys (sent to the page) do not. Bounded by 20 s.
+fn x_keys(j: &Journey, keys: &str) -> R<()> {
+    let out = std::process::Command::new("timeout")
+        .args([
+            "20",
+            "xdotool",
+            "search",
+            "--sync",
+            "--limit",
+            "1",
+            "--name",
+            "^Switchboard$",
+            "windowfocus",
+            "--sync",
+            "key",
+            "--clearmodifiers",
+            keys,
+        ])
+        .env("DISPLAY", &j.env.display)
+        .output()
+        .map_err(|e| {
+            format!("xdotool (bash scripts/install-deps.sh installs it) for {keys}: {e}")
+        })?;
+    ensure!(
+        out.status.success(),
+        "xdotool key {keys} in the Switchboard window: {} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use ts_rs::TS;
 
 use crate::hub::HubNotice;
 use crate::support::tray::TrayView;
@@ -30,6 +31,21 @@ pub enum AppEvent {
     /// `switchboard://open-view` (payload: a [`TrayView`]): the person chose an entry of the
     /// tray menu; the window shows that view.
     OpenView(TrayView),
+    /// `switchboard://menu` (payload: a [`MenuAction`]): the person chose an entry of the
+    /// window's File menu that the window carries out (the shell closes a bundle and quits
+    /// itself).
+    Menu(MenuAction),
+}
+
+/// A File menu entry the window carries out. None of them acts on a phone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum MenuAction {
+    /// "Open support bundle…": the window asks for the bundle's path.
+    OpenBundle,
+    /// "Save support bundle…": the window shows Settings and the bundle's preview.
+    SaveBundle,
 }
 
 /// The name and payload type of one event, for the generated TypeScript map.
@@ -43,7 +59,7 @@ pub struct AppEventSpec {
 
 impl AppEvent {
     /// Every event name with its payload type, in a fixed order.
-    pub const ALL: [AppEventSpec; 6] = [
+    pub const ALL: [AppEventSpec; 7] = [
         AppEventSpec {
             name: "switchboard://phones",
             payload: "null",
@@ -68,6 +84,10 @@ impl AppEvent {
             name: "switchboard://open-view",
             payload: "TrayView",
         },
+        AppEventSpec {
+            name: "switchboard://menu",
+            payload: "MenuAction",
+        },
     ];
 
     /// The event's name (one of [`AppEvent::ALL`]).
@@ -79,6 +99,7 @@ impl AppEvent {
             AppEvent::Notice(_) => 3,
             AppEvent::Bundle => 4,
             AppEvent::OpenView(_) => 5,
+            AppEvent::Menu(_) => 6,
         };
         Self::ALL[i].name
     }
@@ -88,6 +109,7 @@ impl AppEvent {
         match self {
             AppEvent::Notice(n) => serde_json::to_value(n).unwrap_or(Value::Null),
             AppEvent::OpenView(v) => serde_json::to_value(v).unwrap_or(Value::Null),
+            AppEvent::Menu(a) => serde_json::to_value(a).unwrap_or(Value::Null),
             _ => Value::Null,
         }
     }
@@ -113,5 +135,8 @@ mod tests {
         assert_eq!(n.name(), "switchboard://notice");
         assert_eq!(n.payload()["banner_id"], "a>b");
         assert_eq!(AppEvent::Phones.payload(), Value::Null);
+        let m = AppEvent::Menu(MenuAction::OpenBundle);
+        assert_eq!(m.name(), "switchboard://menu");
+        assert_eq!(m.payload(), "open_bundle");
     }
 }

@@ -51,7 +51,7 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use ts_rs::TS;
 
-pub use event::AppEvent;
+pub use event::{AppEvent, MenuAction};
 pub use host::{Host, HostCall, RecordingHost};
 pub use paths::AppPaths;
 

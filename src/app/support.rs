@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{IpcError, IpcErrorKind};
-use crate::support::open::{open_bundle, BundleInfo, OpenedBundle};
+use crate::support::open::{open_bundle, BundleDetails, BundleInfo, OpenedBundle};
 use crate::support::tray::{summarize, TraySummary};
 use crate::support::{BundleOptions, BundlePreview, SavedBundle};
 use crate::sync::lock;
@@ -148,6 +148,21 @@ impl App {
                 ),
             )),
         }
+    }
+
+    /// The window's "at a glance" line: while a bundle is open, what the sender's tray showed
+    /// when it was saved ([`OpenedBundle::summary`]); else the live app's (as the tray).
+    pub fn glance(&self) -> TraySummary {
+        match self.viewing() {
+            Some(b) => b.summary(),
+            None => self.tray_summary(),
+        }
+    }
+
+    /// The open bundle's sender's app, settings and per-phone Phone lines views (the Settings
+    /// and Phone lines views in bundle mode), or `None` (live).
+    pub fn bundle_details(&self) -> Option<BundleDetails> {
+        self.viewing().map(|b| b.details())
     }
 
     /// What the tray shows now (the live app's, also while a bundle is open).

@@ -29,6 +29,7 @@ const KEEP_KEYS: &[&str] = &[
     "sha256",
     "manifestHash",
     "manifest_hash",
+    "current_manifest_hash",
     "given",
     "computed",
 ];

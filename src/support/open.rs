@@ -91,8 +91,46 @@ pub struct OpenedBundle {
     pub dials: ImportedLog,
     /// `dial-conformance.json`: each dial's conformance as checked before redaction, by id.
     pub conformance: BTreeMap<String, Value>,
+    /// `app.json`, when the bundle has it: the sender's app, OS, settings and data folder.
+    pub app: Option<Value>,
+    /// `phone-lines.json`'s `phones`: each paired phone's Phone lines view, in the bundle's order.
+    pub phone_line_views: Vec<BundlePhoneLines>,
     /// Every file's bytes by name (the manifest included).
     pub files: BTreeMap<String, Vec<u8>>,
+}
+
+/// One paired phone's Phone lines view as a support bundle holds it (`phone-lines.json`'s
+/// `phones[]`), for the view's per-phone picker.
+#[derive(Debug, Clone, Serialize, TS)]
+#[ts(export)]
+pub struct BundlePhoneLines {
+    /// The phone's device id.
+    pub device_id: String,
+    /// Its pairing label (may be empty).
+    pub label: String,
+    /// Its Phone lines view (a `PhoneLinesSnapshot`) as the sender's app built it from the
+    /// phone's phone-line settings.
+    #[ts(type = "import(\"./PhoneLinesSnapshot\").PhoneLinesSnapshot")]
+    pub view: Value,
+}
+
+/// What an opened bundle says about the sender's app, for the Settings view in bundle mode:
+/// never the viewer's own settings.
+#[derive(Debug, Clone, Serialize, TS)]
+#[ts(export)]
+pub struct BundleDetails {
+    /// The sender's app (name, version, protocol ranges), from `app.json`; `null` when the
+    /// bundle does not carry it readably (`problems` says why).
+    pub app: Option<crate::app_info::AppInfo>,
+    /// The sender's settings in effect when the bundle was saved, from `app.json`; `null` when
+    /// the bundle does not carry them readably (`problems` says why).
+    pub settings: Option<crate::settings::Settings>,
+    /// The sender's data folder (on the sender's machine).
+    pub data_dir: Option<String>,
+    /// Why something above is missing, in words (`app.json` absent, a field of another shape).
+    pub problems: Vec<String>,
+    /// Each paired phone's Phone lines view (empty for a bundle of the app's files).
+    pub phone_lines: Vec<BundlePhoneLines>,
 }
 
 impl OpenedBundle {
@@ -125,6 +163,53 @@ impl OpenedBundle {
                 standing: None,
             }
         })
+    }
+
+    /// What the sender's tray showed when the bundle was saved (the window's "at a glance"
+    /// line in bundle mode): the counts of its `phones.json`, `banners.json` and
+    /// `confirmations.json`.
+    pub fn summary(&self) -> crate::support::tray::TraySummary {
+        crate::support::tray::summarize_bundle(&self.phones, &self.banners, &self.confirmations)
+    }
+
+    /// The sender's app, settings and phone-line views as the bundle carries them.
+    pub fn details(&self) -> BundleDetails {
+        let mut problems = Vec::new();
+        let (mut app, mut settings, mut data_dir) = (None, None, None);
+        match &self.app {
+            None => problems.push(
+                "this bundle has no app.json: it does not carry the sender's settings".to_string(),
+            ),
+            Some(v) => {
+                match v.get("app").cloned().map(serde_json::from_value) {
+                    Some(Ok(a)) => app = Some(a),
+                    Some(Err(e)) => problems.push(format!("app.json's \"app\" does not fit: {e}")),
+                    None => problems.push("app.json has no \"app\"".to_string()),
+                }
+                match v.get("settings").cloned().map(serde_json::from_value) {
+                    Some(Ok(s)) => settings = Some(s),
+                    Some(Err(e)) => problems.push(format!(
+                        "app.json's \"settings\" do not fit this Switchboard's settings: {e}"
+                    )),
+                    None => problems.push(
+                        "app.json has no \"settings\": the bundle does not carry the sender's \
+                         settings"
+                            .to_string(),
+                    ),
+                }
+                data_dir = v
+                    .get("data_dir")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
+        }
+        BundleDetails {
+            app,
+            settings,
+            data_dir,
+            problems,
+            phone_lines: self.phone_line_views.clone(),
+        }
     }
 
     /// The window's summary of it.
@@ -313,6 +398,10 @@ pub fn open_bundle_with(path: &Path, limits: Limits) -> Result<OpenedBundle, Bun
         }
     };
     let phones = json("phones.json")?;
+    let app = match files.get("app.json") {
+        Some(_) => Some(json("app.json")?),
+        None => None,
+    };
     let banners = json("banners.json")?;
     let lines = json("phone-lines.json")?;
     let conf = json("confirmations.json")?;
@@ -331,6 +420,26 @@ pub fn open_bundle_with(path: &Path, limits: Limits) -> Result<OpenedBundle, Bun
         .filter(|v| v.is_object())
         .cloned()
         .ok_or_else(|| refuse("phone-lines.json has no \"shown\" object".into()))?;
+    let phone_line_views = lines
+        .get("phones")
+        .and_then(Value::as_array)
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|r| {
+                    let view = r.get("view").filter(|v| v.is_object())?.clone();
+                    Some(BundlePhoneLines {
+                        device_id: r.get("device_id")?.as_str()?.to_string(),
+                        label: r
+                            .get("label")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                        view,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let confirmations = conf
         .get("snapshot")
         .filter(|v| v.is_object())
@@ -374,6 +483,8 @@ pub fn open_bundle_with(path: &Path, limits: Limits) -> Result<OpenedBundle, Bun
         confirmations,
         autonomy,
         dials,
+        app,
+        phone_line_views,
         files,
     })
 }

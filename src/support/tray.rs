@@ -7,6 +7,7 @@
 //! characters replaced ([`menu_label`]).
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use ts_rs::TS;
 
 use crate::app::phones::PhonesSnapshot;
@@ -151,17 +152,100 @@ pub fn summarize(
     bridge: &BridgeSnapshot,
     confirmations: &ConfirmationsSnapshot,
 ) -> TraySummary {
+    let phones: Vec<SummaryPhone> = phones
+        .phones
+        .iter()
+        .map(|p| SummaryPhone {
+            device_id: p.record.device_id.clone(),
+            label: p.record.label.clone(),
+            connected: p.connected,
+        })
+        .collect();
+    let banners: Vec<String> = bridge.banners.iter().map(|b| b.message.clone()).collect();
+    let waiting: Vec<(String, String)> = confirmations
+        .waiting
+        .iter()
+        .map(|c| {
+            let what = if c.summary.trim().is_empty() {
+                c.tool.name.clone()
+            } else {
+                c.summary.clone()
+            };
+            (what, c.phone.clone())
+        })
+        .collect();
+    summarize_parts(&phones, &banners, &waiting)
+}
+
+/// The same summary for the three views as a support bundle holds them (`phones.json`,
+/// `banners.json`, `confirmations.json`'s `snapshot`): what the sender's tray showed when the
+/// bundle was saved. A field missing or of another type counts as empty (a bundle opened has
+/// been checked to hold those three objects, [`crate::support::open`]).
+pub fn summarize_bundle(phones: &Value, banners: &Value, confirmations: &Value) -> TraySummary {
+    let list = |v: &Value, key: &str| v.get(key).and_then(Value::as_array).cloned();
+    let text = |v: &Value, key: &str| {
+        v.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let phones: Vec<SummaryPhone> = list(phones, "phones")
+        .unwrap_or_default()
+        .iter()
+        .map(|p| {
+            let record = p.get("record").cloned().unwrap_or(Value::Null);
+            SummaryPhone {
+                device_id: text(&record, "device_id"),
+                label: text(&record, "label"),
+                connected: p.get("connected").and_then(Value::as_bool) == Some(true),
+            }
+        })
+        .collect();
+    let banners: Vec<String> = list(banners, "banners")
+        .unwrap_or_default()
+        .iter()
+        .map(|b| text(b, "message"))
+        .collect();
+    let waiting: Vec<(String, String)> = list(confirmations, "waiting")
+        .unwrap_or_default()
+        .iter()
+        .map(|c| {
+            let summary = text(c, "summary");
+            let what = if summary.trim().is_empty() {
+                c.get("tool").map(|t| text(t, "name")).unwrap_or_default()
+            } else {
+                summary
+            };
+            (what, text(c, "phone"))
+        })
+        .collect();
+    summarize_parts(&phones, &banners, &waiting)
+}
+
+/// A phone as the summary lists it.
+struct SummaryPhone {
+    device_id: String,
+    label: String,
+    connected: bool,
+}
+
+/// The summary of `phones`, banner messages and waiting confirmations (`(summary or tool
+/// name, phone device id)`).
+fn summarize_parts(
+    phones: &[SummaryPhone],
+    banners: &[String],
+    waiting: &[(String, String)],
+) -> TraySummary {
     let label_of = |device: &str| {
         phones
-            .phones
             .iter()
-            .find(|p| p.record.device_id == device)
-            .map(|p| p.record.label.clone())
+            .find(|p| p.device_id == device)
+            .map(|p| p.label.clone())
             .filter(|l| !l.trim().is_empty())
             .unwrap_or_else(|| device.to_string())
     };
     let mut entries = Vec::new();
-    let mut listed = phones.phones.iter().collect::<Vec<_>>();
+    let mut listed = phones.iter().collect::<Vec<_>>();
     listed.sort_by_key(|p| !p.connected);
     let more = |entries: &mut Vec<TrayEntry>, total: usize, view: TrayView| {
         if total > MAX_MENU_ENTRIES {
@@ -180,39 +264,30 @@ pub fn summarize(
         entries.push(TrayEntry {
             label: menu_label(&format!(
                 "{} ({state})",
-                menu_label(&label_of(&p.record.device_id))
+                menu_label(&label_of(&p.device_id))
             )),
             view: TrayView::Phones,
         });
     }
     more(&mut entries, listed.len(), TrayView::Phones);
-    for b in bridge.banners.iter().take(MAX_MENU_ENTRIES) {
+    for message in banners.iter().take(MAX_MENU_ENTRIES) {
         entries.push(TrayEntry {
-            label: menu_label(&format!("Banner: {}", b.message)),
+            label: menu_label(&format!("Banner: {message}")),
             view: TrayView::Bridge,
         });
     }
-    more(&mut entries, bridge.banners.len(), TrayView::Bridge);
-    for c in confirmations.waiting.iter().take(MAX_MENU_ENTRIES) {
-        let summary = if c.summary.trim().is_empty() {
-            c.tool.name.clone()
-        } else {
-            c.summary.clone()
-        };
+    more(&mut entries, banners.len(), TrayView::Bridge);
+    for (what, phone) in waiting.iter().take(MAX_MENU_ENTRIES) {
         entries.push(TrayEntry {
-            label: menu_label(&format!("Waiting: {} ({})", summary, label_of(&c.phone))),
+            label: menu_label(&format!("Waiting: {what} ({})", label_of(phone))),
             view: TrayView::Confirmations,
         });
     }
-    more(
-        &mut entries,
-        confirmations.waiting.len(),
-        TrayView::Confirmations,
-    );
+    more(&mut entries, waiting.len(), TrayView::Confirmations);
     TraySummary {
-        connected: count(phones.phones.iter().filter(|p| p.connected).count()),
-        banners: count(bridge.banners.len()),
-        waiting: count(confirmations.waiting.len()),
+        connected: count(phones.iter().filter(|p| p.connected).count()),
+        banners: count(banners.len()),
+        waiting: count(waiting.len()),
         entries,
     }
 }

@@ -93,7 +93,7 @@ use switchboard::dials::{Dial, DialFilter, DialPage, FilterCheck, HistoryQuery, 
 use switchboard::link::PairingInvite;
 use switchboard::phone_line::conformance::DialConformance;
 use switchboard::settings::Settings;
-use switchboard::support::open::BundleInfo;
+use switchboard::support::open::{BundleDetails, BundleInfo};
 use switchboard::support::tray::TraySummary;
 use switchboard::support::{BundleOptions, BundlePreview, SavedBundle};
 
@@ -142,6 +142,7 @@ commands! {
     support::close_bundle() -> bool;
     support::bundle_info() -> Option<BundleInfo>;
     support::tray_summary() -> TraySummary;
+    support::bundle_details() -> Option<BundleDetails>;
 }
 
 /// The commands that only read, and answer the same way whether a support bundle is open or
@@ -174,4 +175,5 @@ pub const READS_IN_BUNDLE_MODE: &[&str] = &[
     "close_bundle",
     "bundle_info",
     "tray_summary",
+    "bundle_details",
 ];

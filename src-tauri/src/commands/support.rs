@@ -4,7 +4,7 @@
 //! reject or cancel anything on a phone.
 
 use switchboard::error::IpcError;
-use switchboard::support::open::BundleInfo;
+use switchboard::support::open::{BundleDetails, BundleInfo};
 use switchboard::support::tray::TraySummary;
 use switchboard::support::{BundleOptions, BundlePreview, SavedBundle};
 
@@ -58,9 +58,17 @@ pub fn bundle_info(core: Core<'_>) -> Option<BundleInfo> {
     core.bundle_info()
 }
 
-/// What the tray shows now (the same summary its tooltip and menu are given), for the window's
-/// "at a glance" line. Always the live app's.
+/// The window's "at a glance" line: the tray's summary (its tooltip's counts and menu
+/// entries) of the live app, or while a bundle is open, of the bundle (what the sender's tray
+/// showed when it was saved). The tray itself always shows the live app.
 #[tauri::command]
 pub fn tray_summary(core: Core<'_>) -> TraySummary {
-    core.tray_summary()
+    core.glance()
+}
+
+/// The open bundle's sender's app, settings and per-phone Phone lines views, or `null` when
+/// the views are live (the viewer's own settings are never answered here).
+#[tauri::command]
+pub fn bundle_details(core: Core<'_>) -> Option<BundleDetails> {
+    core.bundle_details()
 }

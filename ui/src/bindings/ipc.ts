@@ -2,6 +2,7 @@
 // switchboard::app::AppEvent::ALL by `cargo test`; do not edit.
 import type { AppInfo } from "./AppInfo";
 import type { BridgeSnapshot } from "./BridgeSnapshot";
+import type { BundleDetails } from "./BundleDetails";
 import type { BundleInfo } from "./BundleInfo";
 import type { BundleOptions } from "./BundleOptions";
 import type { BundlePreview } from "./BundlePreview";
@@ -25,6 +26,7 @@ import type { FollowBy } from "./FollowBy";
 import type { HistoryQuery } from "./HistoryQuery";
 import type { HubNotice } from "./HubNotice";
 import type { ImportSummary } from "./ImportSummary";
+import type { MenuAction } from "./MenuAction";
 import type { NotificationStatus } from "./NotificationStatus";
 import type { OpStats } from "./OpStats";
 import type { PairingInvite } from "./PairingInvite";
@@ -82,6 +84,7 @@ export type Commands = {
   close_bundle: { args: Record<string, never>; ret: boolean };
   bundle_info: { args: Record<string, never>; ret: BundleInfo | null };
   tray_summary: { args: Record<string, never>; ret: TraySummary };
+  bundle_details: { args: Record<string, never>; ret: BundleDetails | null };
 };
 
 /** A command's name. */
@@ -95,6 +98,7 @@ export type AppEvents = {
   "switchboard://notice": HubNotice;
   "switchboard://bundle": null;
   "switchboard://open-view": TrayView;
+  "switchboard://menu": MenuAction;
 };
 
 /** An event's name. */

@@ -141,6 +141,8 @@ export const api = {
   openBundle: (path: string) => call("open_bundle", { path }),
   closeBundle: () => call("close_bundle"),
   bundleInfo: () => call("bundle_info"),
+  /** The open bundle's sender's app, settings and per-phone Phone lines views (`null`: live). */
+  bundleDetails: () => call("bundle_details"),
   traySummary: () => call("tray_summary"),
 };
 
