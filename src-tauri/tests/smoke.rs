@@ -4,9 +4,36 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// The app under `dbus-run-session`, in a process group of its own: dropping it ends the whole
+/// group (SIGTERM, then SIGKILL after 5 s), so the session's `dbus-daemon` and what it started
+/// (at-spi, gnome-keyring) do not outlive the test holding its output open.
+struct Group(Child);
+impl Drop for Group {
+    fn drop(&mut self) {
+        let group = -(self.0.id() as libc::pid_t);
+        // SAFETY: kill(2) on the process group of a child we started and have not reaped yet.
+        unsafe {
+            libc::kill(group, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if matches!(self.0.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: as above; the group's other members may still be running after the leader.
+        unsafe {
+            libc::kill(group, libc::SIGKILL);
+        }
+        let _ = self.0.wait();
+    }
+}
 
 struct Kill(Child);
 impl Drop for Kill {
@@ -73,9 +100,10 @@ fn real_window_shows_sidebar_and_phones_view() {
         .env("HOME", home.path())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
+        .process_group(0)
         .spawn()
         .expect("the app starts");
-    let _app = Kill(app);
+    let _app = Group(app);
 
     // Wait (bounded) for a window titled Switchboard.
     let deadline = Instant::now() + Duration::from_secs(60);
