@@ -41,6 +41,17 @@ pub struct LaunchOptions {
     pub graphics: Option<switchboard::app::settings::WindowGraphics>,
 }
 
+/// Gives the windows' own frame (the GTK menu bar and its theme on Linux, the title bar on
+/// macOS and Windows) the theme of Settings: `System` follows the desktop.
+pub fn apply_theme<R: Runtime>(app: &tauri::AppHandle<R>, theme: switchboard::settings::Theme) {
+    use switchboard::settings::Theme;
+    app.set_theme(match theme {
+        Theme::System => None,
+        Theme::Light => Some(tauri::Theme::Light),
+        Theme::Dark => Some(tauri::Theme::Dark),
+    });
+}
+
 /// Keeps the log file writer alive for the app's lifetime (managed).
 pub struct LogGuard(pub Option<logging::LogHandle>);
 
@@ -190,6 +201,7 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
     app.manage(LogGuard(log));
     app.manage(notifier);
     app.manage(Arc::clone(&core));
+    apply_theme(app, core.get_settings().theme);
     if let Some(file) = &options.open {
         open_file(&core, file);
     }

@@ -19,14 +19,21 @@ pub fn get_settings(core: Core<'_>) -> Settings {
     core.get_settings()
 }
 
-/// Validates, saves (atomically) and applies new settings; returns what was saved.
+/// Validates, saves (atomically) and applies new settings; returns what was saved. The theme
+/// also goes to the windows' own frame (the GTK menu bar on Linux, the title bar elsewhere).
 ///
 /// # Errors
 /// `invalid_input` for an out-of-range value, `io` when the file cannot be written.
 #[tauri::command]
-pub fn save_settings(core: Core<'_>, settings: Settings) -> Result<Settings, IpcError> {
+pub fn save_settings<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
+    core: Core<'_>,
+    settings: Settings,
+) -> Result<Settings, IpcError> {
     core.read_only()?;
-    core.save_settings(settings)
+    let saved = core.save_settings(settings)?;
+    crate::apply_theme(&app, saved.theme);
+    Ok(saved)
 }
 
 /// Where files live and what failed to load.
