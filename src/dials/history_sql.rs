@@ -16,7 +16,9 @@
 //! interrupts it, once it has read a few thousand rows, so every page moves on): the page then says where it
 //! stopped, and the next page goes on from there. There are no windows of rowids: a free-text
 //! prefix query (`word*`) makes FTS5 merge the doclists of every word with that prefix, which
-//! a window per query repeated for each window.
+//! a window per query repeated for each window. A free-text query first probes the newest
+//! [`PROBE_ROWS`] rows by rowid (its words checked in Rust): a common word fills its page there
+//! and never pays that merge; a rare one goes on in the full-text index below the probe.
 //!
 //! Counting (the first page only): the same scan goes on past the page, counting the flagged
 //! rows, to [`COUNT_BUDGET`] after the start; past it the count is an estimate (the matches
@@ -80,6 +82,9 @@ struct Scan {
     /// Where the scan stopped at its deadline (rows below were not read); `None`: it read to
     /// the end, or the page was full and nothing was counted.
     reached: Option<u64>,
+    /// A probe ([`PROBE_ROWS`]) that read its rows without filling the page: the lowest
+    /// sequence number it read.
+    probed_to: Option<u64>,
 }
 
 /// Read connections to the dial store, opened on demand and reused.
@@ -109,6 +114,8 @@ struct Plan {
     rust_check: bool,
     /// Whether every free-text term is positive and in the FTS driver (counts can trust SQL).
     sql_exact: bool,
+    /// Whether the driver is the full-text index.
+    fts: bool,
 }
 
 fn fts_phrase(words: &[String]) -> String {
@@ -222,6 +229,7 @@ fn plan(q: &CompiledQuery) -> Plan {
             cond_params,
             rust_check,
             sql_exact,
+            fts: true,
         };
     }
     if let Some(key) = by {
@@ -237,6 +245,7 @@ fn plan(q: &CompiledQuery) -> Plan {
             cond_params,
             rust_check,
             sql_exact,
+            fts: false,
         };
     }
     Plan {
@@ -247,10 +256,26 @@ fn plan(q: &CompiledQuery) -> Plan {
         cond_params,
         rust_check,
         sql_exact,
+        fts: false,
     }
 }
 
 impl Plan {
+    /// The same conditions over the `dials` table by rowid, every free-text term checked in
+    /// Rust (the probe of a full-text query, [`PROBE_ROWS`]).
+    fn plain(&self) -> Plan {
+        Plan {
+            from: "dials d WHERE 1".into(),
+            seq_col: "d.rowid",
+            params: vec![],
+            conds: self.conds.clone(),
+            cond_params: self.cond_params.clone(),
+            rust_check: true,
+            sql_exact: false,
+            fts: false,
+        }
+    }
+
     /// The scan: `(seq, flag)` of the driver's rows with `seq < ?`, newest first.
     fn scan_sql(&self) -> String {
         let flag = if self.conds.is_empty() {
@@ -296,6 +321,12 @@ struct Deadline<'c> {
     read: Arc<std::sync::atomic::AtomicU64>,
     origin: Instant,
 }
+
+/// Newest rows a full-text query reads by rowid (checking its words in Rust) before it turns to
+/// the full-text index: a common word fills its page from them, where FTS5 would first merge
+/// the doclists of every word with that prefix (all of the history's rows, for a word in most
+/// dials), a cost no deadline can cut short.
+const PROBE_ROWS: u64 = 2048;
 
 /// Rows a scan reads before its deadline may stop it.
 const MIN_SCAN_ROWS: u64 = 4096;
@@ -449,7 +480,29 @@ impl Reader {
                 0
             };
             let counting = count && hi == top;
-            let mut scan = self.scan(conn, q, &p, hi, room, counting, started)?;
+            let mut scan = if p.fts && room > 0 {
+                // A common word fills the page from the newest rows; a rare one goes on in the
+                // full-text index below them.
+                let mut a = self.scan(conn, q, &p.plain(), hi, room, counting, started, true)?;
+                match a.probed_to {
+                    Some(below) => {
+                        let left = room - a.dials.len();
+                        let mut b =
+                            self.scan(conn, q, &p, below, left, counting, started, false)?;
+                        a.dials.append(&mut b.dials);
+                        Scan {
+                            dials: a.dials,
+                            more: b.more,
+                            counted: a.counted + b.counted,
+                            reached: b.reached,
+                            probed_to: None,
+                        }
+                    }
+                    None => a,
+                }
+            } else {
+                self.scan(conn, q, &p, hi, room, counting, started, false)?
+            };
             more |= scan.more;
             let found = scan.dials.len();
             dials.append(&mut scan.dials);
@@ -463,7 +516,7 @@ impl Reader {
                 let whole = if counting {
                     scan
                 } else {
-                    self.scan(conn, q, &p, top, 0, true, started)?
+                    self.scan(conn, q, &p, top, 0, true, started, false)?
                 };
                 out.count = self.estimate(conn, whole.counted, whole.reached, top, gap)?;
             }
@@ -531,7 +584,8 @@ impl Reader {
     /// the page (one more tells `more`) and, when `counting`, counts the matching rows on to the
     /// end. Stops at [`PAGE_BUDGET`] while the page has room and at [`COUNT_BUDGET`] after
     /// (both from `started`), once [`MIN_SCAN_ROWS`] rows have been read; `reached` is then the lowest sequence
-    /// number read (rows below it were not looked at).
+    /// number read (rows below it were not looked at). A `probe` stops after [`PROBE_ROWS`]
+    /// rows while the page still has room (`probed_to`).
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -542,6 +596,7 @@ impl Reader {
         room: usize,
         counting: bool,
         started: Instant,
+        probe: bool,
     ) -> Result<Scan, DialLogError> {
         let st = |e: rusqlite::Error| {
             DialLogError::Storage(format!("searching {}: {e}", self.path.display()))
@@ -569,6 +624,7 @@ impl Reader {
         // Counted by the flag alone, or only after the Rust check too.
         let check_to_count = p.rust_check && !p.sql_exact;
         let mut last = hi;
+        let mut read = 0u64;
         loop {
             let r = match rows.next() {
                 Ok(Some(r)) => r,
@@ -614,6 +670,11 @@ impl Reader {
                         out.dials.push(HistoryEntry::Dial(Arc::new(d)));
                     }
                 }
+            }
+            read += 1;
+            if probe && filling && read >= PROBE_ROWS {
+                out.probed_to = Some(last);
+                break;
             }
             if deadline.passed() {
                 out.reached = Some(last);
