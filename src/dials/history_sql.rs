@@ -13,7 +13,7 @@
 //! The search is **one scan** of the driver, newest first ([`Plan::scan_sql`]): every driver
 //! row reaches Rust as `(seq, flag)` (the columns' conditions as one SQL flag), and only the
 //! flagged rows are read whole. It stops at [`PAGE_BUDGET`] (SQLite's progress handler
-//! interrupts it, once it has read a few thousand rows, so every page moves on): the page then says where it
+//! interrupts it, once it has read a row, so every page moves on; a small history is read whole): the page then says where it
 //! stopped, and the next page goes on from there. There are no windows of rowids: a free-text
 //! prefix query (`word*`) makes FTS5 merge the doclists of every word with that prefix, which
 //! a window per query repeated for each window. A free-text query first probes the newest
@@ -311,14 +311,16 @@ fn interrupted(e: &rusqlite::Error) -> bool {
 }
 
 /// A deadline on a connection's statements: SQLite's progress handler interrupts a statement
-/// once the deadline has passed and at least [`MIN_SCAN_ROWS`] rows have been read, so a page
-/// always moves on and a small history is always counted exactly. Removed when dropped.
+/// once the deadline has passed and at least `min_rows` rows have been read (one, so a page
+/// always moves on; none of a small history, [`SMALL_HISTORY_ROWS`], which is always searched
+/// and counted whole). Removed when dropped.
 struct Deadline<'c> {
     conn: &'c Connection,
     /// Nanoseconds after `origin` the statement may run to.
     at_ns: Arc<std::sync::atomic::AtomicU64>,
     /// Rows read so far.
     read: Arc<std::sync::atomic::AtomicU64>,
+    min_rows: u64,
     origin: Instant,
 }
 
@@ -326,13 +328,13 @@ struct Deadline<'c> {
 /// the full-text index: a common word fills its page from them, where FTS5 would first merge
 /// the doclists of every word with that prefix (all of the history's rows, for a word in most
 /// dials), a cost no deadline can cut short.
-const PROBE_ROWS: u64 = 2048;
+const PROBE_ROWS: u64 = 1024;
 
-/// Rows a scan reads before its deadline may stop it.
-const MIN_SCAN_ROWS: u64 = 4096;
+/// A history of at most this many stored rowids is searched and counted whole (no deadline).
+const SMALL_HISTORY_ROWS: u64 = 4096;
 
 impl<'c> Deadline<'c> {
-    fn set(conn: &'c Connection, origin: Instant, after: Duration) -> Self {
+    fn set(conn: &'c Connection, origin: Instant, after: Duration, min_rows: u64) -> Self {
         let at_ns = Arc::new(std::sync::atomic::AtomicU64::new(
             u64::try_from(after.as_nanos()).unwrap_or(u64::MAX),
         ));
@@ -341,7 +343,7 @@ impl<'c> Deadline<'c> {
         conn.progress_handler(
             2000,
             Some(move || {
-                n.load(Ordering::Relaxed) >= MIN_SCAN_ROWS
+                n.load(Ordering::Relaxed) >= min_rows
                     && u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
                         > at.load(Ordering::Relaxed)
             }),
@@ -350,6 +352,7 @@ impl<'c> Deadline<'c> {
             conn,
             at_ns,
             read,
+            min_rows,
             origin,
         }
     }
@@ -369,7 +372,7 @@ impl<'c> Deadline<'c> {
 
     /// Whether the scan should stop now (as the progress handler judges).
     fn passed(&self) -> bool {
-        self.read.load(Ordering::Relaxed) >= MIN_SCAN_ROWS
+        self.read.load(Ordering::Relaxed) >= self.min_rows
             && u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
                 > self.at_ns.load(Ordering::Relaxed)
     }
@@ -583,7 +586,8 @@ impl Reader {
     /// Scans the driver's rows below `hi`, newest first: takes up to `room` matching dials for
     /// the page (one more tells `more`) and, when `counting`, counts the matching rows on to the
     /// end. Stops at [`PAGE_BUDGET`] while the page has room and at [`COUNT_BUDGET`] after
-    /// (both from `started`), once [`MIN_SCAN_ROWS`] rows have been read; `reached` is then the lowest sequence
+    /// (both from `started`), once a row has been read (never in a small history,
+    /// [`SMALL_HISTORY_ROWS`]); `reached` is then the lowest sequence
     /// number read (rows below it were not looked at). A `probe` stops after [`PROBE_ROWS`]
     /// rows while the page still has room (`probed_to`).
     #[allow(clippy::too_many_arguments)]
@@ -610,6 +614,7 @@ impl Reader {
             conn,
             started,
             if filling { PAGE_BUDGET } else { COUNT_BUDGET },
+            if self.small(conn)? { u64::MAX } else { 1 },
         );
         let mut stmt = conn.prepare_cached(&p.scan_sql()).map_err(st)?;
         let mut fetch = conn
@@ -686,6 +691,17 @@ impl Reader {
             out.more = true;
         }
         Ok(out)
+    }
+
+    /// Whether the stored rowids span at most [`SMALL_HISTORY_ROWS`].
+    fn small(&self, conn: &Connection) -> Result<bool, DialLogError> {
+        conn.query_row(
+            "SELECT coalesce(max(rowid), 0) - coalesce(min(rowid), 0) FROM dials",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|span| u64::try_from(span).unwrap_or(0) < SMALL_HISTORY_ROWS)
+        .map_err(|e| DialLogError::Storage(format!("searching {}: {e}", self.path.display())))
     }
 
     /// The count of a scan from `top`: exact when it reached the end, else scaled by the share
