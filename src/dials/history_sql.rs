@@ -13,7 +13,7 @@
 //! The search is **one scan** of the driver, newest first ([`Plan::scan_sql`]): every driver
 //! row reaches Rust as `(seq, flag)` (the columns' conditions as one SQL flag), and only the
 //! flagged rows are read whole. It stops at [`PAGE_BUDGET`] (SQLite's progress handler
-//! interrupts it, once it has read a row, so every page moves on; a small history is read whole): the page then says where it
+//! interrupts it, once it has read a thousand rows, so every page moves on; a small history is read whole): the page then says where it
 //! stopped, and the next page goes on from there. There are no windows of rowids: a free-text
 //! prefix query (`word*`) makes FTS5 merge the doclists of every word with that prefix, which
 //! a window per query repeated for each window. A free-text query first probes the newest
@@ -311,16 +311,17 @@ fn interrupted(e: &rusqlite::Error) -> bool {
 }
 
 /// A deadline on a connection's statements: SQLite's progress handler interrupts a statement
-/// once the deadline has passed and at least `min_rows` rows have been read (one, so a page
-/// always moves on; none of a small history, [`SMALL_HISTORY_ROWS`], which is always searched
-/// and counted whole). Removed when dropped.
+/// once the deadline has passed and at least `min_rows` rows have been read ([`PAGE_MIN_ROWS`]
+/// for a page, so a page always moves on; one for a count; a small history,
+/// [`SMALL_HISTORY_ROWS`], is always searched and counted whole). Removed when dropped.
 struct Deadline<'c> {
     conn: &'c Connection,
     /// Nanoseconds after `origin` the statement may run to.
     at_ns: Arc<std::sync::atomic::AtomicU64>,
     /// Rows read so far.
     read: Arc<std::sync::atomic::AtomicU64>,
-    min_rows: u64,
+    /// Rows to read before the deadline may stop the statement.
+    min_rows: Arc<std::sync::atomic::AtomicU64>,
     origin: Instant,
 }
 
@@ -329,6 +330,10 @@ struct Deadline<'c> {
 /// the doclists of every word with that prefix (all of the history's rows, for a word in most
 /// dials), a cost no deadline can cut short.
 const PROBE_ROWS: u64 = 1024;
+
+/// Rows a page's scan reads before its deadline may stop it (a busy machine's scheduling must
+/// not cut a page of common rows short); a count stops at its deadline after one.
+const PAGE_MIN_ROWS: u64 = 1024;
 
 /// A history of at most this many stored rowids is searched and counted whole (no deadline).
 const SMALL_HISTORY_ROWS: u64 = 4096;
@@ -339,11 +344,12 @@ impl<'c> Deadline<'c> {
             u64::try_from(after.as_nanos()).unwrap_or(u64::MAX),
         ));
         let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let (at, n) = (Arc::clone(&at_ns), Arc::clone(&read));
+        let min_rows = Arc::new(std::sync::atomic::AtomicU64::new(min_rows));
+        let (at, n, min) = (Arc::clone(&at_ns), Arc::clone(&read), Arc::clone(&min_rows));
         conn.progress_handler(
             2000,
             Some(move || {
-                n.load(Ordering::Relaxed) >= min_rows
+                n.load(Ordering::Relaxed) >= min.load(Ordering::Relaxed)
                     && u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
                         > at.load(Ordering::Relaxed)
             }),
@@ -357,8 +363,9 @@ impl<'c> Deadline<'c> {
         }
     }
 
-    /// Moves the deadline to `after` the origin.
-    fn extend(&self, after: Duration) {
+    /// Moves the deadline to `after` the origin, to be kept once `min_rows` rows were read.
+    fn extend(&self, after: Duration, min_rows: u64) {
+        self.min_rows.fetch_min(min_rows, Ordering::Relaxed);
         self.at_ns.store(
             u64::try_from(after.as_nanos()).unwrap_or(u64::MAX),
             Ordering::Relaxed,
@@ -372,7 +379,7 @@ impl<'c> Deadline<'c> {
 
     /// Whether the scan should stop now (as the progress handler judges).
     fn passed(&self) -> bool {
-        self.read.load(Ordering::Relaxed) >= self.min_rows
+        self.read.load(Ordering::Relaxed) >= self.min_rows.load(Ordering::Relaxed)
             && u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
                 > self.at_ns.load(Ordering::Relaxed)
     }
@@ -586,8 +593,8 @@ impl Reader {
     /// Scans the driver's rows below `hi`, newest first: takes up to `room` matching dials for
     /// the page (one more tells `more`) and, when `counting`, counts the matching rows on to the
     /// end. Stops at [`PAGE_BUDGET`] while the page has room and at [`COUNT_BUDGET`] after
-    /// (both from `started`), once a row has been read (never in a small history,
-    /// [`SMALL_HISTORY_ROWS`]); `reached` is then the lowest sequence
+    /// (both from `started`), once [`PAGE_MIN_ROWS`] rows (a page) or one (a count) have been
+    /// read (never in a small history, [`SMALL_HISTORY_ROWS`]); `reached` is then the lowest sequence
     /// number read (rows below it were not looked at). A `probe` stops after [`PROBE_ROWS`]
     /// rows while the page still has room (`probed_to`).
     #[allow(clippy::too_many_arguments)]
@@ -614,7 +621,13 @@ impl Reader {
             conn,
             started,
             if filling { PAGE_BUDGET } else { COUNT_BUDGET },
-            if self.small(conn)? { u64::MAX } else { 1 },
+            if self.small(conn)? {
+                u64::MAX
+            } else if filling {
+                PAGE_MIN_ROWS
+            } else {
+                1
+            },
         );
         let mut stmt = conn.prepare_cached(&p.scan_sql()).map_err(st)?;
         let mut fetch = conn
@@ -670,7 +683,7 @@ impl Reader {
                         if !counting {
                             break;
                         }
-                        deadline.extend(COUNT_BUDGET);
+                        deadline.extend(COUNT_BUDGET, 1);
                     } else if let Some(d) = dial {
                         out.dials.push(HistoryEntry::Dial(Arc::new(d)));
                     }
