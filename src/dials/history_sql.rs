@@ -363,9 +363,14 @@ impl<'c> Deadline<'c> {
         }
     }
 
-    /// Moves the deadline to `after` the origin, to be kept once `min_rows` rows were read.
+    /// Moves the deadline to `after` the origin, to be kept once `min_rows` rows were read (a
+    /// small history's scan keeps no deadline).
     fn extend(&self, after: Duration, min_rows: u64) {
-        self.min_rows.fetch_min(min_rows, Ordering::Relaxed);
+        let _ = self
+            .min_rows
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| {
+                (m != u64::MAX).then_some(min_rows)
+            });
         self.at_ns.store(
             u64::try_from(after.as_nanos()).unwrap_or(u64::MAX),
             Ordering::Relaxed,
