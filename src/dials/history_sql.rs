@@ -70,6 +70,14 @@ impl Default for MatchCount {
     }
 }
 
+/// Why a scan's read of one whole row gave no row.
+enum Fetch {
+    /// The scan's deadline interrupted it.
+    Interrupted,
+    /// SQLite failed, or the row cannot be read.
+    Failed(DialLogError),
+}
+
 /// What one scan of a driver found ([`Reader::scan`]).
 #[derive(Default)]
 struct Scan {
@@ -661,15 +669,36 @@ impl Reader {
             deadline.read_one();
             let seq = u64::try_from(r.get::<_, i64>(0).map_err(st)?).unwrap_or(0);
             let flag = r.get::<_, Option<i64>>(1).map_err(st)?.unwrap_or(0) != 0;
-            last = seq;
             if flag {
                 let dial = if filling || (counting && check_to_count) {
                     let seq_i = i64::try_from(seq).unwrap_or(i64::MAX);
-                    let mut one = fetch.query([seq_i]).map_err(st)?;
-                    match one.next().map_err(st)? {
-                        Some(row) => Some(store::dial_from_row(row, &self.path)?),
+                    // The deadline interrupts this statement too: `seq` is then not looked at
+                    // (the scan stops above it).
+                    let got = match fetch.query([seq_i]) {
+                        Ok(mut one) => match one.next() {
+                            Ok(Some(row)) => store::dial_from_row(row, &self.path)
+                                .map(Some)
+                                .map_err(Some),
+                            Ok(None) => Ok(None),
+                            Err(e) if interrupted(&e) => Err(None),
+                            Err(e) => Err(Some(st(e))),
+                        },
+                        Err(e) if interrupted(&e) => Err(None),
+                        Err(e) => Err(Some(st(e))),
+                    }
+                    .map_err(|e| e.map_or(Fetch::Interrupted, Fetch::Failed));
+                    match got {
+                        Ok(Some(d)) => Some(d),
                         // Deleted since (retention, clear): not a match any more.
-                        None => continue,
+                        Ok(None) => {
+                            last = seq;
+                            continue;
+                        }
+                        Err(Fetch::Interrupted) => {
+                            out.reached = Some(last);
+                            break;
+                        }
+                        Err(Fetch::Failed(e)) => return Err(e),
                     }
                 } else {
                     None
@@ -694,6 +723,7 @@ impl Reader {
                     }
                 }
             }
+            last = seq;
             read += 1;
             if probe && filling && read >= PROBE_ROWS {
                 out.probed_to = Some(last);
@@ -713,13 +743,17 @@ impl Reader {
 
     /// Whether the stored rowids span at most [`SMALL_HISTORY_ROWS`].
     fn small(&self, conn: &Connection) -> Result<bool, DialLogError> {
-        conn.query_row(
-            "SELECT coalesce(max(rowid), 0) - coalesce(min(rowid), 0) FROM dials",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .map(|span| u64::try_from(span).unwrap_or(0) < SMALL_HISTORY_ROWS)
-        .map_err(|e| DialLogError::Storage(format!("searching {}: {e}", self.path.display())))
+        // One min() or max() a statement: SQLite reads it off the b-tree's edge then (both in
+        // one statement scan the table).
+        let edge = |sql: &str| {
+            conn.query_row(sql, [], |r| r.get::<_, Option<i64>>(0))
+                .map(|v| v.unwrap_or(0))
+                .map_err(|e| {
+                    DialLogError::Storage(format!("searching {}: {e}", self.path.display()))
+                })
+        };
+        let span = edge("SELECT max(rowid) FROM dials")? - edge("SELECT min(rowid) FROM dials")?;
+        Ok(u64::try_from(span).unwrap_or(0) < SMALL_HISTORY_ROWS)
     }
 
     /// The count of a scan from `top`: exact when it reached the end, else scaled by the share
@@ -739,12 +773,13 @@ impl Reader {
             });
         };
         let floor: u64 = conn
-            .query_row("SELECT coalesce(min(rowid), 1) FROM dials", [], |r| {
-                r.get::<_, i64>(0)
+            .query_row("SELECT min(rowid) FROM dials", [], |r| {
+                r.get::<_, Option<i64>>(0)
             })
             .map_err(|e| {
                 DialLogError::Storage(format!("counting in {}: {e}", self.path.display()))
             })?
+            .unwrap_or(1)
             .try_into()
             .unwrap_or(1);
         let span = top.saturating_sub(floor).max(1);
