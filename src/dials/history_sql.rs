@@ -8,13 +8,23 @@
 //! negated or not) are SQL, and free-text and regex terms are checked in Rust on the rows read
 //! ([`CompiledQuery::matches_dial`] — the same code as the ring's, so both agree). Stored rows
 //! above `indexed_upto` that the ring no longer holds (a backlog not indexed yet) are read and
-//! matched in Rust. The search goes down in windows of rowids, doubling, and stops at
-//! [`PAGE_BUDGET`]: the page then says where it stopped, and the next page goes on from there.
+//! matched in Rust.
 //!
-//! Counting: a count over the indexed rows with SQL, window by window, within
-//! [`COUNT_BUDGET`]; past it the count is an estimate (the matches counted, scaled by the
-//! share of the rowid range counted), labelled so. Terms checked in Rust (regex, negated free
-//! text) are counted by reading the rows, within the same budget.
+//! The search is **one scan** of the driver, newest first ([`Plan::scan_sql`]): every driver
+//! row reaches Rust as `(seq, flag)` (the columns' conditions as one SQL flag), and only the
+//! flagged rows are read whole. It stops at [`PAGE_BUDGET`] (SQLite's progress handler
+//! interrupts it, once it has read a thousand rows, so every page moves on; a small history is read whole): the page then says where it
+//! stopped, and the next page goes on from there. There are no windows of rowids: a free-text
+//! prefix query (`word*`) makes FTS5 merge the doclists of every word with that prefix, which
+//! a window per query repeated for each window. A free-text query first probes the newest
+//! [`PROBE_ROWS`] rows by rowid (its words checked in Rust): a common word fills its page there
+//! and never pays that merge; a rare one goes on in the full-text index below the probe.
+//!
+//! Counting (the first page only): the same scan goes on past the page, counting the flagged
+//! rows, to [`COUNT_BUDGET`] after the start; past it the count is an estimate (the matches
+//! counted, scaled by the share of the rowid range read), labelled so (`exact: false`: the view
+//! says "about N"). Terms checked in Rust (regex, negated free text) are counted by reading the
+//! rows, within the same budget.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -30,11 +40,10 @@ use super::store::{self, by_key, tag, DIAL_COLS};
 use super::DialLogError;
 
 /// Longest a page's search runs before it returns what it found and where it stopped.
-pub(crate) const PAGE_BUDGET: Duration = Duration::from_millis(250);
-/// Longest a count runs before it gives an estimate.
-pub(crate) const COUNT_BUDGET: Duration = Duration::from_millis(60);
-/// First window of rowids searched (doubling after each).
-const FIRST_WINDOW: u64 = 4096;
+pub(crate) const PAGE_BUDGET: Duration = Duration::from_millis(50);
+/// Longest a page and its count run together (from the page's start) before the count is
+/// given as an estimate.
+pub(crate) const COUNT_BUDGET: Duration = Duration::from_millis(70);
 
 /// What SQLite answers for a page.
 #[derive(Debug, Default)]
@@ -61,6 +70,31 @@ impl Default for MatchCount {
     }
 }
 
+/// Why a scan's read of one whole row gave no row.
+enum Fetch {
+    /// The scan's deadline interrupted it.
+    Interrupted,
+    /// SQLite failed, or the row cannot be read.
+    Failed(DialLogError),
+}
+
+/// What one scan of a driver found ([`Reader::scan`]).
+#[derive(Default)]
+struct Scan {
+    /// The page's matching dials, newest first.
+    dials: Vec<HistoryEntry>,
+    /// Whether more matching rows follow the page's.
+    more: bool,
+    /// Matching rows counted (when counting).
+    counted: u64,
+    /// Where the scan stopped at its deadline (rows below were not read); `None`: it read to
+    /// the end, or the page was full and nothing was counted.
+    reached: Option<u64>,
+    /// A probe ([`PROBE_ROWS`]) that read its rows without filling the page: the lowest
+    /// sequence number it read.
+    probed_to: Option<u64>,
+}
+
 /// Read connections to the dial store, opened on demand and reused.
 pub(crate) struct Reader {
     pub(crate) path: PathBuf,
@@ -68,13 +102,18 @@ pub(crate) struct Reader {
     pub(crate) writer: Arc<store::WriterShared>,
 }
 
-/// The SQL side of a query: the driver and the conditions.
+/// The SQL side of a query: the driver, and the conditions as one flag per driver row.
+///
+/// The scan ([`Plan::scan_sql`]) returns every row of the driver below a sequence number,
+/// newest first, as `(seq, flag)`: `flag` is the columns' conditions (1 when there are none).
+/// Every row the driver gives reaches Rust, so a scan stopped at its deadline knows exactly how
+/// far it got (the last `seq` read), and the next page goes on from there.
 struct Plan {
-    /// `FROM ... WHERE` prefix selecting `DIAL_COLS`, with `?` for `lo`, `hi` at the end.
+    /// `FROM ... WHERE ...` of the driver (no bounds), with `?` for `params`.
     from: String,
-    /// The column of the driver's rowid (for the window bounds and the order).
+    /// The column of the driver's rowid (the bound and the order).
     seq_col: &'static str,
-    /// Parameters before the window bounds.
+    /// Parameters of `from`.
     params: Vec<SqlValue>,
     /// Conditions on `d` columns (ANDed), with their parameters.
     conds: Vec<String>,
@@ -83,9 +122,8 @@ struct Plan {
     rust_check: bool,
     /// Whether every free-text term is positive and in the FTS driver (counts can trust SQL).
     sql_exact: bool,
-    /// Whether the window bounds also go right after the first parameter (the FTS driver's
-    /// subquery: FTS5 answers a rowid range itself, and the join never sorts its matches).
-    window_in_from: bool,
+    /// Whether the driver is the full-text index.
+    fts: bool,
 }
 
 fn fts_phrase(words: &[String]) -> String {
@@ -185,82 +223,184 @@ fn plan(q: &CompiledQuery) -> Plan {
         }
     }
     let sql_exact = !has_neg_text;
+    let join = !conds.is_empty();
     if !fts.is_empty() {
         return Plan {
-            from: format!(
-                "SELECT {DIAL_COLS} FROM dials d WHERE d.rowid IN (SELECT rowid FROM dial_fts \
-                 WHERE dial_fts MATCH ? AND rowid >= ? AND rowid < ?)"
-            ),
-            seq_col: "d.rowid",
+            from: if join {
+                "dial_fts f JOIN dials d ON d.rowid = f.rowid WHERE dial_fts MATCH ?".into()
+            } else {
+                "dial_fts f WHERE dial_fts MATCH ?".into()
+            },
+            seq_col: "f.rowid",
             params: vec![SqlValue::Text(fts.join(" AND "))],
             conds,
             cond_params,
             rust_check,
             sql_exact,
-            window_in_from: true,
+            fts: true,
         };
     }
     if let Some(key) = by {
         return Plan {
-            from: format!(
-                "SELECT {DIAL_COLS} FROM dial_by b JOIN dials d ON d.rowid = b.seq WHERE b.key = ?"
-            ),
+            from: if join {
+                "dial_by b JOIN dials d ON d.rowid = b.seq WHERE b.key = ?".into()
+            } else {
+                "dial_by b WHERE b.key = ?".into()
+            },
             seq_col: "b.seq",
             params: vec![SqlValue::Text(key)],
             conds,
             cond_params,
             rust_check,
             sql_exact,
-            window_in_from: false,
+            fts: false,
         };
     }
     Plan {
-        from: format!("SELECT {DIAL_COLS} FROM dials d WHERE 1"),
+        from: "dials d WHERE 1".into(),
         seq_col: "d.rowid",
         params: vec![],
         conds,
         cond_params,
         rust_check,
         sql_exact,
-        window_in_from: false,
+        fts: false,
     }
 }
 
 impl Plan {
-    /// The windowed select: rows with `lo <= seq < hi`, newest first.
-    fn select(&self) -> String {
-        let mut s = self.from.clone();
-        for c in &self.conds {
-            s.push_str(" AND ");
-            s.push_str(c);
+    /// The same conditions over the `dials` table by rowid, every free-text term checked in
+    /// Rust (the probe of a full-text query, [`PROBE_ROWS`]).
+    fn plain(&self) -> Plan {
+        Plan {
+            from: "dials d WHERE 1".into(),
+            seq_col: "d.rowid",
+            params: vec![],
+            conds: self.conds.clone(),
+            cond_params: self.cond_params.clone(),
+            rust_check: true,
+            sql_exact: false,
+            fts: false,
         }
-        s.push_str(&format!(
-            " AND {0} >= ? AND {0} < ? ORDER BY {0} DESC",
-            self.seq_col
-        ));
-        s
     }
 
-    /// The windowed count.
-    fn count(&self) -> String {
-        let sel = self.select();
-        let from = sel.find(" FROM ").unwrap_or(0);
-        let order = sel.rfind(" ORDER BY ").unwrap_or(sel.len());
-        format!("SELECT count(*){}", sel.get(from..order).unwrap_or(""))
+    /// The scan: `(seq, flag)` of the driver's rows with `seq < ?`, newest first.
+    fn scan_sql(&self) -> String {
+        let flag = if self.conds.is_empty() {
+            "1".to_owned()
+        } else {
+            self.conds
+                .iter()
+                .map(|c| format!("({c})"))
+                .collect::<Vec<_>>()
+                .join(" AND ")
+        };
+        format!(
+            "SELECT {0}, {flag} FROM {1} AND {0} < ? ORDER BY {0} DESC",
+            self.seq_col, self.from
+        )
     }
 
-    fn params(&self, lo: u64, hi: u64) -> Vec<SqlValue> {
-        let lo = SqlValue::Integer(i64::try_from(lo).unwrap_or(i64::MAX));
-        let hi = SqlValue::Integer(i64::try_from(hi).unwrap_or(i64::MAX));
-        let mut p = self.params.clone();
-        if self.window_in_from {
-            p.push(lo.clone());
-            p.push(hi.clone());
-        }
-        p.extend(self.cond_params.iter().cloned());
-        p.push(lo);
-        p.push(hi);
+    /// The scan's parameters (the flag's come first: it is in the select list).
+    fn scan_params(&self, hi: u64) -> Vec<SqlValue> {
+        let mut p = self.cond_params.clone();
+        p.extend(self.params.iter().cloned());
+        p.push(SqlValue::Integer(i64::try_from(hi).unwrap_or(i64::MAX)));
         p
+    }
+}
+
+/// Whether `e` is SQLite's "interrupted" (the scan's deadline, [`Deadline`]).
+fn interrupted(e: &rusqlite::Error) -> bool {
+    matches!(
+        e,
+        rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::OperationInterrupted
+    )
+}
+
+/// A deadline on a connection's statements: SQLite's progress handler interrupts a statement
+/// once the deadline has passed and at least `min_rows` rows have been read ([`PAGE_MIN_ROWS`]
+/// for a page, so a page always moves on; one for a count; a small history,
+/// [`SMALL_HISTORY_ROWS`], is always searched and counted whole). Removed when dropped.
+struct Deadline<'c> {
+    conn: &'c Connection,
+    /// Nanoseconds after `origin` the statement may run to.
+    at_ns: Arc<std::sync::atomic::AtomicU64>,
+    /// Rows read so far.
+    read: Arc<std::sync::atomic::AtomicU64>,
+    /// Rows to read before the deadline may stop the statement.
+    min_rows: Arc<std::sync::atomic::AtomicU64>,
+    origin: Instant,
+}
+
+/// Newest rows a full-text query reads by rowid (checking its words in Rust) before it turns to
+/// the full-text index: a common word fills its page from them, where FTS5 would first merge
+/// the doclists of every word with that prefix (all of the history's rows, for a word in most
+/// dials), a cost no deadline can cut short.
+const PROBE_ROWS: u64 = 1024;
+
+/// Rows a page's scan reads before its deadline may stop it (a busy machine's scheduling must
+/// not cut a page of common rows short); a count stops at its deadline after one.
+const PAGE_MIN_ROWS: u64 = 1024;
+
+/// A history of at most this many stored rowids is searched and counted whole (no deadline).
+const SMALL_HISTORY_ROWS: u64 = 4096;
+
+impl<'c> Deadline<'c> {
+    fn set(conn: &'c Connection, origin: Instant, after: Duration, min_rows: u64) -> Self {
+        let at_ns = Arc::new(std::sync::atomic::AtomicU64::new(
+            u64::try_from(after.as_nanos()).unwrap_or(u64::MAX),
+        ));
+        let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let min_rows = Arc::new(std::sync::atomic::AtomicU64::new(min_rows));
+        let (at, n, min) = (Arc::clone(&at_ns), Arc::clone(&read), Arc::clone(&min_rows));
+        conn.progress_handler(
+            2000,
+            Some(move || {
+                n.load(Ordering::Relaxed) >= min.load(Ordering::Relaxed)
+                    && u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+                        > at.load(Ordering::Relaxed)
+            }),
+        );
+        Self {
+            conn,
+            at_ns,
+            read,
+            min_rows,
+            origin,
+        }
+    }
+
+    /// Moves the deadline to `after` the origin, to be kept once `min_rows` rows were read (a
+    /// small history's scan keeps no deadline).
+    fn extend(&self, after: Duration, min_rows: u64) {
+        let _ = self
+            .min_rows
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| {
+                (m != u64::MAX).then_some(min_rows)
+            });
+        self.at_ns.store(
+            u64::try_from(after.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Counts one row read.
+    fn read_one(&self) {
+        self.read.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether the scan should stop now (as the progress handler judges).
+    fn passed(&self) -> bool {
+        self.read.load(Ordering::Relaxed) >= self.min_rows.load(Ordering::Relaxed)
+            && u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+                > self.at_ns.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Deadline<'_> {
+    fn drop(&mut self) {
+        self.conn.progress_handler(0, None::<fn() -> bool>);
     }
 }
 
@@ -352,43 +492,56 @@ impl Reader {
                     }
                 }
             }
-            // 2. Indexed rows: SQL, window by window, newest first.
+            // 2. Indexed rows: one scan of the driver, newest first, to the page's deadline;
+            //    counting from the top, on past the page to the count's deadline.
             let p = plan(q);
-            let mut hi = before.min(sql_upto + 1);
-            let mut window = FIRST_WINDOW;
-            if dials.len() < limit && !more {
-                let sql = p.select();
-                let mut stmt = conn.prepare_cached(&sql).map_err(st)?;
-                while hi > 1 {
-                    let lo = hi.saturating_sub(window).max(1);
-                    let params = p.params(lo, hi);
-                    let mut rows = stmt
-                        .query(rusqlite::params_from_iter(params.iter()))
-                        .map_err(st)?;
-                    while let Some(r) = rows.next().map_err(st)? {
-                        let d = store::dial_from_row(r, &self.path)?;
-                        if p.rust_check && !q.matches_dial(&d) {
-                            continue;
+            let top = sql_upto + 1;
+            let hi = before.min(top);
+            let room = if dials.len() < limit && !more {
+                limit - dials.len()
+            } else {
+                0
+            };
+            let counting = count && hi == top;
+            let mut scan = if p.fts && room > 0 {
+                // A common word fills the page from the newest rows; a rare one goes on in the
+                // full-text index below them.
+                let mut a = self.scan(conn, q, &p.plain(), hi, room, counting, started, true)?;
+                match a.probed_to {
+                    Some(below) => {
+                        let left = room - a.dials.len();
+                        let mut b =
+                            self.scan(conn, q, &p, below, left, counting, started, false)?;
+                        a.dials.append(&mut b.dials);
+                        Scan {
+                            dials: a.dials,
+                            more: b.more,
+                            counted: a.counted + b.counted,
+                            reached: b.reached,
+                            probed_to: None,
                         }
-                        if dials.len() == limit {
-                            more = true;
-                            break;
-                        }
-                        dials.push(HistoryEntry::Dial(Arc::new(d)));
                     }
-                    if more || dials.len() == limit {
-                        break;
-                    }
-                    hi = lo;
-                    window = window.saturating_mul(2);
-                    if hi > 1 && started.elapsed() > PAGE_BUDGET {
-                        out.stopped_at = Some(hi);
-                        break;
-                    }
+                    None => a,
+                }
+            } else {
+                self.scan(conn, q, &p, hi, room, counting, started, false)?
+            };
+            more |= scan.more;
+            let found = scan.dials.len();
+            dials.append(&mut scan.dials);
+            if let Some(r) = scan.reached {
+                if found < room {
+                    out.stopped_at = Some(r);
                 }
             }
             if count {
-                out.count = self.count(conn, q, &p, sql_upto, gap_below)?;
+                let gap = self.count_gap(conn, q, sql_upto, gap_below)?;
+                let whole = if counting {
+                    scan
+                } else {
+                    self.scan(conn, q, &p, top, 0, true, started, false)?
+                };
+                out.count = self.estimate(conn, whole.counted, whole.reached, top, gap)?;
             }
         }
         // 3. Connection events (few: 7 days of them), matched in Rust.
@@ -450,21 +603,207 @@ impl Reader {
         Ok(n)
     }
 
-    /// Counts the stored dials matching (all of them, not only below a cursor).
-    fn count(
+    /// Scans the driver's rows below `hi`, newest first: takes up to `room` matching dials for
+    /// the page (one more tells `more`) and, when `counting`, counts the matching rows on to the
+    /// end. Stops at [`PAGE_BUDGET`] while the page has room and at [`COUNT_BUDGET`] after
+    /// (both from `started`), once [`PAGE_MIN_ROWS`] rows (a page) or one (a count) have been
+    /// read (never in a small history, [`SMALL_HISTORY_ROWS`]); `reached` is then the lowest sequence
+    /// number read (rows below it were not looked at). A `probe` stops after [`PROBE_ROWS`]
+    /// rows while the page still has room (`probed_to`).
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
         &self,
         conn: &Connection,
         q: &CompiledQuery,
         p: &Plan,
+        hi: u64,
+        room: usize,
+        counting: bool,
+        started: Instant,
+        probe: bool,
+    ) -> Result<Scan, DialLogError> {
+        let st = |e: rusqlite::Error| {
+            DialLogError::Storage(format!("searching {}: {e}", self.path.display()))
+        };
+        let mut out = Scan::default();
+        if hi <= 1 || (room == 0 && !counting) {
+            return Ok(out);
+        }
+        let mut filling = room > 0;
+        let deadline = Deadline::set(
+            conn,
+            started,
+            if filling { PAGE_BUDGET } else { COUNT_BUDGET },
+            if self.small(conn)? {
+                u64::MAX
+            } else if filling {
+                PAGE_MIN_ROWS
+            } else {
+                1
+            },
+        );
+        let mut stmt = conn.prepare_cached(&p.scan_sql()).map_err(st)?;
+        let mut fetch = conn
+            .prepare_cached(&format!(
+                "SELECT {DIAL_COLS} FROM dials d WHERE d.rowid = ?1"
+            ))
+            .map_err(st)?;
+        let params = p.scan_params(hi);
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(params.iter()))
+            .map_err(st)?;
+        // Counted by the flag alone, or only after the Rust check too.
+        let check_to_count = p.rust_check && !p.sql_exact;
+        let mut last = hi;
+        let mut read = 0u64;
+        loop {
+            let r = match rows.next() {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) if interrupted(&e) => {
+                    out.reached = Some(last);
+                    break;
+                }
+                Err(e) => return Err(st(e)),
+            };
+            deadline.read_one();
+            let seq = u64::try_from(r.get::<_, i64>(0).map_err(st)?).unwrap_or(0);
+            let flag = r.get::<_, Option<i64>>(1).map_err(st)?.unwrap_or(0) != 0;
+            if flag {
+                let dial = if filling || (counting && check_to_count) {
+                    let seq_i = i64::try_from(seq).unwrap_or(i64::MAX);
+                    // The deadline interrupts this statement too: `seq` is then not looked at
+                    // (the scan stops above it).
+                    let got = match fetch.query([seq_i]) {
+                        Ok(mut one) => match one.next() {
+                            Ok(Some(row)) => store::dial_from_row(row, &self.path)
+                                .map(Some)
+                                .map_err(Some),
+                            Ok(None) => Ok(None),
+                            Err(e) if interrupted(&e) => Err(None),
+                            Err(e) => Err(Some(st(e))),
+                        },
+                        Err(e) if interrupted(&e) => Err(None),
+                        Err(e) => Err(Some(st(e))),
+                    }
+                    .map_err(|e| e.map_or(Fetch::Interrupted, Fetch::Failed));
+                    match got {
+                        Ok(Some(d)) => Some(d),
+                        // Deleted since (retention, clear): not a match any more.
+                        Ok(None) => {
+                            last = seq;
+                            continue;
+                        }
+                        Err(Fetch::Interrupted) => {
+                            out.reached = Some(last);
+                            break;
+                        }
+                        Err(Fetch::Failed(e)) => return Err(e),
+                    }
+                } else {
+                    None
+                };
+                let matches = match &dial {
+                    Some(d) => !p.rust_check || q.matches_dial(d),
+                    None => true,
+                };
+                if counting && (matches || !check_to_count) {
+                    out.counted += 1;
+                }
+                if filling && matches {
+                    if out.dials.len() == room {
+                        out.more = true;
+                        filling = false;
+                        if !counting {
+                            break;
+                        }
+                        deadline.extend(COUNT_BUDGET, 1);
+                    } else if let Some(d) = dial {
+                        out.dials.push(HistoryEntry::Dial(Arc::new(d)));
+                    }
+                }
+            }
+            last = seq;
+            read += 1;
+            if probe && filling && read >= PROBE_ROWS {
+                out.probed_to = Some(last);
+                break;
+            }
+            if deadline.passed() {
+                out.reached = Some(last);
+                break;
+            }
+        }
+        if out.reached.is_some() && out.dials.len() == room {
+            // Stopped looking for one more: there may be.
+            out.more = true;
+        }
+        Ok(out)
+    }
+
+    /// Whether the stored rowids span at most [`SMALL_HISTORY_ROWS`].
+    fn small(&self, conn: &Connection) -> Result<bool, DialLogError> {
+        // One min() or max() a statement: SQLite reads it off the b-tree's edge then (both in
+        // one statement scan the table).
+        let edge = |sql: &str| {
+            conn.query_row(sql, [], |r| r.get::<_, Option<i64>>(0))
+                .map(|v| v.unwrap_or(0))
+                .map_err(|e| {
+                    DialLogError::Storage(format!("searching {}: {e}", self.path.display()))
+                })
+        };
+        let span = edge("SELECT max(rowid) FROM dials")? - edge("SELECT min(rowid) FROM dials")?;
+        Ok(u64::try_from(span).unwrap_or(0) < SMALL_HISTORY_ROWS)
+    }
+
+    /// The count of a scan from `top`: exact when it reached the end, else scaled by the share
+    /// of the stored rowids it covered. `gap` (rows not indexed, counted in Rust) is added.
+    fn estimate(
+        &self,
+        conn: &Connection,
+        counted: u64,
+        reached: Option<u64>,
+        top: u64,
+        gap: u64,
+    ) -> Result<MatchCount, DialLogError> {
+        let Some(reached) = reached else {
+            return Ok(MatchCount {
+                count: gap + counted,
+                exact: true,
+            });
+        };
+        let floor: u64 = conn
+            .query_row("SELECT min(rowid) FROM dials", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
+            .map_err(|e| {
+                DialLogError::Storage(format!("counting in {}: {e}", self.path.display()))
+            })?
+            .unwrap_or(1)
+            .try_into()
+            .unwrap_or(1);
+        let span = top.saturating_sub(floor).max(1);
+        let done = top.saturating_sub(reached).max(1).min(span);
+        let est = (counted as f64 * span as f64 / done as f64).round() as u64;
+        Ok(MatchCount {
+            count: gap + est,
+            exact: false,
+        })
+    }
+
+    /// Counts the stored rows in `(sql_upto, gap_below)` (not indexed, not held) matching `q`,
+    /// read and matched in Rust.
+    fn count_gap(
+        &self,
+        conn: &Connection,
+        q: &CompiledQuery,
         sql_upto: u64,
         gap_below: u64,
-    ) -> Result<MatchCount, DialLogError> {
+    ) -> Result<u64, DialLogError> {
         let st = |e: rusqlite::Error| {
             DialLogError::Storage(format!("counting in {}: {e}", self.path.display()))
         };
-        let started = Instant::now();
         let mut n = 0u64;
-        // The gap (not indexed, not held): read and matched.
         if gap_below > sql_upto + 1 {
             let mut stmt = conn
                 .prepare_cached(&format!(
@@ -483,59 +822,7 @@ impl Reader {
                 }
             }
         }
-        let floor: u64 = conn
-            .query_row("SELECT coalesce(min(rowid), 1) FROM dials", [], |r| {
-                r.get::<_, i64>(0)
-            })
-            .map_err(st)?
-            .try_into()
-            .unwrap_or(1);
-        let top = sql_upto + 1;
-        let mut hi = top;
-        let mut window = FIRST_WINDOW * 4;
-        let mut counted = 0u64;
-        let exact_sql = !p.rust_check || p.sql_exact;
-        let count_sql = p.count();
-        let select_sql = p.select();
-        while hi > floor {
-            let lo = hi.saturating_sub(window).max(floor);
-            let params = p.params(lo, hi);
-            if exact_sql {
-                let c: i64 = conn
-                    .prepare_cached(&count_sql)
-                    .and_then(|mut s| {
-                        s.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0))
-                    })
-                    .map_err(st)?;
-                counted += u64::try_from(c).unwrap_or(0);
-            } else {
-                let mut stmt = conn.prepare_cached(&select_sql).map_err(st)?;
-                let mut rows = stmt
-                    .query(rusqlite::params_from_iter(params.iter()))
-                    .map_err(st)?;
-                while let Some(r) = rows.next().map_err(st)? {
-                    if q.matches_dial(&store::dial_from_row(r, &self.path)?) {
-                        counted += 1;
-                    }
-                }
-            }
-            hi = lo;
-            window = window.saturating_mul(2);
-            if hi > floor && started.elapsed() > COUNT_BUDGET {
-                // Scale by the share of the rowid range counted.
-                let span = top.saturating_sub(floor).max(1);
-                let done = top.saturating_sub(hi).max(1);
-                let est = (counted as f64 * span as f64 / done as f64).round() as u64;
-                return Ok(MatchCount {
-                    count: n + est,
-                    exact: false,
-                });
-            }
-        }
-        Ok(MatchCount {
-            count: n + counted,
-            exact: true,
-        })
+        Ok(n)
     }
 
     /// Whether every stored row is indexed (for benches and tests that wait for it).

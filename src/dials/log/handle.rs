@@ -27,11 +27,16 @@ pub struct DialLog;
 
 impl DialLog {
     /// Opens the SQLite file (when `config.data_dir` is set), prunes it (when automatic pruning
-    /// is on), loads the newest `capacity` dials into the ring, and spawns the actor task on the
-    /// current tokio runtime and the writer on its own thread.
+    /// is on), and spawns the actor task on the current tokio runtime, the writer on its own
+    /// thread and a loader thread that reads the newest `capacity` dials into the ring and every
+    /// stored dial's dedup key. It returns before the loader is done: [`DialLogHandle::history`]
+    /// answers at once (from SQLite), while ingest and the calls that read the ring
+    /// ([`DialLogHandle::query`], [`DialLogHandle::stats`], [`DialLogHandle::subscribe`],
+    /// [`DialLogHandle::prune`], [`DialLogHandle::clear`], [`DialLogHandle::export_jsonl`],
+    /// [`DialLogHandle::status`]) wait
+    /// for it (about a second for 100 000 dials and 1 000 000 keys; [`DialLogHandle::loaded`]).
     ///
-    /// Must be called from inside a tokio runtime. Loading is synchronous (about a second for
-    /// 100 000 dials).
+    /// Must be called from inside a tokio runtime.
     ///
     /// # Errors
     /// [`DialLogError::Storage`] when the folder or file cannot be created, opened or read, or
@@ -89,6 +94,7 @@ impl DialLogHandle {
     /// # Errors
     /// [`DialLogError::Closed`] when the log has shut down.
     pub async fn ingest_batch(&self, dials: Vec<Dial>) -> Result<Vec<IngestVerdict>, DialLogError> {
+        self.shared.ready().await?;
         self.shared.room_for_ingest().await;
         let verdicts = {
             let mut guard = self.shared.lock();
@@ -135,6 +141,7 @@ impl DialLogHandle {
     /// # Errors
     /// [`DialLogError::Closed`] when the log has shut down.
     pub async fn query(&self, filter: DialFilter) -> Result<DialPage, DialLogError> {
+        self.shared.ready().await?;
         self.ask(|reply| Command::Query { filter, reply }).await
     }
 
@@ -143,6 +150,7 @@ impl DialLogHandle {
     /// # Errors
     /// [`DialLogError::Closed`] when the log has shut down.
     pub async fn stats(&self, filter: DialFilter) -> Result<Vec<OpStats>, DialLogError> {
+        self.shared.ready().await?;
         self.ask(|reply| Command::Stats { filter, reply }).await
     }
 
@@ -155,6 +163,7 @@ impl DialLogHandle {
         filter: DialFilter,
         options: SubscribeOptions,
     ) -> Result<Subscription, DialLogError> {
+        self.shared.ready().await?;
         self.ask(|reply| Command::Subscribe {
             filter,
             line: None,
@@ -190,6 +199,7 @@ impl DialLogHandle {
     /// # Errors
     /// [`DialLogError::Closed`]; [`DialLogError::Storage`] when SQLite fails.
     pub async fn prune(&self, now_ms: i64) -> Result<PruneReport, DialLogError> {
+        self.shared.ready().await?;
         let (memory, db) = self.ask(|reply| Command::Prune { now_ms, reply }).await?;
         let stored = match db {
             Some(rx) => rx.await.map_err(|_| DialLogError::Closed)?? as u64,
@@ -203,6 +213,7 @@ impl DialLogHandle {
     /// # Errors
     /// [`DialLogError::Closed`]; [`DialLogError::Storage`] when SQLite fails.
     pub async fn clear(&self, scope: ClearScope) -> Result<u64, DialLogError> {
+        self.shared.ready().await?;
         match self.ask(|reply| Command::Clear { scope, reply }).await? {
             Some(rx) => Ok(rx.await.map_err(|_| DialLogError::Closed)?? as u64),
             None => Ok(0),
@@ -345,11 +356,22 @@ impl DialLogHandle {
         }
     }
 
+    /// Waits until the ring and the stored dials' dedup keys are loaded (see [`DialLog::spawn`]).
+    ///
+    /// # Errors
+    /// [`DialLogError::Storage`] naming the file when loading failed (ingest then fails the
+    /// same way: a dial whose stored replay cannot be recognised is not taken in);
+    /// [`DialLogError::Closed`].
+    pub async fn loaded(&self) -> Result<(), DialLogError> {
+        self.shared.ready().await
+    }
+
     /// Counters of the log.
     ///
     /// # Errors
     /// [`DialLogError::Closed`] when the log has shut down.
     pub async fn status(&self) -> Result<DialLogStatus, DialLogError> {
+        self.shared.ready().await?;
         self.ask(|reply| Command::Status { reply }).await
     }
 

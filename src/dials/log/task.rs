@@ -122,13 +122,13 @@ pub(super) fn start(
     let committed = Arc::new(tokio::sync::watch::Sender::new(0u64));
     let mut writer = None;
     let mut reader = None;
+    let mut to_load = None;
     if let Some(dir) = &config.data_dir {
         let (read, path) = store::open(dir)?;
         if config.prune_interval.is_some() {
             store::prune(&read, config.clock.now_ms_i64())
                 .map_err(|e| DialLogError::Storage(format!("pruning {}: {e}", path.display())))?;
         }
-        let loaded = store::load_newest(&read, &path, config.capacity, config.max_bytes)?;
         let marks = store::max_seq(&read).and_then(|m| Ok((m, store::indexed_upto(&read)?)));
         let (max_seq, indexed) =
             marks.map_err(|e| DialLogError::Storage(format!("reading {}: {e}", path.display())))?;
@@ -160,11 +160,6 @@ pub(super) fn start(
                 let _ = done_tx.send(());
             })
             .map_err(|e| DialLogError::Storage(format!("starting the writer thread: {e}")))?;
-        for d in loaded {
-            // Already stored: its arrival is its rowid, at or below `written_upto`.
-            let arrival = d.seq.0;
-            actor.push_ring(d, arrival);
-        }
         actor.db = Some(Db {
             read,
             writer: wtx,
@@ -175,12 +170,11 @@ pub(super) fn start(
             pending_upto: 0,
             evicted_unwritten: HashMap::new(),
             outside: HashSet::new(),
-            outside_rebuild_at: 0,
+            // Filled by the loader ([`Actor::install`]); no rebuild before.
+            outside_rebuild_at: usize::MAX,
             done: Some(done_rx),
         });
-        if let Some(db) = actor.db.as_mut() {
-            db.rebuild_outside(config.capacity);
-        }
+        to_load = Some(path);
     }
     let (tx, rx) = mpsc::channel(config.command_queue);
     let shared = Arc::new(Shared {
@@ -191,9 +185,72 @@ pub(super) fn start(
         writer,
         max_unwritten: config.max_unwritten_bytes as u64,
         reader,
+        loaded: tokio::sync::watch::Sender::new(if to_load.is_some() {
+            Load::Loading
+        } else {
+            Load::Ready
+        }),
     });
+    if let Some(path) = to_load {
+        let (capacity, max_bytes) = (config.capacity, config.max_bytes);
+        let loader = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("dial-log-loader".into())
+            .spawn(move || load(&loader, &path, capacity, max_bytes))
+            .map_err(|e| DialLogError::Storage(format!("starting the loader thread: {e}")))?;
+    }
     tokio::spawn(run(Arc::clone(&shared), rx));
     Ok((tx, shared))
+}
+
+/// Where the loader ([`load`]) is: the ring and the stored dials' keys are read from SQLite
+/// after [`start`] returns, so the log answers history pages at once; ingest and the calls
+/// that read the ring wait for [`Load::Ready`] ([`Shared::ready`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Load {
+    /// Reading the newest dials and the stored keys.
+    Loading,
+    /// The ring and the dedup keys are in place (or there was nothing to load).
+    Ready,
+    /// Reading failed: the message names the file. Ingest refuses dials (its dedup could not
+    /// see the stored ids), the ring's calls fail with it; history pages still work.
+    Failed(String),
+}
+
+/// The loader thread: reads the newest `capacity` dials (within `max_bytes`) and every stored
+/// dial's key ([`store::id_key`]) on a read-only connection of its own, then installs them
+/// under the lock ([`Actor::install`]) and says so in [`Shared::loaded`]. Nothing is ingested
+/// meanwhile (ingest waits), so what it read is still the whole stored set when it installs it.
+fn load(shared: &Shared, path: &std::path::Path, capacity: usize, max_bytes: usize) {
+    let read = || -> Result<(Vec<Dial>, HashSet<i64>), DialLogError> {
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| DialLogError::Storage(format!("opening {} to load: {e}", path.display())))?;
+        let dials = store::load_newest(&conn, path, capacity, max_bytes)?;
+        let mut keys = HashSet::new();
+        store::for_each_id_key(&conn, |k| {
+            keys.insert(k);
+        })
+        .map_err(|e| {
+            DialLogError::Storage(format!("reading the dial keys of {}: {e}", path.display()))
+        })?;
+        Ok((dials, keys))
+    };
+    let state = match read() {
+        Ok((dials, keys)) => {
+            if let Some(a) = shared.lock().as_mut() {
+                a.install(dials, keys);
+            }
+            Load::Ready
+        }
+        Err(e) => {
+            tracing::error!(target: "switchboard::dials", "loading the dial log: {e}");
+            Load::Failed(e.to_string())
+        }
+    };
+    shared.loaded.send_replace(state);
 }
 
 /// The log's state, shared by its task (commands, timers) and [`DialLogHandle::ingest_batch`],
@@ -217,6 +274,8 @@ pub(super) struct Shared {
     pub(super) max_unwritten: u64,
     /// Read connections for history pages (`None` for a log in memory only).
     pub(super) reader: Option<Arc<crate::dials::history_sql::Reader>>,
+    /// Whether the ring and the dedup keys are loaded ([`load`]).
+    pub(super) loaded: tokio::sync::watch::Sender<Load>,
 }
 
 impl Shared {
@@ -247,6 +306,24 @@ impl Shared {
                 None => return,
             }
             let _ = tokio::time::timeout(Duration::from_millis(50), progressed).await;
+        }
+    }
+
+    /// Waits until the loader has put the ring and the stored dials' keys in place.
+    ///
+    /// # Errors
+    /// [`DialLogError::Storage`] when loading failed.
+    pub(super) async fn ready(&self) -> Result<(), DialLogError> {
+        let mut rx = self.loaded.subscribe();
+        loop {
+            match &*rx.borrow_and_update() {
+                Load::Ready => return Ok(()),
+                Load::Failed(e) => return Err(DialLogError::Storage(e.clone())),
+                Load::Loading => {}
+            }
+            if rx.changed().await.is_err() {
+                return Err(DialLogError::Closed);
+            }
         }
     }
 
@@ -441,6 +518,21 @@ impl Actor {
             status,
             conns: VecDeque::new(),
             cfg,
+        }
+    }
+
+    /// Puts the loaded ring (`dials`, oldest first, already stored: each one's arrival is its
+    /// rowid) and the stored dials' keys in place ([`load`]).
+    fn install(&mut self, dials: Vec<Dial>, keys: HashSet<i64>) {
+        for d in dials {
+            let arrival = d.seq.0;
+            self.push_ring(d, arrival);
+        }
+        if let Some(db) = self.db.as_mut() {
+            let mut keys = keys;
+            keys.extend(db.outside.drain());
+            db.outside_rebuild_at = (keys.len() * 2).max(self.cfg.capacity);
+            db.outside = keys;
         }
     }
 
