@@ -52,6 +52,10 @@ pub fn apply_theme<R: Runtime>(app: &tauri::AppHandle<R>, theme: switchboard::se
     });
 }
 
+/// Applies a saved theme to the windows' frame ([`apply_theme`]); managed by [`run`] only (the
+/// mock runtime of the tests has no themes).
+pub struct ThemeApplier(pub Box<dyn Fn(switchboard::settings::Theme) + Send + Sync>);
+
 /// Keeps the log file writer alive for the app's lifetime (managed).
 pub struct LogGuard(pub Option<logging::LogHandle>);
 
@@ -201,7 +205,6 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
     app.manage(LogGuard(log));
     app.manage(notifier);
     app.manage(Arc::clone(&core));
-    apply_theme(app, core.get_settings().theme);
     if let Some(file) = &options.open {
         open_file(&core, file);
     }
@@ -326,6 +329,13 @@ pub fn run(options: LaunchOptions) -> ExitCode {
         );
     match setup(builder).build(tauri::generate_context!("../tauri.conf.json")) {
         Ok(app) => {
+            let handle = app.handle().clone();
+            if let Some(core) = app.try_state::<Arc<App>>() {
+                apply_theme(&handle, core.get_settings().theme);
+            }
+            app.manage(ThemeApplier(Box::new(move |theme| {
+                apply_theme(&handle, theme)
+            })));
             app.run(|handle, event| {
                 if let tauri::RunEvent::Exit = event {
                     shutdown(handle);

@@ -120,6 +120,7 @@ fn window_gpu_setting(paths: Option<&AppPaths>) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]

@@ -32,7 +32,9 @@ pub fn save_settings<R: tauri::Runtime>(
 ) -> Result<Settings, IpcError> {
     core.read_only()?;
     let saved = core.save_settings(settings)?;
-    crate::apply_theme(&app, saved.theme);
+    if let Some(apply) = tauri::Manager::try_state::<crate::ThemeApplier>(&app) {
+        (apply.0)(saved.theme);
+    }
     Ok(saved)
 }
 
