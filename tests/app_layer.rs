@@ -1429,3 +1429,131 @@ fn futures_now<T>(
     let rt = tokio::runtime::Handle::current();
     tokio::task::block_in_place(|| rt.block_on(f)).ok()
 }
+
+/// A dial of a capture for the seek test: ops in turn, every fifth one an error.
+fn capture_dial(i: usize) -> switchboard::dials::Dial {
+    use switchboard::dials::{Dial, DialOutcome, JsonText, Retention};
+    let op = ["read_item", "list_items", "grep_items", "write_field"][i % 4];
+    let outcome = if i % 5 == 2 {
+        DialOutcome::Error
+    } else {
+        DialOutcome::Ok
+    };
+    let mut d = Dial {
+        id: format!("dial-{i:05}").into(),
+        phone: "dev_alpha1".into(),
+        call_id: format!("call-{i}").into(),
+        session: "ses_run001".into(),
+        caller: "lumiagent".into(),
+        callee: "lumirealm".into(),
+        endpoint: "lumirealm.phoneline".into(),
+        op: op.into(),
+        request: JsonText::from_value(
+            &json!({"op": op, "userId": "u1", "callId": format!("call-{i}")}),
+        ),
+        start_ms: 1_790_000_000_000 + i as i64 * 10,
+        duration_ms: 40,
+        outcome,
+        response: (outcome == DialOutcome::Ok).then(|| JsonText::from_value(&json!({"value": i}))),
+        error: (outcome == DialOutcome::Error)
+            .then(|| "permission denied: push_notification".into()),
+        retention: Retention::Standard,
+        slow: false,
+        spec: Default::default(),
+        seq: Default::default(),
+    };
+    d.normalise();
+    d
+}
+
+/// A seek (`HistoryQuery::skip`) answers the rows a walk through every page above them reaches,
+/// from the top and from a cursor, with and without a filter, and says how many it passed over
+/// (fewer when the history ends first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seek_lands_where_walking_the_pages_does() {
+    use switchboard::app::dials::DialSource;
+    use switchboard::dials::HistoryQuery;
+    let desk = build();
+    let dials: Vec<Arc<switchboard::dials::Dial>> =
+        (0..5_000).map(|i| Arc::new(capture_dial(i))).collect();
+    let path = desk.home.path().join("seek.jsonl");
+    let file = std::fs::File::create(&path).unwrap();
+    switchboard::dials::jsonl::write_jsonl(&dials, file).unwrap();
+    let state = desk.app.dials().unwrap();
+    state
+        .dials_import(path.display().to_string())
+        .await
+        .unwrap();
+    let src = Some(DialSource::Imported);
+    for filter in ["", "op:read_item -outcome:ok", "outcome:ok"] {
+        // Every matching row, by walking the pages of 300.
+        let mut all = Vec::new();
+        let mut cursors = vec![None];
+        let mut cursor: Option<String> = None;
+        for _ in 0..100 {
+            let q = HistoryQuery {
+                filter: filter.into(),
+                cursor: cursor.clone(),
+                limit: Some(300),
+                count: Some(false),
+                skip: None,
+            };
+            let p = desk.app.dials_history(q, src).await.unwrap();
+            all.extend(p.rows.iter().map(|r| r.seq()));
+            match p.next {
+                Some(n) => {
+                    cursor = Some(n);
+                    cursors.push(cursor.clone());
+                }
+                None => break,
+            }
+        }
+        let n = all.len();
+        assert!(n >= 250, "{filter:?}: only {n} rows match");
+        for (from_page, skip) in [
+            (0usize, 0u32),
+            (0, 1),
+            (0, 299),
+            (0, 2000),
+            (0, 2001),
+            (1, 77),
+            (2, 1234),
+            (0, n as u32 - 1),
+            (0, n as u32),
+            (1, n as u32 + 500),
+        ] {
+            let from = from_page * 300;
+            if from >= n {
+                continue;
+            }
+            let q = HistoryQuery {
+                filter: filter.into(),
+                cursor: cursors[from_page].clone(),
+                limit: Some(50),
+                count: Some(true),
+                skip: Some(skip),
+            };
+            let p = desk.app.dials_history(q, src).await.unwrap();
+            let start = (from + skip as usize).min(n);
+            let want: Vec<u64> = all[start..(start + 50).min(n)].to_vec();
+            let got: Vec<u64> = p.rows.iter().map(|r| r.seq()).collect();
+            assert_eq!(got, want, "{filter:?} from row {from} skipping {skip}");
+            assert_eq!(
+                p.skipped,
+                (start - from) as u64,
+                "{filter:?} from row {from} skipping {skip}"
+            );
+            assert_eq!(
+                p.matched.map(|m| m.count),
+                Some(n as u64),
+                "{filter:?}: the count"
+            );
+            assert_eq!(
+                p.next.is_none(),
+                start + 50 >= n,
+                "{filter:?} from {from} skipping {skip}: next"
+            );
+        }
+    }
+    desk.app.shutdown().await;
+}

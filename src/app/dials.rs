@@ -38,6 +38,7 @@ use crate::bridge::explain::banner_for_dial;
 use crate::bridge::store::{BannerStanding, DialJudgement};
 use crate::bridge::Banner;
 use crate::dials::filter::{Atom, Term, TextField};
+use crate::dials::history::{cursor_of, MAX_PAGE, MAX_SKIP, SEEK_BUDGET};
 use crate::dials::{
     ClearScope, CompiledQuery, ConnectionEvent, Dial, DialBatch, DialFilter, DialLog,
     DialLogConfig, DialLogHandle, DialLogStatus, DialOutcome, DialPage, DialQuery, FilterCheck,
@@ -232,14 +233,16 @@ impl From<&HistoryEntry> for HistoryRow {
 
 /// The answer of `dials_history` and `dials_follow`: a page of the timeline.
 ///
-/// Shape: `{ rows, next, matched, oldest_ms, newest_seq, filter }`. `rows` are newest first for
+/// Shape: `{ rows, next, matched, oldest_ms, newest_seq, filter, skipped }`. `rows` are newest first for
 /// `dials_history` and oldest first for `dials_follow`. `next` is the cursor of the following
 /// (older) page, `null` when there is nothing more; a page may have fewer rows than asked and a
 /// `next` when the search stopped at its time budget (ask `next` to go on). `matched` is how
 /// many rows match in all (`exact` false: an estimate), `null` when not asked. `oldest_ms` is
 /// how far back the history goes (the oldest row held or stored, epoch ms). `newest_seq` is
 /// the newest row's `seq` when the page was read: streamed rows above it are new.
-/// `filter` is the filter line, canonical.
+/// `filter` is the filter line, canonical. `skipped` is how many matching rows a seek
+/// (`HistoryQuery::skip`) passed over below the cursor before `rows` (0 without one; fewer than
+/// asked when the history ended first or the seek ran out of time).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
 pub struct DialHistoryPage {
@@ -257,6 +260,9 @@ pub struct DialHistoryPage {
     pub newest_seq: u64,
     /// The filter line, canonical.
     pub filter: String,
+    /// Matching rows a seek passed over before `rows`.
+    #[ts(type = "number")]
+    pub skipped: u64,
 }
 
 impl DialHistoryPage {
@@ -269,6 +275,7 @@ impl DialHistoryPage {
             oldest_ms: page.oldest_ms,
             newest_seq: page.newest_seq,
             filter: page.filter.clone(),
+            skipped: page.skipped,
         }
     }
 }
@@ -609,6 +616,7 @@ fn single_row_page(d: &Dial) -> DialHistoryPage {
         oldest_ms: Some(d.start_ms),
         newest_seq: d.seq.0,
         filter: String::new(),
+        skipped: 0,
     }
 }
 
@@ -636,6 +644,7 @@ fn followed_page(
         }),
         newest_seq,
         filter: q.to_string(),
+        skipped: 0,
     }
 }
 
@@ -644,6 +653,11 @@ impl DialsState {
     ///
     /// # Errors
     /// As [`App::dials_history`].
+    ///
+    /// A seek (`q.skip`) walks the pages below the cursor in the core, [`MAX_PAGE`] rows at a
+    /// time without counting, for at most [`SEEK_BUDGET`], and answers the page after the rows
+    /// it passed over (`skipped` says how many: exact, so the window places the page right even
+    /// when the walk stopped early).
     pub async fn history(
         &self,
         query: CompiledQuery,
@@ -651,15 +665,48 @@ impl DialsState {
         source: DialSource,
     ) -> Result<HistoryPage, IpcError> {
         let count = q.count.unwrap_or(true);
+        let skip = u64::from(q.skip.unwrap_or(0).min(MAX_SKIP));
+        let mut cursor = q.cursor.clone();
+        let mut skipped = 0u64;
+        let started = std::time::Instant::now();
+        // Bounded: each page passes over at most MAX_PAGE rows and the walk stops at its budget
+        // (a page that passed none still moved its cursor down, or ended the history).
+        while skipped < skip && started.elapsed() < SEEK_BUDGET {
+            let want = (skip - skipped).min(u64::from(MAX_PAGE)) as u32;
+            let p = self
+                .page_of(query.clone(), cursor.as_deref(), Some(want), false, source)
+                .await?;
+            skipped += p.entries.len() as u64;
+            match p.next {
+                Some(next) => cursor = Some(next),
+                None => {
+                    // The history ended within the rows to pass over: nothing below them.
+                    cursor = Some(cursor_of(0));
+                    break;
+                }
+            }
+        }
+        let mut page = self
+            .page_of(query, cursor.as_deref(), q.limit, count, source)
+            .await?;
+        page.skipped = skipped;
+        Ok(page)
+    }
+
+    async fn page_of(
+        &self,
+        query: CompiledQuery,
+        cursor: Option<&str>,
+        limit: Option<u32>,
+        count: bool,
+        source: DialSource,
+    ) -> Result<HistoryPage, IpcError> {
         match source {
-            DialSource::Live => Ok(self
-                .log
-                .history(query, q.cursor.as_deref(), q.limit, count)
-                .await?),
+            DialSource::Live => Ok(self.log.history(query, cursor, limit, count).await?),
             DialSource::Imported => self
                 .imported_capture()?
                 .log
-                .history(&query, q.cursor.as_deref(), q.limit, count)
+                .history(&query, cursor, limit, count)
                 .map_err(IpcError::invalid_input),
         }
     }
@@ -881,6 +928,7 @@ impl DialsState {
                         cursor: cursor.clone(),
                         limit: Some(crate::dials::history::MAX_PAGE),
                         count: Some(false),
+                        skip: None,
                     };
                     let page = self.history(q.clone(), &hq, source).await?;
                     out.extend(page.entries.into_iter().filter_map(|e| match e {
@@ -1040,6 +1088,7 @@ impl App {
                 cursor: cursor.clone(),
                 limit: Some(2000),
                 count: Some(false),
+                skip: None,
             };
             last = dials.history(compiled.clone(), &hq, source).await?;
             rows.extend(last.entries.iter().map(HistoryRow::from));

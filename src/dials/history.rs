@@ -115,7 +115,16 @@ pub struct HistoryQuery {
     /// Whether to count the matching rows (default true; a page after the first can skip it).
     #[ts(optional)]
     pub count: Option<bool>,
+    /// A seek: matching rows below the cursor to pass over before the page starts (default 0,
+    /// at most [`MAX_SKIP`]). The window asks it to show rows far down the table without
+    /// reading every page above them; the page says how many it passed over (fewer when the
+    /// history ends first).
+    #[ts(optional)]
+    pub skip: Option<u32>,
 }
+
+/// Most rows one seek ([`HistoryQuery::skip`]) passes over.
+pub const MAX_SKIP: u32 = 2_000_000;
 
 /// How many rows match: exact, or an estimate when counting them all would take too long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
@@ -165,7 +174,15 @@ pub struct HistoryPage {
     pub newest_seq: u64,
     /// The filter line as parsed, canonical.
     pub filter: String,
+    /// Matching rows the seek passed over below the cursor before `entries` ([`HistoryQuery::skip`];
+    /// 0 without one): fewer than asked when the history ended first or the seek ran out of
+    /// its time ([`SEEK_BUDGET`]); `entries` then start right after the ones passed over.
+    pub skipped: u64,
 }
+
+/// How long one seek ([`HistoryQuery::skip`]) walks before it answers with the rows where it
+/// got to (saying how many it passed over).
+pub const SEEK_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Parses a cursor (`s<seq>`): rows with a lower sequence number come next.
 ///

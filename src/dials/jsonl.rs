@@ -329,6 +329,7 @@ impl ImportedLog {
             oldest_ms: self.dials.iter().map(|d| d.start_ms).min(),
             newest_seq: self.dials.len() as u64,
             filter: query.line.clone(),
+            skipped: 0,
             entries,
         })
     }

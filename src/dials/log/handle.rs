@@ -338,6 +338,7 @@ impl DialLogHandle {
             oldest_ms,
             newest_seq: mem.newest_seq,
             filter: query.line.clone(),
+            skipped: 0,
         })
     }
 

@@ -5,14 +5,16 @@ import type { MatchCount } from "./MatchCount";
 /**
  * The answer of `dials_history` and `dials_follow`: a page of the timeline.
  *
- * Shape: `{ rows, next, matched, oldest_ms, newest_seq, filter }`. `rows` are newest first for
+ * Shape: `{ rows, next, matched, oldest_ms, newest_seq, filter, skipped }`. `rows` are newest first for
  * `dials_history` and oldest first for `dials_follow`. `next` is the cursor of the following
  * (older) page, `null` when there is nothing more; a page may have fewer rows than asked and a
  * `next` when the search stopped at its time budget (ask `next` to go on). `matched` is how
  * many rows match in all (`exact` false: an estimate), `null` when not asked. `oldest_ms` is
  * how far back the history goes (the oldest row held or stored, epoch ms). `newest_seq` is
  * the newest row's `seq` when the page was read: streamed rows above it are new.
- * `filter` is the filter line, canonical.
+ * `filter` is the filter line, canonical. `skipped` is how many matching rows a seek
+ * (`HistoryQuery::skip`) passed over below the cursor before `rows` (0 without one; fewer than
+ * asked when the history ended first or the seek ran out of time).
  */
 export type DialHistoryPage = { 
 /**
@@ -38,4 +40,8 @@ newest_seq: number,
 /**
  * The filter line, canonical.
  */
-filter: string, };
+filter: string, 
+/**
+ * Matching rows a seek passed over before `rows`.
+ */
+skipped: number, };

@@ -19,4 +19,11 @@ limit?: number,
 /**
  * Whether to count the matching rows (default true; a page after the first can skip it).
  */
-count?: boolean, };
+count?: boolean, 
+/**
+ * A seek: matching rows below the cursor to pass over before the page starts (default 0,
+ * at most [`MAX_SKIP`]). The window asks it to show rows far down the table without
+ * reading every page above them; the page says how many it passed over (fewer when the
+ * history ends first).
+ */
+skip?: number, };

@@ -3,12 +3,15 @@ import { CACHE_ROWS, DialWindow, Geometry, keepInPlace, PAGE, WALK_PAGE, type Pa
 
 /** A history of `n` rows `h0` (newest) .. `h{n-1}`, answered the way the core pages it: a cursor
  * is the index the next page starts at. */
-function core(n: number) {
+function core(n: number, maxSkip = Number.POSITIVE_INFINITY) {
   return (ask: Exclude<PageAsk, { restart: true }>) => {
-    const start = ask.cursor === undefined ? 0 : Number(ask.cursor);
+    const below = ask.cursor === undefined ? 0 : Number(ask.cursor);
+    // A seek passes over at most `maxSkip` rows (the core's time budget), never past the end.
+    const skipped = Math.max(0, Math.min(ask.skip, maxSkip, n - below));
+    const start = below + skipped;
     const rows = Array.from({ length: Math.max(0, Math.min(ask.limit, n - start)) }, (_, k) => `h${start + k}`);
     const end = start + rows.length;
-    return { rows, next: end < n ? String(end) : null };
+    return { rows, next: end < n ? String(end) : null, skipped };
   };
 }
 
@@ -19,7 +22,7 @@ function settle(w: DialWindow<string>, answer: ReturnType<typeof core>, start: n
     if ("restart" in ask) throw new Error("restart asked");
     const t = w.begin(ask);
     const p = answer(ask);
-    w.fill(t, p.rows, p.next);
+    w.fill(t, p.rows, p.next, p.skipped);
     w.trim(start, end);
     pages++;
     if (pages > 1000) throw new Error("no end");
@@ -72,32 +75,72 @@ describe("geometry of the virtual window", () => {
 describe("the window of rows over cursor pages", () => {
   it("starts from the first page, newest first", () => {
     const w = new DialWindow<string>();
-    const p = core(1000)({ from: 0, cursor: undefined, limit: PAGE });
+    const p = core(1000)({ from: 0, cursor: undefined, limit: PAGE, skip: 0 });
     w.reset(1000, true, p.rows, p.next);
     expect(w.total).toBe(1000);
     expect(w.rowAt(0)).toBe("h0");
     expect(w.rowAt(199)).toBe("h199");
     expect(w.rowAt(200)).toBeUndefined();
     expect(w.next(0, 40)).toBeNull();
-    expect(w.next(190, 230)).toEqual({ from: 200, cursor: "200", limit: PAGE });
+    expect(w.next(190, 230)).toEqual({ from: 200, cursor: "200", limit: PAGE, skip: 0 });
   });
-  it("walks down to rows far below in big pages, and holds a small cache", () => {
+  it("seeks to rows far below in one page, and holds a small cache", () => {
     const w = new DialWindow<string>();
     const answer = core(100_000);
-    const p = answer({ from: 0, cursor: undefined, limit: PAGE });
+    const p = answer({ from: 0, cursor: undefined, limit: PAGE, skip: 0 });
     w.reset(100_000, true, p.rows, p.next);
-    const pages = settle(w, answer, 50_000, 50_037);
-    expect(pages).toBeLessThanOrEqual(Math.ceil(50_000 / WALK_PAGE) + 1);
+    const ask = w.next(50_000, 50_037);
+    expect(ask).toEqual({ from: 200, cursor: "200", limit: PAGE, skip: 49_800 });
+    expect(settle(w, answer, 50_000, 50_037)).toBe(1);
     for (let i = 50_000; i < 50_037; i++) expect(w.rowAt(i)).toBe(`h${i}`);
-    expect(w.cached).toBeLessThanOrEqual(CACHE_ROWS + WALK_PAGE);
+    expect(w.cached).toBeLessThanOrEqual(CACHE_ROWS + PAGE);
+    // Just below a page read: read on from its cursor, no seek.
+    expect(w.next(50_210, 50_247)).toEqual({ from: 50_200, cursor: "50200", limit: PAGE + 10, skip: 0 });
     // Back up: the cursors were kept, so one page reads the rows again.
     expect(settle(w, answer, 10_000, 10_037)).toBe(1);
     for (let i = 10_000; i < 10_037; i++) expect(w.rowAt(i)).toBe(`h${i}`);
   });
+  it("places a seek's rows where the core says it got to", () => {
+    // The core passes over at most 30 000 rows per seek: the first answer lands short, and the
+    // window seeks on from there.
+    const w = new DialWindow<string>();
+    const answer = core(100_000, 30_000);
+    const p = answer({ from: 0, cursor: undefined, limit: PAGE, skip: 0 });
+    w.reset(100_000, true, p.rows, p.next);
+    expect(settle(w, answer, 70_000, 70_037)).toBe(3);
+    for (let i = 70_000; i < 70_037; i++) expect(w.rowAt(i)).toBe(`h${i}`);
+    expect(w.rowAt(30_200)).toBe("h30200");
+    // A seek past the end: the history ends where the core says, and the count is corrected.
+    const short = new DialWindow<string>();
+    const five = core(5_000);
+    const q = five({ from: 0, cursor: undefined, limit: PAGE, skip: 0 });
+    short.reset(9_000, false, q.rows, q.next);
+    expect(settle(short, five, 8_000, 8_037)).toBe(1);
+    expect(short.history).toBe(5_000);
+    expect(short.exact).toBe(true);
+  });
+  it("asks one seek at a time", () => {
+    const w = new DialWindow<string>();
+    w.reset(100_000, true, ["h0"], "1");
+    const a = w.next(40_000, 40_037)!;
+    expect(a).toMatchObject({ from: 1, skip: 39_999 });
+    const t = w.begin(a as { from: number; skip: number });
+    expect(t).toBe(40_000);
+    expect(w.next(60_000, 60_037)).toBeNull();
+    w.failed(t);
+    expect(w.next(60_000, 60_037)).toMatchObject({ from: 1, skip: 59_999 });
+  });
+  it("reads the top again with the top cursor, not from the newest rows", () => {
+    const w = new DialWindow<string>(10, 5);
+    w.reset(100, true, Array.from({ length: 20 }, (_, k) => `h${k}`), "20", "s901");
+    w.trim(50, 60);
+    expect(w.rowAt(0)).toBeUndefined();
+    expect(w.next(0, 5)).toEqual({ from: 0, cursor: "s901", limit: 5, skip: 0 });
+  });
   it("prepends live rows without moving the history rows", () => {
     const w = new DialWindow<string>();
     const answer = core(1000);
-    const p = answer({ from: 0, cursor: undefined, limit: PAGE });
+    const p = answer({ from: 0, cursor: undefined, limit: PAGE, skip: 0 });
     w.reset(1000, true, p.rows, p.next);
     expect(w.prepend(["l0", "l1", "l2"])).toBe(3);
     expect(w.total).toBe(1003);
@@ -133,7 +176,7 @@ describe("the window of rows over cursor pages", () => {
     const w = new DialWindow<string>();
     w.reset(1000, true, [], "0");
     const ask = w.next(0, 10)!;
-    expect(ask).toEqual({ from: 0, cursor: "0", limit: PAGE });
+    expect(ask).toEqual({ from: 0, cursor: "0", limit: PAGE, skip: 0 });
     const t = w.begin(ask as { from: number });
     expect(w.next(0, 10)).toBeNull(); // in flight
     w.reset(3, true, ["a", "b", "c"], null);

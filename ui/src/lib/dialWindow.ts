@@ -101,13 +101,15 @@ export function keepInPlace(scrollTop: number, added: number, before: Geometry, 
   return after.indexTop(before.firstIndex(scrollTop) + added);
 }
 
-/** A page to ask the core for: `limit` rows of the history from history index `from` on (newest
- * first), read with `cursor` (the `next` of the page that ended at `from`; none at the top). Or
+/** A page to ask the core for: `limit` rows of the history from history index `from + skip` on
+ * (newest first), read with `cursor` (the `next` of the page that ended at `from`, or the top
+ * cursor for 0) passing over `skip` matching rows first (a seek, done in the core; 0: none). Or
  * `restart`: live rows that were dropped from the page are wanted again, so read the history
  * from the top again. */
-export type PageAsk = { from: number; cursor: string | undefined; limit: number } | { restart: true };
+export type PageAsk = { from: number; cursor: string | undefined; limit: number; skip: number } | { restart: true };
 
-/** Most rows asked in one page while walking down to rows far below the last page read. */
+/** Most rows asked in one page when the rows wanted are a little below the last page read
+ * (farther down, the core seeks to them instead). */
 export const WALK_PAGE = 2000;
 
 /**
@@ -127,7 +129,8 @@ export class DialWindow<Row = DialRow> {
   private rows = new Map<number, Row>();
   /** History index -> the cursor that reads from it (0 reads from the top, no cursor). */
   private cursors = new Map<number, string | undefined>([[0, undefined]]);
-  private inflight = new Set<number>();
+  /** Pages asked for, by the history index they were asked from (token -> ask). */
+  private inflight = new Map<number, { from: number; skip: number }>();
 
   constructor(
     readonly cacheRows = CACHE_ROWS,
@@ -155,10 +158,12 @@ export class DialWindow<Row = DialRow> {
 
   /** Starts over from the first page of the history: `rows` newest first, `next` the cursor of
    * the page after it (`null`: the history ends there), `matched` the count of all matching
-   * rows of the history. Pages in flight are forgotten (their answers are dropped). */
-  reset(matched: number, exact: boolean, rows: readonly Row[], next: string | null): void {
+   * rows of the history, `top` the cursor that reads the history from its top as it was then
+   * (without it, reading from the top again would start at rows that arrived since). Pages in
+   * flight are forgotten (their answers are dropped). */
+  reset(matched: number, exact: boolean, rows: readonly Row[], next: string | null, top?: string): void {
     this.rows.clear();
-    this.cursors = new Map([[0, undefined]]);
+    this.cursors = new Map([[0, top]]);
     this.inflight.clear();
     this.live = 0;
     this.history = Math.max(matched, rows.length);
@@ -218,25 +223,37 @@ export class DialWindow<Row = DialRow> {
       break;
     }
     if (want < 0) return null;
-    // Read from the last cursor at or above the wanted row.
+    // Read from the last cursor at or above the wanted row; far below it, the core seeks.
     let from = 0;
     for (const c of this.cursors.keys()) if (c <= want && c > from) from = c;
+    if (want - from > this.page) {
+      // One seek at a time: the view asks again for where it is when the answer comes.
+      for (const a of this.inflight.values()) if (a.skip > 0) return null;
+      if (this.inflight.has(want)) return null;
+      return { from, cursor: this.cursors.get(from), limit: this.page, skip: want - from };
+    }
     if (this.inflight.has(from)) return null;
-    const limit = want - from >= WALK_PAGE ? WALK_PAGE : Math.max(this.page, Math.min(WALK_PAGE, want - from + this.page));
-    return { from, cursor: this.cursors.get(from), limit };
+    const limit = Math.max(this.page, Math.min(WALK_PAGE, want - from + this.page));
+    return { from, cursor: this.cursors.get(from), limit, skip: 0 };
   }
 
   /** Marks a page as asked for; pass the returned token to `fill` or `failed`. */
-  begin(ask: { from: number }): number {
-    this.inflight.add(ask.from);
-    return ask.from;
+  begin(ask: { from: number; skip?: number }): number {
+    const skip = ask.skip ?? 0;
+    const token = ask.from + skip;
+    this.inflight.set(token, { from: ask.from, skip });
+    return token;
   }
 
-  /** A page the core answered: `rows` newest first from history index `token`, `next` the
-   * cursor after them. Dropped when the window was reset since it was asked. */
-  fill(token: number, rows: readonly Row[], next: string | null): void {
-    if (!this.inflight.delete(token)) return;
-    this.store(token, rows, next);
+  /** A page the core answered: `rows` newest first, `next` the cursor after them, `skipped` the
+   * rows the core passed over before them (a seek: they start at history index `from +
+   * skipped`, which is fewer than asked when the history ended first). Dropped when the window
+   * was reset since it was asked. */
+  fill(token: number, rows: readonly Row[], next: string | null, skipped?: number): void {
+    const ask = this.inflight.get(token);
+    if (!ask) return;
+    this.inflight.delete(token);
+    this.store(ask.from + Math.min(ask.skip, skipped ?? ask.skip), rows, next);
   }
 
   /** A page failed: it may be asked again. */

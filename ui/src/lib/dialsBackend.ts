@@ -25,6 +25,8 @@ export interface RowPage {
   exact: boolean;
   oldestMs: number | null;
   newestSeq: number;
+  /** Matching rows a seek passed over before `rows` (0 without one). */
+  skipped: number;
 }
 
 /** The core parser's answer as the view uses it. */
@@ -38,9 +40,16 @@ export async function checkLine(line: string): Promise<LineCheck> {
   return lineCheckOf(line, await api.parseDialFilter(line));
 }
 
-/** One page of the history matching `line` (`dials_history`): from the top, or from `cursor`. */
-export async function fetchPage(line: string, source: DialSource, cursor: string | undefined, limit: number, count: boolean): Promise<RowPage> {
-  const p = await api.dialsHistory({ filter: line, cursor, limit, count }, source);
+/** The cursor that reads the history from its top as it was when its newest row was `newestSeq`
+ * (the core's cursor `s<seq>` reads the rows below `seq`; `docs/protocol.md`, history pages). */
+export function topCursor(newestSeq: number): string {
+  return `s${newestSeq + 1}`;
+}
+
+/** One page of the history matching `line` (`dials_history`): from the top, or from `cursor`,
+ * after passing over `skip` matching rows (a seek the core does). */
+export async function fetchPage(line: string, source: DialSource, cursor: string | undefined, limit: number, count: boolean, skip = 0): Promise<RowPage> {
+  const p = await api.dialsHistory({ filter: line, cursor, limit, count, skip: skip > 0 ? skip : undefined }, source);
   return {
     rows: p.rows,
     next: p.next,
@@ -48,6 +57,7 @@ export async function fetchPage(line: string, source: DialSource, cursor: string
     exact: p.matched?.exact ?? true,
     oldestMs: p.oldest_ms,
     newestSeq: p.newest_seq,
+    skipped: p.skipped,
   };
 }
 
