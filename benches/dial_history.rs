@@ -8,6 +8,8 @@
 //!    for each field filter, with and without the match count: p50/p95/max over the runs.
 //! 3. **Baseline** in the same run: the bare SQLite read of the newest 200 rows
 //!    (`SELECT ... ORDER BY rowid DESC LIMIT 200`) on its own connection.
+//! 4. **Seek** (the window jumping to the middle of the table): half the matching rows below the
+//!    top passed over (at most 50 000), then a page of 200.
 //!
 //! Run: `cargo bench -p switchboard --bench dial_history` (release). `DIAL_HISTORY_N` sets the
 //! number of dials (default 1 000 000), `DIAL_HISTORY_DIR` the folder (default
@@ -22,6 +24,7 @@ mod sample_dials;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use switchboard::dials::history::seek;
 use switchboard::dials::{CompiledQuery, DialLog, DialLogConfig, DialLogHandle, Retention};
 
 type R<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -301,6 +304,28 @@ fn main() -> R<()> {
             if p > worst_cnt.0 {
                 worst_cnt = (p, line.to_owned());
             }
+        }
+        // 4. Seeks (the window jumping to the middle of the table): pass over half the matching
+        //    rows below the top (at most 50 000), then a page of 200.
+        for line in ["", "caller:lumiagent", "op:read_item", "-outcome:ok"] {
+            let mut ms = Vec::new();
+            let mut note = String::new();
+            for _ in 0..runs.min(5) {
+                let q = CompiledQuery::parse(line, 0)?;
+                let t = Instant::now();
+                let top = log.history(q.clone(), None, Some(1), true).await?;
+                let skip = (top.matched.map_or(0, |m| m.count) / 2).min(50_000);
+                let (cursor, skipped) = seek(None, skip, |c, limit| {
+                    let q = q.clone();
+                    let log = &log;
+                    async move { log.history(q, c.as_deref(), Some(limit), false).await }
+                })
+                .await?;
+                let p = log.history(q, cursor.as_deref(), Some(200), false).await?;
+                ms.push(t.elapsed().as_secs_f64() * 1000.0);
+                note = format!("passed over {skipped} of {skip}, then {} rows", p.entries.len());
+            }
+            row(&format!("seek  {line}"), ms, &note);
         }
         log.shutdown().await?;
         println!("load average at the end {}", loadavg());

@@ -561,7 +561,7 @@ async fn the_hub_and_the_dial_inspector_judge_banners_with_one_directory() {
     for d in &page.dials {
         let shown = desk
             .app
-            .dial_banner(&d.id, Some(d.start_ms), None)
+            .dial_banner(&d.id, Some(d.start_ms), None, None)
             .await
             .unwrap();
         let wants_push = d.error.as_deref().unwrap().ends_with("push_notification");
@@ -690,7 +690,7 @@ async fn two_phones_on_one_path_raise_and_clear_only_their_own_banners() {
     for d in &failing {
         let shown = desk
             .app
-            .dial_banner(&d.id, Some(d.start_ms), None)
+            .dial_banner(&d.id, Some(d.start_ms), None, None)
             .await
             .unwrap()
             .unwrap();
@@ -709,7 +709,7 @@ async fn two_phones_on_one_path_raise_and_clear_only_their_own_banners() {
     for d in page.dials.iter().filter(|d| d.error.is_none()) {
         assert_eq!(
             desk.app
-                .dial_banner(&d.id, Some(d.start_ms), None)
+                .dial_banner(&d.id, Some(d.start_ms), None, None)
                 .await
                 .unwrap(),
             None
@@ -725,7 +725,7 @@ async fn two_phones_on_one_path_raise_and_clear_only_their_own_banners() {
     let d = failing[0];
     let shown = desk
         .app
-        .dial_banner(&d.id, Some(d.start_ms), Some(DialSource::Imported))
+        .dial_banner(&d.id, Some(d.start_ms), None, Some(DialSource::Imported))
         .await
         .unwrap()
         .unwrap();

@@ -205,6 +205,16 @@ async fn history_reaches_beyond_the_ring_and_survives_a_restart() {
     let page = log.history(q(""), None, Some(10), true).await.unwrap();
     assert_eq!(page.oldest_ms, Some(T0), "how far back history goes");
 
+    // A row far beyond the ring opens whole (the inspector reads it by its seq), text and all.
+    let (rows, _) = all_pages(&log, "", 500).await;
+    let old = rows.last().unwrap();
+    let whole = log.stored_dial(old.seq()).await.unwrap().unwrap();
+    assert_eq!(&*whole.id, "dial-00000");
+    assert_eq!(whole.request, all[0].request);
+    assert_eq!(whole.response, all[0].response);
+    assert_eq!(whole.start_ms, T0);
+    assert_eq!(log.stored_dial(u64::MAX / 2).await.unwrap(), None);
+
     // Time filters over stored rows.
     let after = q(&format!("after:{}", rfc(T0 + 300_000)));
     let p = log.history(after, None, Some(2000), true).await.unwrap();

@@ -2022,7 +2022,8 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
         );
         tokio::time::sleep(Duration::from_millis(1000)).await;
         n = header_count(j.ui()).await?.unwrap_or(0);
-        if !scrolled && n >= want / 2 {
+        // A third of the way: the stream goes on for a minute more while the table is scrolled.
+        if !scrolled && n >= want / 3 {
             scrolled = true;
             kept = Some(scrolled_rows_stay(j.ui()).await?);
         }
@@ -2098,9 +2099,11 @@ async fn scrolled_rows_stay(ui: &Ui) -> R<String> {
         vec![],
     )
     .await?;
+    let asked = Instant::now();
     let first = ui
         .wait("the rows in the middle of the table", WAIT, top_row)
         .await?;
+    let shown_after = asked.elapsed();
     let before = header_count(ui).await?.unwrap_or(0);
     tokio::time::sleep(Duration::from_millis(2000)).await;
     let after = header_count(ui).await?.unwrap_or(0);
@@ -2126,8 +2129,9 @@ async fn scrolled_rows_stay(ui: &Ui) -> R<String> {
     )
     .await?;
     Ok(format!(
-        "yes ({} dials arrived; top row {})",
+        "yes ({} dials arrived; the middle rows shown {:.2} s after the jump; top row {})",
         after - before,
+        shown_after.as_secs_f64(),
         first.as_str().unwrap_or_default()
     ))
 }

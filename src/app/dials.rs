@@ -38,7 +38,7 @@ use crate::bridge::explain::banner_for_dial;
 use crate::bridge::store::{BannerStanding, DialJudgement};
 use crate::bridge::Banner;
 use crate::dials::filter::{Atom, Term, TextField};
-use crate::dials::history::{cursor_of, MAX_PAGE, MAX_SKIP, SEEK_BUDGET};
+use crate::dials::history::{seek, MAX_SKIP};
 use crate::dials::{
     ClearScope, CompiledQuery, ConnectionEvent, Dial, DialBatch, DialFilter, DialLog,
     DialLogConfig, DialLogHandle, DialLogStatus, DialOutcome, DialPage, DialQuery, FilterCheck,
@@ -654,8 +654,8 @@ impl DialsState {
     /// # Errors
     /// As [`App::dials_history`].
     ///
-    /// A seek (`q.skip`) walks the pages below the cursor in the core, [`MAX_PAGE`] rows at a
-    /// time without counting, for at most [`SEEK_BUDGET`], and answers the page after the rows
+    /// A seek (`q.skip`, [`seek`]) walks the pages below the cursor in the core, without
+    /// counting, for at most [`crate::dials::history::SEEK_BUDGET`], and answers the page after the rows
     /// it passed over (`skipped` says how many: exact, so the window places the page right even
     /// when the walk stopped early).
     pub async fn history(
@@ -666,29 +666,21 @@ impl DialsState {
     ) -> Result<HistoryPage, IpcError> {
         let count = q.count.unwrap_or(true);
         let skip = u64::from(q.skip.unwrap_or(0).min(MAX_SKIP));
-        let mut cursor = q.cursor.clone();
-        let mut skipped = 0u64;
         let started = std::time::Instant::now();
-        // Bounded: each page passes over at most MAX_PAGE rows and the walk stops at its budget
-        // (a page that passed none still moved its cursor down, or ended the history).
-        while skipped < skip && started.elapsed() < SEEK_BUDGET {
-            let want = (skip - skipped).min(u64::from(MAX_PAGE)) as u32;
-            let p = self
-                .page_of(query.clone(), cursor.as_deref(), Some(want), false, source)
-                .await?;
-            skipped += p.entries.len() as u64;
-            match p.next {
-                Some(next) => cursor = Some(next),
-                None => {
-                    // The history ended within the rows to pass over: nothing below them.
-                    cursor = Some(cursor_of(0));
-                    break;
-                }
-            }
+        let (cursor, skipped) = seek(q.cursor.clone(), skip, |c, limit| {
+            self.page_of(query.clone(), c, Some(limit), false, source)
+        })
+        .await?;
+        if started.elapsed() > std::time::Duration::from_millis(500) {
+            tracing::info!(
+                filter = %query.line,
+                skip,
+                skipped,
+                ms = started.elapsed().as_millis() as u64,
+                "slow history seek"
+            );
         }
-        let mut page = self
-            .page_of(query, cursor.as_deref(), q.limit, count, source)
-            .await?;
+        let mut page = self.page_of(query, cursor, q.limit, count, source).await?;
         page.skipped = skipped;
         Ok(page)
     }
@@ -696,17 +688,20 @@ impl DialsState {
     async fn page_of(
         &self,
         query: CompiledQuery,
-        cursor: Option<&str>,
+        cursor: Option<String>,
         limit: Option<u32>,
         count: bool,
         source: DialSource,
     ) -> Result<HistoryPage, IpcError> {
         match source {
-            DialSource::Live => Ok(self.log.history(query, cursor, limit, count).await?),
+            DialSource::Live => Ok(self
+                .log
+                .history(query, cursor.as_deref(), limit, count)
+                .await?),
             DialSource::Imported => self
                 .imported_capture()?
                 .log
-                .history(&query, cursor, limit, count)
+                .history(&query, cursor.as_deref(), limit, count)
                 .map_err(IpcError::invalid_input),
         }
     }
@@ -729,6 +724,7 @@ impl DialsState {
         &self,
         id: &str,
         start_ms: Option<i64>,
+        seq: Option<u64>,
         source: DialSource,
     ) -> Result<Option<Arc<Dial>>, IpcError> {
         let filter = DialFilter {
@@ -737,7 +733,17 @@ impl DialsState {
             ..DialFilter::default()
         };
         let page = self.page(filter, source).await?;
-        Ok(page.dials.into_iter().find(|d| &*d.id == id))
+        if let Some(d) = page.dials.into_iter().find(|d| &*d.id == id) {
+            return Ok(Some(d));
+        }
+        // Beyond the ring: the stored row at `seq`, when it is this dial.
+        let (Some(seq), DialSource::Live) = (seq, source) else {
+            return Ok(None);
+        };
+        let stored = self.log.stored_dial(seq).await?;
+        Ok(stored
+            .filter(|d| &*d.id == id && start_ms.is_none_or(|t| d.start_ms == t))
+            .map(Arc::new))
     }
 
     /// The dials matching `filter` (default: all), newest first, from `source` (default live).
@@ -838,8 +844,10 @@ impl DialsState {
         self.unsubscribe(id)
     }
 
-    /// One whole dial (request, response, error) by id, or `null` when it is no longer held.
-    /// `start_ms` (the row's start) makes the look-up cheap.
+    /// One whole dial (request, response, error) by id, or `null` when it is no longer held
+    /// or stored. `start_ms` (the row's start) makes the look-up in the ring cheap; `seq` (the
+    /// row's place in the timeline, from a history page) finds a live dial the ring no longer
+    /// holds in SQLite (by its rowid).
     ///
     /// # Errors
     /// As [`dials_query`].
@@ -847,9 +855,11 @@ impl DialsState {
         &self,
         id: String,
         start_ms: Option<i64>,
+        seq: Option<u64>,
         source: Option<DialSource>,
     ) -> Result<Option<Arc<Dial>>, IpcError> {
-        self.find(&id, start_ms, source.unwrap_or_default()).await
+        self.find(&id, start_ms, seq, source.unwrap_or_default())
+            .await
     }
 
     /// One dial's spec conformance (`phone-line.md`): its op's class and every finding (what is
@@ -862,9 +872,12 @@ impl DialsState {
         &self,
         id: String,
         start_ms: Option<i64>,
+        seq: Option<u64>,
         source: Option<DialSource>,
     ) -> Result<Option<DialConformance>, IpcError> {
-        let d = self.find(&id, start_ms, source.unwrap_or_default()).await?;
+        let d = self
+            .find(&id, start_ms, seq, source.unwrap_or_default())
+            .await?;
         Ok(d.map(|d| check_dial(&d, ScopeBook::builtin())))
     }
 
@@ -1071,7 +1084,7 @@ impl App {
     ) -> Result<DialHistoryPage, IpcError> {
         let source = source.unwrap_or_default();
         let dials = self.dials()?;
-        let Some(d) = dials.find(id, start_ms, source).await? else {
+        let Some(d) = dials.find(id, start_ms, None, source).await? else {
             return Err(IpcError::not_found(format!(
                 "dial {id} is no longer held or stored"
             )));
@@ -1148,10 +1161,11 @@ impl App {
         &self,
         dial_id: &str,
         start_ms: Option<i64>,
+        seq: Option<u64>,
         source: Option<DialSource>,
     ) -> Result<Option<DialBanner>, IpcError> {
         let source = source.unwrap_or_default();
-        let Some(d) = self.dials()?.find(dial_id, start_ms, source).await? else {
+        let Some(d) = self.dials()?.find(dial_id, start_ms, seq, source).await? else {
             return Ok(None);
         };
         if source == DialSource::Live {

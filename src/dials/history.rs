@@ -199,6 +199,43 @@ pub fn cursor_of(seq: u64) -> String {
     format!("s{seq}")
 }
 
+/// A seek ([`HistoryQuery::skip`]): walks the pages below `cursor` with `page(cursor, limit)`
+/// ([`MAX_PAGE`] rows at a time, no count) until `skip` matching rows are passed over or
+/// [`SEEK_BUDGET`] is spent, and returns the cursor after them with how many it passed over
+/// (exact, also when it stopped early). A history that ends within the rows to pass over gives
+/// the cursor `s0` (nothing below it).
+///
+/// # Errors
+/// The first error of `page`.
+pub async fn seek<E, F, Fut>(
+    cursor: Option<String>,
+    skip: u64,
+    mut page: F,
+) -> Result<(Option<String>, u64), E>
+where
+    F: FnMut(Option<String>, u32) -> Fut,
+    Fut: std::future::Future<Output = Result<HistoryPage, E>>,
+{
+    let mut cursor = cursor;
+    let mut skipped = 0u64;
+    let started = std::time::Instant::now();
+    // Bounded: each page passes over at most MAX_PAGE rows and moves its cursor down (or ends
+    // the history), and the walk stops at its budget.
+    while skipped < skip && started.elapsed() < SEEK_BUDGET {
+        let want = (skip - skipped).min(u64::from(MAX_PAGE)) as u32;
+        let p = page(cursor.clone(), want).await?;
+        skipped += p.entries.len() as u64;
+        match p.next {
+            Some(next) => cursor = Some(next),
+            None => {
+                cursor = Some(cursor_of(0));
+                break;
+            }
+        }
+    }
+    Ok((cursor, skipped))
+}
+
 /// Runs `q` over in-memory rows given newest first, below `before` (exclusive), taking at most
 /// `limit`. Returns the rows and whether more matching rows may follow. Used for the ring's part
 /// of a live page and for a whole imported capture.

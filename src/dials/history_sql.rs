@@ -430,6 +430,33 @@ impl Reader {
         }
     }
 
+    /// The stored dial with sequence number `seq` (its rowid), if the file holds it.
+    pub(crate) fn dial_at(&self, seq: u64) -> Result<Option<crate::dials::Dial>, DialLogError> {
+        let conn = self.conn()?;
+        let r = (|| {
+            let st = |e: rusqlite::Error| {
+                DialLogError::Storage(format!(
+                    "reading dial {seq} of {}: {e}",
+                    self.path.display()
+                ))
+            };
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {DIAL_COLS} FROM dials d WHERE d.rowid = ?1"
+                ))
+                .map_err(st)?;
+            let mut rows = stmt
+                .query([i64::try_from(seq).unwrap_or(i64::MAX)])
+                .map_err(st)?;
+            match rows.next().map_err(st)? {
+                Some(r) => Ok(Some(store::dial_from_row(r, &self.path)?)),
+                None => Ok(None),
+            }
+        })();
+        self.give_back(conn);
+        r
+    }
+
     /// The stored part of a page (see [`StoredPart`]): rows below `before`; SQL for rows up to
     /// `sql_upto`, Rust for those in `(sql_upto, gap_below)`.
     pub(crate) fn page(

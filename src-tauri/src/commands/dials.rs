@@ -149,7 +149,8 @@ pub fn dials_unsubscribe(core: Core<'_>, id: u64) -> bool {
     core.dials().is_ok_and(|d| d.dials_unsubscribe(id))
 }
 
-/// One whole dial by id, or `null` when it is no longer held.
+/// One whole dial by id, or `null` when it is no longer held or stored. `seq` (the row's place
+/// in the timeline, from a history page) finds a dial the ring no longer holds in SQLite.
 ///
 /// # Errors
 /// As [`dials_query`].
@@ -158,16 +159,17 @@ pub async fn dials_get(
     core: Core<'_>,
     id: String,
     start_ms: Option<i64>,
+    seq: Option<u64>,
     source: Option<DialSource>,
 ) -> Result<Option<Arc<Dial>>, IpcError> {
     if let Some(b) = core.viewing() {
         return Ok(b.dial(&id, start_ms));
     }
-    core.dials()?.dials_get(id, start_ms, source).await
+    core.dials()?.dials_get(id, start_ms, seq, source).await
 }
 
 /// One dial's spec conformance (`phone-line.md`): op class and findings, or `null` when the
-/// dial is no longer held.
+/// dial is no longer held or stored (`seq` as [`dials_get`]).
 ///
 /// # Errors
 /// As [`dials_query`].
@@ -176,6 +178,7 @@ pub async fn dial_conformance(
     core: Core<'_>,
     id: String,
     start_ms: Option<i64>,
+    seq: Option<u64>,
     source: Option<DialSource>,
 ) -> Result<Option<serde_json::Value>, IpcError> {
     if let Some(b) = core.viewing() {
@@ -184,7 +187,10 @@ pub async fn dial_conformance(
             .dial(&id, start_ms)
             .and_then(|d| b.conformance.get(&*d.id).cloned()));
     }
-    let c = core.dials()?.dial_conformance(id, start_ms, source).await?;
+    let c = core
+        .dials()?
+        .dial_conformance(id, start_ms, seq, source)
+        .await?;
     c.map(|c| super::to_json(&c)).transpose()
 }
 
@@ -257,7 +263,8 @@ pub async fn dials_status(core: Core<'_>) -> Result<DialsStatus, IpcError> {
     core.dials()?.dials_status().await
 }
 
-/// The banner of dial `dial_id` when it failed on permissions, judged as the hub judged it.
+/// The banner of dial `dial_id` when it failed on permissions, judged as the hub judged it
+/// (`seq` as [`dials_get`]).
 ///
 /// # Errors
 /// As [`dials_query`].
@@ -266,10 +273,11 @@ pub async fn dial_banner(
     core: Core<'_>,
     dial_id: String,
     start_ms: Option<i64>,
+    seq: Option<u64>,
     source: Option<DialSource>,
 ) -> Result<Option<DialBanner>, IpcError> {
     if let Some(b) = core.viewing() {
         return Ok(b.dial_banner(&dial_id, start_ms));
     }
-    core.dial_banner(&dial_id, start_ms, source).await
+    core.dial_banner(&dial_id, start_ms, seq, source).await
 }

@@ -125,14 +125,14 @@ commands! {
     dials::parse_dial_filter(line: String) -> FilterCheck;
     dials::dial_filter_help() -> String;
     dials::dials_unsubscribe(id: u64) -> bool;
-    dials::dials_get(id: String, start_ms: Option<i64>, source: Option<DialSource>) -> Option<Dial>;
-    dials::dial_conformance(id: String, start_ms: Option<i64>, source: Option<DialSource>) -> Option<DialConformance>;
+    dials::dials_get(id: String, start_ms: Option<i64>, seq: Option<u64>, source: Option<DialSource>) -> Option<Dial>;
+    dials::dial_conformance(id: String, start_ms: Option<i64>, seq: Option<u64>, source: Option<DialSource>) -> Option<DialConformance>;
     dials::dials_export(filter: Option<DialFilter>, path: String, source: Option<DialSource>, line: Option<String>, redact: Option<bool>) -> ExportSummary;
     dials::dials_import(path: String) -> ImportSummary;
     dials::dials_close_import() -> ();
     dials::dials_clear(scope: DialClearScope) -> u64;
     dials::dials_status() -> DialsStatus;
-    dials::dial_banner(dial_id: String, start_ms: Option<i64>, source: Option<DialSource>) -> Option<DialBanner>;
+    dials::dial_banner(dial_id: String, start_ms: Option<i64>, seq: Option<u64>, source: Option<DialSource>) -> Option<DialBanner>;
     confirmations::confirmations_snapshot() -> ConfirmationsSnapshot;
     confirmations::autonomy_table(phone: String) -> PhoneAutonomy;
     confirmations::notification_status() -> crate::notify::NotificationStatus;

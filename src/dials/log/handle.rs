@@ -342,6 +342,21 @@ impl DialLogHandle {
         })
     }
 
+    /// The stored dial with sequence number `seq` ([`Dial::seq`], its place in the timeline),
+    /// read from SQLite: for a dial the ring no longer holds. `None` when it is not stored
+    /// (never was, pruned, or a log in memory only).
+    ///
+    /// # Errors
+    /// [`DialLogError::Storage`] when SQLite fails; [`DialLogError::Closed`].
+    pub async fn stored_dial(&self, seq: u64) -> Result<Option<Dial>, DialLogError> {
+        let Some(reader) = self.shared.reader() else {
+            return Ok(None);
+        };
+        tokio::task::spawn_blocking(move || reader.dial_at(seq))
+            .await
+            .map_err(|_| DialLogError::Closed)?
+    }
+
     /// Whether every stored row is in the history indexes (the writer indexes when it has
     /// nothing else to do; until then history queries match the rest in Rust). Always true for
     /// a log in memory only.

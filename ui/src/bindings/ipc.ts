@@ -67,14 +67,14 @@ export type Commands = {
   parse_dial_filter: { args: { line: string }; ret: FilterCheck };
   dial_filter_help: { args: Record<string, never>; ret: string };
   dials_unsubscribe: { args: { id: number }; ret: boolean };
-  dials_get: { args: { id: string; startMs?: number | null; source?: DialSource | null }; ret: Dial | null };
-  dial_conformance: { args: { id: string; startMs?: number | null; source?: DialSource | null }; ret: DialConformance | null };
+  dials_get: { args: { id: string; startMs?: number | null; seq?: number | null; source?: DialSource | null }; ret: Dial | null };
+  dial_conformance: { args: { id: string; startMs?: number | null; seq?: number | null; source?: DialSource | null }; ret: DialConformance | null };
   dials_export: { args: { filter?: DialFilter | null; path: string; source?: DialSource | null; line?: string | null; redact?: boolean | null }; ret: ExportSummary };
   dials_import: { args: { path: string }; ret: ImportSummary };
   dials_close_import: { args: Record<string, never>; ret: void };
   dials_clear: { args: { scope: DialClearScope }; ret: number };
   dials_status: { args: Record<string, never>; ret: DialsStatus };
-  dial_banner: { args: { dialId: string; startMs?: number | null; source?: DialSource | null }; ret: DialBanner | null };
+  dial_banner: { args: { dialId: string; startMs?: number | null; seq?: number | null; source?: DialSource | null }; ret: DialBanner | null };
   confirmations_snapshot: { args: Record<string, never>; ret: ConfirmationsSnapshot };
   autonomy_table: { args: { phone: string }; ret: PhoneAutonomy };
   notification_status: { args: Record<string, never>; ret: NotificationStatus };

@@ -114,9 +114,10 @@ export const api = {
     return call("dials_subscribe", { line, source, channel });
   },
   dialsUnsubscribe: (id: number) => call("dials_unsubscribe", { id }),
-  dialsGet: (id: string, startMs: number, source: DialSource) => call("dials_get", { id, startMs, source }),
-  dialBanner: (dialId: string, startMs: number, source: DialSource) => call("dial_banner", { dialId, startMs, source }),
-  dialConformance: (id: string, startMs: number, source: DialSource) => call("dial_conformance", { id, startMs, source }),
+  // `seq` (the row's place in the timeline) finds a dial the core's ring no longer holds in SQLite.
+  dialsGet: (id: string, startMs: number, source: DialSource, seq?: number) => call("dials_get", { id, startMs, seq, source }),
+  dialBanner: (dialId: string, startMs: number, source: DialSource, seq?: number) => call("dial_banner", { dialId, startMs, seq, source }),
+  dialConformance: (id: string, startMs: number, source: DialSource, seq?: number) => call("dial_conformance", { id, startMs, seq, source }),
   /** Exports every dial of the history matching filter line `line` (newest first); `redact`
    * replaces request and response values by type markers, keeping keys and shapes. */
   dialsExport: (line: string, path: string, source: DialSource, redact = false) => call("dials_export", { line, path, source, redact }),
