@@ -670,3 +670,91 @@ async fn free_text_beyond_the_probe_finds_old_and_common_words() {
     }
     log.shutdown().await.unwrap();
 }
+
+/// Stats over the whole history: the stored dials far beyond the ring and the transient ones
+/// only the ring holds, for a field filter, a negation, free text and a regex, equal to the
+/// stats of the same dials counted by hand; after a restart the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_cover_the_whole_history() {
+    use switchboard::dials::StatsTally;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0 as u64));
+    let log = DialLog::spawn(config(dir.path(), 100, Arc::clone(&clock))).unwrap();
+    let mut all: Vec<Dial> = (0..1500)
+        .map(|i| {
+            let retention = if i % 250 == 7 || i == 1450 {
+                Retention::Transient
+            } else {
+                Retention::Standard
+            };
+            dial(i, T0 + i as i64 * 1000, retention)
+        })
+        .collect();
+    for chunk in all.chunks(100) {
+        log.ingest_batch(chunk.to_vec()).await.unwrap();
+    }
+    wait_indexed(&log).await;
+    // Transient dials past the ring (the newest 100) are gone (never stored); one is held.
+    let held_transient: HashSet<String> = (1400..1500)
+        .filter(|i| i % 250 == 7 || *i == 1450)
+        .map(|i| format!("dial-{i:05}"))
+        .collect();
+    all.retain(|d| d.retention != Retention::Transient || held_transient.contains(&*d.id));
+    fn by_hand(
+        all: &[Dial],
+        keep: &dyn Fn(&Dial) -> bool,
+    ) -> (u64, Vec<switchboard::dials::OpStats>) {
+        let mut t = StatsTally::default();
+        for d in all.iter().filter(|d| keep(d)) {
+            t.add_dial(d);
+        }
+        (t.dials(), t.finish())
+    }
+    type Keep = Box<dyn Fn(&Dial) -> bool>;
+    let cases: Vec<(&str, Keep)> = vec![
+        ("", Box::new(|_| true)),
+        ("op:read_item", Box::new(|d| &*d.op == "read_item")),
+        (
+            "-outcome:ok duration>1s",
+            Box::new(|d| d.outcome != DialOutcome::Ok && d.duration_ms > 1000),
+        ),
+        (
+            "item_0004",
+            Box::new(|d| d.request.as_str().contains("ITEM_0004")),
+        ),
+        (
+            "/ITEM_0+7\\d\"/",
+            Box::new(|d| {
+                regex::Regex::new("ITEM_0+7\\d\"")
+                    .unwrap()
+                    .is_match(d.request.as_str())
+            }),
+        ),
+    ];
+    for (line, keep) in &cases {
+        let (n, want) = by_hand(&all, keep.as_ref());
+        assert!(n > 0, "{line}: no dials to count");
+        let (got, counted, complete) = log
+            .history_stats(q(line), Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert!(complete, "{line}: 1500 dials are counted whole");
+        assert_eq!(counted, n, "{line}: dials counted");
+        assert_eq!(got, want, "{line}: stats per op");
+    }
+    // A budget too short for the whole history still counts the newest first, and says so.
+    let (_, counted, complete) = log.history_stats(q(""), Duration::ZERO).await.unwrap();
+    assert!(!complete || counted == all.len() as u64);
+    assert!(counted >= 1, "the newest dials are counted first");
+
+    log.shutdown().await.unwrap();
+    let log = DialLog::spawn(config(dir.path(), 100, Arc::clone(&clock))).unwrap();
+    all.retain(|d| d.retention != Retention::Transient);
+    let (n, want) = by_hand(&all, &|d: &Dial| &*d.op == "grep_items");
+    let (got, counted, _) = log
+        .history_stats(q("op:grep_items"), Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!((counted, got), (n, want), "after a restart");
+    log.shutdown().await.unwrap();
+}

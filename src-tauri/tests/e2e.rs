@@ -2022,6 +2022,10 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
         );
         tokio::time::sleep(Duration::from_millis(1000)).await;
         n = header_count(j.ui()).await?.unwrap_or(0);
+        let at = started.elapsed().as_secs();
+        if at % 5 == 0 {
+            eprintln!("dial window: {at} s into the stream, the header says {n} dials");
+        }
         // A third of the way: the stream goes on for a minute more while the table is scrolled.
         if !scrolled && n >= want / 3 {
             scrolled = true;

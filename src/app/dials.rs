@@ -280,6 +280,41 @@ impl DialHistoryPage {
     }
 }
 
+/// The answer of `dials_history_stats`: per-op stats over the whole history matching a filter
+/// line. Shape: `{ ops, dials, complete, filter }`: `ops` sorted by op (as `dials_stats`),
+/// `dials` how many dials they count, `complete` false when the time allowed
+/// ([`HISTORY_STATS_BUDGET`]) ran out and they count the newest matching dials only, `filter`
+/// the line, canonical.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct HistoryStats {
+    /// Stats per op.
+    pub ops: Vec<OpStats>,
+    /// Dials counted.
+    #[ts(type = "number")]
+    pub dials: u64,
+    /// Whether every matching dial was counted.
+    pub complete: bool,
+    /// The filter line, canonical.
+    pub filter: String,
+}
+
+impl HistoryStats {
+    /// The stats of an imported capture (or an opened bundle's dials) over `query`.
+    pub fn of_capture(log: &ImportedLog, query: &CompiledQuery) -> Self {
+        let (ops, dials) = log.line_stats(query);
+        Self {
+            ops,
+            dials,
+            complete: true,
+            filter: query.line.clone(),
+        }
+    }
+}
+
+/// How long `dials_history_stats` reads SQLite for (the view asks again every few seconds).
+pub const HISTORY_STATS_BUDGET: std::time::Duration = std::time::Duration::from_millis(400);
+
 /// What `dials_follow` follows from a dial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
@@ -742,7 +777,7 @@ impl DialsState {
         };
         let stored = self.log.stored_dial(seq).await?;
         Ok(stored
-            .filter(|d| &*d.id == id && start_ms.is_none_or(|t| d.start_ms == t))
+            .filter(|d| &*d.id == id && start_ms.map_or(true, |t| d.start_ms == t))
             .map(Arc::new))
     }
 
@@ -774,6 +809,35 @@ impl DialsState {
         match source.unwrap_or_default() {
             DialSource::Live => Ok(self.log.stats(filter).await?),
             DialSource::Imported => Ok(self.imported_capture()?.log.stats(&filter)),
+        }
+    }
+
+    /// Per-op stats over the whole history (the ring and SQLite, or the imported capture)
+    /// matching a compiled filter line; see [`HistoryStats`].
+    ///
+    /// # Errors
+    /// As [`DialsState::dials_query`]; `io` when SQLite fails.
+    pub async fn history_stats(
+        &self,
+        query: CompiledQuery,
+        source: DialSource,
+    ) -> Result<HistoryStats, IpcError> {
+        match source {
+            DialSource::Live => {
+                let filter = query.line.clone();
+                let (ops, dials, complete) =
+                    self.log.history_stats(query, HISTORY_STATS_BUDGET).await?;
+                Ok(HistoryStats {
+                    ops,
+                    dials,
+                    complete,
+                    filter,
+                })
+            }
+            DialSource::Imported => Ok(HistoryStats::of_capture(
+                &self.imported_capture()?.log,
+                &query,
+            )),
         }
     }
 
@@ -1066,6 +1130,22 @@ impl App {
             .history(compiled, &query, source.unwrap_or_default())
             .await?;
         Ok(DialHistoryPage::of(&page))
+    }
+
+    /// Per-op stats over the whole dial history matching the filter line `line` (empty: every
+    /// dial); see [`HistoryStats`].
+    ///
+    /// # Errors
+    /// `invalid_input` for a line that does not parse; as [`App::dials_history`].
+    pub async fn dials_history_stats(
+        &self,
+        line: String,
+        source: Option<DialSource>,
+    ) -> Result<HistoryStats, IpcError> {
+        let compiled = self.compile_filter(&line)?;
+        self.dials()?
+            .history_stats(compiled, source.unwrap_or_default())
+            .await
     }
 
     /// Follows a call or a session from dial `id`: every dial with its `callId` (`by: call`) or

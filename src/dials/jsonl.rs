@@ -358,4 +358,17 @@ impl ImportedLog {
     pub fn stats(&self, filter: &DialFilter) -> Vec<OpStats> {
         run_stats(self.dials.iter(), filter)
     }
+
+    /// Per-op stats over the capture's dials matching a compiled filter line, with how many
+    /// were counted (all of them: a capture is in memory).
+    pub fn line_stats(&self, query: &crate::dials::filter::CompiledQuery) -> (Vec<OpStats>, u64) {
+        let mut tally = crate::dials::StatsTally::default();
+        if query.dials {
+            for d in self.dials.iter().filter(|d| query.matches_dial(d)) {
+                tally.add_dial(d);
+            }
+        }
+        let n = tally.dials();
+        (tally.finish(), n)
+    }
 }

@@ -49,7 +49,7 @@ pub use log::{
     ClearScope, DialBatch, DialLog, DialLogConfig, DialLogHandle, DialLogStatus, IngestVerdict,
     PruneReport, SubscribeOptions, Subscription,
 };
-pub use query::{nearest_rank, DialFilter, DialPage, OpStats};
+pub use query::{nearest_rank, DialFilter, DialPage, OpStats, StatsTally};
 pub use record::{
     Dial, DialOutcome, JsonText, JsonTextError, Retention, Seq, SpecMark, SLOW_DIAL_MS,
 };

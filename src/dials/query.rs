@@ -303,9 +303,95 @@ pub fn nearest_rank(sorted: &[u64], p: u32) -> u64 {
     sorted.get(idx).copied().unwrap_or(0)
 }
 
-/// One op's tally while stats run: durations, outcome counts (in [`DialOutcome::ALL`] order),
-/// slow dials, dials not to spec.
-type OpTally = (Vec<u64>, [u64; 4], u64, u64);
+/// Per-op stats gathered one dial at a time ([`OpStats`] once finished): durations, outcome
+/// counts, slow dials and dials not to spec per op. Used over the ring ([`run_stats`]) and over
+/// the whole history (`DialLogHandle::history_stats`, which feeds it SQLite's columns).
+#[derive(Debug, Clone, Default)]
+pub struct StatsTally {
+    /// op -> (durations ms, outcome counts in [`DialOutcome::ALL`] order, slow, not to spec).
+    by_op: BTreeMap<String, (Vec<u64>, [u64; 4], u64, u64)>,
+    dials: u64,
+}
+
+impl StatsTally {
+    /// Counts one dial: its op, outcome, duration (ms) and whether it breaks the spec.
+    pub fn add(&mut self, op: &str, outcome: DialOutcome, duration_ms: u64, not_to_spec: bool) {
+        let e = match self.by_op.get_mut(op) {
+            Some(e) => e,
+            None => self.by_op.entry(op.to_owned()).or_default(),
+        };
+        e.0.push(duration_ms);
+        let slot = DialOutcome::ALL
+            .iter()
+            .position(|o| *o == outcome)
+            .unwrap_or(0);
+        if let Some(c) = e.1.get_mut(slot) {
+            *c += 1;
+        }
+        if duration_ms > SLOW_DIAL_MS {
+            e.2 += 1;
+        }
+        if not_to_spec {
+            e.3 += 1;
+        }
+        self.dials += 1;
+    }
+
+    /// Counts one dial record.
+    pub fn add_dial(&mut self, d: &Dial) {
+        self.add(&d.op, d.outcome, d.duration_ms, d.spec_findings() > 0);
+    }
+
+    /// Dials counted so far.
+    pub fn dials(&self) -> u64 {
+        self.dials
+    }
+
+    /// Adds another tally's dials.
+    pub fn merge(&mut self, other: StatsTally) {
+        for (op, (durs, counts, slow, spec)) in other.by_op {
+            let e = self.by_op.entry(op).or_default();
+            e.0.extend(durs);
+            for (a, b) in e.1.iter_mut().zip(counts) {
+                *a += b;
+            }
+            e.2 += slow;
+            e.3 += spec;
+        }
+        self.dials += other.dials;
+    }
+
+    /// The stats per op, sorted by op (percentiles by nearest rank).
+    pub fn finish(self) -> Vec<OpStats> {
+        self.by_op
+            .into_iter()
+            .map(|(op, (mut durs, counts, slow, not_to_spec))| {
+                durs.sort_unstable();
+                let count = durs.len() as u64;
+                let [ok, tool_errors, errors, timed_out] = counts;
+                OpStats {
+                    op,
+                    count,
+                    ok,
+                    tool_errors,
+                    errors,
+                    timed_out,
+                    slow,
+                    not_to_spec,
+                    error_rate: if count == 0 {
+                        0.0
+                    } else {
+                        (count - ok) as f64 / count as f64
+                    },
+                    p50_ms: nearest_rank(&durs, 50),
+                    p95_ms: nearest_rank(&durs, 95),
+                    p99_ms: nearest_rank(&durs, 99),
+                    max_ms: durs.last().copied().unwrap_or(0),
+                }
+            })
+            .collect()
+    }
+}
 
 /// Per-op stats over the dials `filter` matches (`limit` and `offset` ignored), sorted by op.
 pub(crate) fn run_stats<'d, I>(dials: I, filter: &DialFilter) -> Vec<OpStats>
@@ -313,51 +399,11 @@ where
     I: Iterator<Item = &'d Arc<Dial>>,
 {
     let m = Matcher::new(filter);
-    let mut by_op: BTreeMap<&str, OpTally> = BTreeMap::new();
+    let mut tally = StatsTally::default();
     for d in dials.filter(|d| m.matches(d)) {
-        let e = by_op.entry(&d.op).or_default();
-        e.0.push(d.duration_ms);
-        let slot = DialOutcome::ALL
-            .iter()
-            .position(|o| *o == d.outcome)
-            .unwrap_or(0);
-        if let Some(c) = e.1.get_mut(slot) {
-            *c += 1;
-        }
-        if d.duration_ms > SLOW_DIAL_MS {
-            e.2 += 1;
-        }
-        if d.spec_findings() > 0 {
-            e.3 += 1;
-        }
+        tally.add_dial(d);
     }
-    by_op
-        .into_iter()
-        .map(|(op, (mut durs, counts, slow, not_to_spec))| {
-            durs.sort_unstable();
-            let count = durs.len() as u64;
-            let [ok, tool_errors, errors, timed_out] = counts;
-            OpStats {
-                op: op.to_owned(),
-                count,
-                ok,
-                tool_errors,
-                errors,
-                timed_out,
-                slow,
-                not_to_spec,
-                error_rate: if count == 0 {
-                    0.0
-                } else {
-                    (count - ok) as f64 / count as f64
-                },
-                p50_ms: nearest_rank(&durs, 50),
-                p95_ms: nearest_rank(&durs, 95),
-                p99_ms: nearest_rank(&durs, 99),
-                max_ms: durs.last().copied().unwrap_or(0),
-            }
-        })
-        .collect()
+    tally.finish()
 }
 
 #[cfg(test)]

@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use switchboard::app::dials::{
     DialBanner, DialBatchMsg, DialClearScope, DialHistoryPage, DialSource, DialsStatus,
-    ExportSummary, FollowBy, ImportSummary,
+    ExportSummary, FollowBy, HistoryStats, ImportSummary,
 };
+use switchboard::dials::history::{seek, MAX_SKIP};
 use switchboard::dials::{Dial, DialFilter, DialPage, FilterCheck, HistoryQuery, OpStats};
 use switchboard::error::IpcError;
 use tauri::ipc::Channel;
@@ -46,6 +47,24 @@ pub async fn dials_stats(
         return Ok(b.dials.stats(&filter.unwrap_or_default()));
     }
     core.dials()?.dials_stats(filter, source).await
+}
+
+/// Per-op stats over the whole dial history matching the filter line `line` (the ring and
+/// SQLite, the imported capture, or an opened bundle's dials): `{ ops, dials, complete, filter }`.
+///
+/// # Errors
+/// `invalid_input` for a line that does not parse; as [`dials_query`].
+#[tauri::command]
+pub async fn dials_history_stats(
+    core: Core<'_>,
+    line: String,
+    source: Option<DialSource>,
+) -> Result<HistoryStats, IpcError> {
+    if let Some(b) = core.viewing() {
+        let compiled = core.compile_filter(&line)?;
+        return Ok(HistoryStats::of_capture(&b.dials, &compiled));
+    }
+    core.dials_history_stats(line, source).await
 }
 
 /// Starts a view of `filter` streamed over `channel` (a snapshot, then batches at most 30
@@ -91,17 +110,24 @@ pub async fn dials_history(
     source: Option<DialSource>,
 ) -> Result<DialHistoryPage, IpcError> {
     if let Some(b) = core.viewing() {
-        // An opened bundle's dials, through the same filter line.
+        // An opened bundle's dials, through the same filter line (and seek).
         let compiled = core.compile_filter(&query.filter)?;
-        let page = b
+        let skip = u64::from(query.skip.unwrap_or(0).min(MAX_SKIP));
+        let (cursor, skipped) = seek(query.cursor.clone(), skip, |c, limit| {
+            std::future::ready(b.dials.history(&compiled, c.as_deref(), Some(limit), false))
+        })
+        .await
+        .map_err(IpcError::invalid_input)?;
+        let mut page = b
             .dials
             .history(
                 &compiled,
-                query.cursor.as_deref(),
+                cursor.as_deref(),
                 query.limit,
                 query.count.unwrap_or(true),
             )
             .map_err(IpcError::invalid_input)?;
+        page.skipped = skipped;
         return Ok(DialHistoryPage::of(&page));
     }
     core.dials_history(query, source).await

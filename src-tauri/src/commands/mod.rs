@@ -80,7 +80,7 @@ macro_rules! commands {
 
 use switchboard::app::dials::{
     DialBanner, DialBatchMsg, DialClearScope, DialHistoryPage, DialSource, DialsStatus,
-    ExportSummary, FollowBy, ImportSummary,
+    ExportSummary, FollowBy, HistoryStats, ImportSummary,
 };
 use switchboard::app::phone_lines::{ExclusionTest, PhoneLinesSnapshot};
 use switchboard::app::phones::PhonesSnapshot;
@@ -121,6 +121,7 @@ commands! {
     dials::dials_stats(filter: Option<DialFilter>, source: Option<DialSource>) -> Vec<OpStats>;
     dials::dials_subscribe(filter: Option<DialFilter>, source: Option<DialSource>, line: Option<String>, channel: @channel DialBatchMsg) -> u64;
     dials::dials_history(query: HistoryQuery, source: Option<DialSource>) -> DialHistoryPage;
+    dials::dials_history_stats(line: String, source: Option<DialSource>) -> HistoryStats;
     dials::dials_follow(id: String, start_ms: Option<i64>, by: FollowBy, source: Option<DialSource>) -> DialHistoryPage;
     dials::parse_dial_filter(line: String) -> FilterCheck;
     dials::dial_filter_help() -> String;
@@ -165,6 +166,7 @@ pub const READS_IN_BUNDLE_MODE: &[&str] = &[
     "dials_status",
     "dial_banner",
     "dials_history",
+    "dials_history_stats",
     "dials_follow",
     "parse_dial_filter",
     "dial_filter_help",

@@ -342,6 +342,46 @@ impl DialLogHandle {
         })
     }
 
+    /// Per-op stats over the whole history (the ring and SQLite) matching `query`: the dials
+    /// SQLite does not answer for (transient, not yet written) from memory, the stored ones
+    /// from SQLite for at most `budget` (newest first). Returns the stats sorted by op, the
+    /// dials counted, and whether every matching dial was counted (`false`: the budget ran out
+    /// and the stats cover the newest of them).
+    ///
+    /// # Errors
+    /// [`DialLogError::Closed`]; [`DialLogError::Storage`] when SQLite fails.
+    pub async fn history_stats(
+        &self,
+        query: CompiledQuery,
+        budget: std::time::Duration,
+    ) -> Result<(Vec<OpStats>, u64, bool), DialLogError> {
+        let query = Arc::new(query);
+        let q = Arc::clone(&query);
+        let mem = self
+            .ask(|reply| Command::HistoryStats {
+                query: Box::new((*q).clone()),
+                reply,
+            })
+            .await?;
+        let mut tally = mem.tally;
+        let mut complete = true;
+        if let Some(reader) = self.shared.reader() {
+            let (upto, gap) = (mem.sql_upto, mem.gap_below);
+            let (stored, done) = tokio::task::spawn_blocking(move || {
+                let mut t = crate::dials::StatsTally::default();
+                reader
+                    .stats(&query, upto, gap, budget, &mut t)
+                    .map(|d| (t, d))
+            })
+            .await
+            .map_err(|_| DialLogError::Closed)??;
+            tally.merge(stored);
+            complete = done;
+        }
+        let n = tally.dials();
+        Ok((tally.finish(), n, complete))
+    }
+
     /// The stored dial with sequence number `seq` ([`Dial::seq`], its place in the timeline),
     /// read from SQLite: for a dial the ring no longer holds. `None` when it is not stored
     /// (never was, pruned, or a log in memory only).

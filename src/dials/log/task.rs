@@ -57,6 +57,18 @@ pub(crate) struct MemPart {
     pub gap_below: u64,
 }
 
+/// The in-memory part of the stats over the whole history: the dials SQLite does not answer
+/// for (as [`MemPart`]) tallied, and where SQLite takes over.
+#[derive(Debug, Default)]
+pub(crate) struct MemStats {
+    /// The matching dials held in memory that SQLite does not answer for.
+    pub tally: crate::dials::StatsTally,
+    /// As [`MemPart::sql_upto`].
+    pub sql_upto: u64,
+    /// As [`MemPart::gap_below`].
+    pub gap_below: u64,
+}
+
 /// The writer's answer to a prune or clear: rows deleted.
 type RowsReply = oneshot::Receiver<Result<usize, DialLogError>>;
 
@@ -96,6 +108,10 @@ pub(super) enum Command {
         limit: usize,
         count: bool,
         reply: oneshot::Sender<MemPart>,
+    },
+    HistoryStats {
+        query: Box<CompiledQuery>,
+        reply: oneshot::Sender<MemStats>,
     },
     Shutdown {
         reply: oneshot::Sender<Option<oneshot::Receiver<()>>>,
@@ -654,6 +670,41 @@ impl Actor {
             } => {
                 let _ = reply.send(self.history_part(&query, before, limit, count));
             }
+            Command::HistoryStats { query, reply } => {
+                let _ = reply.send(self.history_stats_part(&query));
+            }
+        }
+    }
+
+    /// Stored rows SQL answers for (up to `sql_upto`) and the first rowid above the
+    /// not-yet-indexed gap SQLite holds outside the ring (see [`MemPart`]).
+    fn sql_bounds(&self) -> (u64, u64) {
+        let sql_upto = self.db.as_ref().map_or(0, |db| db.sql_upto());
+        let ring_floor = self.ring.front().map_or(self.next_arrival, |e| e.arrival);
+        let gap_below = if self.db.is_some() {
+            ring_floor.max(sql_upto + 1)
+        } else {
+            sql_upto + 1
+        };
+        (sql_upto, gap_below)
+    }
+
+    /// The in-memory part of the stats over the whole history (see [`MemStats`]).
+    fn history_stats_part(&self, q: &CompiledQuery) -> MemStats {
+        let (sql_upto, gap_below) = self.sql_bounds();
+        let mut tally = crate::dials::StatsTally::default();
+        if q.dials {
+            for e in &self.ring {
+                let mine = !e.dial.retention.persists() || e.arrival > sql_upto;
+                if mine && q.matches_dial(&e.dial) {
+                    tally.add_dial(&e.dial);
+                }
+            }
+        }
+        MemStats {
+            tally,
+            sql_upto,
+            gap_below,
         }
     }
 
@@ -675,13 +726,7 @@ impl Actor {
 
     /// The in-memory part of a history page (see [`MemPart`]).
     fn history_part(&self, q: &CompiledQuery, before: u64, limit: usize, count: bool) -> MemPart {
-        let sql_upto = self.db.as_ref().map_or(0, |db| db.sql_upto());
-        let ring_floor = self.ring.front().map_or(self.next_arrival, |e| e.arrival);
-        let gap_below = if self.db.is_some() {
-            ring_floor.max(sql_upto + 1)
-        } else {
-            sql_upto + 1
-        };
+        let (sql_upto, gap_below) = self.sql_bounds();
         // Dials SQLite does not answer for: transient ones, and any above `sql_upto`.
         let mine = |e: &&Entry| !e.dial.retention.persists() || e.arrival > sql_upto;
         let dials = self

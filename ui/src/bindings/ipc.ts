@@ -24,6 +24,7 @@ import type { ExportSummary } from "./ExportSummary";
 import type { FilterCheck } from "./FilterCheck";
 import type { FollowBy } from "./FollowBy";
 import type { HistoryQuery } from "./HistoryQuery";
+import type { HistoryStats } from "./HistoryStats";
 import type { HubNotice } from "./HubNotice";
 import type { ImportSummary } from "./ImportSummary";
 import type { MenuAction } from "./MenuAction";
@@ -63,6 +64,7 @@ export type Commands = {
   dials_stats: { args: { filter?: DialFilter | null; source?: DialSource | null }; ret: Array<OpStats> };
   dials_subscribe: { args: { filter?: DialFilter | null; source?: DialSource | null; line?: string | null; channel: { onmessage: (message: DialBatchMsg) => void } }; ret: number };
   dials_history: { args: { query: HistoryQuery; source?: DialSource | null }; ret: DialHistoryPage };
+  dials_history_stats: { args: { line: string; source?: DialSource | null }; ret: HistoryStats };
   dials_follow: { args: { id: string; startMs?: number | null; by: FollowBy; source?: DialSource | null }; ret: DialHistoryPage };
   parse_dial_filter: { args: { line: string }; ret: FilterCheck };
   dial_filter_help: { args: Record<string, never>; ret: string };

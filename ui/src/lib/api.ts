@@ -123,6 +123,7 @@ export const api = {
   dialsExport: (line: string, path: string, source: DialSource, redact = false) => call("dials_export", { line, path, source, redact }),
   /** A page of the timeline (dials and connection events) matching a filter line. */
   dialsHistory: (query: HistoryQuery, source: DialSource) => call("dials_history", { query, source }),
+  dialsHistoryStats: (line: string, source: DialSource) => call("dials_history_stats", { line, source }),
   /** The core's parser on a filter line: the canonical line or the error with its place. */
   parseDialFilter: (line: string) => call("parse_dial_filter", { line }),
   /** The filter line's grammar in words (`docs/dial-filter.md`). */

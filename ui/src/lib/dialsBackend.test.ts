@@ -1,22 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { LineChecker, lineCheckOf, lineToFilter, type LineCheck } from "./dialsBackend";
-
-describe("the stats' filter for a line", () => {
-  it("maps the terms the older filter can say", () => {
-    const names = { dev_a1: "Demo phone" };
-    expect(lineToFilter('op:read_item caller:lumiagent phone:"Demo phone" outcome:error spec:broken duration>1s item_7', names)).toEqual({
-      ok: true,
-      filter: { op: "read_item", caller: "lumiagent", phone: "dev_a1", outcome: "error", to_spec: false, slow: true, text: "item_7" },
-    });
-    expect(lineToFilter("")).toEqual({ ok: true, filter: {} });
-  });
-  it("names the term it cannot say, with its place", () => {
-    const r = lineToFilter("op:x -outcome:ok");
-    expect(r).toEqual({ ok: false, error: expect.objectContaining({ start: 5, end: 16 }) });
-    const o = lineToFilter("outcome:fine");
-    expect(o.ok ? "" : o.error.message).toContain("unknown outcome");
-  });
-});
+import { LineChecker, lineCheckOf, type LineCheck } from "./dialsBackend";
 
 describe("checking the line as it is typed", () => {
   beforeEach(() => {

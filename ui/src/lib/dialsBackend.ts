@@ -4,9 +4,6 @@
 // debounced checker of the line as it is typed.
 import { api } from "./api";
 import type { LineError } from "./dials";
-import { tokenizeLine } from "./filterLine";
-import type { DialFilter } from "../bindings/DialFilter";
-import type { DialOutcome } from "../bindings/DialOutcome";
 import type { DialRow } from "../bindings/DialRow";
 import type { DialSource } from "../bindings/DialSource";
 import type { FilterCheck } from "../bindings/FilterCheck";
@@ -64,51 +61,6 @@ export async function fetchPage(line: string, source: DialSource, cursor: string
 /** A streamed dial as a timeline row. */
 export function dialRow(r: DialRow): HistoryRow {
   return { kind: "dial", ...r };
-}
-
-const OUTCOMES: readonly DialOutcome[] = ["ok", "tool_error", "error", "timed_out"];
-const EXACT = ["phone", "caller", "callee", "op"] as const;
-
-/** A line said as a `DialFilter`, or the term it cannot say. */
-export type FilterOfLine = { ok: true; filter: DialFilter } | { ok: false; error: LineError };
-
-/**
- * The filter line as the per-op stats' `DialFilter` (exact fields, one outcome, slow, spec, one
- * free text): `dials_stats` takes no filter line yet. A term that filter cannot say is an
- * error naming it (the stats then cover every dial and say so).
- */
-export function lineToFilter(line: string, phoneNames: Record<string, string> = {}): FilterOfLine {
-  const out: DialFilter = {};
-  const free: string[] = [];
-  for (const t of tokenizeLine(line)) {
-    const err = (message: string): FilterOfLine => ({ ok: false, error: { message, start: t.start, end: t.end } });
-    if (t.neg) return err("the stats cannot filter by a negated term");
-    if (t.regex) return err("the stats cannot filter by a regular expression");
-    if (t.key === null) {
-      free.push(t.value);
-      continue;
-    }
-    if ((EXACT as readonly string[]).includes(t.key) && t.op === ":") {
-      let v = t.value;
-      if (t.key === "phone") {
-        const named = Object.entries(phoneNames).find(([, n]) => n.toLowerCase() === v.toLowerCase());
-        if (named) v = named[0];
-      }
-      out[t.key as (typeof EXACT)[number]] = v;
-    } else if (t.key === "outcome" && t.op === ":") {
-      if (!(OUTCOMES as readonly string[]).includes(t.value)) return err(`unknown outcome "${t.value}": use ok, tool_error, error or timed_out`);
-      out.outcome = t.value as DialOutcome;
-    } else if (t.key === "spec" && t.op === ":") {
-      if (t.value !== "broken" && t.value !== "ok") return err(`spec takes broken or ok, not "${t.value}"`);
-      out.to_spec = t.value === "ok";
-    } else if (t.key === "duration" && t.op === ">" && t.value === "1s") {
-      out.slow = true;
-    } else {
-      return err(`the stats cannot filter by "${line.slice(t.start, t.end)}"`);
-    }
-  }
-  if (free.length > 0) out.text = free.join(" ");
-  return { ok: true, filter: out };
 }
 
 /**
