@@ -73,7 +73,8 @@ pub struct Settings {
     pub window_gpu: bool,
     /// Desktop notifications per kind.
     pub notifications: NotificationSettings,
-    /// How many dials the live-dials ring holds in memory (default 100 000).
+    /// How many of the newest dials the dial log keeps in memory besides SQLite (default
+    /// 25 000): a cache, every view reads the whole history from SQLite.
     pub dial_ring_capacity: u32,
     /// Extra known phone lines besides LumiRealm: `(identifier, name)` pairs.
     pub extra_phone_lines: Vec<KnownLineSetting>,
@@ -107,7 +108,7 @@ impl Default for Settings {
             theme: Theme::System,
             window_gpu: false,
             notifications: NotificationSettings::default(),
-            dial_ring_capacity: 100_000,
+            dial_ring_capacity: 25_000,
             extra_phone_lines: Vec::new(),
             link_port: None,
             dials_filter_line: String::new(),

@@ -1,7 +1,8 @@
 //! The Tauri side of [`switchboard::app::Host`]: events to the window, desktop notifications
 //! through [`Notifier`], the tray's tooltip and icon.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use switchboard::app::{AppEvent, Host};
 use switchboard::confirmations::notify::Notification;
@@ -10,16 +11,66 @@ use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::notify::Notifier;
 
+/// Shortest time between two tray updates: a phone streaming failing dials raises and clears
+/// banners hundreds of times a second, and each update draws the icon (a PNG the tray library
+/// writes) and rebuilds the menu on the main thread, which the window's IPC also needs.
+pub const TRAY_GAP: Duration = Duration::from_millis(250);
+
+/// The tray's updates in flight: the newest summary asked for, whether a flush is under way,
+/// and the summary shown last.
+#[derive(Default)]
+struct TrayQueue {
+    latest: Option<TraySummary>,
+    flushing: bool,
+    shown: Option<TraySummary>,
+}
+
 /// The host the shell gives the app.
 pub struct TauriHost<R: Runtime> {
     app: AppHandle<R>,
     notifier: Arc<Notifier>,
+    tray: Arc<Mutex<TrayQueue>>,
 }
 
 impl<R: Runtime> TauriHost<R> {
     /// A host over `app` showing notifications with `notifier`.
     pub fn new(app: AppHandle<R>, notifier: Arc<Notifier>) -> Self {
-        Self { app, notifier }
+        Self {
+            app,
+            notifier,
+            tray: Arc::default(),
+        }
+    }
+}
+
+/// Shows the newest summary asked for (when it differs from the one shown), then waits
+/// [`TRAY_GAP`] and goes on while more were asked for meanwhile. Bounded: each turn takes
+/// the pending summary, and the loop ends on a turn that found none.
+async fn flush_tray<R: Runtime>(app: AppHandle<R>, queue: Arc<Mutex<TrayQueue>>) {
+    loop {
+        let next = {
+            let mut q = switchboard::sync::lock(&queue);
+            match q.latest.take() {
+                Some(s) if q.shown.as_ref() != Some(&s) => {
+                    q.shown = Some(s.clone());
+                    Some(s)
+                }
+                Some(_) => None,
+                None => {
+                    q.flushing = false;
+                    return;
+                }
+            }
+        };
+        if let Some(summary) = next {
+            let handle = app.clone();
+            if let Err(e) =
+                app.run_on_main_thread(move || crate::tray::set_summary(&handle, &summary))
+            {
+                tracing::debug!("tray not updated: {e}");
+            }
+        }
+        tokio::time::sleep(TRAY_GAP).await;
     }
 }
 
@@ -43,15 +94,17 @@ impl<R: Runtime> Host for TauriHost<R> {
     }
 
     /// Queued to the main thread, never waited for: tray calls from another thread block until
-    /// the main thread runs them, and during shutdown the main thread waits for the app.
+    /// the main thread runs them, and during shutdown the main thread waits for the app. At
+    /// most one update per [`TRAY_GAP`], the newest summary, and none when it is the one shown.
     fn set_tray(&self, summary: &TraySummary) {
-        let app = self.app.clone();
-        let summary = summary.clone();
-        if let Err(e) = self
-            .app
-            .run_on_main_thread(move || crate::tray::set_summary(&app, &summary))
         {
-            tracing::debug!("tray not updated: {e}");
+            let mut q = switchboard::sync::lock(&self.tray);
+            q.latest = Some(summary.clone());
+            if q.flushing {
+                return;
+            }
+            q.flushing = true;
         }
+        tauri::async_runtime::spawn(flush_tray(self.app.clone(), Arc::clone(&self.tray)));
     }
 }

@@ -312,6 +312,14 @@ impl HistoryStats {
     }
 }
 
+/// Shortest time between two batches of a filter line's view (`dials_subscribe` with `line`,
+/// the Live dials window): 5 a second. A Tauri channel hands a message over 8 KB to the page
+/// through a fetch of its own (tauri `ipc::channel`), the cost of which is per message: at 1 000
+/// dials a second, 30 batches of ~33 rows kept the page ~5 times behind (journey 8: the header
+/// counted ~200 dials/s), fewer and larger batches carry the same rows at a fraction of the
+/// cost, 200 ms late at most.
+pub const WINDOW_BATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// How long `dials_history_stats` reads SQLite for (the view asks again every few seconds).
 pub const HISTORY_STATS_BUDGET: std::time::Duration = std::time::Duration::from_millis(400);
 
@@ -860,7 +868,8 @@ impl DialsState {
 
     /// As [`DialsState::dials_subscribe`]; with `line` (a compiled filter line) the live view
     /// sends an empty snapshot and then only new dials matching the line (page the history
-    /// with `dials_history`); an imported capture's snapshot holds its matching dials.
+    /// with `dials_history`), in batches at most [`WINDOW_BATCH_INTERVAL`] apart; an imported
+    /// capture's snapshot holds its matching dials.
     ///
     /// # Errors
     /// As [`DialsState::dials_subscribe`].
@@ -876,9 +885,11 @@ impl DialsState {
             DialSource::Live => {
                 let sub = match line {
                     Some(q) => {
-                        self.log
-                            .subscribe_line(q, SubscribeOptions::default())
-                            .await?
+                        let options = SubscribeOptions {
+                            interval: Some(WINDOW_BATCH_INTERVAL),
+                            ..SubscribeOptions::default()
+                        };
+                        self.log.subscribe_line(q, options).await?
                     }
                     None => {
                         self.log

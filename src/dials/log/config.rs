@@ -13,7 +13,8 @@ use ts_rs::TS;
 pub struct DialLogConfig {
     /// Folder of the SQLite file (`dials.sqlite3`); `None` keeps the log in memory only.
     pub data_dir: Option<PathBuf>,
-    /// Dials held in memory (the ring). Default 100 000.
+    /// Dials held in memory (the ring, a cache of the newest: history pages, stats and the
+    /// inspector read the stored ones from SQLite). Default 25 000.
     pub capacity: usize,
     /// Bytes the ring may hold: each dial counts its request, response and error text plus
     /// [`DIAL_OVERHEAD_BYTES`]. Default 256 MiB. Past it the oldest dials leave the ring
@@ -57,7 +58,7 @@ impl Default for DialLogConfig {
     fn default() -> Self {
         Self {
             data_dir: None,
-            capacity: 100_000,
+            capacity: 25_000,
             max_bytes: 256 * 1024 * 1024,
             command_queue: 1024,
             db_batch_size: 1000,
