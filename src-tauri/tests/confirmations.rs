@@ -157,6 +157,7 @@ fn plausible_args(cmd: &str, home: &std::path::Path) -> Value {
         "save_support_bundle" => json!({"path": file("support.tar.gz")}),
         "open_bundle" => json!({"path": file("no-bundle.tar.gz")}),
         "dials_history" => json!({"query": {"filter": "op:read_item -outcome:ok"}}),
+        "dials_history_stats" => json!({"line": "op:read_item -outcome:ok"}),
         "dials_follow" => json!({"id": "d1", "by": "call"}),
         "parse_dial_filter" => json!({"line": "op:read_item duration>1s"}),
         _ => json!({}),
