@@ -36,7 +36,8 @@ window_gpu: boolean,
  */
 notifications: NotificationSettings, 
 /**
- * How many dials the live-dials ring holds in memory (default 100 000).
+ * How many of the newest dials the dial log keeps in memory besides SQLite (default
+ * 25 000): a cache, every view reads the whole history from SQLite.
  */
 dial_ring_capacity: number, 
 /**
