@@ -827,28 +827,8 @@ impl Reader {
         sql_upto: u64,
         gap_below: u64,
     ) -> Result<u64, DialLogError> {
-        let st = |e: rusqlite::Error| {
-            DialLogError::Storage(format!("counting in {}: {e}", self.path.display()))
-        };
         let mut n = 0u64;
-        if gap_below > sql_upto + 1 {
-            let mut stmt = conn
-                .prepare_cached(&format!(
-                    "SELECT {DIAL_COLS} FROM dials d WHERE d.rowid > ?1 AND d.rowid < ?2"
-                ))
-                .map_err(st)?;
-            let mut rows = stmt
-                .query(rusqlite::params![
-                    i64::try_from(sql_upto).unwrap_or(i64::MAX),
-                    i64::try_from(gap_below).unwrap_or(i64::MAX)
-                ])
-                .map_err(st)?;
-            while let Some(r) = rows.next().map_err(st)? {
-                if q.matches_dial(&store::dial_from_row(r, &self.path)?) {
-                    n += 1;
-                }
-            }
-        }
+        self.each_gap_match(conn, q, sql_upto, gap_below, "counting in", |_| n += 1)?;
         Ok(n)
     }
 
@@ -893,25 +873,9 @@ impl Reader {
         let started = Instant::now();
         // 1. Stored rows not indexed yet and not in the ring: matched in Rust (few: the writer
         //    indexes as soon as it is idle).
-        if gap_below > sql_upto + 1 {
-            let mut stmt = conn
-                .prepare_cached(&format!(
-                    "SELECT {DIAL_COLS} FROM dials d WHERE d.rowid > ?1 AND d.rowid < ?2"
-                ))
-                .map_err(st)?;
-            let mut rows = stmt
-                .query(rusqlite::params![
-                    i64::try_from(sql_upto).unwrap_or(i64::MAX),
-                    i64::try_from(gap_below).unwrap_or(i64::MAX)
-                ])
-                .map_err(st)?;
-            while let Some(r) = rows.next().map_err(st)? {
-                let d = store::dial_from_row(r, &self.path)?;
-                if q.matches_dial(&d) {
-                    tally.add_dial(&d);
-                }
-            }
-        }
+        self.each_gap_match(conn, q, sql_upto, gap_below, "stats over", |d| {
+            tally.add_dial(d)
+        })?;
         // 2. Indexed rows: the driver joined to the stats' columns, the flag for the SQL terms.
         let p = plan(q);
         let from = match p.seq_col {
@@ -990,6 +954,43 @@ impl Reader {
                 return Ok(false);
             }
         }
+    }
+
+    /// Calls `f` with each stored dial in `(sql_upto, gap_below)` (written, not indexed yet,
+    /// not in the ring) that matches `q`, checked in Rust. `doing` names the work in errors.
+    fn each_gap_match(
+        &self,
+        conn: &Connection,
+        q: &CompiledQuery,
+        sql_upto: u64,
+        gap_below: u64,
+        doing: &str,
+        mut f: impl FnMut(&crate::dials::Dial),
+    ) -> Result<(), DialLogError> {
+        if gap_below <= sql_upto + 1 {
+            return Ok(());
+        }
+        let st = |e: rusqlite::Error| {
+            DialLogError::Storage(format!("{doing} {}: {e}", self.path.display()))
+        };
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {DIAL_COLS} FROM dials d WHERE d.rowid > ?1 AND d.rowid < ?2"
+            ))
+            .map_err(st)?;
+        let mut rows = stmt
+            .query(rusqlite::params![
+                i64::try_from(sql_upto).unwrap_or(i64::MAX),
+                i64::try_from(gap_below).unwrap_or(i64::MAX)
+            ])
+            .map_err(st)?;
+        while let Some(r) = rows.next().map_err(st)? {
+            let d = store::dial_from_row(r, &self.path)?;
+            if q.matches_dial(&d) {
+                f(&d);
+            }
+        }
+        Ok(())
     }
 
     /// Whether every stored row is indexed (for benches and tests that wait for it).
