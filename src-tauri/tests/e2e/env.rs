@@ -421,7 +421,13 @@ impl Env {
         Ok(client)
     }
 
-    /// What tauri-driver, WebKitWebDriver and the app printed (for failure reports).
+    /// The file tauri-driver's, WebKitWebDriver's and the app's output goes to.
+    pub fn driver_log_path(&self) -> &std::path::Path {
+        &self.driver_log
+    }
+
+    /// What tauri-driver, WebKitWebDriver and the app printed, the last 40 lines (for failure
+    /// reports).
     pub fn driver_output(&self) -> String {
         let text = std::fs::read_to_string(&self.driver_log).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(40).collect();

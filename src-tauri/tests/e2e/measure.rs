@@ -191,13 +191,45 @@ impl EmptyPage {
 /// Installed in the page: records every animation frame's time in `window.__raf.t` until
 /// `window.__raf.on` is false.
 pub const RAF_START: &str = r#"
-window.__raf = { t: [], on: true };
-const f = (t) => { if (!window.__raf.on) return; window.__raf.t.push(t); requestAnimationFrame(f); };
-requestAnimationFrame(f);
+window.__raf = { t: [], marks: [], busy: [], on: true };
+// Time what the page's own code does: animation-frame callbacks and the callbacks of IPC
+// answers and channels made from now on (at most 200 000 intervals are kept).
+if (!window.__raf_wrapped) {
+  window.__raf_wrapped = true;
+  // A callback's time runs until the microtasks it queued have run (Svelte applies changes to
+  // the page in a microtask): the end is taken in a microtask queued a few turns later.
+  const timed = (kind, cb) => function (...a) {
+    const s = performance.now();
+    try { return cb.apply(this, a); } finally {
+      let turns = 4;
+      const end = () => {
+        if (--turns > 0) { queueMicrotask(end); return; }
+        const b = window.__raf && window.__raf.busy;
+        if (b && window.__raf.on && b.length < 200000) b.push([s, performance.now(), kind]);
+      };
+      queueMicrotask(end);
+    }
+  };
+  const raf = window.requestAnimationFrame.bind(window);
+  window.requestAnimationFrame = (cb) => raf(timed('raf', cb));
+  const ti = window.__TAURI_INTERNALS__;
+  if (ti && ti.transformCallback) {
+    const tc = ti.transformCallback.bind(ti);
+    ti.transformCallback = (cb, once) => tc(cb && timed('ipc', cb), once);
+  }
+  const st = window.setTimeout.bind(window);
+  window.setTimeout = (cb, ms, ...a) => typeof cb === 'function' ? st(timed('timer', cb), ms, ...a) : st(cb, ms, ...a);
+}
+// One recording loop, however often this runs (the loop reads `window.__raf` each frame).
+if (!window.__raf_loop) {
+  window.__raf_loop = true;
+  const f = (t) => { if (!window.__raf.on) { window.__raf_loop = false; return; } window.__raf.t.push(t); requestAnimationFrame(f); };
+  requestAnimationFrame(f);
+}
 return true;
 "#;
 
-/// Stops the recording and returns `{ frames, span_ms, max_ms, p99_ms, p50_ms, over50 }` over
+/// Stops the recording and returns `{ frames, span_ms, max_ms, p99_ms, p50_ms, over50, over50_at_mark }` over
 /// the gaps between consecutive frames (p99 by nearest rank).
 pub const RAF_STOP: &str = r#"
 window.__raf.on = false;
@@ -207,7 +239,18 @@ for (let i = 1; i < t.length; i++) g.push(t[i] - t[i - 1]);
 g.sort((a, b) => a - b);
 const rank = (p) => g.length ? g[Math.max(0, Math.ceil(p / 100 * g.length) - 1)] : null;
 return { frames: t.length, span_ms: t.length > 1 ? t[t.length - 1] - t[0] : 0, max_ms: g.length ? g[g.length - 1] : null,
-  p99_ms: rank(99), p50_ms: rank(50), over50: g.filter((x) => x > 50).length };
+  p99_ms: rank(99), p50_ms: rank(50), over50: g.filter((x) => x > 50).length,
+  // For the gaps over 50 ms: the page's own code timed inside them (ms), summed, and the
+  // longest single callback with its kind.
+  busy_in_long: (() => { const b = window.__raf.busy.slice().sort((x, y) => x[0] - y[0]); let j = 0, sum = 0, gapsum = 0, top = [0, ''];
+    for (let i = 1; i < t.length; i++) { const a = t[i - 1], z = t[i]; if (z - a <= 50) continue; gapsum += z - a;
+      while (j < b.length && b[j][1] < a) j++;
+      for (let k = j; k < b.length && b[k][0] < z; k++) { const d = Math.min(z, b[k][1]) - Math.max(a, b[k][0]); if (d > 0) sum += d; if (b[k][1] - b[k][0] > top[0]) top = [b[k][1] - b[k][0], b[k][2]]; } }
+    const all = window.__raf.busy.reduce((n, x) => n + x[1] - x[0], 0);
+    return { gap_ms: gapsum, busy_ms: sum, longest_ms: top[0], longest_kind: top[1], all_busy_ms: all, callbacks: window.__raf.busy.length }; })(),
+  over50_at_mark: (() => { let n = 0, m = 0; const k = window.__raf.marks;
+    for (let i = 1; i < t.length; i++) { while (m < k.length && k[m] < t[i - 1]) m++;
+      if (t[i] - t[i - 1] > 50 && m < k.length && k[m] <= t[i]) n++; } return n; })() };
 "#;
 
 /// Frame-gap figures read back from the page.
@@ -219,6 +262,10 @@ pub struct FrameGaps {
     pub p99_ms: f64,
     pub p50_ms: f64,
     pub over50: u64,
+    /// Of `over50`, the gaps during which the harness read the page (`window.__raf.marks`).
+    pub over50_at_mark: u64,
+    /// The page's own code timed inside the gaps over 50 ms (`busy_in_long`, as the page said).
+    pub busy_in_long: Value,
 }
 
 impl FrameGaps {
@@ -235,6 +282,8 @@ impl FrameGaps {
             p99_ms: f("p99_ms")?,
             p50_ms: f("p50_ms")?,
             over50: f("over50")? as u64,
+            over50_at_mark: f("over50_at_mark")? as u64,
+            busy_in_long: v["busy_in_long"].clone(),
         })
     }
 }

@@ -14,6 +14,24 @@ use super::env::{target_dir, R};
 /// Default bound of a wait on the page.
 pub const WAIT: Duration = Duration::from_secs(30);
 
+/// Drawn without accelerated compositing (the app's default), a still page paints nothing and
+/// WebKitWebDriver can wait for ever for its next presentation update; a 1x1 px square in the
+/// bottom right corner that changes colour every frame keeps the page painting (its cost is a
+/// one-pixel repaint a frame, counted in journey 8's frame gaps).
+const KEEP_PAINTING: &str = r#"
+if (!document.getElementById('__e2e_keep_painting')) {
+  const st = document.createElement('style');
+  st.textContent = '@keyframes __e2e_kp { from { background: #000; } to { background: #fff; } }';
+  document.head.appendChild(st);
+  const d = document.createElement('div');
+  d.id = '__e2e_keep_painting';
+  d.setAttribute('aria-hidden', 'true');
+  d.style.cssText = 'position:fixed;right:0;bottom:0;width:1px;height:1px;pointer-events:none;z-index:99999;animation:__e2e_kp 1s linear infinite alternate';
+  document.body.appendChild(d);
+}
+return true;
+"#;
+
 /// Installed once per page load: records console.error, uncaught errors and unhandled
 /// rejections into `window.__e2e.errors`, and gives the checks below their helpers.
 const PAGE_HELPERS: &str = r#"
@@ -139,6 +157,9 @@ impl Ui {
         )
         .await?;
         self.js(PAGE_HELPERS, vec![]).await?;
+        if std::env::var("WEBKIT_DISABLE_COMPOSITING_MODE").as_deref() == Ok("1") {
+            self.js(KEEP_PAINTING, vec![]).await?;
+        }
         Ok(())
     }
 
