@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection};
 use tokio::sync::oneshot;
@@ -33,7 +34,8 @@ pub const DB_FILE: &str = "dials.sqlite3";
 /// full-text index `dial_fts` (request, response and error text; contentless), the field index
 /// `dial_by` (`key` = a one-letter field tag, U+001F, the value), the `conn_events` table, and
 /// `dial_meta.indexed_upto`: rows up to it are in both indexes and have `spec` set. Indexing runs
-/// on the writer thread when it has nothing else to do ([`index_some`]), so committing a dial
+/// on the writer thread when it has nothing else to do ([`index_some`]; while dials arrive, one
+/// chunk per [`INDEX_BUSY_EVERY`]: [`IndexPace`]), so committing a dial
 /// (what acknowledgements wait for) costs no more than before; history queries match the rows
 /// not yet indexed in Rust. Deleting a dial (retention, clear) deletes its index entries in the
 /// same statement (trigger `dials_unindex`). A version 2 file gets the columns and tables added
@@ -647,6 +649,48 @@ const WRITER_CACHE_KIB: i64 = 8 * 1024;
 /// WAL pages between automatic checkpoints (4 KiB pages: 16 MiB).
 const WRITER_CHECKPOINT_PAGES: i64 = 4096;
 
+/// While dials arrive (one came less than this ago), indexing takes at most one chunk per
+/// [`INDEX_BUSY_EVERY`]; after this much quiet it runs flat out until it has caught up.
+pub(crate) const INDEX_QUIET: Duration = Duration::from_millis(100);
+/// Time between index chunks while dials arrive: [`INDEX_CHUNK`] rows per 100 ms is 2 560
+/// rows/s, more than a phone streaming 1 000 dials/s needs to stay indexed, and a flood of
+/// tens of thousands a second leaves the CPU to the link and the commits (the backlog is
+/// indexed once the flood ends; history queries match it in Rust meanwhile).
+pub(crate) const INDEX_BUSY_EVERY: Duration = Duration::from_millis(100);
+
+/// When the writer may index its next chunk: see [`INDEX_QUIET`] and [`INDEX_BUSY_EVERY`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct IndexPace {
+    last_insert: Option<Instant>,
+    last_chunk: Option<Instant>,
+}
+
+impl IndexPace {
+    /// A batch of dials was handed to the writer at `now`.
+    pub(crate) fn inserted(&mut self, now: Instant) {
+        self.last_insert = Some(now);
+    }
+
+    /// A chunk is being indexed at `now`.
+    pub(crate) fn indexed(&mut self, now: Instant) {
+        self.last_chunk = Some(now);
+    }
+
+    /// How long to wait before the next chunk at `now` (`None`: index now): while the last
+    /// insert is less than [`INDEX_QUIET`] old, until [`INDEX_BUSY_EVERY`] after the last chunk
+    /// (or until the quiet begins, whichever is first).
+    pub(crate) fn wait(&self, now: Instant) -> Option<Duration> {
+        let since_insert = now.saturating_duration_since(self.last_insert?);
+        let quiet_in = INDEX_QUIET.checked_sub(since_insert)?;
+        let since_chunk = self
+            .last_chunk
+            .map_or(INDEX_BUSY_EVERY, |c| now.saturating_duration_since(c));
+        let chunk_in = INDEX_BUSY_EVERY.checked_sub(since_chunk)?;
+        let w = quiet_in.min(chunk_in);
+        (!w.is_zero()).then_some(w)
+    }
+}
+
 /// Runs the writer loop on the current (dedicated) thread until the sender side is dropped.
 pub(crate) fn writer_loop(
     mut conn: Connection,
@@ -672,22 +716,33 @@ pub(crate) fn writer_loop(
     let mut failed = false;
     // Whether rows may be waiting to be indexed (checked when the queue is empty).
     let mut to_index = true;
+    let mut pace = IndexPace::default();
     loop {
         let msg = if to_index {
             match rx.try_recv() {
                 Ok(m) => m,
                 Err(std::sync::mpsc::TryRecvError::Empty) => {
-                    match index_some(&mut conn, &path) {
-                        Ok((upto, more)) => {
-                            shared.indexed_upto.store(upto, Ordering::Release);
-                            to_index = more;
+                    if let Some(wait) = pace.wait(Instant::now()) {
+                        // Dials are arriving: the next chunk waits, unless a message comes.
+                        match rx.recv_timeout(wait) {
+                            Ok(m) => m,
+                            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
                         }
-                        Err(e) => {
-                            record_error(e.to_string());
-                            to_index = false;
+                    } else {
+                        pace.indexed(Instant::now());
+                        match index_some(&mut conn, &path) {
+                            Ok((upto, more)) => {
+                                shared.indexed_upto.store(upto, Ordering::Release);
+                                to_index = more;
+                            }
+                            Err(e) => {
+                                record_error(e.to_string());
+                                to_index = false;
+                            }
                         }
+                        continue;
                     }
-                    continue;
                 }
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
             }
@@ -697,6 +752,9 @@ pub(crate) fn writer_loop(
                 Err(_) => break,
             }
         };
+        if matches!(msg, WriterMsg::Insert { .. }) {
+            pace.inserted(Instant::now());
+        }
         match msg {
             WriterMsg::Insert { dials, upto, bytes } => {
                 match insert_batch(&mut conn, &dials) {
@@ -764,4 +822,55 @@ pub(crate) fn writer_loop(
     }
     shared.stopped.store(true, Ordering::Release);
     shared.progress.notify_waiters();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn indexing_runs_at_once_when_no_dial_has_arrived_or_the_quiet_began() {
+        let t0 = Instant::now();
+        let mut pace = IndexPace::default();
+        assert_eq!(
+            pace.wait(t0),
+            None,
+            "a fresh writer indexes the backlog at once"
+        );
+        pace.inserted(t0);
+        // Nothing was indexed since the insert: the first chunk may go at once.
+        assert_eq!(pace.wait(t0 + MS), None);
+        pace.indexed(t0 + MS);
+        // Busy: the next chunk waits until 100 ms after the last one.
+        assert_eq!(pace.wait(t0 + 2 * MS), Some(INDEX_QUIET - 2 * MS));
+        // Quiet (no insert for 100 ms): flat out.
+        assert_eq!(pace.wait(t0 + INDEX_QUIET + MS), None);
+    }
+
+    #[test]
+    fn while_dials_arrive_one_chunk_goes_per_interval() {
+        let t0 = Instant::now();
+        let mut pace = IndexPace::default();
+        let mut chunks = 0;
+        // A stream with a batch every 5 ms for 2 s, checked every millisecond.
+        for ms in 0..2000u64 {
+            let now = t0 + Duration::from_millis(ms);
+            if ms % 5 == 0 {
+                pace.inserted(now);
+            }
+            if pace.wait(now).is_none() {
+                pace.indexed(now);
+                chunks += 1;
+            }
+        }
+        // One chunk every 100 ms: 20 in 2 s (2 560 rows/s at 256 rows a chunk).
+        assert_eq!(chunks, 20);
+        // The wait never asks for longer than the interval.
+        let now = t0 + Duration::from_millis(2000);
+        pace.inserted(now);
+        pace.indexed(now);
+        assert!(pace.wait(now).is_some_and(|w| w <= INDEX_BUSY_EVERY));
+    }
 }
