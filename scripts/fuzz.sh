@@ -6,7 +6,13 @@
 # then what it reached). FUZZ_MAX_LEN=BYTES caps the inputs AFL makes (afl-fuzz -G; the default
 # is 1 MB, and a text target spends most of its time on inputs of tens of kilobytes).
 # FUZZ_RESUME=1 goes on from the output folder of an earlier run of the target (afl-fuzz -i -:
-# its queue, not its seeds; the executions printed are this run's, add the earlier ones).
+# its queue, not its seeds; AFL++ keeps `execs_done` across a resume, so EXECS and the count
+# printed are the target's total over its runs).
+# Sharing the machine: `nice` alone does not make the fuzzer yield to work started from another
+# session (Linux schedules each session's autogroup fairly); set the fuzzer's session's
+# autogroup too, e.g. `setsid nice -n 19 bash scripts/fuzz.sh ...` and then
+# `echo 19 > /proc/<afl-fuzz pid>/autogroup`. A fuzzer paused (SIGSTOP) mid-execution counts
+# that execution as a hang when it resumes: replay any hang (`BIN < FILE`) before believing it.
 # Engine: AFL++ through the `afl` crate (`cargo afl`, which builds AFL++ from its bundled source
 # when it is installed; no nightly toolchain needed). The fuzz crate is `fuzz/` (not a
 # workspace member). Seeds: fuzz/seeds/TARGET/ (make them with
