@@ -752,11 +752,9 @@ pub(crate) fn writer_loop(
                 Err(_) => break,
             }
         };
-        if matches!(msg, WriterMsg::Insert { .. }) {
-            pace.inserted(Instant::now());
-        }
         match msg {
             WriterMsg::Insert { dials, upto, bytes } => {
+                pace.inserted(Instant::now());
                 match insert_batch(&mut conn, &dials) {
                     Ok(n) => {
                         shared.rows_written.fetch_add(n as u64, Ordering::Relaxed);
@@ -843,7 +841,8 @@ mod tests {
         // Nothing was indexed since the insert: the first chunk may go at once.
         assert_eq!(pace.wait(t0 + MS), None);
         pace.indexed(t0 + MS);
-        // Busy: the next chunk waits until 100 ms after the last one.
+        // Busy: the next chunk waits, here until the quiet begins (100 ms after the insert,
+        // which comes before 100 ms after the last chunk).
         assert_eq!(pace.wait(t0 + 2 * MS), Some(INDEX_QUIET - 2 * MS));
         // Quiet (no insert for 100 ms): flat out.
         assert_eq!(pace.wait(t0 + INDEX_QUIET + MS), None);
