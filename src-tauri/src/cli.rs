@@ -49,6 +49,7 @@ impl Cli {
             open: self.open.clone(),
             hidden: self.hidden,
             graphics: None,
+            scripts: None,
         }
     }
 }

@@ -39,6 +39,9 @@ pub struct LaunchOptions {
     /// How the window draws, as decided before it was made (Linux; logged at start). `None`
     /// when nothing was decided (tests, other systems).
     pub graphics: Option<switchboard::app::settings::WindowGraphics>,
+    /// How the window's scripts run, as decided before it was made (Linux; logged at start).
+    /// `None` when nothing was decided (tests, other systems).
+    pub scripts: Option<switchboard::app::settings::WindowScripts>,
 }
 
 /// Gives the windows' own frame (the GTK menu bar and its theme on Linux, the title bar on
@@ -195,6 +198,9 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
     );
     if let Some(g) = app.try_state::<LaunchOptions>().and_then(|o| o.graphics) {
         tracing::info!("{}", g.words());
+    }
+    if let Some(s) = app.try_state::<LaunchOptions>().and_then(|o| o.scripts) {
+        tracing::info!("{}", s.words());
     }
     let notifier = Arc::new(notify::Notifier::new());
     let host = Arc::new(host::TauriHost::new(app.clone(), Arc::clone(&notifier)));

@@ -24,6 +24,7 @@ fn main() -> std::process::ExitCode {
     }
     let mut options = cli.launch_options();
     options.graphics = window_graphics();
+    options.scripts = window_scripts();
     switchboard_desktop::run(options)
 }
 
@@ -38,6 +39,24 @@ fn window_graphics() -> Option<switchboard::app::settings::WindowGraphics> {
         std::env::set_var(name, value);
     }
     Some(g)
+}
+
+/// Linux: decides how the window's scripts run (`WindowScripts`: JavaScriptCore's interpreter
+/// unless `JSC_useJIT` is already set) and sets `JSC_useJIT` accordingly, here, before any
+/// thread or window exists (the web process inherits the environment).
+#[cfg(target_os = "linux")]
+fn window_scripts() -> Option<switchboard::app::settings::WindowScripts> {
+    let s = switchboard::app::settings::WindowScripts::for_app();
+    if let Some((name, value)) = s.variable() {
+        std::env::set_var(name, value);
+    }
+    Some(s)
+}
+
+/// Other systems: the web view's own choice (nothing decided).
+#[cfg(not(target_os = "linux"))]
+fn window_scripts() -> Option<switchboard::app::settings::WindowScripts> {
+    None
 }
 
 /// Other systems: the web view's own choice (nothing decided).

@@ -2073,8 +2073,19 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
         Ok("1") => "drawn without accelerated compositing, the app's default",
         _ => "drawn with accelerated compositing (software GL under Xvfb)",
     };
+    // How the web process ran the page's scripts: the app sets `JSC_useJIT=false` unless the
+    // environment it was started with says otherwise (`WindowScripts`); read from the web
+    // process's own environment.
+    let scripts = match web_process_variable(app_pids[0], "JSC_useJIT").as_deref() {
+        Some("false") => {
+            "scripts in JavaScriptCore's interpreter (JSC_useJIT=false, the app's default)"
+                .to_string()
+        }
+        Some(v) => format!("scripts with JSC_useJIT={v}"),
+        None => "scripts with JavaScriptCore's JIT (JSC_useJIT not set)".to_string(),
+    };
     let report = format!(
-        "dial window figures (journey 8, --demo, Xvfb 1280x800, {graphics}):\n\
+        "dial window figures (journey 8, --demo, Xvfb 1280x800, {graphics}, {scripts}):\n\
          stream: {streamed} dials by switchboard-phone --rate 1000/s in {stream_s:.1} s ({:.0} dials/s as seen), filter `caller:lumiagent`, table at {n} rows\n\
          frames: {} in {:.1} s; longest gap {:.1} ms (target <= 50), p99 {:.1} ms (target <= 20), p50 {:.1} ms, {} gaps over 50 ms ({} of them while the harness read the page); the page's code in them: {}\n\
          scrolled down mid-stream: rows in view kept their place: {}\n\
@@ -2102,6 +2113,15 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
     let log = ui::shots_dir().join("dial-window-driver.log");
     std::fs::copy(j.env.driver_log_path(), &log).map_err(|e| format!("{}: {e}", log.display()))?;
     Ok(())
+}
+
+/// The value of `name` in the environment of process `pid` (`None`: not set or unreadable).
+fn web_process_variable(pid: u32, name: &str) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{name}=");
+    env.split(|b| *b == 0)
+        .filter_map(|e| std::str::from_utf8(e).ok())
+        .find_map(|e| e.strip_prefix(&prefix).map(str::to_string))
 }
 
 /// Scrolls the table to its middle and checks that the row at the top of the view stays the

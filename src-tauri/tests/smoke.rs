@@ -187,5 +187,46 @@ fn real_window_shows_sidebar_and_phones_view() {
         "the Phones entry is not shown as the active view in {}",
         shot.display()
     );
+    // The page's scripts run in JavaScriptCore's interpreter (`WindowScripts`, set by the app
+    // before the window exists and inherited by its web process).
+    let marker = format!("SWITCHBOARD_HOME={}", home.path().display());
+    let web: Vec<Vec<String>> = web_process_environments()
+        .into_iter()
+        .filter(|env| env.contains(&marker))
+        .collect();
+    assert!(
+        !web.is_empty(),
+        "no WebKitWebProcess with the app's environment ({marker}) was found"
+    );
+    for env in &web {
+        assert!(
+            env.iter().any(|v| v == "JSC_useJIT=false"),
+            "the window's web process runs without JSC_useJIT=false"
+        );
+    }
     eprintln!("smoke screenshot: {} ({colours} colours)", shot.display());
+}
+
+/// The environments of every `WebKitWebProcess` on the machine, one list of `NAME=value` each.
+fn web_process_environments() -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let dir = e.path();
+        let is_web = std::fs::read_to_string(dir.join("comm"))
+            .is_ok_and(|c| c.trim().starts_with("WebKitWebProces"));
+        if !is_web {
+            continue;
+        }
+        if let Ok(env) = std::fs::read(dir.join("environ")) {
+            out.push(
+                env.split(|b| *b == 0)
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .collect(),
+            );
+        }
+    }
+    out
 }

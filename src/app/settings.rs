@@ -110,6 +110,59 @@ impl WindowGraphics {
     }
 }
 
+/// The JavaScriptCore option that turns its JIT compilers on or off. JavaScriptCore reads its
+/// options from `JSC_<name>` environment variables, and WebKitGTK's web process inherits the
+/// app's environment, so setting it before the window exists applies to the window's scripts.
+pub const JSC_USE_JIT: &str = "JSC_useJIT";
+
+/// How the window's scripts run (Linux, WebKitGTK), decided once before the window exists.
+///
+/// The default runs them in JavaScriptCore's interpreter, without its JIT compilers. The
+/// window's own code is small and runs a few percent of the time, but the JIT's compiled code
+/// and the memory its compilers use grew the web process by about 50 MB while Live dials
+/// streamed 100 000 dials (e2e journey 8: 252 MB with the JIT, 201 MB without, against 145 MB
+/// for an empty WebKitGTK page; `docs/desktop-dials.md`). Without a JIT the web process also
+/// has no writable and executable memory, which leaves less to an attacker who gets a script
+/// into the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowScripts {
+    /// `JSC_useJIT` was set by whoever started the app: left as it is.
+    AsTheEnvironmentSays,
+    /// The default: set `JSC_useJIT=false` before the window is made.
+    Interpreter,
+}
+
+impl WindowScripts {
+    /// Decides from whether the variable is already in the environment.
+    pub fn decide(variable_set: bool) -> Self {
+        if variable_set {
+            Self::AsTheEnvironmentSays
+        } else {
+            Self::Interpreter
+        }
+    }
+
+    /// Decides for this process's environment.
+    pub fn for_app() -> Self {
+        Self::decide(std::env::var_os(JSC_USE_JIT).is_some())
+    }
+
+    /// The variable to set in this process's environment before the window is made, if any.
+    pub fn variable(self) -> Option<(&'static str, &'static str)> {
+        (self == Self::Interpreter).then_some((JSC_USE_JIT, "false"))
+    }
+
+    /// In words, for the log at start.
+    pub fn words(self) -> &'static str {
+        match self {
+            Self::AsTheEnvironmentSays => "window scripts: JSC_useJIT comes from the environment",
+            Self::Interpreter => {
+                "window scripts: JavaScriptCore's interpreter, no JIT (the default; JSC_useJIT=true in the environment turns the JIT on)"
+            }
+        }
+    }
+}
+
 /// [`Settings::window_gpu`] as saved in the `settings.json` of `paths` (false when there is
 /// no file, it does not read, or there are no folders).
 fn window_gpu_setting(paths: Option<&AppPaths>) -> bool {
@@ -137,6 +190,20 @@ mod tests {
             WindowGraphics::AsTheEnvironmentSays
         );
         assert_eq!(WindowGraphics::decide(true, true).variable(), None);
+    }
+
+    #[test]
+    fn the_window_runs_its_scripts_without_a_jit_unless_the_environment_says_otherwise() {
+        assert_eq!(
+            WindowScripts::decide(false).variable(),
+            Some((JSC_USE_JIT, "false"))
+        );
+        // Whoever started the app with the variable (either value) decides.
+        assert_eq!(
+            WindowScripts::decide(true),
+            WindowScripts::AsTheEnvironmentSays
+        );
+        assert_eq!(WindowScripts::decide(true).variable(), None);
     }
 
     #[test]
