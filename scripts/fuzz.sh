@@ -13,6 +13,10 @@
 # autogroup too, e.g. `setsid nice -n 19 bash scripts/fuzz.sh ...` and then
 # `echo 19 > /proc/<afl-fuzz pid>/autogroup`. A fuzzer paused (SIGSTOP) mid-execution counts
 # that execution as a hang when it resumes: replay any hang (`BIN < FILE`) before believing it.
+# Both cores: while a run is under way, a second instance on the same output folder doubles the
+# rate (`cargo afl fuzz -i fuzz/seeds/TARGET -o $FUZZ_OUT/TARGET -S sec1 -G $FUZZ_MAX_LEN -t 2000
+# -- $FUZZ_TARGET_DIR/release/fuzz_TARGET`, with the AFL_* variables below); the target's count
+# is then the instances' `execs_done` summed, and Ctrl+C (SIGINT) ends each cleanly.
 # Engine: AFL++ through the `afl` crate (`cargo afl`, which builds AFL++ from its bundled source
 # when it is installed; no nightly toolchain needed). The fuzz crate is `fuzz/` (not a
 # workspace member). Seeds: fuzz/seeds/TARGET/ (make them with

@@ -119,9 +119,10 @@ pub const JSC_USE_JIT: &str = "JSC_useJIT";
 ///
 /// The default runs them in JavaScriptCore's interpreter, without its JIT compilers. The
 /// window's own code is small and runs a few percent of the time, but the JIT's compiled code
-/// and the memory its compilers use grew the web process by about 50 MB while Live dials
-/// streamed 100 000 dials (e2e journey 8: 252 MB with the JIT, 201 MB without, against 145 MB
-/// for an empty WebKitGTK page; `docs/desktop-dials.md`). Without a JIT the web process also
+/// and the memory its compilers use grew the web process by about 55 MB while Live dials
+/// streamed 100 000 dials (e2e journey 8, release: 276-280 MB RSS with the JIT, 218-227 MB
+/// without, against 145 MB for an empty WebKitGTK page; at rest 191 and 180 MB;
+/// `docs/desktop-dials.md`). Without a JIT the web process also
 /// has no writable and executable memory, which leaves less to an attacker who gets a script
 /// into the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
