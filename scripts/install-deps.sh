@@ -48,6 +48,13 @@ fi
 command -v cargo >/dev/null 2>&1 || { echo "cargo not found: install Rust from rustup.rs" >&2; exit 1; }
 command -v npm >/dev/null 2>&1 || { echo "npm not found: install Node.js 20 or newer" >&2; exit 1; }
 
+# Every crate in Cargo.lock, for every platform (cargo fetch downloads those a build here skips,
+# such as Windows' and Android's): the licence check (tests/licences.rs) reads them all with
+# `cargo metadata --offline`, which failed on a new machine whose cache held only this
+# platform's crates. Quick when they are already there.
+echo "==> Rust crates of every platform in Cargo.lock (cargo fetch --locked)"
+cargo fetch --locked --quiet
+
 # Front-end packages: reinstall when the lock file changed since the last install.
 stamp=ui/node_modules/.switchboard-lock
 if [ ! -f "$stamp" ] || ! cmp -s ui/package-lock.json "$stamp"; then
