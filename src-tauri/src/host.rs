@@ -76,6 +76,15 @@ async fn flush_tray<R: Runtime>(app: AppHandle<R>, queue: Arc<Mutex<TrayQueue>>)
 
 impl<R: Runtime> Host for TauriHost<R> {
     fn emit(&self, event: &AppEvent) {
+        // Dial counts stay out of the window: it has no listener for them (Live dials streams
+        // through its own channel), and each event is a script the web process compiles and
+        // runs, one per batch of dials a link reads (hundreds a second while a phone streams).
+        if matches!(
+            event,
+            AppEvent::Notice(switchboard::hub::HubNotice::DialCount { .. })
+        ) {
+            return;
+        }
         if let Err(e) = self.app.emit(event.name(), event.payload()) {
             tracing::debug!("event {} not sent to the window: {e}", event.name());
         }
