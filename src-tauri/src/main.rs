@@ -42,12 +42,13 @@ fn window_graphics() -> Option<switchboard::app::settings::WindowGraphics> {
 }
 
 /// Linux: decides how the window's scripts run (`WindowScripts`: JavaScriptCore's interpreter
-/// unless `JSC_useJIT` is already set) and sets `JSC_useJIT` accordingly, here, before any
-/// thread or window exists (the web process inherits the environment).
+/// and an 8 MiB collection step, each unless its variable is already set) and sets
+/// `JSC_useJIT` and `JSC_largeHeapSize` accordingly, here, before any thread or window exists
+/// (the web process inherits the environment).
 #[cfg(target_os = "linux")]
 fn window_scripts() -> Option<switchboard::app::settings::WindowScripts> {
     let s = switchboard::app::settings::WindowScripts::for_app();
-    if let Some((name, value)) = s.variable() {
+    for (name, value) in s.variables() {
         std::env::set_var(name, value);
     }
     Some(s)

@@ -426,8 +426,10 @@ fn forwarding_reports_merged_batches_and_stops_on_failed_send() {
                     rows,
                     merged: mg,
                     skipped,
+                    left_out,
                 } => {
                     assert_eq!(*skipped, 0);
+                    assert!(left_out.is_empty(), "forward sends every row");
                     merged += mg;
                     seen.extend(rows.iter().map(|r| r.id.to_string()));
                 }
@@ -470,4 +472,110 @@ fn forwarding_reports_merged_batches_and_stops_on_failed_send() {
         log.shutdown().await.unwrap();
         assert_eq!(task.await.unwrap(), ForwardEnd::LogClosed);
     });
+}
+
+/// The window's line view gets at most `max_rows` of each batch's newest dials; the older ones
+/// are named by sequence number in `left_out` (never lost from the count), and a batch within
+/// the bound is whole.
+#[test]
+fn forwarding_newest_sends_the_newest_rows_and_names_the_rest() {
+    use switchboard::app::dials::{forward_newest, WINDOW_BATCH_ROWS};
+    tauri::async_runtime::block_on(async {
+        let log = DialLog::spawn(DialLogConfig::default()).unwrap();
+        let sub = log
+            .subscribe(
+                DialFilter::default(),
+                SubscribeOptions {
+                    // Long enough that one ingest of 50 arrives as one batch.
+                    interval: Some(Duration::from_millis(300)),
+                    ..SubscribeOptions::default()
+                },
+            )
+            .await
+            .unwrap();
+        let got: Arc<Mutex<Vec<DialBatchMsg>>> = Arc::default();
+        let sink_got = Arc::clone(&got);
+        let task = tauri::async_runtime::spawn(forward_newest(
+            3,
+            sub,
+            Some(20),
+            move |m: DialBatchMsg| {
+                sink_got.lock().unwrap().push(m);
+                Ok::<(), ()>(())
+            },
+        ));
+        let batch = |from: usize, n: usize| -> Vec<Dial> {
+            (from..from + n)
+                .map(|i| {
+                    let id = format!("d{i:03}");
+                    dial(&id, "read_item", 100 + i as i64, 5, DialOutcome::Ok, None)
+                })
+                .collect()
+        };
+        log.ingest_batch(batch(0, 50)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        log.ingest_batch(batch(50, 7)).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let counted = |msgs: &[DialBatchMsg]| -> usize {
+            msgs.iter()
+                .map(|m| match m {
+                    DialBatchMsg::Batch {
+                        rows,
+                        skipped,
+                        left_out,
+                        ..
+                    } => rows.len() + left_out.len() + *skipped as usize,
+                    DialBatchMsg::Snapshot { .. } => 0,
+                })
+                .sum()
+        };
+        while counted(&got.lock().unwrap()) < 57 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let msgs = got.lock().unwrap().clone();
+        assert_eq!(counted(&msgs), 57, "every dial is sent or named: {msgs:?}");
+        let mut sent = Vec::new();
+        let mut named = Vec::new();
+        for m in &msgs[1..] {
+            let DialBatchMsg::Batch {
+                rows,
+                skipped,
+                left_out,
+                ..
+            } = m
+            else {
+                panic!("second snapshot: {m:?}");
+            };
+            assert_eq!(*skipped, 0, "the log dropped nothing");
+            assert!(rows.len() <= 20, "a batch of {} rows", rows.len());
+            if !left_out.is_empty() {
+                assert_eq!(rows.len(), 20, "rows are left out only past the bound");
+                assert!(
+                    left_out.windows(2).all(|w| w[0] < w[1])
+                        && left_out.last() < rows.first().map(|r| &r.seq),
+                    "left out: older than the rows sent, oldest first: {left_out:?}"
+                );
+            }
+            sent.extend(rows.iter().map(|r| r.id.to_string()));
+            named.extend(left_out.iter().copied());
+        }
+        // The first batch's 30 oldest are named, its 20 newest sent; the second batch whole.
+        let want: Vec<String> = (30..57).map(|i| format!("d{i:03}")).collect();
+        assert_eq!(sent, want, "the newest of each batch, oldest first");
+        assert_eq!(named.len(), 30);
+        // The names are the dials' own sequence numbers: the log's page holds them.
+        let page = log.query(DialFilter::default()).await.unwrap();
+        let mut old: Vec<u64> = page
+            .dials
+            .iter()
+            .filter(|d| d.id.as_ref() < "d030")
+            .map(|d| d.seq.0)
+            .collect();
+        old.sort_unstable();
+        assert_eq!(named, old);
+        log.shutdown().await.unwrap();
+        assert_eq!(task.await.unwrap(), ForwardEnd::LogClosed);
+    });
+    // The window's bound covers a tall window's rows with room to scroll.
+    assert!((80..=200).contains(&WINDOW_BATCH_ROWS));
 }

@@ -2084,10 +2084,14 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
         Some(v) => format!("scripts with JSC_useJIT={v}"),
         None => "scripts with JavaScriptCore's JIT (JSC_useJIT not set)".to_string(),
     };
+    let scripts = match web_process_variable(app_pids[0], "JSC_largeHeapSize") {
+        Some(v) => format!("{scripts}, a collection step of {v} bytes (JSC_largeHeapSize)"),
+        None => format!("{scripts}, JavaScriptCore's own collection step (32 MiB)"),
+    };
     let report = format!(
         "dial window figures (journey 8, --demo, Xvfb 1280x800, {graphics}, {scripts}):\n\
          stream: {streamed} dials by switchboard-phone --rate 1000/s in {stream_s:.1} s ({:.0} dials/s as seen), filter `caller:lumiagent`, table at {n} rows\n\
-         frames: {} in {:.1} s; longest gap {:.1} ms (target <= 50), p99 {:.1} ms (target <= 20), p50 {:.1} ms, {} gaps over 50 ms ({} of them while the harness read the page); the page's code in them: {}\n\
+         frames: {} in {:.1} s; longest gap {:.1} ms (target <= 50), p99 {:.1} ms (target <= 20), p50 {:.1} ms, {} gaps over 50 ms ({} of them while the harness read the page); the page's code in them: {}; the page's callbacks by kind (ms): {}\n\
          scrolled down mid-stream: rows in view kept their place: {}\n\
          rows rendered {rendered}, rows held in the page {cached}\n\
          memory, web process: empty WebKitGTK page {base}\n\
@@ -2104,6 +2108,7 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
         gaps.over50,
         gaps.over50_at_mark,
         gaps.busy_in_long,
+        gaps.by_kind,
         kept.unwrap_or_default(),
     );
     eprintln!("{report}");

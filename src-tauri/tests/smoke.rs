@@ -187,8 +187,9 @@ fn real_window_shows_sidebar_and_phones_view() {
         "the Phones entry is not shown as the active view in {}",
         shot.display()
     );
-    // The page's scripts run in JavaScriptCore's interpreter (`WindowScripts`, set by the app
-    // before the window exists and inherited by its web process).
+    // The page's scripts run in JavaScriptCore's interpreter with an 8 MiB collection step
+    // (`WindowScripts`, set by the app before the window exists and inherited by its web
+    // process).
     let marker = format!("SWITCHBOARD_HOME={}", home.path().display());
     let web: Vec<Vec<String>> = web_process_environments()
         .into_iter()
@@ -202,6 +203,10 @@ fn real_window_shows_sidebar_and_phones_view() {
         assert!(
             env.iter().any(|v| v == "JSC_useJIT=false"),
             "the window's web process runs without JSC_useJIT=false"
+        );
+        assert!(
+            env.iter().any(|v| v == "JSC_largeHeapSize=8388608"),
+            "the window's web process runs without JSC_largeHeapSize=8388608"
         );
     }
     eprintln!("smoke screenshot: {} ({colours} colours)", shot.display());

@@ -144,9 +144,11 @@ impl From<&Dial> for DialRow {
 /// - `{ kind: "snapshot", id, rows, total }`: first message of a subscription: the matching
 ///   dials held when it started, **oldest first** (`total` counts all matches, `rows` may be
 ///   fewer when the filter has a `limit`).
-/// - `{ kind: "batch", rows, merged, skipped }`: new matching dials, oldest first; `merged` of
-///   them were held back from an earlier batch because the forwarder fell behind, `skipped`
-///   matching dials were dropped for this view (re-query to see them).
+/// - `{ kind: "batch", rows, merged, skipped, left_out }`: new matching dials, oldest first;
+///   `merged` of them were held back from an earlier batch because the forwarder fell behind,
+///   `skipped` matching dials were dropped for this view (re-query to see them), `left_out` the
+///   sequence numbers of older matching dials of this batch not sent (a view's bound on rows
+///   per batch, [`WINDOW_BATCH_ROWS`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[ts(export)]
@@ -172,6 +174,12 @@ pub enum DialBatchMsg {
         /// Matching dials dropped for this view since the last batch.
         #[ts(type = "number")]
         skipped: u64,
+        /// Sequence numbers ([`DialRow::seq`]) of this batch's matching dials left out to keep
+        /// it within the view's bound (older than `rows`, oldest first; read them from the
+        /// history when wanted). A view that read the history up to some `seq` counts only
+        /// the ones above it.
+        #[ts(type = "number[]")]
+        left_out: Vec<u64>,
     },
 }
 
@@ -192,10 +200,21 @@ impl DialBatchMsg {
 
     /// A batch message from a core [`DialBatch`].
     pub fn batch(b: &DialBatch) -> Self {
+        Self::batch_newest(b, None)
+    }
+
+    /// A batch message from a core [`DialBatch`] with at most `max_rows` of its newest dials
+    /// (`None`: all); the older ones are named by their sequence number in `left_out` (the
+    /// page reads them from the history when it wants them), and `merged` counts only rows
+    /// that are sent.
+    pub fn batch_newest(b: &DialBatch, max_rows: Option<usize>) -> Self {
+        let keep = max_rows.map_or(b.dials.len(), |m| m.min(b.dials.len()));
+        let cut = b.dials.len() - keep;
         Self::Batch {
-            rows: b.dials.iter().map(|d| DialRow::from(&**d)).collect(),
-            merged: b.merged,
+            rows: b.dials[cut..].iter().map(|d| DialRow::from(&**d)).collect(),
+            merged: b.merged.min(keep as u64),
             skipped: b.skipped,
+            left_out: b.dials[..cut].iter().map(|d| d.seq.0).collect(),
         }
     }
 }
@@ -320,6 +339,16 @@ impl HistoryStats {
 /// cost, 200 ms late at most.
 pub const WINDOW_BATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// Most rows in one batch of a filter line's view: the newest ones, the older ones of the batch
+/// named by sequence number in `left_out` ([`DialBatchMsg::batch_newest`]). The table shows at most about 80 rows
+/// (a 2 160 px high window) and follows the newest while at the top; scrolled down, it keeps the
+/// rows in view and needs none of the new ones. At 1 000 dials a second a batch holds ~200 rows:
+/// the rest were parsed and kept by the page only to be dropped from its cache, ~1.2 MB of
+/// script garbage a second. Rows that are wanted later come from the history, as after any
+/// `skipped`; their sequence numbers let a view that just read the history count only the
+/// ones it has not (a count alone would count some twice).
+pub const WINDOW_BATCH_ROWS: usize = 120;
+
 /// How long `dials_history_stats` reads SQLite for (the view asks again every few seconds).
 pub const HISTORY_STATS_BUDGET: std::time::Duration = std::time::Duration::from_millis(400);
 
@@ -356,6 +385,17 @@ pub enum ForwardEnd {
 pub async fn forward<E>(
     id: u64,
     sub: Subscription,
+    sink: impl FnMut(DialBatchMsg) -> Result<(), E>,
+) -> ForwardEnd {
+    forward_newest(id, sub, None, sink).await
+}
+
+/// As [`forward`], each batch with at most `max_rows` of its newest dials
+/// ([`DialBatchMsg::batch_newest`]; `None`: all).
+pub async fn forward_newest<E>(
+    id: u64,
+    sub: Subscription,
+    max_rows: Option<usize>,
     mut sink: impl FnMut(DialBatchMsg) -> Result<(), E>,
 ) -> ForwardEnd {
     let Subscription {
@@ -367,7 +407,7 @@ pub async fn forward<E>(
     }
     drop(snapshot);
     while let Some(b) = batches.recv().await {
-        if sink(DialBatchMsg::batch(&b)).is_err() {
+        if sink(DialBatchMsg::batch_newest(&b, max_rows)).is_err() {
             return ForwardEnd::SinkClosed;
         }
     }
@@ -483,12 +523,23 @@ impl DialsState {
         sub: Subscription,
         sink: impl FnMut(DialBatchMsg) -> Result<(), E> + Send + 'static,
     ) -> u64 {
+        self.start_forwarding_newest(sub, None, sink)
+    }
+
+    /// As [`DialsState::start_forwarding`], each batch with at most `max_rows` of its newest
+    /// dials ([`forward_newest`]).
+    pub fn start_forwarding_newest<E: 'static>(
+        &self,
+        sub: Subscription,
+        max_rows: Option<usize>,
+        sink: impl FnMut(DialBatchMsg) -> Result<(), E> + Send + 'static,
+    ) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let subs = Arc::clone(&self.subs);
         // Held across the spawn so the task's own removal cannot run before the insert.
         let mut map = lock(&self.subs);
         let task = self.rt.spawn(async move {
-            let end = forward(id, sub, sink).await;
+            let end = forward_newest(id, sub, max_rows, sink).await;
             tracing::debug!("dial view {id} ended: {end:?}");
             lock(&subs).remove(&id);
         });
@@ -868,7 +919,8 @@ impl DialsState {
 
     /// As [`DialsState::dials_subscribe`]; with `line` (a compiled filter line) the live view
     /// sends an empty snapshot and then only new dials matching the line (page the history
-    /// with `dials_history`), in batches at most [`WINDOW_BATCH_INTERVAL`] apart; an imported
+    /// with `dials_history`), in batches at most [`WINDOW_BATCH_INTERVAL`] apart, each with at
+    /// most [`WINDOW_BATCH_ROWS`] of the newest (the others counted as `skipped`); an imported
     /// capture's snapshot holds its matching dials.
     ///
     /// # Errors
@@ -883,21 +935,24 @@ impl DialsState {
         let filter = filter.unwrap_or_default();
         match source.unwrap_or_default() {
             DialSource::Live => {
-                let sub = match line {
+                let (sub, max_rows) = match line {
                     Some(q) => {
                         let options = SubscribeOptions {
                             interval: Some(WINDOW_BATCH_INTERVAL),
                             ..SubscribeOptions::default()
                         };
-                        self.log.subscribe_line(q, options).await?
+                        let sub = self.log.subscribe_line(q, options).await?;
+                        (sub, Some(WINDOW_BATCH_ROWS))
                     }
                     None => {
-                        self.log
+                        let sub = self
+                            .log
                             .subscribe(filter, SubscribeOptions::default())
-                            .await?
+                            .await?;
+                        (sub, None)
                     }
                 };
-                Ok(self.start_forwarding(sub, sink))
+                Ok(self.start_forwarding_newest(sub, max_rows, sink))
             }
             DialSource::Imported => {
                 let capture = self.imported_capture()?;

@@ -115,52 +115,81 @@ impl WindowGraphics {
 /// app's environment, so setting it before the window exists applies to the window's scripts.
 pub const JSC_USE_JIT: &str = "JSC_useJIT";
 
-/// How the window's scripts run (Linux, WebKitGTK), decided once before the window exists.
+/// The JavaScriptCore option that sets how many bytes a web page's script heap may allocate
+/// between two collections at least (its default is 32 MiB; read like [`JSC_USE_JIT`]).
+pub const JSC_LARGE_HEAP_SIZE: &str = "JSC_largeHeapSize";
+
+/// The window's collection step: [`JSC_LARGE_HEAP_SIZE`] as the app sets it, 8 MiB.
+pub const WINDOW_HEAP_STEP: &str = "8388608";
+
+/// How the window's scripts run (Linux, WebKitGTK), decided once before the window exists:
+/// two JavaScriptCore options, each set by the app unless whoever started it already set it.
 ///
-/// The default runs them in JavaScriptCore's interpreter, without its JIT compilers. The
-/// window's own code is small and runs a few percent of the time, but the JIT's compiled code
-/// and the memory its compilers use grew the web process by about 55 MB while Live dials
-/// streamed 100 000 dials (e2e journey 8, release: 276-280 MB RSS with the JIT, 218-227 MB
-/// without, against 145 MB for an empty WebKitGTK page; at rest 191 and 180 MB;
-/// `docs/desktop-dials.md`). Without a JIT the web process also
-/// has no writable and executable memory, which leaves less to an attacker who gets a script
-/// into the page.
+/// - **No JIT** ([`JSC_USE_JIT`] `false`): the scripts run in JavaScriptCore's interpreter. The
+///   window's own code is small and runs a few percent of the time, but the JIT's compiled code
+///   and the memory its compilers use grew the web process by about 55 MB while Live dials
+///   streamed 100 000 dials (e2e journey 8, release: 276-280 MB RSS with the JIT, 218-227 MB
+///   without, against 145 MB for an empty WebKitGTK page; at rest 191 and 180 MB;
+///   `docs/desktop-dials.md`). Without a JIT the web process also has no writable and
+///   executable memory, which leaves less to an attacker who gets a script into the page.
+/// - **A small collection step** ([`JSC_LARGE_HEAP_SIZE`] [`WINDOW_HEAP_STEP`], 8 MiB instead of
+///   32): while a phone streams, the page's live objects stay at about 8-10 MB, but with the
+///   default step its heap grew to about 34 MB between two collections (one every ~15 s, each
+///   sweeping for 7-16 ms), and the process kept those pages. With the step at 8 MiB it peaks
+///   near 10 MB and a collection sweeps for under 2 ms (journey 8 with `JSC_logGC=1`: the
+///   web process at 100 000 dials 215 -> 189 MB RSS).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WindowScripts {
-    /// `JSC_useJIT` was set by whoever started the app: left as it is.
-    AsTheEnvironmentSays,
-    /// The default: set `JSC_useJIT=false` before the window is made.
-    Interpreter,
+pub struct WindowScripts {
+    /// `JSC_useJIT` was set by whoever started the app: left as it is (else set to `false`).
+    pub jit_from_environment: bool,
+    /// `JSC_largeHeapSize` was set by whoever started the app: left as it is (else set to
+    /// [`WINDOW_HEAP_STEP`]).
+    pub heap_from_environment: bool,
 }
 
 impl WindowScripts {
-    /// Decides from whether the variable is already in the environment.
-    pub fn decide(variable_set: bool) -> Self {
-        if variable_set {
-            Self::AsTheEnvironmentSays
-        } else {
-            Self::Interpreter
+    /// Decides from whether each variable is already in the environment.
+    pub fn decide(jit_set: bool, heap_set: bool) -> Self {
+        Self {
+            jit_from_environment: jit_set,
+            heap_from_environment: heap_set,
         }
     }
 
     /// Decides for this process's environment.
     pub fn for_app() -> Self {
-        Self::decide(std::env::var_os(JSC_USE_JIT).is_some())
+        Self::decide(
+            std::env::var_os(JSC_USE_JIT).is_some(),
+            std::env::var_os(JSC_LARGE_HEAP_SIZE).is_some(),
+        )
     }
 
-    /// The variable to set in this process's environment before the window is made, if any.
-    pub fn variable(self) -> Option<(&'static str, &'static str)> {
-        (self == Self::Interpreter).then_some((JSC_USE_JIT, "false"))
+    /// The variables to set in this process's environment before the window is made (name,
+    /// value), none when the environment already decided both.
+    pub fn variables(self) -> Vec<(&'static str, &'static str)> {
+        let mut out = Vec::new();
+        if !self.jit_from_environment {
+            out.push((JSC_USE_JIT, "false"));
+        }
+        if !self.heap_from_environment {
+            out.push((JSC_LARGE_HEAP_SIZE, WINDOW_HEAP_STEP));
+        }
+        out
     }
 
     /// In words, for the log at start.
-    pub fn words(self) -> &'static str {
-        match self {
-            Self::AsTheEnvironmentSays => "window scripts: JSC_useJIT comes from the environment",
-            Self::Interpreter => {
-                "window scripts: JavaScriptCore's interpreter, no JIT (the default; JSC_useJIT=true in the environment turns the JIT on)"
-            }
-        }
+    pub fn words(self) -> String {
+        let jit = if self.jit_from_environment {
+            "JSC_useJIT comes from the environment"
+        } else {
+            "JavaScriptCore's interpreter, no JIT (the default; JSC_useJIT=true in the environment turns the JIT on)"
+        };
+        let heap = if self.heap_from_environment {
+            "JSC_largeHeapSize comes from the environment".to_string()
+        } else {
+            format!("a collection every {WINDOW_HEAP_STEP} bytes allocated at least (JSC_largeHeapSize; the default; the environment's value wins)")
+        };
+        format!("window scripts: {jit}; {heap}")
     }
 }
 
@@ -194,17 +223,29 @@ mod tests {
     }
 
     #[test]
-    fn the_window_runs_its_scripts_without_a_jit_unless_the_environment_says_otherwise() {
+    fn the_window_runs_its_scripts_without_a_jit_and_a_small_heap_step_unless_the_environment_says_otherwise(
+    ) {
         assert_eq!(
-            WindowScripts::decide(false).variable(),
-            Some((JSC_USE_JIT, "false"))
+            WindowScripts::decide(false, false).variables(),
+            vec![
+                (JSC_USE_JIT, "false"),
+                (JSC_LARGE_HEAP_SIZE, WINDOW_HEAP_STEP)
+            ]
         );
-        // Whoever started the app with the variable (either value) decides.
+        assert_eq!(WINDOW_HEAP_STEP.parse::<u64>().unwrap(), 8 << 20);
+        // Whoever started the app with a variable (any value) decides that one.
         assert_eq!(
-            WindowScripts::decide(true),
-            WindowScripts::AsTheEnvironmentSays
+            WindowScripts::decide(true, false).variables(),
+            vec![(JSC_LARGE_HEAP_SIZE, WINDOW_HEAP_STEP)]
         );
-        assert_eq!(WindowScripts::decide(true).variable(), None);
+        assert_eq!(
+            WindowScripts::decide(false, true).variables(),
+            vec![(JSC_USE_JIT, "false")]
+        );
+        assert!(WindowScripts::decide(true, true).variables().is_empty());
+        assert!(WindowScripts::decide(true, true)
+            .words()
+            .contains("JSC_largeHeapSize comes from the environment"));
     }
 
     #[test]

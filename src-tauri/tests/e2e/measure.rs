@@ -211,6 +211,7 @@ if (!window.__raf_wrapped) {
     }
   };
   const raf = window.requestAnimationFrame.bind(window);
+  window.__raf_native = raf;
   window.requestAnimationFrame = (cb) => raf(timed('raf', cb));
   const ti = window.__TAURI_INTERNALS__;
   if (ti && ti.transformCallback) {
@@ -223,8 +224,10 @@ if (!window.__raf_wrapped) {
 // One recording loop, however often this runs (the loop reads `window.__raf` each frame).
 if (!window.__raf_loop) {
   window.__raf_loop = true;
-  const f = (t) => { if (!window.__raf.on) { window.__raf_loop = false; return; } window.__raf.t.push(t); requestAnimationFrame(f); };
-  requestAnimationFrame(f);
+  // The recorder's own frames are not timed (it does nothing but note the time).
+  const next = window.__raf_native || window.requestAnimationFrame.bind(window);
+  const f = (t) => { if (!window.__raf.on) { window.__raf_loop = false; return; } window.__raf.t.push(t); next(f); };
+  next(f);
 }
 return true;
 "#;
@@ -250,7 +253,12 @@ return { frames: t.length, span_ms: t.length > 1 ? t[t.length - 1] - t[0] : 0, m
     return { gap_ms: gapsum, busy_ms: sum, longest_ms: top[0], longest_kind: top[1], all_busy_ms: all, callbacks: window.__raf.busy.length }; })(),
   over50_at_mark: (() => { let n = 0, m = 0; const k = window.__raf.marks;
     for (let i = 1; i < t.length; i++) { while (m < k.length && k[m] < t[i - 1]) m++;
-      if (t[i] - t[i - 1] > 50 && m < k.length && k[m] <= t[i]) n++; } return n; })() };
+      if (t[i] - t[i - 1] > 50 && m < k.length && k[m] <= t[i]) n++; } return n; })(),
+  // The page's callbacks by kind: how many, and their durations' p50 / p99 / longest and sum
+  // (ms), the animation-frame callbacks of the recorder itself left out (they do nothing).
+  by_kind: (() => { const by = {}; for (const [s0, e0, k] of window.__raf.busy) (by[k] = by[k] || []).push(e0 - s0);
+    const out = {}; for (const [k, d] of Object.entries(by)) { d.sort((x, y) => x - y); const r = (p) => d[Math.max(0, Math.ceil(p / 100 * d.length) - 1)];
+      out[k] = { n: d.length, p50: r(50), p99: r(99), max: d[d.length - 1], sum: Math.round(d.reduce((a, x) => a + x, 0)) }; } return out; })() };
 "#;
 
 /// Frame-gap figures read back from the page.
@@ -266,6 +274,8 @@ pub struct FrameGaps {
     pub over50_at_mark: u64,
     /// The page's own code timed inside the gaps over 50 ms (`busy_in_long`, as the page said).
     pub busy_in_long: Value,
+    /// The page's callbacks by kind (`by_kind`: count and p50 / p99 / longest / sum in ms).
+    pub by_kind: Value,
 }
 
 impl FrameGaps {
@@ -284,6 +294,7 @@ impl FrameGaps {
             over50: f("over50")? as u64,
             over50_at_mark: f("over50_at_mark")? as u64,
             busy_in_long: v["busy_in_long"].clone(),
+            by_kind: v["by_kind"].clone(),
         })
     }
 }

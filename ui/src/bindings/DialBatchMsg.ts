@@ -7,9 +7,11 @@ import type { DialRow } from "./DialRow";
  * - `{ kind: "snapshot", id, rows, total }`: first message of a subscription: the matching
  *   dials held when it started, **oldest first** (`total` counts all matches, `rows` may be
  *   fewer when the filter has a `limit`).
- * - `{ kind: "batch", rows, merged, skipped }`: new matching dials, oldest first; `merged` of
- *   them were held back from an earlier batch because the forwarder fell behind, `skipped`
- *   matching dials were dropped for this view (re-query to see them).
+ * - `{ kind: "batch", rows, merged, skipped, left_out }`: new matching dials, oldest first;
+ *   `merged` of them were held back from an earlier batch because the forwarder fell behind,
+ *   `skipped` matching dials were dropped for this view (re-query to see them), `left_out` the
+ *   sequence numbers of older matching dials of this batch not sent (a view's bound on rows
+ *   per batch, [`WINDOW_BATCH_ROWS`]).
  */
 export type DialBatchMsg = { "kind": "snapshot", 
 /**
@@ -35,4 +37,11 @@ merged: number,
 /**
  * Matching dials dropped for this view since the last batch.
  */
-skipped: number, };
+skipped: number, 
+/**
+ * Sequence numbers ([`DialRow::seq`]) of this batch's matching dials left out to keep
+ * it within the view's bound (older than `rows`, oldest first; read them from the
+ * history when wanted). A view that read the history up to some `seq` counts only
+ * the ones above it.
+ */
+left_out: number[], };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CACHE_ROWS, DialWindow, Geometry, keepInPlace, PAGE, WALK_PAGE, type PageAsk } from "./dialWindow";
+import { CACHE_ROWS, DialWindow, Geometry, keepInPlace, PAGE, prependNewer, WALK_PAGE, type PageAsk } from "./dialWindow";
 
 /** A history of `n` rows `h0` (newest) .. `h{n-1}`, answered the way the core pages it: a cursor
  * is the index the next page starts at. */
@@ -187,5 +187,42 @@ describe("the window of rows over cursor pages", () => {
     const t2 = w2.begin(w2.next(0, 5) as { from: number });
     w2.failed(t2);
     expect(w2.next(0, 5)).not.toBeNull();
+  });
+});
+
+describe("streamed batches above the history read", () => {
+  type R = { kind: string; seq: number; id: string };
+  const row = (seq: number, kind = "dial"): R => ({ kind, seq, id: `s${seq}` });
+
+  it("counts only the left-out rows newer than the history read, below the rows sent", () => {
+    const w = new DialWindow<R>();
+    // The history read holds seq 1..100 (newest first); a batch straddles it: 91..130 matched,
+    // the core sent 121..130 and left out 91..120.
+    w.reset(100, true, Array.from({ length: 100 }, (_, k) => row(100 - k)), null);
+    const leftOut = Array.from({ length: 30 }, (_, k) => 91 + k);
+    const rows = Array.from({ length: 10 }, (_, k) => row(121 + k));
+    const added = prependNewer(w, 100, rows, leftOut);
+    // 20 left out (101..120) and 10 sent are new; 91..100 were in the history already.
+    expect(added).toBe(30);
+    expect(w.total).toBe(130);
+    // Newest first: the 10 rows sent, then 20 places to read later, then the history.
+    expect(w.rowAt(0)?.seq).toBe(130);
+    expect(w.rowAt(9)?.seq).toBe(121);
+    expect(w.rowAt(10)).toBeUndefined();
+    expect(w.rowAt(29)).toBeUndefined();
+    expect(w.rowAt(30)?.seq).toBe(100);
+    // The places left out are read from the history's top again when they come into view.
+    expect(w.next(0, 20)).toEqual({ restart: true });
+  });
+
+  it("drops rows and connection events already read, and adds the channel's own drops", () => {
+    const w = new DialWindow<R>();
+    w.reset(5, true, [row(5), row(4), row(3), row(2), row(1)], null);
+    expect(prependNewer(w, 5, [row(4), row(6, "connection"), row(7)], [], 2)).toBe(3);
+    expect(w.total).toBe(8);
+    expect(w.rowAt(0)?.seq).toBe(7);
+    // Everything of a batch at or below the history read counts nothing.
+    expect(prependNewer(w, 5, [row(3)], [1, 2])).toBe(0);
+    expect(w.total).toBe(8);
   });
 });

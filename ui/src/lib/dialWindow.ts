@@ -279,3 +279,23 @@ export class DialWindow<Row = DialRow> {
     return dropped;
   }
 }
+
+/** Puts a streamed batch above the history read up to `newestSeq`: its dials newer than that
+ * (connection events come with the history pages), and as places to read later the rows the
+ * core left out of the batch (`leftOut`, their sequence numbers, all older than `rows`) that
+ * are newer too, plus `skipped` rows the channel dropped. Returns how many rows were added at
+ * the top. */
+export function prependNewer<Row extends { kind: string; seq: number }>(
+  win: DialWindow<Row>,
+  newestSeq: number,
+  rows: readonly Row[],
+  leftOut: readonly number[],
+  skipped = 0,
+): number {
+  let newer = 0;
+  for (const seq of leftOut) if (seq > newestSeq) newer++;
+  return win.prepend(
+    rows.filter((r) => r.kind === "dial" && r.seq > newestSeq),
+    newer + skipped,
+  );
+}
