@@ -591,6 +591,56 @@ fn dial_on_the_line(i: u64, fails: bool) -> Value {
     d
 }
 
+/// A banner that flaps (a line's calls fail and succeed in turn) raises and clears it each
+/// time, and the window hears of each, but the desktop notification comes once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flapping_banner_notifies_the_desktop_once() {
+    use switchboard::confirmations::notify::BANNER_TITLE;
+    let desk = start().await;
+    let (a, mut phone) = pair(&desk, "Phone A").await;
+    let hub = desk.app.hub().unwrap();
+    let session = "ses_flapping00000001";
+    for i in 1..=6u64 {
+        phone
+            .send_value(&event(
+                &a,
+                "event.phoneline.dial",
+                session,
+                i,
+                dial_on_the_line(i, i % 2 == 1),
+            ))
+            .await
+            .unwrap();
+    }
+    until("six dials", || {
+        hub.phone(a.device_id()).is_some_and(|p| p.dials == 6)
+    })
+    .await;
+    until("the third banner cleared", || {
+        notices(&desk.host)
+            .iter()
+            .filter(|n| matches!(n, HubNotice::BannerCleared { .. }))
+            .count()
+            == 3
+    })
+    .await;
+    let raised = notices(&desk.host)
+        .iter()
+        .filter(|n| matches!(n, HubNotice::BannerRaised { .. }))
+        .count();
+    assert_eq!(raised, 3, "the hub raised the banner three times");
+    let notified = desk
+        .host
+        .calls()
+        .into_iter()
+        .filter(|c| matches!(c, HostCall::Notify(n) if n.title == BANNER_TITLE))
+        .count();
+    assert_eq!(
+        notified, 1,
+        "one desktop notification for the flapping banner"
+    );
+}
+
 /// Banners per phone (issue 16): two phones on one hub, the same call path. A phone's result
 /// raises and clears only that phone's banner; the dial inspector shows the banner the hub
 /// raised for a dial (and where it stands), and one derived from the text only for an imported

@@ -5,8 +5,9 @@
 
 use serde_json::{json, Map, Value};
 use switchboard::confirmations::notify::{
-    banner_notification, escape_markup, notification_for, plain_line, NotificationKind,
-    ENDED_TITLE, MAX_PART_CHARS, WAITING_TITLE,
+    banner_notification, escape_markup, notification_for, plain_line, BannerNotices,
+    NotificationKind, BANNER_NOTICES_REMEMBERED, BANNER_RENOTIFY_AFTER, ENDED_TITLE,
+    MAX_PART_CHARS, WAITING_TITLE,
 };
 use switchboard::confirmations::{
     AnomalyKind, ChangeKind, ConfirmationMirror, ConfirmedBy, MirrorChange, RejectReason,
@@ -704,6 +705,44 @@ fn banner_notifications_use_the_banner_text_and_mute() {
         ..Default::default()
     };
     assert!(banner_notification("x", &off).is_none());
+}
+
+/// A banner that flaps (raised, cleared, raised, as a line's calls fail and succeed in turn)
+/// notifies once per quiet period; a new text or another banner notifies at once.
+#[test]
+fn a_flapping_banner_notifies_once_per_quiet_period() {
+    const TEXT: &str = "Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\" to inherit owner \"lumirealm\" permissions: push_notification";
+    let t0 = std::time::Instant::now();
+    let mut gate = BannerNotices::default();
+    let id = "lumiagent>lumirealm.phoneline";
+    assert!(gate.due(id, TEXT, t0), "the first raise notifies");
+    let ms = std::time::Duration::from_millis;
+    let repeats = (1..1000)
+        .filter(|i| gate.due(id, TEXT, t0 + ms(13 * i)))
+        .count();
+    assert_eq!(
+        repeats, 0,
+        "raised again 999 times within 13 s: no new notification"
+    );
+    assert!(gate.due(id, "another failure on the same path", t0 + ms(20)));
+    assert!(gate.due("lumiagent>lumiweather.phoneline", TEXT, t0 + ms(30)));
+    let later = t0 + ms(20) + BANNER_RENOTIFY_AFTER;
+    assert!(!gate.due(id, "another failure on the same path", later - ms(1)));
+    assert!(gate.due(id, "another failure on the same path", later));
+    // Bounded: many banners, then the first one is forgotten (and notifies again).
+    let mut gate = BannerNotices::default();
+    assert!(gate.due("b0", "x", t0));
+    for i in 1..=BANNER_NOTICES_REMEMBERED {
+        assert!(gate.due(&format!("b{i}"), "x", t0 + ms(i as u64)));
+    }
+    assert!(
+        gate.due("b0", "x", t0 + ms(5000)),
+        "the oldest was forgotten"
+    );
+    assert!(
+        !gate.due("b2", "x", t0 + ms(5001)),
+        "a recent one is remembered"
+    );
 }
 
 /// Labels and reasons a hostile phone might send.

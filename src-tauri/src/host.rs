@@ -25,11 +25,40 @@ struct TrayQueue {
     shown: Option<TraySummary>,
 }
 
+/// Shortest time between two banner notices sent to the window. A phone streaming dials that
+/// fail and succeed on the same line raises and clears its banner hundreds of times a second
+/// (journey 8's stream: 77 raised and 77 cleared a second); each notice is a script the web
+/// process compiles and runs and the main thread hands over, and all the window does with one
+/// is read the glance line again, at most 4 times a second (`ui/src/App.svelte`). The first
+/// notice goes at once; those that follow within the gap are held, and the newest of them goes
+/// when the gap ends, so the window always hears of the last change.
+pub const BANNER_NOTICE_GAP: Duration = Duration::from_millis(250);
+
+/// Whether `event` is a banner notice (raised or cleared), which [`BANNER_NOTICE_GAP`] spaces.
+pub fn is_banner_notice(event: &AppEvent) -> bool {
+    matches!(
+        event,
+        AppEvent::Notice(
+            switchboard::hub::HubNotice::BannerRaised { .. }
+                | switchboard::hub::HubNotice::BannerCleared { .. }
+        )
+    )
+}
+
+/// Banner notices in flight to the window: the newest one held back and whether a flush is
+/// under way (it sends what is held each [`BANNER_NOTICE_GAP`]).
+#[derive(Default)]
+struct NoticeQueue {
+    held: Option<AppEvent>,
+    flushing: bool,
+}
+
 /// The host the shell gives the app.
 pub struct TauriHost<R: Runtime> {
     app: AppHandle<R>,
     notifier: Arc<Notifier>,
     tray: Arc<Mutex<TrayQueue>>,
+    banners: Arc<Mutex<NoticeQueue>>,
 }
 
 impl<R: Runtime> TauriHost<R> {
@@ -39,7 +68,39 @@ impl<R: Runtime> TauriHost<R> {
             app,
             notifier,
             tray: Arc::default(),
+            banners: Arc::default(),
         }
+    }
+
+    fn send(&self, event: &AppEvent) {
+        send_to_window(&self.app, event);
+    }
+}
+
+/// Emits `event` to the window (a failure is logged: the window may be gone).
+fn send_to_window<R: Runtime>(app: &AppHandle<R>, event: &AppEvent) {
+    if let Err(e) = app.emit(event.name(), event.payload()) {
+        tracing::debug!("event {} not sent to the window: {e}", event.name());
+    }
+}
+
+/// Waits [`BANNER_NOTICE_GAP`], sends the banner notice held meanwhile if any, and goes on
+/// while one was; ends (and lets the next notice go at once) after a gap with none. Bounded:
+/// each turn takes what is held.
+async fn flush_banner_notices<R: Runtime>(app: AppHandle<R>, queue: Arc<Mutex<NoticeQueue>>) {
+    loop {
+        tokio::time::sleep(BANNER_NOTICE_GAP).await;
+        let next = {
+            let mut q = switchboard::sync::lock(&queue);
+            match q.held.take() {
+                Some(e) => e,
+                None => {
+                    q.flushing = false;
+                    return;
+                }
+            }
+        };
+        send_to_window(&app, &next);
     }
 }
 
@@ -85,9 +146,24 @@ impl<R: Runtime> Host for TauriHost<R> {
         ) {
             return;
         }
-        if let Err(e) = self.app.emit(event.name(), event.payload()) {
-            tracing::debug!("event {} not sent to the window: {e}", event.name());
+        // Banner notices: at most one per `BANNER_NOTICE_GAP`, the newest last.
+        if is_banner_notice(event) {
+            {
+                let mut q = switchboard::sync::lock(&self.banners);
+                if q.flushing {
+                    q.held = Some(event.clone());
+                    return;
+                }
+                q.flushing = true;
+            }
+            self.send(event);
+            tauri::async_runtime::spawn(flush_banner_notices(
+                self.app.clone(),
+                Arc::clone(&self.banners),
+            ));
+            return;
         }
+        self.send(event);
         // The File menu's "Close bundle" and "Save support bundle…" follow the bundle.
         if *event == AppEvent::Bundle {
             let open = self

@@ -1879,8 +1879,7 @@ fn journey_8_dial_window_figures() {
 async fn header_count(ui: &Ui) -> R<Option<u64>> {
     let v = ui
         .js(
-            "if (window.__raf) window.__raf.marks.push(performance.now()); \
-             const c = document.querySelector('.toolbar .counts'); if (!c) return null; \
+            "const c = document.querySelector('.toolbar .counts'); if (!c) return null; \
              const m = c.innerText.match(/^\\s*(?:about\\s+)?([\\d\\s]+?)\\s+(?:dials?|rows?)\\b/); return m ? m[1].replace(/\\s/g, '') : null;",
             vec![],
         )
@@ -2091,7 +2090,7 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
     let report = format!(
         "dial window figures (journey 8, --demo, Xvfb 1280x800, {graphics}, {scripts}):\n\
          stream: {streamed} dials by switchboard-phone --rate 1000/s in {stream_s:.1} s ({:.0} dials/s as seen), filter `caller:lumiagent`, table at {n} rows\n\
-         frames: {} in {:.1} s; longest gap {:.1} ms (target <= 50), p99 {:.1} ms (target <= 20), p50 {:.1} ms, {} gaps over 50 ms ({} of them while the harness read the page); the page's code in them: {}; the page's callbacks by kind (ms): {}\n\
+         frames: {} in {:.1} s; longest gap {:.1} ms (target <= 50), p99 {:.1} ms (target <= 20), p50 {:.1} ms, {} gaps over 50 ms ({} of them while the harness ran a script in the page); the gaps no harness script fell in: {}; the page's code in them: {}; the page's callbacks by kind (ms): {}; the gaps over 50 ms [began, ms]: {}; the harness's actions [what, at ms]: {}\n\
          scrolled down mid-stream: rows in view kept their place: {}\n\
          rows rendered {rendered}, rows held in the page {cached}\n\
          memory, web process: empty WebKitGTK page {base}\n\
@@ -2107,8 +2106,11 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
         gaps.p50_ms,
         gaps.over50,
         gaps.over50_at_mark,
+        gaps.unmarked,
         gaps.busy_in_long,
         gaps.by_kind,
+        gaps.long_gaps,
+        gaps.acts,
         kept.unwrap_or_default(),
     );
     eprintln!("{report}");
@@ -2136,7 +2138,8 @@ async fn scrolled_rows_stay(ui: &Ui) -> R<String> {
                    const el = document.elementFromPoint(r.left + 40, r.top + 28 + 14); const row = el && el.closest('.rows .row'); \
                    return row && !row.classList.contains('placeholder') ? row.innerText.replace(/\\s+/g, ' ') + ' [row ' + row.getAttribute('aria-rowindex') + ', scrollTop ' + g.scrollTop + ', cached ' + g.dataset.cachedRows + ']' : null;";
     ui.js(
-        "const g = document.querySelector('[role=grid]'); g.scrollTop = Math.floor(g.scrollHeight / 2); return true;",
+        "if (window.__raf) (window.__raf.acts = window.__raf.acts || []).push(['scroll to the middle', performance.now()]); \
+         const g = document.querySelector('[role=grid]'); g.scrollTop = Math.floor(g.scrollHeight / 2); return true;",
         vec![],
     )
     .await?;

@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use super::event::AppEvent;
 use super::phones::PhonesChange;
 use super::App;
-use crate::confirmations::notify::{banner_notification, notification_for};
+use crate::confirmations::notify::{banner_notification, notification_for, BannerNotices};
 use crate::hub::{Hub, HubNotice, HubObserver, HubParts};
 use crate::link::{DesktopIdentity, KeyringStore, Link, LinkConfig, LinkEvent, MemoryStore};
 use crate::sync::lock;
@@ -84,6 +84,8 @@ pub struct ShutdownReport {
 /// events and desktop notifications, synchronously and in order (see the module docs).
 struct Observer {
     app: Weak<App>,
+    /// Which raised banners notify (a flapping banner notifies once per quiet period).
+    banner_notices: std::sync::Mutex<BannerNotices>,
 }
 
 impl HubObserver for Observer {
@@ -102,10 +104,17 @@ impl HubObserver for Observer {
             return;
         };
         match notice {
-            HubNotice::BannerRaised { message, .. } => {
+            HubNotice::BannerRaised { banner_id, message } => {
                 let settings = app.settings.get().notifications;
                 if let Some(n) = banner_notification(message, &settings) {
-                    app.host.notify(n);
+                    let due = crate::sync::lock(&self.banner_notices).due(
+                        banner_id,
+                        message,
+                        std::time::Instant::now(),
+                    );
+                    if due {
+                        app.host.notify(n);
+                    }
                 }
             }
             HubNotice::ConfirmationChanged { change, .. } => {
@@ -366,6 +375,7 @@ impl App {
         parts.generations_file = Some(dir.join(crate::hub::GENERATIONS_FILE));
         parts.observer = Some(Arc::new(Observer {
             app: Arc::downgrade(self),
+            banner_notices: std::sync::Mutex::default(),
         }));
         let hub = Hub::new(parts);
         *lock(&self.hub) = Some(hub.clone());

@@ -165,6 +165,53 @@ pub fn notification_for(
     }
 }
 
+/// How long a banner stays quiet after its desktop notification: raised again with the same
+/// text within this time (10 minutes), it does not notify again. A phone line whose calls fail
+/// and succeed in turn raises and clears its banner many times a second (77 a second in e2e
+/// journey 8's stream); each raise used to notify.
+pub const BANNER_RENOTIFY_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Most banners [`BannerNotices`] remembers (the oldest are forgotten first).
+pub const BANNER_NOTICES_REMEMBERED: usize = 256;
+
+/// Which raised banners get a desktop notification: the first raise of a banner, a raise with
+/// a different text, or the same text again more than [`BANNER_RENOTIFY_AFTER`] after its last
+/// notification. Remembers at most [`BANNER_NOTICES_REMEMBERED`] banners.
+#[derive(Debug, Default)]
+pub struct BannerNotices {
+    /// Banner id -> (text notified, when).
+    last: std::collections::HashMap<String, (String, std::time::Instant)>,
+}
+
+impl BannerNotices {
+    /// Whether banner `id` raised with `text` at `now` deserves a desktop notification; when it
+    /// does, it is remembered as notified at `now`.
+    pub fn due(&mut self, id: &str, text: &str, now: std::time::Instant) -> bool {
+        if let Some((t, at)) = self.last.get(id) {
+            if t == text && now.saturating_duration_since(*at) < BANNER_RENOTIFY_AFTER {
+                return false;
+            }
+        }
+        if self.last.len() >= BANNER_NOTICES_REMEMBERED && !self.last.contains_key(id) {
+            self.last
+                .retain(|_, (_, at)| now.saturating_duration_since(*at) < BANNER_RENOTIFY_AFTER);
+            while self.last.len() >= BANNER_NOTICES_REMEMBERED {
+                let oldest = self
+                    .last
+                    .iter()
+                    .min_by_key(|(_, (_, at))| *at)
+                    .map(|(k, _)| k.clone());
+                match oldest {
+                    Some(k) => self.last.remove(&k),
+                    None => break,
+                };
+            }
+        }
+        self.last.insert(id.to_string(), (text.to_string(), now));
+        true
+    }
+}
+
 /// The notification for a new bridge-status banner: title [`BANNER_TITLE`], body the banner's
 /// text as one plain line, escaped (module doc, "Escaping"); `None` when `banners` is muted.
 pub fn banner_notification(text: &str, settings: &NotificationSettings) -> Option<Notification> {

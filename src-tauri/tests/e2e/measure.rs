@@ -218,6 +218,11 @@ if (!window.__raf_wrapped) {
     const tc = ti.transformCallback.bind(ti);
     ti.transformCallback = (cb, once) => tc(cb && timed('ipc', cb), once);
   }
+  // Events the app sends (`emit`: one script per event, which calls the listeners' callbacks).
+  if (ti && ti.runCallback) {
+    const rc = ti.runCallback.bind(ti);
+    ti.runCallback = (id, data) => timed('event', rc)(id, data);
+  }
   const st = window.setTimeout.bind(window);
   window.setTimeout = (cb, ms, ...a) => typeof cb === 'function' ? st(timed('timer', cb), ms, ...a) : st(cb, ms, ...a);
 }
@@ -251,9 +256,19 @@ return { frames: t.length, span_ms: t.length > 1 ? t[t.length - 1] - t[0] : 0, m
       for (let k = j; k < b.length && b[k][0] < z; k++) { const d = Math.min(z, b[k][1]) - Math.max(a, b[k][0]); if (d > 0) sum += d; if (b[k][1] - b[k][0] > top[0]) top = [b[k][1] - b[k][0], b[k][2]]; } }
     const all = window.__raf.busy.reduce((n, x) => n + x[1] - x[0], 0);
     return { gap_ms: gapsum, busy_ms: sum, longest_ms: top[0], longest_kind: top[1], all_busy_ms: all, callbacks: window.__raf.busy.length }; })(),
+  // The same over the gaps no harness script fell in (a WebDriver script runs on the page's
+  // thread: the frame it falls in is the harness's as much as the app's).
+  unmarked: (() => { const k = window.__raf.marks; const u = []; let m = 0;
+    for (let i = 1; i < t.length; i++) { while (m < k.length && k[m] < t[i - 1]) m++; if (!(m < k.length && k[m] <= t[i])) u.push(t[i] - t[i - 1]); }
+    u.sort((a, b) => a - b); const r = (p) => u.length ? u[Math.max(0, Math.ceil(p / 100 * u.length) - 1)] : null;
+    return { gaps: u.length, max_ms: u.length ? u[u.length - 1] : null, p99_ms: r(99), over50: u.filter((x) => x > 50).length }; })(),
   over50_at_mark: (() => { let n = 0, m = 0; const k = window.__raf.marks;
     for (let i = 1; i < t.length; i++) { while (m < k.length && k[m] < t[i - 1]) m++;
       if (t[i] - t[i - 1] > 50 && m < k.length && k[m] <= t[i]) n++; } return n; })(),
+  // The gaps over 50 ms (at most 20): when they began (ms after the first frame) and how long.
+  long_gaps: (() => { const out = []; for (let i = 1; i < t.length && out.length < 20; i++) if (t[i] - t[i - 1] > 50) out.push([Math.round(t[i - 1] - t[0]), Math.round(t[i] - t[i - 1])]); return out; })(),
+  // The harness's own actions on the page (`window.__raf.acts`: [what, ms after the first frame]).
+  acts: (window.__raf.acts || []).map(([w, at]) => [w, Math.round(at - (t[0] || 0))]),
   // The page's callbacks by kind: how many, and their durations' p50 / p99 / longest and sum
   // (ms), the animation-frame callbacks of the recorder itself left out (they do nothing).
   by_kind: (() => { const by = {}; for (const [s0, e0, k] of window.__raf.busy) (by[k] = by[k] || []).push(e0 - s0);
@@ -276,6 +291,12 @@ pub struct FrameGaps {
     pub busy_in_long: Value,
     /// The page's callbacks by kind (`by_kind`: count and p50 / p99 / longest / sum in ms).
     pub by_kind: Value,
+    /// The gaps over 50 ms: `[began ms after the first frame, ms]`, at most 20.
+    pub long_gaps: Value,
+    /// The gaps no harness script fell in: `{ gaps, max_ms, p99_ms, over50 }`.
+    pub unmarked: Value,
+    /// The harness's own actions on the page: `[what, ms after the first frame]`.
+    pub acts: Value,
 }
 
 impl FrameGaps {
@@ -295,6 +316,9 @@ impl FrameGaps {
             over50_at_mark: f("over50_at_mark")? as u64,
             busy_in_long: v["busy_in_long"].clone(),
             by_kind: v["by_kind"].clone(),
+            long_gaps: v["long_gaps"].clone(),
+            unmarked: v["unmarked"].clone(),
+            acts: v["acts"].clone(),
         })
     }
 }

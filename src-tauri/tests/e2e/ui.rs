@@ -32,6 +32,15 @@ if (!document.getElementById('__e2e_keep_painting')) {
 return true;
 "#;
 
+/// `body` with a first line that notes, while journey 8's frame recorder runs, when the harness
+/// ran a script in the page (`window.__raf.marks`): the frame gaps a harness script fell in are
+/// told apart from the app's own.
+fn marked(body: &str) -> String {
+    format!(
+        "if (window.__raf && window.__raf.on) window.__raf.marks.push(performance.now());\n{body}"
+    )
+}
+
 /// Installed once per page load: records console.error, uncaught errors and unhandled
 /// rejections into `window.__e2e.errors`, and gives the checks below their helpers.
 const PAGE_HELPERS: &str = r#"
@@ -143,7 +152,7 @@ impl Ui {
     /// Runs `body` (a function body) with `args` in the page.
     pub async fn js(&self, body: &str, args: Vec<Value>) -> R<Value> {
         self.c
-            .execute(body, args)
+            .execute(&marked(body), args)
             .await
             .map_err(|e| format!("script failed: {e}\nscript: {}", body.trim()))
     }
@@ -168,7 +177,7 @@ impl Ui {
         let deadline = Instant::now() + limit;
         let mut last;
         loop {
-            match self.c.execute(body, vec![]).await {
+            match self.c.execute(&marked(body), vec![]).await {
                 Ok(v) => {
                     let truthy = match &v {
                         Value::Null => false,

@@ -19,7 +19,7 @@ import {
   phoneName,
   phoneTitle,
   resumeLabel,
-  rowMarks,
+  slowMark,
   specMark,
 } from "./dials";
 
@@ -111,12 +111,12 @@ describe("formatting", () => {
   });
   it("marks slow and timed-out dials with words, not colour alone", () => {
     expect(outcomeLabel("timed_out").text).toBe("timed out");
-    expect(rowMarks({ duration_ms: 1001, outcome: "ok" })).toEqual([{ icon: "◔", text: "slow" }]);
+    expect(slowMark({ duration_ms: 1001, outcome: "ok" })).toEqual({ icon: "◔", text: "slow" });
     expect(specMark({ spec_findings: 0 })).toBeNull();
     expect(specMark({ spec_findings: 1 })?.title).toBe("1 problem with phone-line.md: inspect the dial to see them");
     expect(specMark({ spec_findings: 4 })?.text).toBe("not to spec");
-    expect(rowMarks({ duration_ms: 1000, outcome: "ok" })).toEqual([]);
-    expect(rowMarks({ duration_ms: 15_000, outcome: "timed_out" })).toEqual([]);
+    expect(slowMark({ duration_ms: 1000, outcome: "ok" })).toBeNull();
+    expect(slowMark({ duration_ms: 15_000, outcome: "timed_out" })).toBeNull();
   });
 });
 

@@ -129,25 +129,25 @@ export function formatCount(n: number): string {
   return String(Math.trunc(n)).replace(/\B(?=(\d{3})+(?!\d))/g, " ");
 }
 
-/** An outcome's icon and words (never colour alone). */
-export function outcomeLabel(o: DialOutcome): { icon: string; text: string } {
-  switch (o) {
-    case "ok":
-      return { icon: "✓", text: "ok" };
-    case "tool_error":
-      return { icon: "!", text: "tool error" };
-    case "error":
-      return { icon: "✗", text: "error" };
-    case "timed_out":
-      return { icon: "⌛", text: "timed out" };
-  }
+const OUTCOME_LABELS: Record<DialOutcome, { readonly icon: string; readonly text: string }> = {
+  ok: { icon: "✓", text: "ok" },
+  tool_error: { icon: "!", text: "tool error" },
+  error: { icon: "✗", text: "error" },
+  timed_out: { icon: "⌛", text: "timed out" },
+};
+
+/** An outcome's icon and words (never colour alone); the same object each time (the live table
+ * asks for it per row per render). */
+export function outcomeLabel(o: DialOutcome): { readonly icon: string; readonly text: string } {
+  return OUTCOME_LABELS[o];
 }
 
-/** The marks a row carries beyond its outcome: slow (over 1 s). Timed out is its outcome. */
-export function rowMarks(r: Pick<DialRow, "duration_ms" | "outcome">): { icon: string; text: string }[] {
-  const marks: { icon: string; text: string }[] = [];
-  if (r.duration_ms > SLOW_MS && r.outcome !== "timed_out") marks.push({ icon: "◔", text: "slow" });
-  return marks;
+const SLOW_MARK = { icon: "◔", text: "slow" } as const;
+
+/** The mark a row carries beyond its outcome, if any: slow (over 1 s). Timed out is its
+ * outcome. The same object each time. */
+export function slowMark(r: Pick<DialRow, "duration_ms" | "outcome">): { readonly icon: string; readonly text: string } | null {
+  return r.duration_ms > SLOW_MS && r.outcome !== "timed_out" ? SLOW_MARK : null;
 }
 
 /** The row's spec mark: `null` when the dial follows phone-line.md, else the words for it
