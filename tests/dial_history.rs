@@ -78,14 +78,19 @@ fn config(dir: &Path, capacity: usize, clock: Arc<ManualClock>) -> DialLogConfig
 }
 
 async fn wait_indexed(log: &DialLogHandle) {
+    wait_indexed_for(log, Duration::from_secs(10)).await;
+}
+
+async fn wait_indexed_for(log: &DialLogHandle, limit: Duration) {
     log.flush().await.unwrap();
-    for _ in 0..2000 {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
         if log.history_indexed().await.unwrap() {
             return;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    panic!("the history was not indexed within 10 s");
+    panic!("the history was not indexed within {limit:?}");
 }
 
 fn q(line: &str) -> CompiledQuery {
@@ -587,7 +592,7 @@ async fn a_version_2_file_is_migrated_and_searchable() {
     let v: i64 = c
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(v, 3);
+    assert_eq!(v, 4, "the current schema (version 4: column blocks)");
     let sessions: i64 = c
         .query_row("SELECT count(*) FROM dials WHERE session = ''", [], |r| {
             r.get(0)
@@ -756,5 +761,176 @@ async fn stats_cover_the_whole_history() {
         .await
         .unwrap();
     assert_eq!((counted, got), (n, want), "after a restart");
+    log.shutdown().await.unwrap();
+}
+
+/// A dial of the column-block tests: `dial(i)` with the word `zephyr` in every third request,
+/// and every 397th a "needle" that passes the compound filter
+/// `op:grep_items -outcome:ok duration>1s phone:dev_beta22 zephyr` (timed out after 15 s on
+/// `dev_beta22`); others pass all but one of its terms (decoys).
+fn block_dial(i: usize, start_ms: i64) -> Dial {
+    let mut d = dial(i, start_ms, Retention::Standard);
+    let needle = i % 397 == 0;
+    let word = if needle || i % 3 == 1 {
+        "zephyr"
+    } else {
+        "quartz"
+    };
+    let decoy = i % 397 == 198;
+    if needle || decoy {
+        d.op = "grep_items".into();
+        d.phone = "dev_beta22".into();
+        d.outcome = DialOutcome::TimedOut;
+        d.response = None;
+        d.error = Some("no answer within 15 s".into());
+        // A decoy fails one term: its duration (needles: 15 s), or its word.
+        d.duration_ms = if decoy && i % 2 == 0 { 900 } else { 15_000 };
+    }
+    let word = if decoy && i % 2 == 1 { "quartz" } else { word };
+    d.request = JsonText::from_value(&json!({
+        "op": &*d.op, "userId": "u1", "pattern": word, "callId": &*d.call_id,
+    }));
+    d.normalise();
+    d
+}
+
+/// The first page of `line` (200 rows, counted) must be full and equal the newest 200 of
+/// `want`, with a cursor exactly when more rows match (none: the true end of the history): no
+/// stop at the time budget. The count is exact when `exact` (column terms only: counted from
+/// the blocks), else exact or an estimate (free text is counted by reading the rows, within
+/// the count's budget).
+async fn full_first_page(log: &DialLogHandle, line: &str, want: &[String], exact: bool) {
+    let p = log.history(q(line), None, Some(200), true).await.unwrap();
+    let n = want.len().min(200);
+    assert_eq!(
+        ids(&p.entries),
+        want[..n].to_vec(),
+        "{line}: the first page holds the newest {n} matches (a page cut at its budget is short)"
+    );
+    assert_eq!(
+        p.next.is_some(),
+        want.len() > 200,
+        "{line}: a cursor only when more rows match (none: the true end of the history)"
+    );
+    let m = p.matched.unwrap();
+    if exact || m.exact {
+        assert!(m.exact, "{line}: counted exactly, not estimated ({m:?})");
+        assert_eq!(m.count, want.len() as u64, "{line}: matched");
+    }
+}
+
+/// Issue 19's sparse filters over a store far beyond the ring, after a restart: the compound
+/// filter (one dial in 397 passes it, decoys pass all but one term) and far-back time windows
+/// (`before:`, `after:` + `before:`, a late dial whose start is far older than its neighbours',
+/// a time after the history) each answer a full first page of the right rows in order, counted
+/// exactly, or the true end of the history: the column blocks find them without reading the
+/// rows that cannot match. Paging the compound filter to its end gives every match once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sparse_filters_answer_full_first_pages_beyond_the_ring() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0 as u64));
+    let log = DialLog::spawn(config(dir.path(), 100, Arc::clone(&clock))).unwrap();
+    let n = 100_000;
+    let mut all: Vec<Dial> = (0..n)
+        .map(|i| block_dial(i, T0 + i as i64 * 1000))
+        .collect();
+    // A late dial: it arrives among the newest but started in the history's first minute.
+    all[95_000].start_ms = T0 + 30_500;
+    for chunk in all.chunks(1000) {
+        log.ingest_batch(chunk.to_vec()).await.unwrap();
+    }
+    wait_indexed_for(&log, Duration::from_secs(120)).await;
+    log.shutdown().await.unwrap();
+
+    let log = DialLog::spawn(config(dir.path(), 100, Arc::clone(&clock))).unwrap();
+    let compound = "op:grep_items -outcome:ok duration>1s phone:dev_beta22 zephyr";
+    let want = expected(&all, |d| {
+        &*d.op == "grep_items"
+            && d.outcome != DialOutcome::Ok
+            && d.duration_ms > 1000
+            && &*d.phone == "dev_beta22"
+            && d.request.as_str().contains("zephyr")
+    });
+    assert_eq!(want.len(), n.div_ceil(397), "the needles, and no decoy");
+    full_first_page(&log, compound, &want, false).await;
+    let (got, _) = all_pages(&log, compound, 200).await;
+    assert_eq!(ids(&got), want, "{compound}: every page");
+    // Without the word: the column terms alone (decoys with the other word pass).
+    let cols = "op:grep_items -outcome:ok duration>1s phone:dev_beta22";
+    let want_cols = expected(&all, |d| {
+        &*d.op == "grep_items"
+            && d.outcome != DialOutcome::Ok
+            && d.duration_ms > 1000
+            && &*d.phone == "dev_beta22"
+    });
+    full_first_page(&log, cols, &want_cols, true).await;
+
+    // Far back: the first 300 s (and the late dial, first by arrival).
+    let before = format!("before:{}", rfc(T0 + 300_000));
+    let want = expected(&all, |d| d.start_ms < T0 + 300_000);
+    assert_eq!(want.len(), 301);
+    assert_eq!(want[0], "dial-95000", "the late dial, newest by arrival");
+    full_first_page(&log, &before, &want, true).await;
+    let (got, _) = all_pages(&log, &before, 200).await;
+    assert_eq!(ids(&got), want, "{before}: every page");
+    // A window of the history's first hour, with a field term.
+    let window = format!(
+        "after:{} before:{} -outcome:ok",
+        rfc(T0 + 60_000),
+        rfc(T0 + 3_600_000)
+    );
+    let want = expected(&all, |d| {
+        d.start_ms >= T0 + 60_000 && d.start_ms < T0 + 3_600_000 && d.outcome != DialOutcome::Ok
+    });
+    assert!(want.len() > 200);
+    full_first_page(&log, &window, &want, true).await;
+    // After the history: nothing, and the page says it is the end.
+    full_first_page(&log, &format!("after:{}", rfc(T0 + 100 * DAY)), &[], true).await;
+    log.shutdown().await.unwrap();
+}
+
+/// A version 3 file (no column blocks) stays searchable while its blocks are written in the
+/// background, and answers the same after: the blocks of rows indexed before the upgrade.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_3_file_gets_its_column_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0 as u64));
+    let log = DialLog::spawn(config(dir.path(), 100, Arc::clone(&clock))).unwrap();
+    let all: Vec<Dial> = (0..3000)
+        .map(|i| block_dial(i, T0 + i as i64 * 1000))
+        .collect();
+    for chunk in all.chunks(1000) {
+        log.ingest_batch(chunk.to_vec()).await.unwrap();
+    }
+    wait_indexed(&log).await;
+    log.shutdown().await.unwrap();
+    // What version 3 had: no blocks, no dictionary, no mark.
+    {
+        let c = rusqlite::Connection::open(dir.path().join("dials.sqlite3")).unwrap();
+        c.execute_batch(
+            "DROP TABLE dial_blocks; DROP TABLE dial_dict;
+             DELETE FROM dial_meta WHERE k = 'cols_upto'; PRAGMA user_version = 3;",
+        )
+        .unwrap();
+    }
+    let line = "op:grep_items -outcome:ok duration>1s phone:dev_beta22 zephyr";
+    let want = expected(&all, |d| {
+        &*d.op == "grep_items"
+            && d.outcome != DialOutcome::Ok
+            && d.duration_ms > 1000
+            && &*d.phone == "dev_beta22"
+            && d.request.as_str().contains("zephyr")
+    });
+    let log = DialLog::spawn(config(dir.path(), 100, Arc::clone(&clock))).unwrap();
+    let (got, _) = all_pages(&log, line, 200).await;
+    assert_eq!(ids(&got), want, "while the blocks are written");
+    wait_indexed(&log).await;
+    full_first_page(&log, line, &want, false).await;
+    let blocks: i64 = {
+        let c = rusqlite::Connection::open(dir.path().join("dials.sqlite3")).unwrap();
+        c.query_row("SELECT count(*) FROM dial_blocks", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert!(blocks >= 3000 / 256, "the blocks were written ({blocks})");
     log.shutdown().await.unwrap();
 }

@@ -333,8 +333,8 @@ async fn a_file_of_the_first_schema_is_migrated_with_its_rows_and_dedup() {
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
     assert_eq!(
-        version, 3,
-        "migrated through version 2 to the history schema"
+        version, 4,
+        "migrated through version 2 to the history schema (version 4: column blocks)"
     );
     let keys: i64 = conn
         .query_row("SELECT count(*) FROM dial_keys", [], |r| r.get(0))

@@ -31,6 +31,7 @@
 //! another task; the log's own task answers the other calls, runs the subscribers' and the
 //! writer's timers and prunes; SQLite is written on its own thread.
 
+pub(crate) mod blocks;
 pub mod filter;
 pub mod history;
 pub(crate) mod history_sql;

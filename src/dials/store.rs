@@ -40,7 +40,10 @@ pub const DB_FILE: &str = "dials.sqlite3";
 /// not yet indexed in Rust. Deleting a dial (retention, clear) deletes its index entries in the
 /// same statement (trigger `dials_unindex`). A version 2 file gets the columns and tables added
 /// on open and is indexed in the background.
-const SCHEMA_VERSION: i64 = 3;
+/// Version 4 adds the column blocks (`dial_blocks`, `dial_dict`, `dial_meta.cols_upto`:
+/// [`super::blocks`]), written with the other indexes; a version 3 file gets its blocks in the
+/// background (its queries use the version 3 plans until they are complete).
+const SCHEMA_VERSION: i64 = 4;
 
 /// Field tags of `dial_by` keys: `<tag>\u{1f}<value>`.
 pub(crate) mod tag {
@@ -164,6 +167,7 @@ pub(crate) fn open(dir: &Path) -> Result<(Connection, PathBuf), DialLogError> {
     conn.execute_batch(SCHEMA)
         .and_then(|_| add_v3_columns(&conn))
         .and_then(|_| conn.execute_batch(SCHEMA_V3))
+        .and_then(|_| conn.execute_batch(super::blocks::SCHEMA))
         .and_then(|_| conn.pragma_update(None, "user_version", SCHEMA_VERSION))
         .map_err(|e| storage(&path, "preparing", e))?;
     Ok((conn, path))
@@ -459,17 +463,54 @@ pub(crate) fn insert_connection(
 
 /// Rows indexed per transaction by [`index_some`].
 const INDEX_CHUNK: i64 = 256;
+/// Rows of a version 3 file given their column blocks per transaction by [`index_some`] (their
+/// columns only are read).
+const BLOCKS_CATCH_UP_CHUNK: i64 = 2048;
+
+/// Where [`index_some`] left the indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IndexMarks {
+    /// Rows up to this rowid are in `dial_fts` and `dial_by` and have `spec` set.
+    pub indexed_upto: u64,
+    /// Rows up to this rowid are in the column blocks ([`super::blocks`]).
+    pub cols_upto: u64,
+    /// Whether rows are left to index.
+    pub more: bool,
+}
 
 /// Indexes up to [`INDEX_CHUNK`] rows above `dial_meta.indexed_upto` that are committed (at
 /// most `upto`): their words into `dial_fts`, their field keys into `dial_by`, their spec
-/// count into `spec`; moves `indexed_upto`, in one transaction. Returns the new mark and
-/// whether rows are left to index.
-pub(crate) fn index_some(conn: &mut Connection, path: &Path) -> Result<(u64, bool), DialLogError> {
+/// count into `spec`, their columns into the column blocks; moves `indexed_upto` and
+/// `cols_upto`, in one transaction. A file whose blocks lag its other indexes (a version 3
+/// file) first gets the blocks of its indexed rows, [`BLOCKS_CATCH_UP_CHUNK`] rows a call.
+/// Returns the new marks. `dict` caches the blocks' dictionary ids (forget it after an error).
+pub(crate) fn index_some(
+    conn: &mut Connection,
+    path: &Path,
+    dict: &mut super::blocks::Dict,
+) -> Result<IndexMarks, DialLogError> {
     let st = |e| storage(path, "indexing", e);
     let tx = conn.transaction().map_err(st)?;
     let from = indexed_upto(&tx).map_err(st)?;
+    let cols = super::blocks::cols_upto(&tx).map_err(st)?;
+    if cols < from {
+        let mut app = super::blocks::Appender::default();
+        let last = app
+            .read_columns(&tx, dict, cols + 1, from, BLOCKS_CATCH_UP_CHUNK)
+            .map_err(st)?;
+        app.flush(&tx).map_err(st)?;
+        let upto = last.unwrap_or(from);
+        super::blocks::set_cols_upto(&tx, upto).map_err(st)?;
+        tx.commit().map_err(st)?;
+        return Ok(IndexMarks {
+            indexed_upto: from,
+            cols_upto: upto,
+            more: true,
+        });
+    }
     let mut last = from;
     let mut n = 0i64;
+    let mut app = super::blocks::Appender::default();
     {
         let mut read = tx
             .prepare_cached(&format!(
@@ -522,29 +563,49 @@ pub(crate) fn index_some(conn: &mut Connection, path: &Path) -> Result<(u64, boo
                     .map_err(st)?;
             }
             spec.execute(params![i64::from(broken), seq]).map_err(st)?;
+            app.add(&tx, dict, &d, broken > 0).map_err(st)?;
             last = d.seq.0;
             n += 1;
         }
     }
+    app.flush(&tx).map_err(st)?;
     if n > 0 {
         tx.execute(
             "UPDATE dial_meta SET v = ?1 WHERE k = 'indexed_upto'",
             params![i64::try_from(last).unwrap_or(i64::MAX)],
         )
         .map_err(st)?;
+        super::blocks::set_cols_upto(&tx, last).map_err(st)?;
     }
     tx.commit().map_err(st)?;
-    Ok((last, n == INDEX_CHUNK))
+    Ok(IndexMarks {
+        indexed_upto: last,
+        cols_upto: last.max(cols),
+        more: n == INDEX_CHUNK,
+    })
 }
 
 /// Deletes rows whose retention has run out at `now_ms` (and connection events older than
 /// their age). Returns dial rows deleted.
+/// The column blocks of the deleted rows are rewritten from the rows left.
 pub(crate) fn prune(conn: &Connection, now_ms: i64) -> rusqlite::Result<usize> {
     let tx = conn.unchecked_transaction()?;
     tx.execute(
         "DELETE FROM conn_events WHERE expires_ms <= ?1",
         params![now_ms],
     )?;
+    let mut blocks: Vec<u64> = Vec::new();
+    {
+        let mut stmt = tx.prepare_cached(&format!(
+            "SELECT DISTINCT rowid >> {} FROM dials WHERE expires_ms IS NOT NULL \
+             AND expires_ms <= ?1",
+            super::blocks::BLOCK_SHIFT
+        ))?;
+        let mut rows = stmt.query(params![now_ms])?;
+        while let Some(r) = rows.next()? {
+            blocks.push(u64::try_from(r.get::<_, i64>(0)?).unwrap_or(0));
+        }
+    }
     tx.execute(
         "DELETE FROM dial_keys WHERE rowid IN
             (SELECT rowid FROM dials WHERE expires_ms IS NOT NULL AND expires_ms <= ?1)",
@@ -554,6 +615,10 @@ pub(crate) fn prune(conn: &Connection, now_ms: i64) -> rusqlite::Result<usize> {
         "DELETE FROM dials WHERE expires_ms IS NOT NULL AND expires_ms <= ?1",
         params![now_ms],
     )?;
+    if !blocks.is_empty() {
+        let upto = super::blocks::cols_upto(&tx)?;
+        super::blocks::rebuild(&tx, &blocks, upto)?;
+    }
     tx.commit()?;
     Ok(n)
 }
@@ -563,6 +628,7 @@ pub(crate) fn clear(conn: &Connection) -> rusqlite::Result<usize> {
     let tx = conn.unchecked_transaction()?;
     tx.execute("DELETE FROM dial_keys", [])?;
     tx.execute("DELETE FROM conn_events", [])?;
+    tx.execute("DELETE FROM dial_blocks", [])?;
     let n = tx.execute("DELETE FROM dials", [])?;
     tx.commit()?;
     Ok(n)
@@ -625,6 +691,8 @@ pub(crate) struct WriterShared {
     pub stopped: std::sync::atomic::AtomicBool,
     /// Rows up to this rowid are indexed for history search ([`index_some`]).
     pub indexed_upto: AtomicU64,
+    /// Rows up to this rowid have their column blocks ([`super::blocks`]).
+    pub cols_upto: AtomicU64,
 }
 
 impl WriterShared {
@@ -717,6 +785,7 @@ pub(crate) fn writer_loop(
     // Whether rows may be waiting to be indexed (checked when the queue is empty).
     let mut to_index = true;
     let mut pace = IndexPace::default();
+    let mut dict = super::blocks::Dict::default();
     loop {
         let msg = if to_index {
             match rx.try_recv() {
@@ -731,12 +800,16 @@ pub(crate) fn writer_loop(
                         }
                     } else {
                         pace.indexed(Instant::now());
-                        match index_some(&mut conn, &path) {
-                            Ok((upto, more)) => {
-                                shared.indexed_upto.store(upto, Ordering::Release);
-                                to_index = more;
+                        match index_some(&mut conn, &path, &mut dict) {
+                            Ok(marks) => {
+                                shared.cols_upto.store(marks.cols_upto, Ordering::Release);
+                                shared
+                                    .indexed_upto
+                                    .store(marks.indexed_upto, Ordering::Release);
+                                to_index = marks.more;
                             }
                             Err(e) => {
+                                dict.forget();
                                 record_error(e.to_string());
                                 to_index = false;
                             }
@@ -787,6 +860,8 @@ pub(crate) fn writer_loop(
             }
             WriterMsg::Prune { now_ms, reply } => {
                 let r = prune(&conn, now_ms).map_err(|e| storage(&path, "pruning", e));
+                // Ids a failed prune added are rolled back.
+                dict.forget();
                 if let Err(e) = &r {
                     record_error(e.to_string());
                 }

@@ -397,9 +397,10 @@ impl DialLogHandle {
             .map_err(|_| DialLogError::Closed)?
     }
 
-    /// Whether every stored row is in the history indexes (the writer indexes when it has
-    /// nothing else to do; until then history queries match the rest in Rust). Always true for
-    /// a log in memory only.
+    /// Whether every stored row is in the history indexes, the column blocks included (the
+    /// writer indexes when it has nothing else to do; until then history queries match the rest
+    /// in Rust, and use the plans without blocks while a file of an older schema gets them).
+    /// Always true for a log in memory only.
     ///
     /// # Errors
     /// [`DialLogError::Storage`] when SQLite fails.

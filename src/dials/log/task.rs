@@ -145,8 +145,14 @@ pub(super) fn start(
             store::prune(&read, config.clock.now_ms_i64())
                 .map_err(|e| DialLogError::Storage(format!("pruning {}: {e}", path.display())))?;
         }
-        let marks = store::max_seq(&read).and_then(|m| Ok((m, store::indexed_upto(&read)?)));
-        let (max_seq, indexed) =
+        let marks = store::max_seq(&read).and_then(|m| {
+            Ok((
+                m,
+                store::indexed_upto(&read)?,
+                crate::dials::blocks::cols_upto(&read)?,
+            ))
+        });
+        let (max_seq, indexed, cols) =
             marks.map_err(|e| DialLogError::Storage(format!("reading {}: {e}", path.display())))?;
         // Sequence numbers go on from the highest stored (or indexed: a cleared file keeps its
         // mark) so a new row is never taken for an indexed one.
@@ -157,6 +163,7 @@ pub(super) fn start(
             committed: Arc::clone(&committed),
             written_upto: AtomicU64::new(last),
             indexed_upto: AtomicU64::new(indexed),
+            cols_upto: AtomicU64::new(cols),
             ..WriterShared::default()
         });
         reader = Some(Arc::new(crate::dials::history_sql::Reader {
