@@ -654,6 +654,29 @@ impl Reader {
     /// read (never in a small history, [`SMALL_HISTORY_ROWS`]); `reached` is then the lowest sequence
     /// number read (rows below it were not looked at). A `probe` stops after [`PROBE_ROWS`]
     /// rows while the page still has room (`probed_to`).
+    /// The deadline of a scan started at `started`: [`PAGE_BUDGET`] while the page has room
+    /// (`filling`, at least [`PAGE_MIN_ROWS`] rows read), else [`COUNT_BUDGET`]; none for a
+    /// small store.
+    fn scan_deadline<'c>(
+        &self,
+        conn: &'c Connection,
+        started: Instant,
+        filling: bool,
+    ) -> Result<Deadline<'c>, DialLogError> {
+        Ok(Deadline::set(
+            conn,
+            started,
+            if filling { PAGE_BUDGET } else { COUNT_BUDGET },
+            if self.small(conn)? {
+                u64::MAX
+            } else if filling {
+                PAGE_MIN_ROWS
+            } else {
+                1
+            },
+        ))
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -674,18 +697,7 @@ impl Reader {
             return Ok(out);
         }
         let mut filling = room > 0;
-        let deadline = Deadline::set(
-            conn,
-            started,
-            if filling { PAGE_BUDGET } else { COUNT_BUDGET },
-            if self.small(conn)? {
-                u64::MAX
-            } else if filling {
-                PAGE_MIN_ROWS
-            } else {
-                1
-            },
-        );
+        let deadline = self.scan_deadline(conn, started, filling)?;
         let mut stmt = conn.prepare_cached(&p.scan_sql()).map_err(st)?;
         let mut fetch = conn
             .prepare_cached(&format!(
@@ -875,18 +887,7 @@ impl Reader {
             return Ok(out);
         }
         let mut filling = room > 0;
-        let deadline = Deadline::set(
-            conn,
-            started,
-            if filling { PAGE_BUDGET } else { COUNT_BUDGET },
-            if self.small(conn)? {
-                u64::MAX
-            } else if filling {
-                PAGE_MIN_ROWS
-            } else {
-                1
-            },
-        );
+        let deadline = self.scan_deadline(conn, started, filling)?;
         let mut stmt = conn
             .prepare_cached(
                 "SELECT block, base_ms, min_ms, max_ms, rows FROM dial_blocks WHERE block <= ?1 \
