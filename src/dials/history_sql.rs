@@ -86,6 +86,30 @@ enum Fetch {
     Failed(DialLogError),
 }
 
+/// Reads stored row `seq` whole with `fetch` (`SELECT {DIAL_COLS} FROM dials d WHERE d.rowid =
+/// ?1`): `Ok(None)` when it is gone since (retention, clear), [`Fetch::Interrupted`] when the
+/// scan's deadline stopped the read; `st` words SQLite's errors.
+fn fetch_dial(
+    fetch: &mut rusqlite::CachedStatement<'_>,
+    seq: u64,
+    path: &std::path::Path,
+    st: impl Fn(rusqlite::Error) -> DialLogError,
+) -> Result<Option<crate::dials::Dial>, Fetch> {
+    let seq_i = i64::try_from(seq).unwrap_or(i64::MAX);
+    match fetch.query([seq_i]) {
+        Ok(mut one) => match one.next() {
+            Ok(Some(row)) => store::dial_from_row(row, path)
+                .map(Some)
+                .map_err(Fetch::Failed),
+            Ok(None) => Ok(None),
+            Err(e) if interrupted(&e) => Err(Fetch::Interrupted),
+            Err(e) => Err(Fetch::Failed(st(e))),
+        },
+        Err(e) if interrupted(&e) => Err(Fetch::Interrupted),
+        Err(e) => Err(Fetch::Failed(st(e))),
+    }
+}
+
 /// What one scan of a driver found ([`Reader::scan`]).
 #[derive(Default)]
 struct Scan {
@@ -727,23 +751,9 @@ impl Reader {
             let flag = r.get::<_, Option<i64>>(1).map_err(st)?.unwrap_or(0) != 0;
             if flag {
                 let dial = if filling || (counting && check_to_count) {
-                    let seq_i = i64::try_from(seq).unwrap_or(i64::MAX);
                     // The deadline interrupts this statement too: `seq` is then not looked at
                     // (the scan stops above it).
-                    let got = match fetch.query([seq_i]) {
-                        Ok(mut one) => match one.next() {
-                            Ok(Some(row)) => store::dial_from_row(row, &self.path)
-                                .map(Some)
-                                .map_err(Some),
-                            Ok(None) => Ok(None),
-                            Err(e) if interrupted(&e) => Err(None),
-                            Err(e) => Err(Some(st(e))),
-                        },
-                        Err(e) if interrupted(&e) => Err(None),
-                        Err(e) => Err(Some(st(e))),
-                    }
-                    .map_err(|e| e.map_or(Fetch::Interrupted, Fetch::Failed));
-                    match got {
+                    match fetch_dial(&mut fetch, seq, &self.path, st) {
                         Ok(Some(d)) => Some(d),
                         // Deleted since (retention, clear): not a match any more.
                         Ok(None) => {
@@ -956,20 +966,7 @@ impl Reader {
                         let d = match held {
                             Some(d) => d,
                             None => {
-                                let seq_i = i64::try_from(seq).unwrap_or(i64::MAX);
-                                let got = match fetch.query([seq_i]) {
-                                    Ok(mut one) => match one.next() {
-                                        Ok(Some(row)) => store::dial_from_row(row, &self.path)
-                                            .map(Some)
-                                            .map_err(Fetch::Failed),
-                                        Ok(None) => Ok(None),
-                                        Err(e) if interrupted(&e) => Err(Fetch::Interrupted),
-                                        Err(e) => Err(Fetch::Failed(st(e))),
-                                    },
-                                    Err(e) if interrupted(&e) => Err(Fetch::Interrupted),
-                                    Err(e) => Err(Fetch::Failed(st(e))),
-                                };
-                                match got {
+                                match fetch_dial(&mut fetch, seq, &self.path, st) {
                                     Ok(Some(d)) => d,
                                     // Deleted since (retention, clear): not a match any more.
                                     Ok(None) => {
