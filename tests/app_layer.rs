@@ -35,7 +35,11 @@ struct Desk {
 }
 
 fn build() -> Desk {
-    let home = tempfile::tempdir().unwrap();
+    build_in(tempfile::tempdir().unwrap())
+}
+
+/// An app over the data in `home` (a second start of the same desktop).
+fn build_in(home: tempfile::TempDir) -> Desk {
     let mut config = AppConfig::new(AppPaths::under(home.path()), false);
     config.identity = IdentityStore::Memory;
     config.listen = (LOOPBACK, 0);
@@ -1470,6 +1474,121 @@ async fn history_by_filter_line_follow_and_redacted_export() {
     assert_eq!(err.kind, IpcErrorKind::InvalidInput);
     assert!(err.message.contains("column 6"), "{}", err.message);
     drop(phone);
+}
+
+/// "Clear view" empties the live view's pages, counts and stats and shows what comes after it;
+/// it deletes nothing (the ring a support bundle reads keeps its dials) and ends at the next
+/// start; "clear and delete history" ends it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clear_view_hides_what_it_cleared_and_deletes_nothing() {
+    use switchboard::app::dials::{DialClearScope, HistoryRow};
+    use switchboard::dials::{DialFilter, HistoryQuery};
+    let hq = |filter: &str, limit: Option<u32>, cursor: Option<String>| HistoryQuery {
+        filter: filter.into(),
+        limit,
+        cursor,
+        ..HistoryQuery::default()
+    };
+    let ids = |rows: &[HistoryRow]| -> Vec<String> {
+        rows.iter()
+            .filter_map(|r| match r {
+                HistoryRow::Dial(d) => Some(d.id.to_string()),
+                HistoryRow::Connection(_) => None,
+            })
+            .collect()
+    };
+    // Dials of a minute ago: stored (the seek test's dials are older than 7 days, kept in the
+    // ring only).
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let recent_dial = |i: usize| {
+        let mut d = capture_dial(i);
+        d.start_ms = now_ms - 60_000 + i as i64 * 10;
+        d
+    };
+    let desk = build();
+    let state = desk.app.dials().unwrap();
+    for i in 0..5 {
+        state.log.ingest(recent_dial(i)).await.unwrap();
+    }
+    let app = &desk.app;
+    let page = app.dials_history(hq("", None, None), None).await.unwrap();
+    assert_eq!(page.rows.len(), 5);
+
+    assert_eq!(state.dials_clear(DialClearScope::Memory).await.unwrap(), 0);
+    let page = app.dials_history(hq("", None, None), None).await.unwrap();
+    assert!(page.rows.is_empty(), "{:?}", ids(&page.rows));
+    let matched = page.matched.unwrap();
+    assert_eq!((matched.count, matched.exact), (0, true));
+    assert!(page.next.is_none());
+    let stats = app.dials_history_stats(String::new(), None).await.unwrap();
+    assert_eq!((stats.dials, stats.complete), (0, true));
+    // Nothing deleted: the ring a support bundle reads keeps the dials.
+    let ring = state.log.query(DialFilter::default()).await.unwrap();
+    assert_eq!(ring.total, 5);
+
+    // The dials after the clear show, with their count, stats and pages that end at the clear.
+    for i in 5..8 {
+        state.log.ingest(recent_dial(i)).await.unwrap();
+    }
+    let page = app.dials_history(hq("", None, None), None).await.unwrap();
+    assert_eq!(ids(&page.rows), ["dial-00007", "dial-00006", "dial-00005"]);
+    assert_eq!(page.matched.unwrap().count, 3);
+    let page = app
+        .dials_history(hq("-op:grep_items", None, None), None)
+        .await
+        .unwrap();
+    assert_eq!(ids(&page.rows), ["dial-00007", "dial-00005"]);
+    assert_eq!(page.matched.unwrap().count, 2);
+    let stats = app.dials_history_stats(String::new(), None).await.unwrap();
+    assert_eq!((stats.dials, stats.complete), (3, true));
+    let first = app
+        .dials_history(hq("", Some(2), None), None)
+        .await
+        .unwrap();
+    assert_eq!(ids(&first.rows), ["dial-00007", "dial-00006"]);
+    let second = app
+        .dials_history(hq("", Some(2), first.next.clone()), None)
+        .await
+        .unwrap();
+    assert_eq!(ids(&second.rows), ["dial-00005"]);
+    assert!(
+        second.next.is_none(),
+        "the view's history ends at the clear"
+    );
+
+    // The next start shows the whole stored history again.
+    state.log.flush().await.unwrap();
+    assert!(desk.app.shutdown().await.in_time);
+    let Desk { app, host, home } = desk;
+    drop((app, host));
+    let again = build_in(home);
+    let app = &again.app;
+    until("the stored history after the restart", || {
+        futures_now(app.dials_history(hq("", None, None), None)).is_some_and(|p| p.rows.len() == 8)
+    })
+    .await;
+
+    // "Clear and delete history" ends a view clear as well.
+    let state = again.app.dials().unwrap();
+    state.dials_clear(DialClearScope::Memory).await.unwrap();
+    assert!(again
+        .app
+        .dials_history(hq("", None, None), None)
+        .await
+        .unwrap()
+        .rows
+        .is_empty());
+    state.dials_clear(DialClearScope::All).await.unwrap();
+    state.log.ingest(recent_dial(9)).await.unwrap();
+    let page = again
+        .app
+        .dials_history(hq("", None, None), None)
+        .await
+        .unwrap();
+    assert_eq!(ids(&page.rows), ["dial-00009"]);
 }
 
 /// Polls a future once (the history answers without waiting on anything but the log).

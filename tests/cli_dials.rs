@@ -240,3 +240,54 @@ fn filter_line_over_an_export() {
         "{err}"
     );
 }
+
+/// The listing says how many of the file's dials matched (not "3 of 3" for 3 of 9) and when each
+/// started in words; a file that is one pretty-printed JSON document, like the corpus's
+/// `host-errors.json`, is said not to be a dial export, its bad lines capped at 20.
+#[test]
+fn listing_counts_against_the_file_and_a_json_document_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dials.jsonl");
+    let dials = vec![
+        dial("a", "read_item", 10, DialOutcome::Ok),
+        dial("b", "read_item", 3000, DialOutcome::Error),
+        dial("c", "describe", 20, DialOutcome::Ok),
+        dial("d", "describe", 5000, DialOutcome::Ok),
+    ];
+    write_jsonl(&dials, std::fs::File::create(&path).unwrap()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["dials", "--filter", "op:read_item"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("2 of 4 dials matched"), "{text}");
+    // 1_760_000_000_000 ms.
+    assert!(text.contains("2025-10-09 08:53:20.000 UTC"), "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["dials", "--op", "describe", "--limit", "1"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("2 of 4 dials matched, the newest 1 shown (--limit)"),
+        "{text}"
+    );
+
+    let corpus = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/corpus/lumiverse/host-errors.json"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["dials", "check", corpus])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a dial export"), "{err}");
+    let listed = err.lines().filter(|l| l.starts_with("  line ")).count();
+    assert_eq!(listed, 20, "{err}");
+    assert!(err.contains("... and "), "{err}");
+}

@@ -75,10 +75,17 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
         })
         .on_window_event(|window, event| {
             if let WindowEvent::CloseRequested { api, .. } = event {
-                let keep = window
+                let setting = window
                     .try_state::<Arc<App>>()
                     .is_some_and(|core| core.get_settings().close_to_tray);
-                if keep && window.app_handle().tray_by_id(tray::TRAY_ID).is_some() {
+                let icon = window.app_handle().tray_by_id(tray::TRAY_ID).is_some();
+                let keep = tray::close_keeps_running(setting, icon, tray::tray_is_shown);
+                if setting && !keep {
+                    tracing::info!(
+                        "closing the window quits: no tray shows Switchboard's icon on this desktop"
+                    );
+                }
+                if keep {
                     api.prevent_close();
                     if let Err(e) = window.hide() {
                         tracing::warn!("could not hide the window: {e}");
@@ -93,7 +100,7 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
 /// `--hidden` and has a tray to be reached from.
 fn show_unless_hidden<R: Runtime>(app: &tauri::AppHandle<R>) {
     let hidden = app.try_state::<LaunchOptions>().is_some_and(|o| o.hidden);
-    let tray = app.tray_by_id(tray::TRAY_ID).is_some();
+    let tray = app.tray_by_id(tray::TRAY_ID).is_some() && (!hidden || tray::tray_is_shown());
     match (hidden, tray) {
         (true, true) => {
             tracing::info!("started hidden (--hidden): the window stays in the tray until shown")

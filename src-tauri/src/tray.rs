@@ -71,6 +71,73 @@ fn build_menu<R: Runtime>(app: &AppHandle<R>, summary: &TraySummary) -> tauri::R
     Menu::with_items(app, &refs)
 }
 
+/// The well-known D-Bus name of the freedesktop StatusNotifier watcher: the desktop's tray
+/// (KDE, XFCE, Cinnamon, MATE, Budgie, GNOME with its AppIndicator extension) owns it on the
+/// session bus, and the tray library shows Switchboard's icon through it.
+pub const STATUS_NOTIFIER_WATCHER: &str = "org.kde.StatusNotifierWatcher";
+
+/// How long the close button waits for the session bus to say whether a tray is there.
+const TRAY_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether a tray on this desktop shows Switchboard's icon, so a hidden window can be brought
+/// back from it. On Linux: whether [`STATUS_NOTIFIER_WATCHER`] has an owner on the session bus
+/// (vanilla GNOME and bare window managers have none: the icon is created but nobody shows
+/// it); `false` when the bus cannot be asked within a second. Elsewhere: `true`.
+pub fn tray_is_shown() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(watcher_on_bus(None));
+        });
+        match rx.recv_timeout(TRAY_CHECK_TIMEOUT) {
+            Ok(Ok(shown)) => shown,
+            Ok(Err(e)) => {
+                tracing::info!("no tray: the session bus could not be asked for one: {e}");
+                false
+            }
+            Err(_) => {
+                tracing::info!("no tray: the session bus did not answer within a second");
+                false
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        true
+    }
+}
+
+/// Whether [`STATUS_NOTIFIER_WATCHER`] has an owner on the bus at `address` (`None`: the
+/// session bus).
+///
+/// # Errors
+/// The bus's error in words when it cannot be reached or asked.
+#[cfg(target_os = "linux")]
+pub fn watcher_on_bus(address: Option<&str>) -> Result<bool, String> {
+    zbus::block_on(async {
+        let conn = match address {
+            Some(a) => zbus::connection::Builder::address(a).build().await,
+            None => zbus::Connection::session().await,
+        }
+        .map_err(|e| e.to_string())?;
+        let bus = zbus::fdo::DBusProxy::new(&conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        let name =
+            zbus::names::BusName::try_from(STATUS_NOTIFIER_WATCHER).map_err(|e| e.to_string())?;
+        bus.name_has_owner(name).await.map_err(|e| e.to_string())
+    })
+}
+
+/// Whether closing the window keeps Switchboard running: the setting asks for it
+/// (`close_to_tray`), the tray icon exists and a tray shows it (`shown`, [`tray_is_shown`]).
+/// Otherwise closing quits: a window hidden with no tray to show it from would leave the app
+/// running out of reach.
+pub fn close_keeps_running(setting: bool, icon: bool, shown: impl FnOnce() -> bool) -> bool {
+    setting && icon && shown()
+}
+
 /// Creates the tray icon with its menu.
 ///
 /// # Errors

@@ -278,12 +278,15 @@ fn dials_commands_answer_through_ipc() {
         call("dials_clear", json!({ "scope": "memory" })).unwrap(),
         0
     );
-    assert_eq!(call("dials_query", json!({})).unwrap()["total"], 0);
+    // The view's history is empty after it; the ring a support bundle reads keeps its dials.
+    let cleared = call("dials_history", json!({ "query": { "filter": "" } })).unwrap();
+    assert_eq!(cleared["rows"], json!([]), "{cleared}");
+    assert_eq!(call("dials_query", json!({})).unwrap()["total"], 6);
     assert_eq!(
         call("dials_query", json!({ "source": "imported" })).unwrap()["total"],
         6
     );
-    // Cleared from memory only: the stored history still knows the dials (replays are dropped).
+    // Nothing was deleted: the history still knows the dials (replays are dropped).
     let again = tauri::async_runtime::block_on(log.ingest(known_dials().remove(0))).unwrap();
     assert_eq!(again, switchboard::dials::IngestVerdict::Duplicate);
     call("dials_close_import", json!({})).unwrap();
@@ -324,7 +327,8 @@ fn dials_commands_answer_through_ipc() {
     let msgs = got.lock().unwrap().clone();
     assert_eq!(msgs[0]["kind"], "snapshot");
     assert_eq!(msgs[0]["id"], id);
-    assert_eq!(msgs[0]["total"], 0);
+    // The ring's snapshot: Clear view above hid its dials from the view's history only.
+    assert_eq!(msgs[0]["total"], 6);
     assert_eq!(msgs[1]["kind"], "batch");
     assert_eq!(msgs[1]["rows"][0]["id"], "n1");
     assert_eq!(state.subscriptions(), 1);

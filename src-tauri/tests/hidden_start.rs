@@ -78,6 +78,30 @@ fn windows(display: &str, visible: bool) -> Vec<String> {
         .collect()
 }
 
+/// A stand-in desktop tray on the bus at `address`: a connection owning
+/// `org.kde.StatusNotifierWatcher` until the returned sender is dropped.
+fn stand_in_tray(address: &str) -> std::sync::mpsc::Sender<()> {
+    let (ready_tx, ready) = std::sync::mpsc::channel();
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let address = address.to_string();
+    std::thread::spawn(move || {
+        let conn = zbus::block_on(async {
+            zbus::connection::Builder::address(address.as_str())
+                .name(switchboard_desktop::tray::STATUS_NOTIFIER_WATCHER)
+                .build()
+                .await
+                .expect("the stand-in tray owns the watcher's name")
+        });
+        ready_tx.send(()).unwrap();
+        let _ = stopped.recv();
+        drop(conn);
+    });
+    ready
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the stand-in tray is ready");
+    stop
+}
+
 #[test]
 fn hidden_start_shows_no_window_until_asked() {
     for t in ["Xvfb", "dbus-daemon", "xdotool"] {
@@ -103,6 +127,9 @@ fn hidden_start_shows_no_window_until_asked() {
         &["--session", "--nofork", "--print-address=1"],
     );
     assert!(bus.starts_with("unix:"), "dbus-daemon gave {bus:?}");
+    // A tray on that session (it owns the StatusNotifier watcher's name): without one, the
+    // app shows its window even with --hidden, so it is never out of reach.
+    let _tray = stand_in_tray(&bus);
     let home = tempfile::tempdir().unwrap();
     let app_cmd = |args: &[&str]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_switchboard-desktop"));

@@ -225,3 +225,42 @@ fn no_session_bus_at_all_is_a_failure_status_not_a_panic() {
     assert!(matches!(err, NotifyError::Failed(_)), "{err:?}");
     assert!(matches!(notifier.status(), NotifyStatus::Failed { .. }));
 }
+
+/// Closing the window keeps the app running only where a tray shows its icon: with no
+/// StatusNotifier watcher on the session bus (vanilla GNOME, a bare window manager: the icon is
+/// created and nobody shows it) the close button quits instead of hiding the app out of reach;
+/// once a tray owns the watcher's name, closing hides the window again.
+#[test]
+fn closing_hides_to_the_tray_only_where_a_tray_shows_the_icon() {
+    use switchboard_desktop::tray;
+    let _one = BUS.lock().unwrap_or_else(|e| e.into_inner());
+    let bus = PrivateBus::start();
+    assert_eq!(tray::watcher_on_bus(Some(&bus.address)), Ok(false));
+    assert!(!tray::tray_is_shown(), "no watcher on the session bus");
+    assert!(!tray::close_keeps_running(true, true, tray::tray_is_shown));
+
+    let (ready_tx, ready) = std::sync::mpsc::channel();
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let address = bus.address.clone();
+    let owner = std::thread::spawn(move || {
+        let conn = zbus::block_on(async {
+            zbus::connection::Builder::address(address.as_str())
+                .name(tray::STATUS_NOTIFIER_WATCHER)
+                .build()
+                .await
+                .expect("the stand-in tray owns the watcher's name")
+        });
+        ready_tx.send(()).unwrap();
+        let _ = stopped.recv();
+        drop(conn);
+    });
+    ready.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(tray::watcher_on_bus(Some(&bus.address)), Ok(true));
+    assert!(tray::tray_is_shown());
+    assert!(tray::close_keeps_running(true, true, tray::tray_is_shown));
+    // The setting off, or no icon: closing quits, and the bus is not even asked.
+    assert!(!tray::close_keeps_running(false, true, || unreachable!()));
+    assert!(!tray::close_keeps_running(true, false, || unreachable!()));
+    drop(stop);
+    owner.join().unwrap();
+}

@@ -451,7 +451,29 @@ pub struct DialsState {
     subs: Subs,
     next_id: AtomicU64,
     rt: Handle,
+    /// Where "Clear view" (`dials_clear` `memory`) left the live view: see [`ViewFloor`].
+    floor: Mutex<Option<ViewFloor>>,
+    clock: Arc<dyn crate::clock::Clock>,
 }
+
+/// The live view after "Clear view": its history pages, counts and stats hold only the rows
+/// newer than the ones it cleared, until the app restarts or the history is deleted. Kept in
+/// memory only, so the stored history comes back at the next start; nothing is deleted, and the
+/// ring a support bundle reads keeps its dials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ViewFloor {
+    /// The newest sequence number when the view was cleared: rows at or below it are hidden.
+    seq: u64,
+    /// When the view was cleared (epoch ms, the desktop's clock): where its history now begins.
+    at_ms: i64,
+}
+
+/// Most pages one walk over the rows above a [`ViewFloor`] reads (2 000 rows each).
+const FLOOR_WALK_PAGES: usize = 1000;
+
+/// How long a first page after "Clear view" counts the rows above the floor before it
+/// estimates the rest (as the history's own counts do past their budget).
+const FLOOR_COUNT_BUDGET: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl std::fmt::Debug for DialsState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -502,6 +524,8 @@ impl DialsState {
             subs: Arc::default(),
             next_id: AtomicU64::new(1),
             rt: rt.clone(),
+            floor: Mutex::new(None),
+            clock: Arc::clone(clock),
         })
     }
 
@@ -646,6 +670,10 @@ pub struct DialsStatus {
     pub imported: Option<ImportSummary>,
     /// Where relative export paths are written.
     pub export_dir: String,
+    /// When the live view was last cleared with "Clear view" (epoch ms), if it was since the
+    /// start: its history begins there until the next start (see `dials_clear`).
+    #[ts(type = "number | null")]
+    pub view_cleared_ms: Option<i64>,
 }
 
 /// Checks a filter line as the person types it: the canonical line, or the error with its
@@ -699,6 +727,21 @@ fn follow_query(d: &Dial, by: FollowBy) -> Result<Option<(DialQuery, CompiledQue
 }
 
 /// The page of a dial that follows to itself alone (no call id or session; empty `filter`).
+/// Drops a live page's rows at or below sequence number `floor` ([`ViewFloor`]) and ends the
+/// history there: no `next` once the page reached the floor.
+fn cut_at_floor(page: &mut HistoryPage, floor: u64) {
+    let held = page.entries.len();
+    page.entries.retain(|e| e.seq() > floor);
+    let next_at = page
+        .next
+        .as_deref()
+        .and_then(|c| crate::dials::history::parse_cursor(c).ok());
+    // A cursor `s<n>` reads the rows below `n`: at `floor + 1` or lower, none is above it.
+    if page.entries.len() < held || next_at.is_some_and(|n| n <= floor.saturating_add(1)) {
+        page.next = None;
+    }
+}
+
 fn single_row_page(d: &Dial) -> DialHistoryPage {
     DialHistoryPage {
         rows: vec![HistoryRow::Dial(DialRow::from(d))],
@@ -788,16 +831,93 @@ impl DialsState {
         source: DialSource,
     ) -> Result<HistoryPage, IpcError> {
         match source {
-            DialSource::Live => Ok(self
-                .log
-                .history(query, cursor.as_deref(), limit, count)
-                .await?),
+            DialSource::Live => {
+                let floor = *lock(&self.floor);
+                let Some(floor) = floor else {
+                    return Ok(self
+                        .log
+                        .history(query, cursor.as_deref(), limit, count)
+                        .await?);
+                };
+                let mut page = self
+                    .log
+                    .history(query.clone(), cursor.as_deref(), limit, false)
+                    .await?;
+                cut_at_floor(&mut page, floor.seq);
+                if count {
+                    let mut n = 0u64;
+                    let walk = self.walk_above(&query, floor.seq, FLOOR_COUNT_BUDGET, |_| n += 1);
+                    let (reached, newest) = walk.await?;
+                    page.matched = Some(match reached {
+                        None => MatchCount {
+                            count: n,
+                            exact: true,
+                        },
+                        // Out of time at `r`: the rows above the floor, counted down to `r`,
+                        // scaled to the whole span above the floor.
+                        Some(r) => {
+                            let span = newest.saturating_sub(floor.seq).max(1);
+                            let walked = newest.saturating_sub(r).max(1);
+                            MatchCount {
+                                count: ((n as f64) * (span as f64) / (walked as f64)).round()
+                                    as u64,
+                                exact: false,
+                            }
+                        }
+                    });
+                }
+                page.oldest_ms = Some(floor.at_ms);
+                Ok(page)
+            }
             DialSource::Imported => self
                 .imported_capture()?
                 .log
                 .history(&query, cursor.as_deref(), limit, count)
                 .map_err(IpcError::invalid_input),
         }
+    }
+
+    /// Reads the live rows matching `query` above sequence number `floor`, newest first, page by
+    /// page, calling `each` on each, for at most `budget` (and [`FLOOR_WALK_PAGES`] pages).
+    /// Returns `None` when every one was read, else the sequence number it stopped above; and
+    /// the newest sequence number when it started.
+    ///
+    /// # Errors
+    /// As [`DialLogHandle::history`].
+    async fn walk_above(
+        &self,
+        query: &CompiledQuery,
+        floor: u64,
+        budget: std::time::Duration,
+        mut each: impl FnMut(&HistoryEntry),
+    ) -> Result<(Option<u64>, u64), IpcError> {
+        let started = std::time::Instant::now();
+        let mut cursor: Option<String> = None;
+        let mut newest = 0;
+        for _ in 0..FLOOR_WALK_PAGES {
+            let mut p = self
+                .log
+                .history(query.clone(), cursor.as_deref(), Some(2000), false)
+                .await?;
+            if cursor.is_none() {
+                newest = p.newest_seq;
+            }
+            cut_at_floor(&mut p, floor);
+            p.entries.iter().for_each(&mut each);
+            let Some(next) = p.next else {
+                return Ok((None, newest));
+            };
+            let at = crate::dials::history::parse_cursor(&next).unwrap_or(floor);
+            cursor = Some(next);
+            if started.elapsed() > budget {
+                return Ok((Some(at), newest));
+            }
+        }
+        let at = cursor
+            .as_deref()
+            .and_then(|c| crate::dials::history::parse_cursor(c).ok())
+            .unwrap_or(floor);
+        Ok((Some(at), newest))
     }
 
     fn imported_capture(&self) -> Result<Arc<ImportedCapture>, IpcError> {
@@ -884,6 +1004,26 @@ impl DialsState {
         match source {
             DialSource::Live => {
                 let filter = query.line.clone();
+                let floor = *lock(&self.floor);
+                if let Some(floor) = floor {
+                    // After "Clear view": the dials above the floor, newest first, as far as
+                    // the budget goes.
+                    let mut tally = crate::dials::StatsTally::default();
+                    let each = |e: &HistoryEntry| {
+                        if let HistoryEntry::Dial(d) = e {
+                            tally.add_dial(d);
+                        }
+                    };
+                    let (reached, _) = self
+                        .walk_above(&query, floor.seq, HISTORY_STATS_BUDGET, each)
+                        .await?;
+                    return Ok(HistoryStats {
+                        dials: tally.dials(),
+                        ops: tally.finish(),
+                        complete: reached.is_none(),
+                        filter,
+                    });
+                }
                 let (ops, dials, complete) =
                     self.log.history_stats(query, HISTORY_STATS_BUDGET).await?;
                 Ok(HistoryStats {
@@ -1132,18 +1272,36 @@ impl DialsState {
         self.set_imported(None);
     }
 
-    /// Clears the live log (`memory` or `all`, see [`DialClearScope`]); returns the stored rows
-    /// deleted. An imported capture is never cleared (it is read only). Open views keep their rows:
-    /// re-subscribe to see the cleared log.
+    /// Clears the live view (`memory`: from now on its history pages, counts and stats hold
+    /// only newer rows, until the next start; nothing is deleted, see [`ViewFloor`]) or deletes
+    /// the whole history (`all`, which also ends an earlier `memory` clear); returns the stored
+    /// rows deleted. An imported capture is never cleared (it is read only). Open views keep
+    /// their rows: re-subscribe to see the cleared log.
     ///
     /// # Errors
     /// `io` when the history file cannot be changed; `internal` when the log has shut down.
     pub async fn dials_clear(&self, scope: DialClearScope) -> Result<u64, IpcError> {
-        let scope = match scope {
-            DialClearScope::Memory => ClearScope::Memory,
-            DialClearScope::All => ClearScope::All,
-        };
-        Ok(self.log.clear(scope).await?)
+        match scope {
+            DialClearScope::Memory => {
+                let all = CompiledQuery::new(&DialQuery::default(), 0, &|_: &str| Vec::new())
+                    .map_err(|e| IpcError::internal(format!("the empty filter line: {e}")))?;
+                let newest = self
+                    .log
+                    .history(all, None, Some(1), false)
+                    .await?
+                    .newest_seq;
+                *lock(&self.floor) = Some(ViewFloor {
+                    seq: newest,
+                    at_ms: self.clock.now_ms_i64(),
+                });
+                Ok(0)
+            }
+            DialClearScope::All => {
+                let deleted = self.log.clear(ClearScope::All).await?;
+                *lock(&self.floor) = None;
+                Ok(deleted)
+            }
+        }
     }
 
     /// The live log's counters, storage trouble and the imported capture.
@@ -1159,6 +1317,7 @@ impl DialsState {
                 dials: c.log.len() as u64,
             }),
             export_dir: self.export_dir.display().to_string(),
+            view_cleared_ms: lock(&self.floor).map(|f| f.at_ms),
         })
     }
 }

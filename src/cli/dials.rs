@@ -75,19 +75,50 @@ struct CheckArgs {
     json: bool,
 }
 
-/// Reads `file`, or prints its bad lines to stderr and gives the exit code to end with.
+/// Most bad lines printed for a file that is refused (the count says how many there are).
+const MAX_BAD_LINES_SHOWN: usize = 20;
+
+/// Reads `file`, or prints its bad lines to stderr (at most [`MAX_BAD_LINES_SHOWN`]; a file
+/// that is one JSON document, not JSON Lines, is said to be so first) and gives the exit code
+/// to end with.
 fn read(file: &Path, bad_exit: u8) -> Result<Result<ImportedLog, ExitCode>, String> {
     match ImportedLog::read_jsonl_file(file) {
         Ok(log) => Ok(Ok(log)),
         Err(ImportError::BadLines { lines, total, .. }) => {
+            if let Some(what) = one_json_document(file) {
+                eprintln!(
+                    "{}: not a dial export: the file is one JSON {what} over several lines, and a \
+                     dial export is JSON Lines, one dial per line (as Live dials' Export and \
+                     `switchboard bundle` write it)",
+                    file.display()
+                );
+            }
             eprintln!("{}: {total} bad line(s), nothing read:", file.display());
-            for b in lines {
+            let shown = lines.len().min(MAX_BAD_LINES_SHOWN);
+            for b in lines.iter().take(shown) {
                 let field = if b.field.is_empty() { "-" } else { &b.field };
                 eprintln!("  line {} field {field}: {}", b.line, b.message);
+            }
+            if (total as usize) > shown {
+                eprintln!("  ... and {} more", total as usize - shown);
             }
             Ok(Err(ExitCode::from(bad_exit)))
         }
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `Some("object")` / `Some("array")` when `file` holds a single JSON document spread over
+/// more than one line (a pretty-printed file, not JSON Lines).
+fn one_json_document(file: &Path) -> Option<&'static str> {
+    let text = std::fs::read_to_string(file).ok()?;
+    if text.trim().lines().count() < 2 {
+        return None;
+    }
+    match serde_json::from_str::<serde_json::Value>(&text).ok()? {
+        serde_json::Value::Object(_) => Some("object"),
+        serde_json::Value::Array(_) => Some("array"),
+        _ => None,
     }
 }
 
@@ -176,6 +207,7 @@ pub(crate) fn run(args: Args) -> CliResult {
         Err(code) => return Ok(code),
     };
     let limit = args.limit;
+    let in_file = log.len();
     let filter = DialFilter {
         op: args.op,
         callee: args.callee,
@@ -227,7 +259,7 @@ pub(crate) fn run(args: Args) -> CliResult {
         } else {
             println!(
                 "{}  {:<10} {}->{} {:<14} {:>6} ms {}{}",
-                d.start_ms,
+                switchboard::timefmt::utc_text_ms(u64::try_from(d.start_ms).unwrap_or(0)),
                 d.outcome.as_str(),
                 d.caller,
                 d.callee,
@@ -239,7 +271,15 @@ pub(crate) fn run(args: Args) -> CliResult {
         }
     }
     if !args.json {
-        println!("{} of {} dials matched", page.dials.len(), page.total);
+        println!(
+            "{} of {in_file} dials matched{}",
+            page.total,
+            if (page.dials.len() as u64) < page.total {
+                format!(", the newest {} shown (--limit)", page.dials.len())
+            } else {
+                String::new()
+            }
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -446,6 +446,8 @@ impl<'a> Parser<'a> {
         let open = self.pos;
         self.pos += 1;
         let mut pattern = String::new();
+        // Where each of the pattern's characters is in the line (an escaped slash is two).
+        let mut at: Vec<(usize, usize)> = Vec::new();
         loop {
             let Some(c) = self.peek() else {
                 return Err(self.err(
@@ -456,6 +458,7 @@ impl<'a> Parser<'a> {
                     &["/"],
                 ));
             };
+            let from = self.pos;
             self.pos += c.len_utf8();
             match c {
                 '/' => break,
@@ -465,6 +468,7 @@ impl<'a> Parser<'a> {
                 }
                 c => pattern.push(c),
             }
+            at.push((from, self.pos));
         }
         let mut ignore_case = false;
         if self.peek() == Some('i') {
@@ -490,8 +494,14 @@ impl<'a> Parser<'a> {
             .build()
         {
             let msg = e.to_string();
-            let last = msg.lines().last().unwrap_or("invalid").trim().to_owned();
-            return Err(self.err(open, self.pos, format!("not a valid regex: {last}"), &[]));
+            let last = msg.lines().last().unwrap_or("invalid").trim();
+            let last = last.strip_prefix("error: ").unwrap_or(last).to_owned();
+            // The regex crate marks where in the pattern it failed with carets: point there.
+            let (from, to) = match regex_caret(&msg) {
+                Some((a, b)) if a < at.len() => (at[a].0, at[b.clamp(a + 1, at.len()) - 1].1),
+                _ => (open, self.pos),
+            };
+            return Err(self.err(from, to, format!("not a valid regex: {last}"), &[]));
         }
         Ok(Atom::Regex {
             pattern,
@@ -687,11 +697,38 @@ impl<'a> Parser<'a> {
             (Cmp::Eq, 1)
         };
         self.pos += n;
-        let _ = op_start;
+        if let Some(c) = self.peek().filter(|c| matches!(c, '>' | '<' | '=')) {
+            return Err(self.err(
+                op_start,
+                self.pos + c.len_utf8(),
+                format!(
+                    "one comparison only: `{}` then a duration (duration>1s, duration<=250ms)",
+                    &self.line[op_start..self.pos]
+                ),
+                &["ms", "s"],
+            ));
+        }
         let (vstart, value) = self.value("a duration (250ms, 1s, 1.5s)")?;
         let ms = parse_duration(&value).map_err(|m| self.err(vstart, self.pos, m, &["ms", "s"]))?;
         Ok(Atom::Duration(cmp, ms))
     }
+}
+
+/// Where the regex crate's error text `msg` marks the pattern (a one-line pattern, indented 4
+/// with the carets under it): the characters `start..end` of the pattern, or `None` when the
+/// text has no such mark.
+fn regex_caret(msg: &str) -> Option<(usize, usize)> {
+    let mark = msg.lines().find(|l| {
+        let t = l.trim();
+        !t.is_empty() && t.chars().all(|c| c == '^')
+    })?;
+    let start = mark
+        .chars()
+        .take_while(|c| *c == ' ')
+        .count()
+        .checked_sub(4)?;
+    let len = mark.trim().chars().count();
+    Some((start, start + len))
 }
 
 /// Parses `250ms`, `1s`, `1.5s` into whole milliseconds.
@@ -1295,6 +1332,23 @@ mod tests {
         assert_eq!(x.start, 0);
         let x = e("/(unclosed/");
         assert!(x.message.contains("not a valid regex"), "{}", x.message);
+        // The regex's own error points where in the pattern it is (the helper's `/item_(/`
+        // was put at column 1).
+        let x = e("op:x /item_(/");
+        assert!(x.message.contains("unclosed group"), "{}", x.message);
+        assert_eq!((x.start, x.end, x.column), (11, 12, 12), "{x:?}");
+        let x = e(r"/a\/b{2,1}/");
+        assert!(x.message.contains("invalid repetition"), "{}", x.message);
+        assert_eq!(
+            &r"/a\/b{2,1}/"[x.byte_start as usize..x.byte_end as usize],
+            "{2,1}"
+        );
+        // Two comparisons: said as such, not as a missing unit.
+        let x = e("duration>>1s");
+        assert!(x.message.contains("one comparison only"), "{}", x.message);
+        assert_eq!((x.start, x.end), (8, 10));
+        let x = e("duration>=<1s");
+        assert!(x.message.contains("one comparison only"), "{}", x.message);
         let x = e("/abc");
         assert!(x.message.contains("never closed"), "{}", x.message);
         let x = e("wo\"rd");

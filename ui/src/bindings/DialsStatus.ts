@@ -21,4 +21,9 @@ imported: ImportSummary | null,
 /**
  * Where relative export paths are written.
  */
-export_dir: string, };
+export_dir: string, 
+/**
+ * When the live view was last cleared with "Clear view" (epoch ms), if it was since the
+ * start: its history begins there until the next start (see `dials_clear`).
+ */
+view_cleared_ms: number | null, };
