@@ -11,6 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod tray_stand_in;
+use tray_stand_in::stand_in_tray;
+
 /// A child process ended (SIGTERM, then kill) when dropped.
 struct Proc(Child);
 impl Drop for Proc {
@@ -76,30 +79,6 @@ fn windows(display: &str, visible: bool) -> Vec<String> {
         .map(|l| l.trim().to_string())
         .filter(|l| !l.is_empty())
         .collect()
-}
-
-/// A stand-in desktop tray on the bus at `address`: a connection owning
-/// `org.kde.StatusNotifierWatcher` until the returned sender is dropped.
-fn stand_in_tray(address: &str) -> std::sync::mpsc::Sender<()> {
-    let (ready_tx, ready) = std::sync::mpsc::channel();
-    let (stop, stopped) = std::sync::mpsc::channel::<()>();
-    let address = address.to_string();
-    std::thread::spawn(move || {
-        let conn = zbus::block_on(async {
-            zbus::connection::Builder::address(address.as_str())
-                .name(switchboard_desktop::tray::STATUS_NOTIFIER_WATCHER)
-                .build()
-                .await
-                .expect("the stand-in tray owns the watcher's name")
-        });
-        ready_tx.send(()).unwrap();
-        let _ = stopped.recv();
-        drop(conn);
-    });
-    ready
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the stand-in tray is ready");
-    stop
 }
 
 #[test]

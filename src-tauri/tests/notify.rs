@@ -18,6 +18,9 @@ use switchboard::settings::NotificationSettings;
 use switchboard_desktop::notify::{Notifier, NotifyError, NotifyStatus, APP_NAME};
 use zbus::OwnedVariant;
 
+mod tray_stand_in;
+use tray_stand_in::stand_in_tray;
+
 /// DBUS_SESSION_BUS_ADDRESS is process-wide: one test at a time.
 static BUS: Mutex<()> = Mutex::new(());
 
@@ -239,28 +242,12 @@ fn closing_hides_to_the_tray_only_where_a_tray_shows_the_icon() {
     assert!(!tray::tray_is_shown(), "no watcher on the session bus");
     assert!(!tray::close_keeps_running(true, true, tray::tray_is_shown));
 
-    let (ready_tx, ready) = std::sync::mpsc::channel();
-    let (stop, stopped) = std::sync::mpsc::channel::<()>();
-    let address = bus.address.clone();
-    let owner = std::thread::spawn(move || {
-        let conn = zbus::block_on(async {
-            zbus::connection::Builder::address(address.as_str())
-                .name(tray::STATUS_NOTIFIER_WATCHER)
-                .build()
-                .await
-                .expect("the stand-in tray owns the watcher's name")
-        });
-        ready_tx.send(()).unwrap();
-        let _ = stopped.recv();
-        drop(conn);
-    });
-    ready.recv_timeout(Duration::from_secs(10)).unwrap();
+    let tray_owner = stand_in_tray(&bus.address);
     assert_eq!(tray::watcher_on_bus(Some(&bus.address)), Ok(true));
     assert!(tray::tray_is_shown());
     assert!(tray::close_keeps_running(true, true, tray::tray_is_shown));
     // The setting off, or no icon: closing quits, and the bus is not even asked.
     assert!(!tray::close_keeps_running(false, true, || unreachable!()));
     assert!(!tray::close_keeps_running(true, false, || unreachable!()));
-    drop(stop);
-    owner.join().unwrap();
+    drop(tray_owner);
 }
