@@ -44,12 +44,15 @@ pub struct LogHandle {
 /// several apps).
 pub fn init(dir: &Path) -> Option<LogHandle> {
     let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colours only for a terminal: stderr sent to a file or a pipe (`start.sh > log`) gets
+    // plain text, not escape codes.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
     match DailyLog::open(dir, MAX_FILE_BYTES, MAX_FILES, Arc::new(SystemClock)) {
         Ok(log) => {
             let (writer, guard) = tracing_appender::non_blocking(log);
             let installed = tracing_subscriber::registry()
                 .with(filter())
-                .with(fmt::layer().with_writer(std::io::stderr))
+                .with(fmt::layer().with_ansi(colour).with_writer(std::io::stderr))
                 .with(fmt::layer().with_ansi(false).with_writer(writer))
                 .try_init()
                 .is_ok();
@@ -61,7 +64,7 @@ pub fn init(dir: &Path) -> Option<LogHandle> {
         Err(e) => {
             let _ = tracing_subscriber::registry()
                 .with(filter())
-                .with(fmt::layer().with_writer(std::io::stderr))
+                .with(fmt::layer().with_ansi(colour).with_writer(std::io::stderr))
                 .try_init();
             tracing::warn!("log folder {} not usable: {e}", dir.display());
             None

@@ -154,6 +154,12 @@ fn hidden_start_shows_no_window_until_asked() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(!said("there is no tray"), "{}", log.lock().unwrap());
+    // Its stderr is a pipe here, not a terminal: plain text, no colour codes.
+    assert!(
+        !said("\u{1b}["),
+        "colour codes in a piped stderr:\n{}",
+        log.lock().unwrap()
+    );
     let watch = Instant::now() + Duration::from_secs(8);
     while Instant::now() < watch {
         assert!(
