@@ -1225,6 +1225,14 @@ async fn confirm_journey(j: &mut Journey) -> R<()> {
     );
     ensure!(n > 0, "no controls found at all");
     ui.shot("confirm-details").await?;
+    // Escape closes the details (the fresh user's report: it did not).
+    ui.press('\u{E00C}').await?; // Escape
+    ui.wait(
+        "Escape to close the proposal's details",
+        WAIT,
+        "const a = document.querySelector('aside[aria-label=\"Details\"]'); return !!a && a.textContent.includes('Choose a confirmation');",
+    )
+    .await?;
 
     // Every view by keyboard: Tab into the sidebar, then the arrow keys; in each view, no
     // control answers for the phone and every control has a name.
