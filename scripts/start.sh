@@ -8,7 +8,10 @@ echo "==> building the front end"
 (cd ui && npm run build --silent)
 echo "==> building and starting Switchboard (first build takes a few minutes)"
 if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ] && [ "$(uname)" = "Linux" ]; then
-  echo "    no display found: running inside a virtual X server (xvfb-run)"
+  echo "    no display found: running inside a virtual X server (xvfb-run), where the window is not"
+  echo "    visible. To see it, run this from a desktop session (or over ssh -X), or start your own"
+  echo "    X server and point DISPLAY at it: Xvfb :1 -screen 0 1280x800x24 & DISPLAY=:1 bash scripts/start.sh"
+  echo "    (a screenshot then: DISPLAY=:1 import -window root shot.png, with ImageMagick). Ctrl+C stops Switchboard."
   exec xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- cargo run -p switchboard-desktop -- --demo "$@"
 fi
 exec cargo run -p switchboard-desktop -- --demo "$@"
