@@ -726,7 +726,6 @@ fn follow_query(d: &Dial, by: FollowBy) -> Result<Option<(DialQuery, CompiledQue
     Ok(Some((q, compiled)))
 }
 
-/// The page of a dial that follows to itself alone (no call id or session; empty `filter`).
 /// Drops a live page's rows at or below sequence number `floor` ([`ViewFloor`]) and ends the
 /// history there: no `next` once the page reached the floor.
 fn cut_at_floor(page: &mut HistoryPage, floor: u64) {
@@ -742,6 +741,7 @@ fn cut_at_floor(page: &mut HistoryPage, floor: u64) {
     }
 }
 
+/// The page of a dial that follows to itself alone (no call id or session; empty `filter`).
 fn single_row_page(d: &Dial) -> DialHistoryPage {
     DialHistoryPage {
         rows: vec![HistoryRow::Dial(DialRow::from(d))],
