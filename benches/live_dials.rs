@@ -18,7 +18,9 @@
 //!    target: at most 80 MB).
 //!
 //! Run: `cargo bench -p switchboard --bench live_dials` (release profile; about a minute).
-//! `LIVE_DIALS_N=...` changes the ingest dial count (default 200 000).
+//! `LIVE_DIALS_N=...` changes the ingest dial count (default 200 000). The latency figure is
+//! the median of `LIVE_DIALS_LAT_TRIALS` (default 5) pairs, desktop then bare;
+//! `LIVE_DIALS_ONLY=latency` runs only those pairs (for A B A B comparisons).
 
 #![allow(missing_docs)]
 
@@ -524,6 +526,28 @@ struct Lat {
     p50_us: f64,
     p99_us: f64,
     max_us: f64,
+    /// Every latency after the warm-up, sorted (ns).
+    sorted_ns: Vec<u64>,
+}
+
+/// The `q` quantile (0..=1) of sorted nanoseconds, in microseconds.
+fn quantile_us(sorted_ns: &[u64], q: f64) -> f64 {
+    let i = ((sorted_ns.len() as f64 - 1.0) * q).round() as usize;
+    sorted_ns.get(i).copied().unwrap_or(0) as f64 / 1000.0
+}
+
+/// The p99 of every pair's latencies pooled (desktop, bare), in microseconds: each side's dials
+/// of all pairs together, so a stall of the machine counts where it fell, not for a whole pair.
+fn pooled_p99(pairs: &[LatPair]) -> (f64, f64) {
+    let pool = |f: fn(&LatPair) -> &Lat| {
+        let mut all: Vec<u64> = pairs
+            .iter()
+            .flat_map(|p| f(p).sorted_ns.iter().copied())
+            .collect();
+        all.sort_unstable();
+        quantile_us(&all, 0.99)
+    };
+    (pool(|p| &p.desk), pool(|p| &p.bare))
 }
 
 fn percentiles(sent: &[u64], got: &[u64]) -> R<Lat> {
@@ -538,14 +562,11 @@ fn percentiles(sent: &[u64], got: &[u64]) -> R<Lat> {
     let skip = l.len() / 20;
     let mut l = l.split_off(skip);
     l.sort_unstable();
-    let at = |q: f64| {
-        let i = ((l.len() as f64 - 1.0) * q).round() as usize;
-        l.get(i).copied().unwrap_or(0) as f64 / 1000.0
-    };
     Ok(Lat {
-        p50_us: at(0.50),
-        p99_us: at(0.99),
-        max_us: at(1.0),
+        p50_us: quantile_us(&l, 0.50),
+        p99_us: quantile_us(&l, 0.99),
+        max_us: quantile_us(&l, 1.0),
+        sorted_ns: l,
     })
 }
 
@@ -705,6 +726,71 @@ fn memory() -> R<(f64, f64, u64, u64, u64)> {
     }
 }
 
+/// Latency pairs (desktop then bare, back to back); `LIVE_DIALS_LAT_TRIALS=...` changes it.
+/// One 3-second pair's p99 ratio moved from 1.5 to 5.8 between runs of the same code on an idle
+/// 2-core machine (session 11), so the figure is the median pair's.
+const LATENCY_TRIALS: usize = 5;
+
+fn latency_trials() -> usize {
+    std::env::var("LIVE_DIALS_LAT_TRIALS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&t| t > 0)
+        .unwrap_or(LATENCY_TRIALS)
+}
+
+/// One latency pair: the desktop (handed with no interval, and through the window's batching)
+/// and the bare connection, measured back to back.
+struct LatPair {
+    desk: Lat,
+    window: Lat,
+    bare: Lat,
+}
+
+impl LatPair {
+    fn ratio(&self) -> f64 {
+        self.desk.p99_us / self.bare.p99_us.max(1.0)
+    }
+}
+
+/// Runs `trials` latency pairs, printing each on stderr.
+async fn latency_pairs(trials: usize) -> R<Vec<LatPair>> {
+    let mut pairs = Vec::with_capacity(trials);
+    for t in 0..trials {
+        let stolen = steal_ms();
+        let (desk, window) = latency_desk(&format!("lat{t}")).await?;
+        let bare = latency_bare(&format!("latb{t}")).await?;
+        let stolen = steal_ms().zip(stolen).map(|(b, a)| b.saturating_sub(a));
+        let p = LatPair { desk, window, bare };
+        eprintln!(
+            "latency pair {t}: desk p50 {:.0} p99 {:.0} max {:.0} us, bare p50 {:.0} p99 {:.0} max {:.0} us, p99 ratio {:.2}; CPU time stolen by the host {}",
+            p.desk.p50_us, p.desk.p99_us, p.desk.max_us, p.bare.p50_us, p.bare.p99_us, p.bare.max_us, p.ratio(),
+            stolen.map_or("unknown".to_string(), |s| format!("{s} ms"))
+        );
+        pairs.push(p);
+    }
+    Ok(pairs)
+}
+
+/// CPU time the hypervisor gave to others while this machine's CPUs wanted it (`steal` in
+/// `/proc/stat`, all CPUs), in ms; `None` where there is no such file. On a shared virtual
+/// machine it is what makes one latency pair's p99 jump (session 12: 0.4 to 12 s of 80 per
+/// 40-second run).
+fn steal_ms() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: u64 = cpu.split_whitespace().nth(8)?.parse().ok()?;
+    // USER_HZ is 100 on every Linux this runs on.
+    Some(ticks * 10)
+}
+
+/// The index of the median of `v` (the upper one for an even count).
+fn median_index(v: &[f64]) -> usize {
+    let mut ix: Vec<usize> = (0..v.len()).collect();
+    ix.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+    ix.get(v.len() / 2).copied().unwrap_or(0)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v.get(v.len() / 2).copied().unwrap_or(0.0)
@@ -793,6 +879,24 @@ fn main() -> R<()> {
         })?;
         return Ok(());
     }
+    if only == "latency" {
+        // Only the latency pairs (for A B A B comparisons of the ingest path's tail).
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        clock();
+        let pairs = rt.block_on(latency_pairs(latency_trials()))?;
+        let ratios: Vec<f64> = pairs.iter().map(LatPair::ratio).collect();
+        let (d, b) = pooled_p99(&pairs);
+        println!(
+            "latency p99 desktop/bare: median pair {:.2} of {:?}; pooled {d:.0} / {b:.0} us = {:.2}",
+            ratios[median_index(&ratios)],
+            ratios.iter().map(|r| (r * 100.0).round() / 100.0).collect::<Vec<_>>(),
+            d / b.max(1.0)
+        );
+        return Ok(());
+    }
     if !std::env::args().any(|a| a == "--bench") {
         println!("live_dials: run with `cargo bench -p switchboard --bench live_dials`");
         return Ok(());
@@ -831,11 +935,15 @@ fn main() -> R<()> {
         }
         Ok::<_, Box<dyn Error + Send + Sync>>(())
     })?;
-    let (lat, lat_window, lat_bare) = rt.block_on(async {
-        let (a, w) = latency_desk("lat").await?;
-        let b = latency_bare("latb").await?;
-        Ok::<_, Box<dyn Error + Send + Sync>>((a, w, b))
-    })?;
+    let lat_trials = latency_trials();
+    let pairs = rt.block_on(latency_pairs(lat_trials))?;
+    // The pair whose p99 ratio is the median stands for the run (its desktop, window and bare
+    // figures are printed together); every pair's ratio is printed on stderr above.
+    let mid = median_index(&pairs.iter().map(|p| p.ratio()).collect::<Vec<_>>());
+    let (lat, lat_window, lat_bare) = {
+        let p = &pairs[mid];
+        (&p.desk, &p.window, &p.bare)
+    };
     drop(rt);
     let (rss_before, rss_after, mem_held, per_dial, mem_taken) = memory()?;
 
@@ -907,13 +1015,24 @@ fn main() -> R<()> {
         format!(">={ISSUE19_RATIO}"),
         pass(ratio >= ISSUE19_RATIO)
     );
-    let p99_ratio = lat.p99_us / lat_bare.p99_us.max(1.0);
+    let p99_ratio = pairs[mid].ratio();
+    let (pooled_desk, pooled_bare) = pooled_p99(&pairs);
     println!(
         "{:<52} {:>16.2} {:>16} {:>8}",
-        "issue 19: latency p99 desktop / bare",
+        format!("issue 19: latency p99 desktop / bare ({lat_trials} pairs)"),
         p99_ratio,
         "<=2",
         pass(p99_ratio <= 2.0)
+    );
+    println!(
+        "{:<52} {:>16} {:>16} {:>8}",
+        "  (every pair's dials pooled: desktop / bare p99)",
+        format!(
+            "{:.2} = {pooled_desk:.0} / {pooled_bare:.0} us",
+            pooled_desk / pooled_bare.max(1.0)
+        ),
+        "",
+        ""
     );
     println!(
         "{:<52} {:>16} {:>16} {:>8}",

@@ -645,6 +645,109 @@ async fn a_flapping_banner_notifies_the_desktop_once() {
     );
 }
 
+/// The tray's summary, which the app computes on every notice that may move a count (a
+/// flapping banner raises and clears one many times a second), is built from the parts it lists
+/// rather than the views' whole snapshots (session 12: those enumerated the network interfaces
+/// and read the routing table each time, a quarter of the app's CPU while a phone streamed);
+/// it is still the summary those snapshots give: the phone named, the banner, the waiting
+/// confirmations soonest expiry first although they came the other way round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tray_summary_is_the_one_the_views_snapshots_give() {
+    use switchboard::support::tray::{summarize, TrayView};
+    let desk = start().await;
+    let (me, mut phone) = pair(&desk, "Tray phone").await;
+    let session = "ses_trayline00000001";
+    phone
+        .send_value(&event(
+            &me,
+            "event.phoneline.dial",
+            session,
+            1,
+            dial_on_the_line(1, true),
+        ))
+        .await
+        .unwrap();
+    let propose = |id: &str, action: &str, summary: &str, expires_ms: u64| {
+        let params = json!({"to": "+1 555 0100", "body": action});
+        let mut v = envelope(
+            "action.propose",
+            Some(&me.entity_id()),
+            json!({
+            "action_id": action, "tool": "messages.send", "params": params, "reason": summary,
+            "params_hash": switchboard::ifp::params_hash(&params), "risk": "high",
+            "idempotency_key": action, "expires_at": rfc3339_ms(expires_ms)}),
+        );
+        v["id"] = json!(id);
+        v["session"] = json!(session);
+        v["device"] = json!(me.device_id());
+        v
+    };
+    // The later expiry first.
+    phone
+        .send_value(&propose(
+            "msg_tray000000001",
+            "act_tray_later01",
+            "Send the later one",
+            4_000_000_000_000,
+        ))
+        .await
+        .unwrap();
+    phone
+        .send_value(&propose(
+            "msg_tray000000002",
+            "act_tray_soon001",
+            "Send the sooner one",
+            3_900_000_000_000,
+        ))
+        .await
+        .unwrap();
+    until("the banner and both proposals", || {
+        let t = desk.app.tray_summary();
+        t.banners == 1 && t.waiting == 2
+    })
+    .await;
+    let live = desk.app.tray_summary();
+    let from_views = summarize(
+        &desk.app.phones.snapshot(),
+        &desk.app.bridge_snapshot(),
+        &desk.app.confirmations_snapshot(),
+    );
+    assert_eq!(live, from_views);
+    assert_eq!((live.connected, live.banners, live.waiting), (1, 1, 2));
+    let labels: Vec<(&str, TrayView)> = live
+        .entries
+        .iter()
+        .map(|e| (e.label.as_str(), e.view))
+        .collect();
+    assert_eq!(labels[0], ("Tray phone (connected)", TrayView::Phones));
+    assert_eq!(labels[1].1, TrayView::Bridge);
+    assert!(labels[1].0.starts_with("Banner: "), "{labels:?}");
+    assert_eq!(
+        &labels[2..],
+        &[
+            (
+                "Waiting: Send the sooner one (Tray phone)",
+                TrayView::Confirmations
+            ),
+            (
+                "Waiting: Send the later one (Tray phone)",
+                TrayView::Confirmations
+            ),
+        ]
+    );
+    // The host was given it: the last tray it got is the live one.
+    let last = desk
+        .host
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            HostCall::Tray(t) => Some(t),
+            _ => None,
+        })
+        .next_back();
+    assert_eq!(last, Some(live));
+}
+
 /// Banners per phone (issue 16): two phones on one hub, the same call path. A phone's result
 /// raises and clears only that phone's banner; the dial inspector shows the banner the hub
 /// raised for a dial (and where it stands), and one derived from the text only for an imported

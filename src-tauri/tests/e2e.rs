@@ -2039,6 +2039,7 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
     .await?;
     let ui = j.ui();
     ui.js(measure::RAF_START, vec![]).await?;
+    let steal = measure::StealSampler::start();
     let started = Instant::now();
     let deadline = started + Duration::from_secs(1500);
     let mut scrolled = false;
@@ -2062,6 +2063,8 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
         }
     }
     let gaps = measure::FrameGaps::from_value(&j.ui().js(measure::RAF_STOP, vec![]).await?)?;
+    let steal = steal.stop();
+    let host = measure::gaps_beside_steal(&j.ui().js(measure::RAF_TIMES, vec![]).await?, &steal)?;
     let stream_s = started.elapsed().as_secs_f64();
     j.phones[phone].finish(Duration::from_secs(120))?;
     let ui = j.ui();
@@ -2118,6 +2121,7 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
         "dial window figures (journey 8, --demo, Xvfb 1280x800, {graphics}, {scripts}):\n\
          stream: {streamed} dials by switchboard-phone --rate 1000/s in {stream_s:.1} s ({:.0} dials/s as seen), filter `caller:lumiagent`, table at {n} rows\n\
          frames: {} in {:.1} s; longest gap {:.1} ms (target <= 50), p99 {:.1} ms (target <= 20), p50 {:.1} ms, {} gaps over 50 ms ({} of them while the harness ran a script in the page); the gaps no harness script fell in: {}; the page's code in them: {}; the page's callbacks by kind (ms): {}; the gaps over 50 ms [began, ms]: {}; the harness's actions [what, at ms]: {}\n\
+         the host (a virtual machine's CPUs taken by others): {host}\n\
          scrolled down mid-stream: rows in view kept their place: {}\n\
          rows rendered {rendered}, rows held in the page {cached}\n\
          memory, web process: empty WebKitGTK page {base}\n\

@@ -199,6 +199,25 @@ impl PhonesState {
         }
     }
 
+    /// The paired phones as the tray lists them (label, connected or not): the paired records
+    /// and the live connections only, none of the snapshot's diagnostics or network addresses
+    /// (reading those enumerates the interfaces and reads the routing table). Empty when the
+    /// link is not running.
+    pub fn tray_phones(&self) -> Vec<crate::support::tray::TrayPhone> {
+        let Some(link) = self.link() else {
+            return Vec::new();
+        };
+        let live = lock(&self.live);
+        link.paired_phones()
+            .into_iter()
+            .map(|r| crate::support::tray::TrayPhone {
+                connected: live.connections.contains_key(&r.device_id),
+                device_id: r.device_id,
+                label: r.label,
+            })
+            .collect()
+    }
+
     /// The name `device_id` was paired under (its pairing label), or `None` when the link is
     /// not running or the phone is not paired (callers then show the device id). Notifications
     /// name phones by it, as the views do.

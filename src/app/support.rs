@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::error::{IpcError, IpcErrorKind};
 use crate::support::open::{open_bundle, BundleDetails, BundleInfo, OpenedBundle};
-use crate::support::tray::{summarize, TraySummary};
+use crate::support::tray::TraySummary;
 use crate::support::{BundleOptions, BundlePreview, SavedBundle};
 use crate::sync::lock;
 
@@ -165,13 +165,15 @@ impl App {
         self.viewing().map(|b| b.details())
     }
 
-    /// What the tray shows now (the live app's, also while a bundle is open).
+    /// What the tray shows now (the live app's, also while a bundle is open). Built from the
+    /// parts the tray lists, each read under its own lock (never two at once), not from the
+    /// views' whole snapshots: it runs on every notice that may move a count, in the hub's
+    /// task, and a flapping banner raises and clears one many times a second.
     pub fn tray_summary(&self) -> TraySummary {
-        summarize(
-            &self.phones.snapshot(),
-            &self.bridge_snapshot(),
-            &self.confirmations_snapshot(),
-        )
+        let phones = self.phones.tray_phones();
+        let banners = crate::support::tray::banner_lines(self.bridge.lock_store().banners());
+        let waiting = crate::support::tray::waiting_lines(self.confirmations.lock().waiting());
+        crate::support::tray::summarize_parts(&phones, &banners, &waiting)
     }
 
     /// Gives the host the tray's summary now.

@@ -239,6 +239,12 @@ impl ConfirmationMirror {
             })
     }
 
+    /// The proposals waiting on a phone (requested or approved), in arrival order (the
+    /// snapshot's `waiting` sorts them soonest expiry first).
+    pub fn waiting(&self) -> &[ConfirmationView] {
+        &self.waiting
+    }
+
     /// Number of proposals waiting.
     pub fn waiting_count(&self) -> usize {
         self.waiting.len()

@@ -12,7 +12,8 @@ use ts_rs::TS;
 
 use crate::app::phones::PhonesSnapshot;
 use crate::bridge::store::BridgeSnapshot;
-use crate::confirmations::ConfirmationsSnapshot;
+use crate::bridge::Banner;
+use crate::confirmations::{ConfirmationView, ConfirmationsSnapshot};
 
 /// The longest menu entry, in characters (a cut one ends with `…`).
 pub const MAX_MENU_LABEL: usize = 60;
@@ -152,19 +153,35 @@ pub fn summarize(
     bridge: &BridgeSnapshot,
     confirmations: &ConfirmationsSnapshot,
 ) -> TraySummary {
-    let phones: Vec<SummaryPhone> = phones
+    let phones: Vec<TrayPhone> = phones
         .phones
         .iter()
-        .map(|p| SummaryPhone {
+        .map(|p| TrayPhone {
             device_id: p.record.device_id.clone(),
             label: p.record.label.clone(),
             connected: p.connected,
         })
         .collect();
-    let banners: Vec<String> = bridge.banners.iter().map(|b| b.message.clone()).collect();
-    let waiting: Vec<(String, String)> = confirmations
-        .waiting
-        .iter()
+    summarize_parts(
+        &phones,
+        &banner_lines(&bridge.banners),
+        &waiting_lines(&confirmations.waiting),
+    )
+}
+
+/// The messages of `banners`, in their order: what the tray lists of the Bridge status view.
+pub fn banner_lines(banners: &[Banner]) -> Vec<String> {
+    banners.iter().map(|b| b.message.clone()).collect()
+}
+
+/// The waiting confirmations as the tray lists them, soonest expiry first (as the
+/// Confirmations view orders them): `(summary, or the tool's name when the summary is blank;
+/// the phone's device id)`. `waiting` may be in any order.
+pub fn waiting_lines(waiting: &[ConfirmationView]) -> Vec<(String, String)> {
+    let mut sorted: Vec<&ConfirmationView> = waiting.iter().collect();
+    sorted.sort_by_key(|c| (c.expires_at_ms, c.proposed_at_ms));
+    sorted
+        .into_iter()
         .map(|c| {
             let what = if c.summary.trim().is_empty() {
                 c.tool.name.clone()
@@ -173,8 +190,7 @@ pub fn summarize(
             };
             (what, c.phone.clone())
         })
-        .collect();
-    summarize_parts(&phones, &banners, &waiting)
+        .collect()
 }
 
 /// The same summary for the three views as a support bundle holds them (`phones.json`,
@@ -189,12 +205,12 @@ pub fn summarize_bundle(phones: &Value, banners: &Value, confirmations: &Value) 
             .unwrap_or_default()
             .to_string()
     };
-    let phones: Vec<SummaryPhone> = list(phones, "phones")
+    let phones: Vec<TrayPhone> = list(phones, "phones")
         .unwrap_or_default()
         .iter()
         .map(|p| {
             let record = p.get("record").cloned().unwrap_or(Value::Null);
-            SummaryPhone {
+            TrayPhone {
                 device_id: text(&record, "device_id"),
                 label: text(&record, "label"),
                 connected: p.get("connected").and_then(Value::as_bool) == Some(true),
@@ -222,17 +238,23 @@ pub fn summarize_bundle(phones: &Value, banners: &Value, confirmations: &Value) 
     summarize_parts(&phones, &banners, &waiting)
 }
 
-/// A phone as the summary lists it.
-struct SummaryPhone {
-    device_id: String,
-    label: String,
-    connected: bool,
+/// A paired phone as the tray lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrayPhone {
+    /// Its device id (`dev_...`).
+    pub device_id: String,
+    /// The name it was paired under (the device id is shown when it is blank).
+    pub label: String,
+    /// Whether it is connected now.
+    pub connected: bool,
 }
 
-/// The summary of `phones`, banner messages and waiting confirmations (`(summary or tool
-/// name, phone device id)`).
-fn summarize_parts(
-    phones: &[SummaryPhone],
+/// The summary of `phones`, banner messages ([`banner_lines`]) and waiting confirmations
+/// ([`waiting_lines`]): the same as [`summarize`] gives for the views holding them. The live
+/// app calls it with the parts alone, not the views' whole snapshots, on every notice that may
+/// move a count (a flapping banner raises and clears one many times a second).
+pub fn summarize_parts(
+    phones: &[TrayPhone],
     banners: &[String],
     waiting: &[(String, String)],
 ) -> TraySummary {

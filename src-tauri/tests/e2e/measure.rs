@@ -322,3 +322,142 @@ impl FrameGaps {
         })
     }
 }
+
+/// The host's steal time (`steal` in `/proc/stat`, all CPUs, ms) sampled every
+/// [`STEAL_EVERY`] on a thread of its own, with the wall-clock time of each sample: on a shared
+/// virtual machine the hypervisor may run other guests while this one's CPUs want to run, and a
+/// frame gap that such a stall fell in says nothing about the app. At most [`STEAL_SAMPLES`]
+/// samples (an hour) are kept.
+pub struct StealSampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<(f64, u64)>>,
+}
+
+/// How often [`StealSampler`] reads `/proc/stat`.
+pub const STEAL_EVERY: Duration = Duration::from_millis(10);
+/// The most samples [`StealSampler`] keeps.
+pub const STEAL_SAMPLES: usize = 360_000;
+
+/// Cumulative steal of all CPUs in ms (`None`: no `/proc/stat` or no steal column).
+fn steal_now_ms() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: u64 = cpu.split_whitespace().nth(8)?.parse().ok()?;
+    Some(ticks * 10)
+}
+
+fn epoch_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .unwrap_or(0.0)
+}
+
+impl StealSampler {
+    /// Starts sampling.
+    pub fn start() -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) && v.len() < STEAL_SAMPLES {
+                if let Some(s) = steal_now_ms() {
+                    v.push((epoch_ms(), s));
+                }
+                std::thread::sleep(STEAL_EVERY);
+            }
+            v
+        });
+        Self { stop, thread }
+    }
+
+    /// Stops sampling and returns the log.
+    pub fn stop(self) -> StealLog {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        StealLog {
+            samples: self.thread.join().unwrap_or_default(),
+        }
+    }
+}
+
+/// What [`StealSampler`] saw: `(epoch ms, cumulative steal ms)`, oldest first.
+pub struct StealLog {
+    samples: Vec<(f64, u64)>,
+}
+
+impl StealLog {
+    /// Steal between the last sample at or before `from` and the first at or after `to` (epoch
+    /// ms), so a gap counts every stall that may have touched it; `None` outside the log.
+    pub fn between(&self, from: f64, to: f64) -> Option<u64> {
+        let s = &self.samples;
+        let a = s.partition_point(|x| x.0 <= from).checked_sub(1)?;
+        let b = s.partition_point(|x| x.0 < to);
+        let end = s.get(b)?;
+        Some(end.1.saturating_sub(s[a].1))
+    }
+
+    /// Steal over the whole log, ms, and the log's length, s.
+    pub fn total(&self) -> (u64, f64) {
+        match (self.samples.first(), self.samples.last()) {
+            (Some(a), Some(b)) => (b.1.saturating_sub(a.1), (b.0 - a.0) / 1000.0),
+            _ => (0, 0.0),
+        }
+    }
+}
+
+/// The page's frame times read back after [`RAF_STOP`]: `performance.timeOrigin` and every
+/// frame's `performance.now()`.
+pub const RAF_TIMES: &str = "return { origin: performance.timeOrigin, t: window.__raf.t };";
+
+/// Frame gaps set against the host's steal: the gaps no stall touched (count, longest, p99),
+/// and the gaps over 50 ms with the steal in each. `v` is [`RAF_TIMES`]' answer.
+pub fn gaps_beside_steal(v: &Value, log: &StealLog) -> R<String> {
+    let origin = v["origin"]
+        .as_f64()
+        .ok_or_else(|| format!("no timeOrigin in {v}"))?;
+    let t: Vec<f64> = v["t"]
+        .as_array()
+        .ok_or("no frame times")?
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
+    let mut clean = Vec::new();
+    let mut long = Vec::new();
+    let mut touched = 0usize;
+    for w in t.windows(2) {
+        let gap = w[1] - w[0];
+        let stolen = log.between(origin + w[0], origin + w[1]);
+        match stolen {
+            Some(0) => clean.push(gap),
+            _ => touched += 1,
+        }
+        if gap > 50.0 && long.len() < 20 {
+            long.push(format!(
+                "[{:.0}, {:.0} ms, stolen {}]",
+                w[0] - t[0],
+                gap,
+                stolen.map_or("?".to_string(), |s| format!("{s} ms"))
+            ));
+        }
+    }
+    clean.sort_by(f64::total_cmp);
+    let rank = |p: f64| {
+        let i = ((p / 100.0 * clean.len() as f64).ceil() as usize).saturating_sub(1);
+        clean.get(i).copied().unwrap_or(0.0)
+    };
+    let (total, span) = log.total();
+    Ok(format!(
+        "the host stole {total} ms of CPU time in {span:.0} s (steal in /proc/stat, 2 CPUs); \
+         gaps no steal touched: {} of {} (longest {:.1} ms, p99 {:.1} ms); gaps over 50 ms with \
+         the steal around each: {}",
+        clean.len(),
+        clean.len() + touched,
+        clean.last().copied().unwrap_or(0.0),
+        rank(99.0),
+        if long.is_empty() {
+            "none".to_string()
+        } else {
+            long.join(" ")
+        }
+    ))
+}
