@@ -1726,3 +1726,72 @@ async fn a_seek_lands_where_walking_the_pages_does() {
     }
     desk.app.shutdown().await;
 }
+
+/// A demo app (`--demo`, its built-in demo phone) over the data in `home`.
+fn build_demo_in(home: &std::path::Path) -> (Arc<App>, Arc<RecordingHost>) {
+    let config = AppConfig::new(AppPaths::under(home), true);
+    let host = Arc::new(RecordingHost::new());
+    let app = App::new(
+        config,
+        host.clone(),
+        tokio::runtime::Handle::current(),
+        ConfirmationMirror::with_bundled_catalogue(),
+    );
+    (app, host)
+}
+
+/// The fresh user's first bug: "Paired Demo phone: the verification codes matched" showed at
+/// every demo start. The demo desktop's identity is new at every start (in memory: no
+/// development credential is kept), so the demo phone pairs again each time; only its first
+/// pairing is news. A second start over the same data pairs the same demo phone again without
+/// announcing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_phone_is_announced_paired_only_the_first_time() {
+    let home = tempfile::tempdir().unwrap();
+    let connected = |app: &App| {
+        app.phones
+            .snapshot()
+            .phones
+            .iter()
+            .find(|p| p.connected)
+            .map(|p| p.record.device_id.clone())
+    };
+
+    let (first, _host) = build_demo_in(home.path());
+    first.start_link();
+    until("the demo phone to connect", || connected(&first).is_some()).await;
+    let demo_dir = first.config.paths.link_dir(true);
+    until("the demo phone to keep its pairing", || {
+        switchboard::phone::demo::paired_before(&demo_dir).is_some()
+    })
+    .await;
+    let id = connected(&first).unwrap();
+    let shown = first
+        .phones
+        .snapshot()
+        .last_pairing
+        .expect("first pairing shown");
+    assert_eq!(shown.device_id, id);
+    assert!(shown.ended.is_none(), "{shown:?}");
+    first.shutdown().await;
+
+    let (second, _host) = build_demo_in(home.path());
+    second.start_link();
+    until("the demo phone to connect again", || {
+        connected(&second).is_some()
+    })
+    .await;
+    let snap = second.phones.snapshot();
+    assert_eq!(
+        connected(&second).as_deref(),
+        Some(id.as_str()),
+        "the same demo phone"
+    );
+    assert_eq!(snap.phones.len(), 1, "{:?}", snap.phones);
+    assert!(
+        snap.last_pairing.is_none(),
+        "the demo phone's pairing again at a restart is not announced: {:?}",
+        snap.last_pairing
+    );
+    second.shutdown().await;
+}

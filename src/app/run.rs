@@ -384,6 +384,11 @@ impl App {
                 .run_until(events, stopped(self.running.hub_stop.subscribe())),
         );
         let demo_task = (cfg.demo_phone).then(|| {
+            // The demo identity is new at every start, so a demo phone that paired before pairs
+            // again now: that is not news to the person (only its first pairing is shown).
+            if let Some(id) = crate::phone::demo::paired_before(&dir) {
+                self.phones.expect_repairing(id);
+            }
             let options = crate::phone::demo::DemoOptions::new(dir);
             let demo_link = link.clone();
             self.rt.spawn(async move {

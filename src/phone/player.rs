@@ -109,6 +109,38 @@ impl std::fmt::Debug for Confirmer {
     }
 }
 
+/// Told once the phone has paired, with what pairing gave, before anything is played: a caller
+/// that keeps the pairing (the demo phone's identity file) saves it at once, so it is kept
+/// even when the play is stopped before it ends.
+#[derive(Clone, Default)]
+pub struct OnPaired(Option<Arc<PairedFn>>);
+
+/// What [`OnPaired`] calls.
+type PairedFn = dyn Fn(&PairedInfo) + Send + Sync;
+
+impl OnPaired {
+    /// Calls `f` once the phone has paired.
+    pub fn new(f: impl Fn(&PairedInfo) + Send + Sync + 'static) -> Self {
+        OnPaired(Some(Arc::new(f)))
+    }
+
+    fn paired(&self, info: &PairedInfo) {
+        if let Some(f) = &self.0 {
+            f(info);
+        }
+    }
+}
+
+impl std::fmt::Debug for OnPaired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "OnPaired(..)"
+        } else {
+            "OnPaired(none)"
+        })
+    }
+}
+
 /// What to play and how.
 #[derive(Debug, Clone)]
 pub struct PlayOptions {
@@ -138,6 +170,8 @@ pub struct PlayOptions {
     /// with the first ([`PhoneClient::connect_any`]); the one that worked is tried first on
     /// every reconnect.
     pub also_try: Vec<SocketAddr>,
+    /// Told once the phone has paired (default: nobody).
+    pub on_paired: OnPaired,
 }
 
 /// The default [`PlayOptions::dead_after`]: 45 s without a frame from the desktop.
@@ -161,6 +195,7 @@ impl PlayOptions {
             confirm: Confirmer::auto(),
             dead_after: DEAD_AFTER,
             also_try: Vec::new(),
+            on_paired: OnPaired::default(),
         }
     }
 }
@@ -357,7 +392,9 @@ impl<'a> Player<'a> {
                 self.join = Join::Paired {
                     desktop_public_key: paired.desktop_public_key.clone(),
                 };
-                self.report.paired = Some(paired.into());
+                let info = PairedInfo::from(paired);
+                self.opts.on_paired.paired(&info);
+                self.report.paired = Some(info);
             }
         }
         Ok(c.into_ws())
