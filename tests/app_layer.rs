@@ -1795,3 +1795,69 @@ async fn the_demo_phone_is_announced_paired_only_the_first_time() {
     );
     second.shutdown().await;
 }
+
+/// The fresh user's second bug: 15 confirmations before a restart, 7 after (the ended ones were
+/// gone). Ended proposals are kept in the link's data folder and shown again after a restart,
+/// as they ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ended_confirmations_are_kept_across_a_restart() {
+    let desk = start().await;
+    let (me, mut phone) = pair(&desk, "Runtime phone").await;
+    let session = "ses_restart000000001";
+    let msg = |id: &str, kind: &str, payload: Value| {
+        let mut v = envelope(kind, Some(&me.entity_id()), payload);
+        v["id"] = json!(id);
+        v["session"] = json!(session);
+        v["device"] = json!(me.device_id());
+        v
+    };
+    let params = json!({"to": "+1 555 0100", "body": "hi"});
+    let propose = |id: &str, action: &str| {
+        msg(
+            id,
+            "action.propose",
+            json!({
+            "action_id": action, "tool": "messages.send", "params": params,
+            "params_hash": switchboard::ifp::params_hash(&params), "risk": "high",
+            "idempotency_key": action, "expires_at": rfc3339_ms(4_000_000_000_000)}),
+        )
+    };
+    for (id, action) in [
+        ("msg_prop00000001", "act_declined001"),
+        ("msg_prop00000002", "act_waiting0001"),
+    ] {
+        phone.send_value(&propose(id, action)).await.unwrap();
+    }
+    phone
+        .send_value(&msg(
+            "msg_reject000001",
+            "action.reject",
+            json!({"action_id": "act_declined001", "reason_class": "user_denied"}),
+        ))
+        .await
+        .unwrap();
+    until("one ended, one waiting", || {
+        let s = desk.app.confirmations_snapshot();
+        s.ended.len() == 1 && s.waiting.len() == 1
+    })
+    .await;
+    let before = desk.app.confirmations_snapshot().ended;
+    phone.close().await;
+    desk.app.shutdown().await;
+    let home = desk.home;
+
+    let again = build_in(home);
+    let snap = again.app.confirmations_snapshot();
+    assert_eq!(
+        snap.ended, before,
+        "the ended proposal is shown again as it ended"
+    );
+    assert_eq!(snap.ended[0].action_id, "act_declined001");
+    assert_eq!(snap.ended[0].state, switchboard::ifp::ActionState::Rejected);
+    assert!(
+        snap.waiting.is_empty(),
+        "what was waiting is the phone's to say"
+    );
+
+    again.app.shutdown().await;
+}
