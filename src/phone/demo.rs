@@ -78,6 +78,10 @@ pub struct DemoOptions {
     pub base_ms: Option<u64>,
     /// For tests: cut the connection after these frames (see [`PlayOptions::cut_after`]).
     pub cut_after: Vec<u64>,
+    /// After the script, stay connected as an idle phone ([`PlayOptions::stay_connected`]):
+    /// the Phones view keeps showing the demo phone connected, as a real idle phone is.
+    /// Default true; false makes [`run_demo_phone`] return once the script is acknowledged.
+    pub stay_connected: bool,
 }
 
 impl DemoOptions {
@@ -90,12 +94,14 @@ impl DemoOptions {
             run: None,
             base_ms: None,
             cut_after: Vec::new(),
+            stay_connected: true,
         }
     }
 }
 
 /// Starts the demo phone on the current tokio runtime: it connects to `link` over loopback,
-/// pairs by itself if needed, and plays the demo scenario. The task ends with the play's report.
+/// pairs by itself if needed, and plays the demo scenario. The task ends with the play's report
+/// (with [`DemoOptions::stay_connected`], only once the desktop unpairs the demo phone).
 ///
 /// Call after [`Link::run`] (the link must know its port). Pairing opens the link's pairing
 /// window for the demo phone (replacing a window the person may have open).
@@ -160,8 +166,9 @@ pub async fn run_demo_phone(link: &Link, options: DemoOptions) -> Result<PlayRep
         opts.base_ms = b;
     }
     opts.cut_after = options.cut_after;
-    // The pairing is kept as soon as it is made: a demo stopped before its script ends still
-    // knows next time that it paired before.
+    opts.stay_connected = options.stay_connected;
+    // The pairing is kept as soon as it is made: a demo stopped before its script ends (or one
+    // that stays connected) still knows next time that it paired before.
     {
         let (file, path, addr, fp) = (file.clone(), path.clone(), addr, fp.clone());
         opts.on_paired = crate::phone::player::OnPaired::new(move |p| {

@@ -111,7 +111,7 @@ impl std::fmt::Debug for Confirmer {
 
 /// Told once the phone has paired, with what pairing gave, before anything is played: a caller
 /// that keeps the pairing (the demo phone's identity file) saves it at once, so it is kept
-/// even when the play is stopped before it ends.
+/// even when the play is stopped before it ends (or never ends: [`PlayOptions::stay_connected`]).
 #[derive(Clone, Default)]
 pub struct OnPaired(Option<Arc<PairedFn>>);
 
@@ -170,6 +170,11 @@ pub struct PlayOptions {
     /// with the first ([`PhoneClient::connect_any`]); the one that worked is tried first on
     /// every reconnect.
     pub also_try: Vec<SocketAddr>,
+    /// Once everything is sent and acknowledged, stay connected as an idle phone does
+    /// (answering pings and the desktop's requests, reconnecting when cut off) until the desktop
+    /// unpairs it or the task is stopped, instead of closing the connection and returning.
+    /// Default false.
+    pub stay_connected: bool,
     /// Told once the phone has paired (default: nobody).
     pub on_paired: OnPaired,
 }
@@ -195,6 +200,7 @@ impl PlayOptions {
             confirm: Confirmer::auto(),
             dead_after: DEAD_AFTER,
             also_try: Vec::new(),
+            stay_connected: false,
             on_paired: OnPaired::default(),
         }
     }
@@ -427,7 +433,9 @@ impl<'a> Player<'a> {
 
     /// Plays the whole scenario: connects (pairing first with [`Join::Pair`]), sends every frame
     /// at the chosen rate, reconnects and replays when cut off, and returns once the desktop has
-    /// acknowledged everything (or the phone was unpaired).
+    /// acknowledged everything (or the phone was unpaired). With
+    /// [`PlayOptions::stay_connected`] it then stays connected, idle, and returns only once the
+    /// phone was unpaired (or with an error).
     ///
     /// Errors: [`PlayError::Phone`] when connecting fails past the reconnect budget or the
     /// desktop refuses pairing or hello; [`PlayError::Unacknowledged`] when the final
@@ -507,9 +515,26 @@ impl<'a> Player<'a> {
             }
             let Some(frame) = pending.take() else {
                 // Everything handed over: wait for the acknowledgement of the rest.
-                if self.outbox.is_empty() {
+                if self.outbox.is_empty() && !self.opts.stay_connected {
                     conn = Conn::Open(ws);
                     break;
+                }
+                if self.outbox.is_empty() {
+                    // Idle, as a real phone with nothing to say: answer pings and the desktop's
+                    // requests (a settings snapshot asked for is queued and sent above).
+                    ack_deadline = None;
+                    let silent = self.silent_by();
+                    tokio::select! {
+                        msg = ws.next() => {
+                            if !self.on_incoming(&mut ws, msg).await { conn = Conn::Gone; continue; }
+                        }
+                        _ = tokio::time::sleep_until(silent) => {}
+                    }
+                    conn = Conn::Open(ws);
+                    if self.report.unpaired {
+                        break;
+                    }
+                    continue;
                 }
                 let deadline =
                     *ack_deadline.get_or_insert_with(|| Instant::now() + self.opts.ack_wait);
