@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { compile } from "svelte/compiler";
+import { DETAILS_BELOW_MAX_WIDTH, detailsBelow } from "./confirmations";
 import source from "../views/Confirmations.svelte?raw";
 
 // The fresh user's sixth bug: at a 760 px wide window the Confirmations view's detail panel was
@@ -37,5 +38,12 @@ describe("Confirmations layout", () => {
     expect(wideLayout).toBeGreaterThanOrEqual(0);
     expect(at).toBeGreaterThan(wideDetail);
     expect(at).toBeGreaterThan(wideLayout);
+  });
+
+  it("brings the details into view when they are under the lists, at the rule's own width", () => {
+    expect(css).toContain(`@media (max-width: ${DETAILS_BELOW_MAX_WIDTH}px)`);
+    expect(detailsBelow(760)).toBe(true);
+    expect(detailsBelow(DETAILS_BELOW_MAX_WIDTH)).toBe(true);
+    expect(detailsBelow(1180)).toBe(false);
   });
 });
