@@ -1829,3 +1829,138 @@ async fn a_seek_lands_where_walking_the_pages_does() {
     }
     desk.app.shutdown().await;
 }
+
+/// A demo app (`--demo`, its built-in demo phone) over the data in `home`.
+fn build_demo_in(home: &std::path::Path) -> (Arc<App>, Arc<RecordingHost>) {
+    let config = AppConfig::new(AppPaths::under(home), true);
+    let host = Arc::new(RecordingHost::new());
+    let app = App::new(
+        config,
+        host.clone(),
+        tokio::runtime::Handle::current(),
+        ConfirmationMirror::with_bundled_catalogue(),
+    );
+    (app, host)
+}
+
+/// The fresh user's first bug: "Paired Demo phone: the verification codes matched" showed at
+/// every demo start. The demo desktop's identity is new at every start (in memory: no
+/// development credential is kept), so the demo phone pairs again each time; only its first
+/// pairing is news. A second start over the same data pairs the same demo phone again without
+/// announcing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_phone_is_announced_paired_only_the_first_time() {
+    let home = tempfile::tempdir().unwrap();
+    let connected = |app: &App| {
+        app.phones
+            .snapshot()
+            .phones
+            .iter()
+            .find(|p| p.connected)
+            .map(|p| p.record.device_id.clone())
+    };
+
+    let (first, _host) = build_demo_in(home.path());
+    first.start_link();
+    until("the demo phone to connect", || connected(&first).is_some()).await;
+    let demo_dir = first.config.paths.link_dir(true);
+    until("the demo phone to keep its pairing", || {
+        switchboard::phone::demo::paired_before(&demo_dir).is_some()
+    })
+    .await;
+    let id = connected(&first).unwrap();
+    let shown = first
+        .phones
+        .snapshot()
+        .last_pairing
+        .expect("first pairing shown");
+    assert_eq!(shown.device_id, id);
+    assert!(shown.ended.is_none(), "{shown:?}");
+    first.shutdown().await;
+
+    let (second, _host) = build_demo_in(home.path());
+    second.start_link();
+    until("the demo phone to connect again", || {
+        connected(&second).is_some()
+    })
+    .await;
+    let snap = second.phones.snapshot();
+    assert_eq!(
+        connected(&second).as_deref(),
+        Some(id.as_str()),
+        "the same demo phone"
+    );
+    assert_eq!(snap.phones.len(), 1, "{:?}", snap.phones);
+    assert!(
+        snap.last_pairing.is_none(),
+        "the demo phone's pairing again at a restart is not announced: {:?}",
+        snap.last_pairing
+    );
+    second.shutdown().await;
+}
+
+/// The fresh user's second bug: 15 confirmations before a restart, 7 after (the ended ones were
+/// gone). Ended proposals are kept in the link's data folder and shown again after a restart,
+/// as they ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ended_confirmations_are_kept_across_a_restart() {
+    let desk = start().await;
+    let (me, mut phone) = pair(&desk, "Runtime phone").await;
+    let session = "ses_restart000000001";
+    let msg = |id: &str, kind: &str, payload: Value| {
+        let mut v = envelope(kind, Some(&me.entity_id()), payload);
+        v["id"] = json!(id);
+        v["session"] = json!(session);
+        v["device"] = json!(me.device_id());
+        v
+    };
+    let params = json!({"to": "+1 555 0100", "body": "hi"});
+    let propose = |id: &str, action: &str| {
+        msg(
+            id,
+            "action.propose",
+            json!({
+            "action_id": action, "tool": "messages.send", "params": params,
+            "params_hash": switchboard::ifp::params_hash(&params), "risk": "high",
+            "idempotency_key": action, "expires_at": rfc3339_ms(4_000_000_000_000)}),
+        )
+    };
+    for (id, action) in [
+        ("msg_prop00000001", "act_declined001"),
+        ("msg_prop00000002", "act_waiting0001"),
+    ] {
+        phone.send_value(&propose(id, action)).await.unwrap();
+    }
+    phone
+        .send_value(&msg(
+            "msg_reject000001",
+            "action.reject",
+            json!({"action_id": "act_declined001", "reason_class": "user_denied"}),
+        ))
+        .await
+        .unwrap();
+    until("one ended, one waiting", || {
+        let s = desk.app.confirmations_snapshot();
+        s.ended.len() == 1 && s.waiting.len() == 1
+    })
+    .await;
+    let before = desk.app.confirmations_snapshot().ended;
+    phone.close().await;
+    desk.app.shutdown().await;
+    let home = desk.home;
+
+    let again = build_in(home);
+    let snap = again.app.confirmations_snapshot();
+    assert_eq!(
+        snap.ended, before,
+        "the ended proposal is shown again as it ended"
+    );
+    assert_eq!(snap.ended[0].action_id, "act_declined001");
+    assert_eq!(snap.ended[0].state, switchboard::ifp::ActionState::Rejected);
+    assert!(
+        snap.waiting.is_empty(),
+        "what was waiting is the phone's to say"
+    );
+
+    again.app.shutdown().await;
+}

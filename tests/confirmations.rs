@@ -1186,3 +1186,116 @@ fn a_proposal_is_judged_under_its_own_sessions_autonomy() {
         AutonomySource::NoSession
     );
 }
+
+/// The ended history kept across restarts (`confirmations::history`): written and read back
+/// as it was, put back before this run's ends, and a proposal of the same phone and action after
+/// a restart (its receiver forgot it) gets a key of its own, so the view never shows two
+/// entries with one key.
+#[test]
+fn the_ended_history_comes_back_from_its_file_with_keys_of_its_own() {
+    use switchboard::confirmations::history;
+    let params = json!({"title": "Dentist", "start": "2026-07-22T09:00"});
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    let revision = m.ended_revision();
+    feed(
+        &mut rx,
+        &mut m,
+        &propose(
+            "msg_hist0001",
+            "act_hist0001",
+            "calendar.add",
+            params.clone(),
+            None,
+        ),
+    );
+    assert_eq!(m.ended_revision(), revision, "nothing ended yet");
+    feed(
+        &mut rx,
+        &mut m,
+        &follow(
+            "msg_hist0002",
+            "2026-07-21T02:00:05Z",
+            "action.reject",
+            json!({"action_id": "act_hist0001", "reason_class": "user_denied"}),
+        ),
+    );
+    assert_ne!(m.ended_revision(), revision, "an end moves the revision");
+    let (ended, dropped) = m.ended_history();
+    assert_eq!(ended.len(), 1);
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(history::HISTORY_FILE);
+    assert_eq!(history::load(&file).unwrap(), None, "no file yet");
+    history::save(&file, ended.clone(), dropped).unwrap();
+    let (back, back_dropped) = history::load(&file).unwrap().unwrap();
+    assert_eq!((back.clone(), back_dropped), (ended.clone(), dropped));
+
+    // The next start: a new mirror and receiver.
+    let mut rx = Receiver::new(3);
+    let mut next = ConfirmationMirror::with_bundled_catalogue();
+    assert_eq!(next.restore_ended(back, back_dropped), 1);
+    assert_eq!(next.snapshot().ended, ended);
+    feed(
+        &mut rx,
+        &mut next,
+        &propose("msg_hist0003", "act_hist0001", "calendar.add", params, None),
+    );
+    let snap = next.snapshot();
+    assert_eq!(snap.waiting.len(), 1);
+    assert_ne!(snap.waiting[0].key, snap.ended[0].key, "{snap:?}");
+    // Putting the same history back twice adds nothing.
+    assert_eq!(next.restore_ended(ended, 0), 0);
+    assert_eq!(next.ended_count(), 1);
+
+    std::fs::write(&file, r#"{"version": 1, "ended": [{"key": 3}]}"#).unwrap();
+    let e = history::load(&file).unwrap_err();
+    assert!(
+        e.contains(history::HISTORY_FILE) && e.contains("ended[0]"),
+        "names the file and the place: {e}"
+    );
+}
+
+/// The restored history stays within [`MAX_ENDED`]: the oldest go first and are counted.
+#[test]
+fn a_restored_history_keeps_within_the_bound() {
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    let mut rx = Receiver::new(3);
+    let params = json!({"title": "Dentist", "start": "2026-07-22T09:00"});
+    for i in 0..3 {
+        feed(
+            &mut rx,
+            &mut m,
+            &propose(
+                &format!("msg_bound{i:04}"),
+                &format!("act_bound{i:04}"),
+                "calendar.add",
+                params.clone(),
+                None,
+            ),
+        );
+        feed(
+            &mut rx,
+            &mut m,
+            &follow(
+                &format!("msg_bndrj{i:04}"),
+                "2026-07-21T02:00:05Z",
+                "action.reject",
+                json!({"action_id": format!("act_bound{i:04}"), "reason_class": "user_denied"}),
+            ),
+        );
+    }
+    let (one, _) = m.ended_history();
+    // Many copies with distinct keys, as many runs would leave.
+    let many: Vec<_> = (0..MAX_ENDED + 5)
+        .map(|i| {
+            let mut c = one[i % one.len()].clone();
+            c.key = format!("{}/{}#{i}", c.phone, c.action_id);
+            c
+        })
+        .collect();
+    let mut next = ConfirmationMirror::with_bundled_catalogue();
+    next.restore_ended(many, 7);
+    assert_eq!(next.ended_count(), MAX_ENDED);
+    assert_eq!(next.snapshot().ended_dropped, 7 + 5);
+}

@@ -86,6 +86,8 @@ impl Desk {
         o.run = Some(RUN.into());
         o.base_ms = Some(BASE_MS);
         o.cut_after = cut_after;
+        // Return once the script is acknowledged (the app's demo phone stays connected).
+        o.stay_connected = false;
         tokio::time::timeout(Duration::from_secs(120), run_demo_phone(&self.link, o))
             .await
             .expect("the demo phone did not finish in time")
@@ -432,6 +434,47 @@ fn comparable_mirror(d: &Desk) -> Value {
     let mut v = serde_json::to_value(d.confirmations.lock().unwrap().snapshot()).unwrap();
     strip(&mut v);
     v
+}
+
+/// The fresh user's third bug: after its two-minute script the demo phone showed "Not
+/// connected". With the demo's defaults (as the app runs it) the phone stays connected, idle,
+/// once the desktop has acknowledged the whole script, as a real idle phone does; it stops only
+/// when the desktop unpairs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_phone_stays_connected_after_its_script() {
+    let d = desk().await;
+    let mut o = DemoOptions::new(d.dir.path());
+    o.rate = Rate::Max;
+    o.run = Some(RUN.into());
+    o.base_ms = Some(BASE_MS);
+    let link = d.link.clone();
+    let phone = tokio::spawn(async move { run_demo_phone(&link, o).await });
+    let total = scenario_counts().values().sum::<usize>() as u64;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while d.hub.phones().first().map_or(0, |p| p.applied) < total {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the script was not applied in time: {:?}",
+            d.hub.phones()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Well past the last acknowledgement: a phone that closed after its script is gone by now.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let p = d.phone();
+    assert!(p.connected, "the demo phone is still connected: {p:?}");
+    assert!(!phone.is_finished(), "the demo phone is still running");
+    // Unpaired, the idle phone hears it and stops.
+    d.link.unpair(&p.device_id).unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(30), phone)
+        .await
+        .expect("the demo phone stops once unpaired")
+        .unwrap()
+        .unwrap();
+    assert!(report.unpaired, "{report:?}");
+    assert_eq!(report.unacked, 0, "{report:?}");
+    d.assert_no_action_sent();
+    d.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

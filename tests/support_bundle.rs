@@ -480,8 +480,8 @@ async fn a_bundle_opens_into_the_same_views_and_nothing_can_be_changed() {
 }
 
 /// `switchboard bundle` with the app not running reads its files: the trust file's phones,
-/// the dial history (newest 1 000), the logs of the last three days, the settings; it writes
-/// nothing in the app's folders.
+/// the dial history (newest 1 000), the ended confirmations kept for the next start, the logs
+/// of the last three days, the settings; it writes nothing in the app's folders.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bundle_of_the_app_files_when_it_is_not_running() {
     let desk = start().await;
@@ -508,6 +508,33 @@ async fn a_bundle_of_the_app_files_when_it_is_not_running() {
         desk.app
             .hub()
             .is_some_and(|h| h.phone(me.device_id()).is_some_and(|p| p.dials == 1005))
+    })
+    .await;
+    // One proposal the phone's person declined: kept for the next start, so in the bundle.
+    let params = json!({"to": "+1 555 0100", "body": "hi"});
+    for (id, kind, payload) in [
+        (
+            "msg_offprop00001",
+            "action.propose",
+            json!({"action_id": "act_offline0001", "tool": "messages.send", "params": params,
+                   "params_hash": switchboard::ifp::params_hash(&params), "risk": "high",
+                   "idempotency_key": "act_offline0001",
+                   "expires_at": rfc3339_ms(4_000_000_000_000)}),
+        ),
+        (
+            "msg_offrej000001",
+            "action.reject",
+            json!({"action_id": "act_offline0001", "reason_class": "user_denied"}),
+        ),
+    ] {
+        let mut v = envelope(kind, Some(&me.entity_id()), payload);
+        v["id"] = json!(id);
+        v["session"] = json!("ses_offline0000001");
+        v["device"] = json!(me.device_id());
+        phone.send_value(&v).await.unwrap();
+    }
+    until("the declined proposal", || {
+        desk.app.confirmations_snapshot().ended.len() == 1
     })
     .await;
     phone.close().await;
@@ -560,6 +587,10 @@ async fn a_bundle_of_the_app_files_when_it_is_not_running() {
     assert_eq!(phones[0]["record"]["label"], "Offline phone");
     assert_eq!(phones[0]["connected"], false);
     assert!(phones[0]["key_fingerprint"].as_str().unwrap().len() > 8);
+    let ended = opened.confirmations["ended"].as_array().unwrap();
+    assert_eq!(ended.len(), 1, "{:?}", opened.confirmations);
+    assert_eq!(ended[0]["action_id"], "act_offline0001");
+    assert_eq!(ended[0]["state"], "rejected");
 }
 
 fn listing(dir: &Path) -> Vec<(String, u64)> {

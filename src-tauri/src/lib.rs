@@ -47,16 +47,63 @@ pub struct LaunchOptions {
 /// Gives the windows' own frame (the GTK menu bar and its theme on Linux, the title bar on
 /// macOS and Windows) the theme of Settings: `System` follows the desktop.
 pub fn apply_theme<R: Runtime>(app: &tauri::AppHandle<R>, theme: switchboard::settings::Theme) {
+    app.set_theme(native_theme(theme));
+}
+
+/// The native frame's theme for a saved theme: `None` for `System` (the desktop's own).
+pub fn native_theme(theme: switchboard::settings::Theme) -> Option<tauri::Theme> {
     use switchboard::settings::Theme;
-    app.set_theme(match theme {
+    match theme {
         Theme::System => None,
         Theme::Light => Some(tauri::Theme::Light),
         Theme::Dark => Some(tauri::Theme::Dark),
-    });
+    }
 }
 
-/// Applies a saved theme to the windows' frame ([`apply_theme`]); managed by [`run`] only (the
-/// mock runtime of the tests has no themes).
+/// The main window as the start handles it: given a theme, then shown (implemented for
+/// Tauri's window; a seam so the order can be checked without a display).
+pub trait StartingWindow {
+    /// Gives the window's own frame `theme` (on Linux GTK's prefer-dark setting, which the
+    /// menu bar follows).
+    fn set_theme(&self, theme: tauri::Theme);
+    /// Shows, unminimises and focuses it.
+    fn show(&self);
+}
+
+impl<R: Runtime> StartingWindow for tauri::WebviewWindow<R> {
+    fn set_theme(&self, theme: tauri::Theme) {
+        if let Err(e) = tauri::WebviewWindow::set_theme(self, Some(theme)) {
+            tracing::warn!("the window's frame keeps the desktop's theme: {e}");
+        }
+    }
+
+    fn show(&self) {
+        let _ = tauri::WebviewWindow::show(self);
+        let _ = self.unminimize();
+        let _ = self.set_focus();
+    }
+}
+
+/// Opens the main window at start: the saved theme first, so its frame and GTK menu bar never
+/// show in the other theme (the theme and the show reach the window in this order), then
+/// shown when `show` (not with `--hidden` and a tray). With `System` the theme is left to the
+/// desktop (forcing "not dark" would override a dark desktop).
+pub fn open_main_window(
+    window: &dyn StartingWindow,
+    saved: switchboard::settings::Theme,
+    show: bool,
+) {
+    if let Some(theme) = native_theme(saved) {
+        window.set_theme(theme);
+    }
+    if show {
+        window.show();
+    }
+}
+
+/// Applies a theme chosen in Settings to the windows' frame ([`apply_theme`]); managed by
+/// [`run`] only (the mock runtime of the tests has no app-wide themes). The saved theme at
+/// start is given to the main window before it shows ([`open_main_window`]).
 pub struct ThemeApplier(pub Box<dyn Fn(switchboard::settings::Theme) + Send + Sync>);
 
 /// Keeps the log file writer alive for the app's lifetime (managed).
@@ -96,20 +143,29 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
 }
 
 /// The main window is created hidden (`"visible": false` in `tauri.conf.json`, and the window
-/// state plugin does not restore visibility): show it now, unless the app was started with
-/// `--hidden` and has a tray to be reached from.
+/// state plugin does not restore visibility): give it the saved theme, then show it, unless
+/// the app was started with `--hidden` and has a tray to be reached from
+/// ([`open_main_window`]).
 fn show_unless_hidden<R: Runtime>(app: &tauri::AppHandle<R>) {
     let hidden = app.try_state::<LaunchOptions>().is_some_and(|o| o.hidden);
     let tray = app.tray_by_id(tray::TRAY_ID).is_some() && (!hidden || tray::tray_is_shown());
-    match (hidden, tray) {
+    let show = match (hidden, tray) {
         (true, true) => {
-            tracing::info!("started hidden (--hidden): the window stays in the tray until shown")
+            tracing::info!("started hidden (--hidden): the window stays in the tray until shown");
+            false
         }
         (true, false) => {
             tracing::warn!("--hidden asked for, but there is no tray: showing the window");
-            show_main_window(app);
+            true
         }
-        (false, _) => show_main_window(app),
+        (false, _) => true,
+    };
+    let saved = app
+        .try_state::<Arc<App>>()
+        .map(|core| core.get_settings().theme)
+        .unwrap_or_default();
+    if let Some(w) = app.get_webview_window("main") {
+        open_main_window(&w, saved, show);
     }
 }
 
@@ -342,10 +398,9 @@ pub fn run(options: LaunchOptions) -> ExitCode {
         );
     match setup(builder).build(tauri::generate_context!("../tauri.conf.json")) {
         Ok(app) => {
+            // The saved theme reaches the main window in the setup hook, before it shows
+            // (`show_unless_hidden`); here only later changes from Settings.
             let handle = app.handle().clone();
-            if let Some(core) = app.try_state::<Arc<App>>() {
-                apply_theme(&handle, core.get_settings().theme);
-            }
             app.manage(ThemeApplier(Box::new(move |theme| {
                 apply_theme(&handle, theme)
             })));

@@ -5,7 +5,10 @@
 //! confirms on the phone (`ifp1-notes.md`, "Action lifecycle (confirmation is local to the
 //! surface)"). The hub feeds the same mirror (`Arc`) and sets each phone's autonomy in it.
 
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use serde::Serialize;
 use ts_rs::TS;
@@ -31,11 +34,25 @@ pub struct PhoneAutonomy {
     pub table: AutonomyTable,
 }
 
-/// The Confirmations view's state: the mirror the hub feeds (the hub is given the same `Arc`).
+/// How long after a proposal ends the history file is written (ends that come together are
+/// written once).
+pub const HISTORY_SAVE_DELAY: Duration = Duration::from_millis(500);
+
+/// The Confirmations view's state: the mirror the hub feeds (the hub is given the same `Arc`),
+/// and the file its ended history is kept in across restarts
+/// ([`crate::confirmations::history`]).
 #[derive(Debug)]
 pub struct ConfirmationsState {
     /// The mirror of every proposal seen from every phone.
     pub mirror: Arc<Mutex<ConfirmationMirror>>,
+    /// Where the ended history is kept (`None`: memory only).
+    history: Option<PathBuf>,
+    /// The mirror's [`ConfirmationMirror::ended_revision`] last written.
+    saved_revision: AtomicU64,
+    /// A write is already on its way ([`App::keep_confirmation_history`]).
+    save_due: AtomicBool,
+    /// One writer at a time, each writing the newest history.
+    writing: Mutex<()>,
 }
 
 impl Default for ConfirmationsState {
@@ -48,9 +65,54 @@ impl ConfirmationsState {
     /// A state over `mirror` (the shell passes the bundled catalogue's, or sample data in debug
     /// builds).
     pub fn new(mirror: ConfirmationMirror) -> Self {
+        let saved = mirror.ended_revision();
         Self {
             mirror: Arc::new(Mutex::new(mirror)),
+            history: None,
+            saved_revision: AtomicU64::new(saved),
+            save_due: AtomicBool::new(false),
+            writing: Mutex::new(()),
         }
+    }
+
+    /// A state over `mirror` whose ended history is kept in `file`: what an earlier run kept
+    /// there is put back first ([`ConfirmationMirror::restore_ended`]). A file that cannot be
+    /// read is logged, named, and left as it is until this run has something to write.
+    pub fn with_history(mut mirror: ConfirmationMirror, file: PathBuf) -> Self {
+        match crate::confirmations::history::load(&file) {
+            Ok(Some((ended, dropped))) => {
+                let n = mirror.restore_ended(ended, dropped);
+                tracing::info!(n, file = %file.display(), "ended confirmations kept from the last run");
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("the ended confirmations of the last run are not shown: {e}"),
+        }
+        let mut state = Self::new(mirror);
+        state.history = Some(file);
+        state
+    }
+
+    /// Writes the ended history to its file now when it changed since the last write (blocking
+    /// file I/O: call it off the async threads). Returns whether it wrote.
+    ///
+    /// # Errors
+    /// The file could not be written (its path and the reason); the next change tries again.
+    pub fn save_history(&self) -> Result<bool, String> {
+        let Some(path) = &self.history else {
+            return Ok(false);
+        };
+        let _one = lock(&self.writing);
+        let (ended, dropped, revision) = {
+            let m = self.lock();
+            if m.ended_revision() == self.saved_revision.load(Ordering::SeqCst) {
+                return Ok(false);
+            }
+            let (ended, dropped) = m.ended_history();
+            (ended, dropped, m.ended_revision())
+        };
+        crate::confirmations::history::save(path, ended, dropped)?;
+        self.saved_revision.store(revision, Ordering::SeqCst);
+        Ok(true)
     }
 
     /// Locks the mirror (a poisoned lock is recovered: the mirror is plain data).
@@ -60,6 +122,35 @@ impl ConfirmationsState {
 }
 
 impl App {
+    /// Writes the ended confirmations to their file soon ([`HISTORY_SAVE_DELAY`]) when they
+    /// changed, off the hub's thread; [`App::shutdown`] writes what is left. Called for every
+    /// notice that may have ended a proposal.
+    pub(super) fn keep_confirmation_history(self: &Arc<Self>) {
+        let c = &self.confirmations;
+        if c.history.is_none()
+            || c.lock().ended_revision() == c.saved_revision.load(Ordering::SeqCst)
+            || c.save_due.swap(true, Ordering::SeqCst)
+        {
+            return;
+        }
+        let app = Arc::downgrade(self);
+        self.rt.spawn(async move {
+            tokio::time::sleep(HISTORY_SAVE_DELAY).await;
+            let Some(app) = app.upgrade() else {
+                return;
+            };
+            app.confirmations.save_due.store(false, Ordering::SeqCst);
+            let _ = tokio::task::spawn_blocking(move || app.save_confirmation_history()).await;
+        });
+    }
+
+    /// Writes the ended confirmations now when they changed; a failure is logged.
+    pub(super) fn save_confirmation_history(&self) {
+        if let Err(e) = self.confirmations.save_history() {
+            tracing::warn!("the ended confirmations were not kept for the next start: {e}");
+        }
+    }
+
     /// Everything the Confirmations view shows: waiting, ended, stray messages.
     pub fn confirmations_snapshot(&self) -> ConfirmationsSnapshot {
         self.confirmations.lock().snapshot()

@@ -225,7 +225,10 @@ impl App {
             phones: phones::PhonesState::new(config.demo),
             phone_lines: phone_lines::PhoneLinesState::new(),
             bridge: bridge::BridgeState::new(),
-            confirmations: confirmations::ConfirmationsState::new(mirror),
+            confirmations: confirmations::ConfirmationsState::with_history(
+                mirror,
+                dials_dir.join(crate::confirmations::history::HISTORY_FILE),
+            ),
             settings,
             dials,
             host,

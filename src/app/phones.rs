@@ -86,6 +86,8 @@ struct Live {
     /// device id -> (address, version)
     connections: HashMap<String, (String, u32)>,
     last_pairing: Option<PairingResult>,
+    /// The device id whose next pairing is not announced ([`PhonesState::expect_repairing`]).
+    quiet_pairing: Option<String>,
     error: Option<String>,
     key_store_problem: Option<String>,
 }
@@ -127,6 +129,14 @@ impl PhonesState {
     /// The running link, if any.
     pub fn link(&self) -> Option<Link> {
         lock(&self.link).clone()
+    }
+
+    /// The next pairing of `device_id` is the built-in demo phone pairing again with this
+    /// start's fresh demo identity, after it had paired before ([`crate::phone::demo::paired_before`]):
+    /// it is not shown as "Paired …: the verification codes matched" (only the first pairing
+    /// is), and the last pairing result stays as it was.
+    pub fn expect_repairing(&self, device_id: String) {
+        lock(&self.live).quiet_pairing = Some(device_id);
     }
 
     /// Records the running link.
@@ -268,6 +278,12 @@ impl PhonesState {
             LinkEvent::Paired {
                 device_id, label, ..
             } => {
+                if live.quiet_pairing.as_ref() == Some(device_id) {
+                    live.quiet_pairing = None;
+                    return PhonesChange::Changed {
+                        connected: live.connections.len(),
+                    };
+                }
                 live.last_pairing = Some(PairingResult {
                     device_id: device_id.clone(),
                     label: label.clone(),

@@ -7,8 +7,9 @@
 //! Shutdown (tray Quit, window close, SIGTERM/SIGINT, session end), within
 //! [`SHUTDOWN_BUDGET`]: stop accepting and close every link with a close frame (the link's
 //! shutdown), wait for the link's connections to end so no event is still on its way, let the
-//! hub apply what is queued and flush its dials and acknowledgements, then flush and stop the
-//! dial log. Calling it again does nothing.
+//! hub apply what is queued and flush its dials and acknowledgements, keep the ended
+//! confirmations for the next start, then flush and stop the dial log. Calling it again does
+//! nothing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -130,12 +131,16 @@ impl HubObserver for Observer {
                 if let Some(n) = notification_for(&named, &settings) {
                     app.host.notify(n);
                 }
+                app.keep_confirmation_history();
                 app.host.emit(&AppEvent::Confirmations);
             }
             // The hub has set the level in the mirror; the view reloads.
             HubNotice::AutonomyChanged { .. } => app.host.emit(&AppEvent::Confirmations),
             // Lapsed proposals: the view reloads once, no desktop notification (`expiry.rs`).
-            HubNotice::ProposalsLapsed { .. } => app.host.emit(&AppEvent::Confirmations),
+            HubNotice::ProposalsLapsed { .. } => {
+                app.keep_confirmation_history();
+                app.host.emit(&AppEvent::Confirmations)
+            }
             HubNotice::SettingsUpdated { device_id, .. } => {
                 if let Some(view) = hub.phone(device_id) {
                     if app.phone_lines.on_phone_settings(device_id, view.lines) {
@@ -384,6 +389,11 @@ impl App {
                 .run_until(events, stopped(self.running.hub_stop.subscribe())),
         );
         let demo_task = (cfg.demo_phone).then(|| {
+            // The demo identity is new at every start, so a demo phone that paired before pairs
+            // again now: that is not news to the person (only its first pairing is shown).
+            if let Some(id) = crate::phone::demo::paired_before(&dir) {
+                self.phones.expect_repairing(id);
+            }
             let options = crate::phone::demo::DemoOptions::new(dir);
             let demo_link = link.clone();
             self.rt.spawn(async move {
@@ -491,7 +501,11 @@ impl App {
             in_time,
             "shutdown: hub drained"
         );
-        // 3. The dial log commits what it holds and stops.
+        // 3. The ended confirmations are kept for the next start (what the hub applied last
+        //    included).
+        //    One small file, written at once.
+        self.save_confirmation_history();
+        // 4. The dial log commits what it holds and stops.
         if let Some(d) = &self.dials {
             match tokio::time::timeout_at(deadline, d.log.shutdown()).await {
                 Ok(Ok(())) => {}

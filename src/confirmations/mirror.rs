@@ -45,6 +45,8 @@ pub struct ConfirmationMirror {
     ended_dropped: u64,
     waiting_dropped: u64,
     next_n: u64,
+    /// Moves whenever the ended history changes ([`ConfirmationMirror::ended_revision`]).
+    ended_revision: u64,
     autonomy: HashMap<String, Autonomy>,
     /// Each (phone, session)'s reported level and when it was received (epoch ms).
     session_autonomy: HashMap<(String, String), (Autonomy, i64)>,
@@ -101,6 +103,7 @@ impl ConfirmationMirror {
             ended_dropped: 0,
             waiting_dropped: 0,
             next_n: 0,
+            ended_revision: 0,
             autonomy: HashMap::new(),
             session_autonomy: HashMap::new(),
             session_order: VecDeque::new(),
@@ -253,6 +256,50 @@ impl ConfirmationMirror {
     /// Number of ended proposals kept.
     pub fn ended_count(&self) -> usize {
         self.ended.len()
+    }
+
+    /// A number that moves whenever the ended history changes (a proposal ended, or a message
+    /// was noted on an ended one): the app writes the history file ([`super::history`]) only
+    /// when it moved since the last write.
+    pub fn ended_revision(&self) -> u64 {
+        self.ended_revision
+    }
+
+    /// The ended history, oldest first, and how many ended proposals were dropped beyond
+    /// [`MAX_ENDED`]: what is kept across restarts ([`super::history`]).
+    pub fn ended_history(&self) -> (Vec<ConfirmationView>, u64) {
+        (self.ended.iter().cloned().collect(), self.ended_dropped)
+    }
+
+    /// Puts back the ended history of an earlier run (`ended` oldest first, as
+    /// [`Self::ended_history`] gives it), before what this run ended: kept within
+    /// [`MAX_ENDED`] (the oldest dropped and counted), without proposals that had not ended or
+    /// whose key is already here; later proposals get keys of their own. Returns how many were
+    /// put back. The history's revision does not move: nothing new to write.
+    pub fn restore_ended(&mut self, ended: Vec<ConfirmationView>, dropped: u64) -> usize {
+        let mut restored: VecDeque<ConfirmationView> = ended
+            .into_iter()
+            .filter(|c| {
+                c.is_ended()
+                    && !self.ended.iter().any(|e| e.key == c.key)
+                    && !self.waiting.iter().any(|w| w.key == c.key)
+            })
+            .collect();
+        let n = restored.len();
+        let next = restored
+            .iter()
+            .filter_map(|c| c.key.rsplit_once('#')?.1.parse::<u64>().ok())
+            .max()
+            .map_or(0, |m| m.saturating_add(1));
+        self.next_n = self.next_n.max(next);
+        restored.extend(self.ended.drain(..));
+        self.ended = restored;
+        self.ended_dropped = self.ended_dropped.saturating_add(dropped);
+        while self.ended.len() > MAX_ENDED {
+            self.ended.pop_front();
+            self.ended_dropped = self.ended_dropped.saturating_add(1);
+        }
+        n
     }
 
     /// Takes in one message from `phone` that the receiver judged `outcome`, received at `now_ms`
@@ -517,10 +564,13 @@ impl ConfirmationMirror {
         {
             return self.waiting.get_mut(i);
         }
-        self.ended
-            .iter_mut()
-            .rev()
-            .find(|c| c.phone == phone && c.action_id == action_id)
+        let i = self
+            .ended
+            .iter()
+            .rposition(|c| c.phone == phone && c.action_id == action_id)?;
+        // A message noted on an ended proposal changes the history kept across restarts.
+        self.ended_revision = self.ended_revision.wrapping_add(1);
+        self.ended.get_mut(i)
     }
 
     fn apply_follow_up(
@@ -755,6 +805,7 @@ impl ConfirmationMirror {
             self.ended_dropped = self.ended_dropped.saturating_add(1);
         }
         self.ended.push_back(view.clone());
+        self.ended_revision = self.ended_revision.wrapping_add(1);
         Some(MirrorChange {
             kind: ChangeKind::Lapsed,
             confirmation: Some(view),
@@ -802,6 +853,7 @@ impl ConfirmationMirror {
             self.ended_dropped = self.ended_dropped.saturating_add(1);
         }
         self.ended.push_back(view.clone());
+        self.ended_revision = self.ended_revision.wrapping_add(1);
         vec![MirrorChange {
             kind: ChangeKind::Ended,
             confirmation: Some(view),

@@ -55,10 +55,12 @@
 //! - `view`: the serialisable types the view shows ([`ConfirmationsSnapshot`] and its parts);
 //! - `mirror`: [`ConfirmationMirror`], the state machine, and its bounds;
 //! - `catalogue`: the bundled tool list ([`bundled_catalogue`]) and tool lookups;
+//! - [`history`]: the ended proposals kept across restarts (a file in the link's data folder);
 //! - `texts`: the wording (states, ends, summaries, timeline and anomaly texts);
 //! - [`notify`]: which desktop notification a change deserves.
 
 mod catalogue;
+pub mod history;
 mod mirror;
 pub mod notify;
 mod texts;

@@ -6,7 +6,7 @@
 //! Why a module of its own: these are the shapes that cross IPC; the mirror fills them in and the
 //! texts word them, but neither changes their shape.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
@@ -19,7 +19,7 @@ use crate::runtime::{Access, Autonomy, ConfirmationPolicy, Risk};
 use super::{MAX_ENDED, MAX_TIMELINE, MAX_WAITING};
 
 /// How an approval was given (`action.approve` `confirmation.mode`), for display.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum ConfirmedBy {
@@ -30,7 +30,7 @@ pub enum ConfirmedBy {
 }
 
 /// Why the phone rejected an action (`action.reject` `reason_class`), for display.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum RejectReason {
@@ -60,7 +60,7 @@ impl RejectReason {
 }
 
 /// The tool a proposal names, with its details from the phone's tool list, or `known: false`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct ToolInfo {
     /// Tool name as proposed (`messages.send`, `phone_action`).
@@ -80,7 +80,7 @@ pub struct ToolInfo {
 }
 
 /// The `params_hash` check: what the proposal gave and what its `params` hash to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct HashCheck {
     /// `params_hash` as proposed.
@@ -92,7 +92,7 @@ pub struct HashCheck {
 }
 
 /// A `phone_action` proposal as the phone shows it (`phone-actions.md` §2, §3).
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct PhoneActionView {
     /// The card the phone shows, when the call passes the checks.
@@ -104,7 +104,7 @@ pub struct PhoneActionView {
 }
 
 /// What kind of anomaly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum AnomalyKind {
@@ -131,7 +131,7 @@ pub enum AnomalyKind {
 }
 
 /// Something odd, explained in plain words.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct Anomaly {
     /// What kind.
@@ -152,7 +152,7 @@ pub struct Anomaly {
 }
 
 /// One message in a proposal's timeline.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct TimelineItem {
     /// The message's `id`.
@@ -178,7 +178,7 @@ pub struct TimelineItem {
 /// "Autonomy": "If a runtime tool call omits autonomy, OpenPhone inherits the phone execution
 /// session's autonomy. If no session is available, it falls back to ask_before_action."). A
 /// proposal carries no autonomy of its own, so it always inherits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum AutonomySource {
@@ -193,7 +193,7 @@ pub enum AutonomySource {
 }
 
 /// The autonomy that applies to a proposal, with where it came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct ProposalAutonomy {
     /// The level.
@@ -209,7 +209,7 @@ pub struct ProposalAutonomy {
 }
 
 /// One proposal as the view shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct ConfirmationView {
     /// Unique key for the UI: `<phone>/<action_id>#<n>`.

@@ -56,7 +56,7 @@ use std::collections::VecDeque;
 
 use foldhash::{HashMap, HashMapExt as _, HashSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use ts_rs::TS;
@@ -69,7 +69,7 @@ use super::payload::{ActionPropose, EventCommon, IncomingAction, IncomingMessage
 use super::validate::{validate, Rejection};
 
 /// The receiver's verdict on one message (the corpus's `verdict`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum Verdict {
@@ -82,7 +82,7 @@ pub enum Verdict {
 }
 
 /// An action's lifecycle state (`ifp1-notes.md`, "Action lifecycle").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum ActionState {

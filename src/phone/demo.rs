@@ -78,6 +78,10 @@ pub struct DemoOptions {
     pub base_ms: Option<u64>,
     /// For tests: cut the connection after these frames (see [`PlayOptions::cut_after`]).
     pub cut_after: Vec<u64>,
+    /// After the script, stay connected as an idle phone ([`PlayOptions::stay_connected`]):
+    /// the Phones view keeps showing the demo phone connected, as a real idle phone is.
+    /// Default true; false makes [`run_demo_phone`] return once the script is acknowledged.
+    pub stay_connected: bool,
 }
 
 impl DemoOptions {
@@ -90,12 +94,14 @@ impl DemoOptions {
             run: None,
             base_ms: None,
             cut_after: Vec::new(),
+            stay_connected: true,
         }
     }
 }
 
 /// Starts the demo phone on the current tokio runtime: it connects to `link` over loopback,
-/// pairs by itself if needed, and plays the demo scenario. The task ends with the play's report.
+/// pairs by itself if needed, and plays the demo scenario. The task ends with the play's report
+/// (with [`DemoOptions::stay_connected`], only once the desktop unpairs the demo phone).
 ///
 /// Call after [`Link::run`] (the link must know its port). Pairing opens the link's pairing
 /// window for the demo phone (replacing a window the person may have open).
@@ -160,6 +166,24 @@ pub async fn run_demo_phone(link: &Link, options: DemoOptions) -> Result<PlayRep
         opts.base_ms = b;
     }
     opts.cut_after = options.cut_after;
+    opts.stay_connected = options.stay_connected;
+    // The pairing is kept as soon as it is made: a demo stopped before its script ends (or one
+    // that stays connected) still knows next time that it paired before.
+    {
+        let (file, path, addr, fp) = (file.clone(), path.clone(), addr, fp.clone());
+        opts.on_paired = crate::phone::player::OnPaired::new(move |p| {
+            let mut file = file.clone();
+            file.desktop = Some(KnownDesktop {
+                other_addresses: Vec::new(),
+                address: addr.to_string(),
+                cert_fp: fp.clone(),
+                public_key: p.desktop_public_key.clone(),
+            });
+            if let Err(e) = file.save(&path) {
+                tracing::error!("the demo phone's pairing was not kept: {e}");
+            }
+        });
+    }
     // The built-in demo phone is ours, in this process, on loopback: it is trusted without the
     // person comparing codes. It confirms its own pending pairing on the desktop's side (by its
     // device id) and says the codes match on its side. A real phone never can: the desktop's
@@ -187,6 +211,17 @@ pub async fn run_demo_phone(link: &Link, options: DemoOptions) -> Result<PlayRep
         file.save(&path)?;
     }
     Ok(report)
+}
+
+/// The demo phone's device id when its identity file in `data_dir` says it paired with a
+/// desktop before (`None`: never paired, no file, or a file that cannot be read). The demo
+/// desktop's identity is made afresh at every start (in memory, `ifp1-notes.md`: "Private keys
+/// belong in the OS key store. No default or development credential may exist."), so the demo
+/// phone pairs again at every start; the app uses this to tell that re-pairing from the first
+/// pairing, which is the only one it announces.
+pub fn paired_before(data_dir: &Path) -> Option<String> {
+    let file = IdentityFile::load(&demo_identity_path(data_dir)).ok()?;
+    file.desktop.is_some().then_some(file.device_id)
 }
 
 /// The demo identity file's path in `data_dir`.

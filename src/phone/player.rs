@@ -109,6 +109,38 @@ impl std::fmt::Debug for Confirmer {
     }
 }
 
+/// Told once the phone has paired, with what pairing gave, before anything is played: a caller
+/// that keeps the pairing (the demo phone's identity file) saves it at once, so it is kept
+/// even when the play is stopped before it ends (or never ends: [`PlayOptions::stay_connected`]).
+#[derive(Clone, Default)]
+pub struct OnPaired(Option<Arc<PairedFn>>);
+
+/// What [`OnPaired`] calls.
+type PairedFn = dyn Fn(&PairedInfo) + Send + Sync;
+
+impl OnPaired {
+    /// Calls `f` once the phone has paired.
+    pub fn new(f: impl Fn(&PairedInfo) + Send + Sync + 'static) -> Self {
+        OnPaired(Some(Arc::new(f)))
+    }
+
+    fn paired(&self, info: &PairedInfo) {
+        if let Some(f) = &self.0 {
+            f(info);
+        }
+    }
+}
+
+impl std::fmt::Debug for OnPaired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "OnPaired(..)"
+        } else {
+            "OnPaired(none)"
+        })
+    }
+}
+
 /// What to play and how.
 #[derive(Debug, Clone)]
 pub struct PlayOptions {
@@ -138,6 +170,13 @@ pub struct PlayOptions {
     /// with the first ([`PhoneClient::connect_any`]); the one that worked is tried first on
     /// every reconnect.
     pub also_try: Vec<SocketAddr>,
+    /// Once everything is sent and acknowledged, stay connected as an idle phone does
+    /// (answering pings and the desktop's requests, reconnecting when cut off) until the desktop
+    /// unpairs it or the task is stopped, instead of closing the connection and returning.
+    /// Default false.
+    pub stay_connected: bool,
+    /// Told once the phone has paired (default: nobody).
+    pub on_paired: OnPaired,
 }
 
 /// The default [`PlayOptions::dead_after`]: 45 s without a frame from the desktop.
@@ -161,6 +200,8 @@ impl PlayOptions {
             confirm: Confirmer::auto(),
             dead_after: DEAD_AFTER,
             also_try: Vec::new(),
+            stay_connected: false,
+            on_paired: OnPaired::default(),
         }
     }
 }
@@ -357,7 +398,9 @@ impl<'a> Player<'a> {
                 self.join = Join::Paired {
                     desktop_public_key: paired.desktop_public_key.clone(),
                 };
-                self.report.paired = Some(paired.into());
+                let info = PairedInfo::from(paired);
+                self.opts.on_paired.paired(&info);
+                self.report.paired = Some(info);
             }
         }
         Ok(c.into_ws())
@@ -390,7 +433,9 @@ impl<'a> Player<'a> {
 
     /// Plays the whole scenario: connects (pairing first with [`Join::Pair`]), sends every frame
     /// at the chosen rate, reconnects and replays when cut off, and returns once the desktop has
-    /// acknowledged everything (or the phone was unpaired).
+    /// acknowledged everything (or the phone was unpaired). With
+    /// [`PlayOptions::stay_connected`] it then stays connected, idle, and returns only once the
+    /// phone was unpaired (or with an error).
     ///
     /// Errors: [`PlayError::Phone`] when connecting fails past the reconnect budget or the
     /// desktop refuses pairing or hello; [`PlayError::Unacknowledged`] when the final
@@ -470,9 +515,26 @@ impl<'a> Player<'a> {
             }
             let Some(frame) = pending.take() else {
                 // Everything handed over: wait for the acknowledgement of the rest.
-                if self.outbox.is_empty() {
+                if self.outbox.is_empty() && !self.opts.stay_connected {
                     conn = Conn::Open(ws);
                     break;
+                }
+                if self.outbox.is_empty() {
+                    // Idle, as a real phone with nothing to say: answer pings and the desktop's
+                    // requests (a settings snapshot asked for is queued and sent above).
+                    ack_deadline = None;
+                    let silent = self.silent_by();
+                    tokio::select! {
+                        msg = ws.next() => {
+                            if !self.on_incoming(&mut ws, msg).await { conn = Conn::Gone; continue; }
+                        }
+                        _ = tokio::time::sleep_until(silent) => {}
+                    }
+                    conn = Conn::Open(ws);
+                    if self.report.unpaired {
+                        break;
+                    }
+                    continue;
                 }
                 let deadline =
                     *ack_deadline.get_or_insert_with(|| Instant::now() + self.opts.ack_wait);

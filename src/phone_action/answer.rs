@@ -4,7 +4,7 @@
 //! Why a module of its own: the answer is what comes back from the phone; the Confirmations
 //! mirror reads an ended `phone_action` proposal through [`outcome`].
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
 
@@ -13,7 +13,7 @@ use super::spec::WAIT_SECONDS;
 use super::spec::{fill, MESSAGE_MAX_CHARS, PHONE};
 
 /// How a `phone_action` call ended (spec §3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum AnswerStatus {
@@ -28,7 +28,7 @@ pub enum AnswerStatus {
 }
 
 /// The outcome of a `phone_action` call, as the UI mirrors it and the model reads it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct PhoneActionOutcome {
     /// Done, declined, failed or no answer.

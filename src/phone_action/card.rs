@@ -5,13 +5,13 @@
 //! Why a module of its own: the card is what the person sees and confirms on the phone;
 //! Switchboard mirrors it in the Confirmations view.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
 /// One field on the card: its name, its value as the model gave it (strings trimmed), and the
 /// value in words for display.
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct CardField {
     /// The field's name (`destination`).
@@ -25,7 +25,7 @@ pub struct CardField {
 /// The card the phone shows for a `phone_action` call that passed the checks; also the action
 /// the phone receives (spec §2, last paragraph): `action`, `summary` (trimmed; the action's name
 /// when empty) and the action's fields that are present, in `phone.fields` order.
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[ts(export)]
 pub struct PhoneActionCard {
     /// One of the 16 actions.

@@ -70,3 +70,13 @@ export function findByKey(snap: ConfirmationsSnapshot | null, key: string | null
 export function prettyParams(params: Record<string, unknown>): string {
   return JSON.stringify(params, null, 2);
 }
+
+/** The widest window (CSS px) at which the Confirmations view shows the details under the lists
+ * instead of beside them (its `@media (max-width: 1100px)` rule, as in Live dials). */
+export const DETAILS_BELOW_MAX_WIDTH = 1100;
+
+/** Whether, at this window width, the details are under the lists: picking a confirmation then
+ * brings them into view (beside the lists they are in view already). */
+export function detailsBelow(windowWidth: number): boolean {
+  return windowWidth <= DETAILS_BELOW_MAX_WIDTH;
+}

@@ -1,0 +1,180 @@
+//! The saved theme reaches the native window before it shows (the fresh user's fifth bug: under
+//! a saved dark theme the GTK menu bar stayed light at first). The start gives the main window
+//! the saved theme, then shows it (`open_main_window`, called by the setup hook once the
+//! settings are loaded): the order is checked on a stand-in window that records what it is
+//! told, and in the real app under Xvfb, where GTK marks a window it draws dark with the X
+//! property `_GTK_THEME_VARIANT` = "dark" (read with `xprop` the moment the window is visible).
+//! The real-window test needs Xvfb, dbus-daemon, xdotool and xprop (`scripts/install-deps.sh`);
+//! every wait is bounded.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use switchboard::settings::Theme;
+use switchboard_desktop::{native_theme, open_main_window, StartingWindow};
+
+#[derive(Default)]
+struct Recorded(Mutex<Vec<String>>);
+
+impl StartingWindow for Recorded {
+    fn set_theme(&self, theme: tauri::Theme) {
+        self.0.lock().unwrap().push(format!("theme {theme:?}"));
+    }
+    fn show(&self) {
+        self.0.lock().unwrap().push("show".into());
+    }
+}
+
+fn start(saved: Theme, show: bool) -> Vec<String> {
+    let w = Recorded::default();
+    open_main_window(&w, saved, show);
+    w.0.into_inner().unwrap()
+}
+
+#[test]
+fn a_saved_theme_is_given_to_the_window_before_it_shows() {
+    assert_eq!(start(Theme::Dark, true), ["theme Dark", "show"]);
+    assert_eq!(start(Theme::Light, true), ["theme Light", "show"]);
+    // Started hidden in the tray: themed already for when the tray shows it.
+    assert_eq!(start(Theme::Dark, false), ["theme Dark"]);
+}
+
+#[test]
+fn the_system_theme_is_left_to_the_desktop() {
+    // Forcing "not dark" would override a dark desktop (GTK's prefer-dark is one setting).
+    assert_eq!(start(Theme::System, true), ["show"]);
+    assert_eq!(native_theme(Theme::System), None);
+    assert_eq!(native_theme(Theme::Dark), Some(tauri::Theme::Dark));
+}
+
+/// A child process ended (SIGTERM, then kill) when dropped.
+struct Proc(Child);
+impl Drop for Proc {
+    fn drop(&mut self) {
+        // SIGTERM first so the app runs its shutdown; then make sure.
+        unsafe {
+            libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn need(tool: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "{tool} is missing: run `bash scripts/install-deps.sh`"
+    );
+}
+
+/// Starts `program args` and returns it with the first line of its stdout.
+fn start_printing(program: &str, args: &[&str]) -> (Proc, String) {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program} starts: {e}"));
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (Proc(child), line.trim().to_string())
+}
+
+/// The first visible window titled exactly "Switchboard", if any.
+fn visible_window(display: &str) -> Option<String> {
+    let out = Command::new("xdotool")
+        .args(["search", "--onlyvisible", "--name", "^Switchboard$"])
+        .env("DISPLAY", display)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .find(|l| !l.is_empty())
+}
+
+/// `_GTK_THEME_VARIANT` of window `id`, as `xprop` prints it.
+fn theme_variant(display: &str, id: &str) -> String {
+    let out = Command::new("xprop")
+        .args(["-id", id, "_GTK_THEME_VARIANT"])
+        .env("DISPLAY", display)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn under_a_saved_dark_theme_the_real_window_is_dark_when_it_first_shows() {
+    for t in ["Xvfb", "dbus-daemon", "xdotool", "xprop"] {
+        need(t);
+    }
+    let (_xvfb, n) = start_printing(
+        "Xvfb",
+        &[
+            "-displayfd",
+            "1",
+            "-screen",
+            "0",
+            "1280x800x24",
+            "-nolisten",
+            "tcp",
+        ],
+    );
+    assert!(!n.is_empty(), "Xvfb gave no display number");
+    let display = format!(":{n}");
+    let (_bus, bus) = start_printing(
+        "dbus-daemon",
+        &["--session", "--nofork", "--print-address=1"],
+    );
+    assert!(bus.starts_with("unix:"), "dbus-daemon gave {bus:?}");
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    std::fs::write(
+        home.path().join("config").join("settings.json"),
+        r#"{"theme":"dark"}"#,
+    )
+    .unwrap();
+    let _app = Proc(
+        Command::new(env!("CARGO_BIN_EXE_switchboard-desktop"))
+            .arg("--demo")
+            .env("DISPLAY", &display)
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus)
+            .env("SWITCHBOARD_HOME", home.path())
+            .env("HOME", home.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the app starts"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let id = loop {
+        if let Some(id) = visible_window(&display) {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "no window showed within 90 s");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let first = theme_variant(&display, &id);
+    assert!(
+        first.ends_with("= \"dark\""),
+        "the window showed without the saved dark theme: {first:?}"
+    );
+}
