@@ -1,0 +1,79 @@
+// @vitest-environment jsdom
+import { describe, expect, it } from "vitest";
+import { RowPainter } from "./rowPainter";
+import type { HistoryRow } from "../bindings/HistoryRow";
+
+function dial(seq: number, extra: Partial<Record<string, unknown>> = {}): HistoryRow {
+  return {
+    kind: "dial", seq, id: `d${seq}`, phone: "dev_a", call_id: `c${seq}`, session: "ses_1",
+    caller: "lumiagent", callee: "lumirealm", endpoint: "lumirealm.phoneline", op: "read_item",
+    start_ms: Date.UTC(2026, 11, 2, 12, 0, 0, seq), duration_ms: 12, outcome: "ok", slow: false,
+    has_error: false, spec_findings: 0, ...extra,
+  } as HistoryRow;
+}
+
+const ctx = { start: 0, selected: null, phoneNames: { dev_a: "Demo phone" } };
+
+describe("RowPainter", () => {
+  it("gives each row the table's markup: role, id, aria, classes, cells and their titles", () => {
+    const root = document.createElement("div");
+    new RowPainter(root).paint([dial(2, { spec_findings: 2, duration_ms: 1500 }), undefined], { ...ctx, start: 10, selected: 10 });
+    const [r, p] = Array.from(root.children) as HTMLElement[];
+    expect(r.getAttribute("role")).toBe("row");
+    expect(r.id).toBe("dial-row-10");
+    expect(r.getAttribute("aria-rowindex")).toBe("12");
+    expect(r.getAttribute("aria-selected")).toBe("true");
+    expect(r.className).toBe("row selected");
+    expect(r.getAttribute("tabindex")).toBe("-1");
+    const cells = Array.from(r.children) as HTMLElement[];
+    expect(cells.map((c) => c.getAttribute("role"))).toEqual(Array(6).fill("gridcell"));
+    expect(cells[1].textContent).toBe("Demo phone");
+    expect(cells[1].title).toBe("Demo phone (dev_a)");
+    expect(cells[2].textContent).toBe("lumiagent → lumirealm");
+    expect(cells[2].title).toBe("lumiagent → lumirealm.phoneline");
+    expect(cells[3].querySelector(".mark.spec")?.getAttribute("aria-label")).toMatch(/^2 problems with phone-line.md/);
+    expect(cells[3].textContent).toBe("⚑read_item");
+    expect(cells[4].textContent).toBe("1.50 s ◔ slow");
+    expect(cells[5].className).toBe("outcome ok");
+    expect(cells[5].textContent).toBe("✓ ok");
+    expect(p.className).toBe("row placeholder");
+    expect(p.getAttribute("aria-busy")).toBe("true");
+    expect(p.textContent).toBe("…");
+    expect(RowPainter.indexOf(cells[3].querySelector("span"))).toBe(10);
+    expect(RowPainter.indexOf(p)).toBe(11);
+  });
+
+  it("keeps its elements and sets only what changed when rows move down a slot", () => {
+    const root = document.createElement("div");
+    const painter = new RowPainter(root);
+    painter.paint([dial(3), dial(2), dial(1)], ctx);
+    const before = Array.from(root.children);
+    const phoneCell = (root.children[1] as HTMLElement).children[1];
+    const phoneText = phoneCell.firstChild;
+    painter.paint([dial(4, { outcome: "error" }), dial(3), dial(2)], ctx);
+    expect(Array.from(root.children)).toEqual(before);
+    // The same phone in the slot: its text node was not replaced.
+    expect(phoneCell.firstChild).toBe(phoneText);
+    expect((root.children[0] as HTMLElement).className).toBe("row bad");
+    expect((root.children[0] as HTMLElement).children[5].textContent).toBe("✗ error");
+    expect((root.children[1] as HTMLElement).children[0].textContent).toBe(
+      (() => { const d = new Date(Date.UTC(2026, 11, 2, 12, 0, 0, 3)); return `${String(d.getHours()).padStart(2, "0")}:${String(d.getMinutes()).padStart(2, "0")}:00.003`; })(),
+    );
+    painter.paint([dial(4)], ctx);
+    expect(root.children.length).toBe(1);
+  });
+
+  it("reshapes a slot whose row turns from a dial into a connection event", () => {
+    const root = document.createElement("div");
+    const painter = new RowPainter(root);
+    painter.paint([dial(1)], ctx);
+    const conn = { kind: "connection", seq: 2, phone: "dev_a", label: "", at_ms: 0, event: "disconnected", detail: "the phone closed the connection" } as HistoryRow;
+    painter.paint([conn], { ...ctx, selected: 0 });
+    const r = root.children[0] as HTMLElement;
+    expect(r.className).toBe("row connection disconnected selected");
+    expect(r.children.length).toBe(3);
+    expect(r.children[1].textContent).toBe("Demo phone");
+    expect(r.children[2].querySelector("strong")?.textContent).toBe("Disconnected");
+    expect(r.children[2].textContent).toBe("⨯ Disconnected — the phone closed the connection");
+  });
+});

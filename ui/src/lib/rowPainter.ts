@@ -1,0 +1,198 @@
+// The Live dials table's rows in view, painted by hand: a fixed set of row elements (one per
+// slot in view) whose text and attributes are set only where they changed. While dials stream
+// at the top every row in view shows another dial at each render; with one Svelte effect per
+// cell, attribute and mark, that render took 7-8 ms of the window's scripts (p50, interpreter,
+// 21 rows), where setting the same text and attributes directly takes well under 1 ms
+// (session 12). The rows keep the markup the Svelte template gave them: role, ids, aria
+// attributes, classes and cell titles (the e2e journeys and screen readers read them).
+import type { HistoryRow } from "../bindings/HistoryRow";
+import {
+  connectionLabel,
+  formatDateTime,
+  formatDuration,
+  formatTime,
+  outcomeLabel,
+  phoneName,
+  phoneTitle,
+  slowMark,
+  specMark,
+} from "./dials";
+
+type Kind = "dial" | "connection" | "placeholder";
+
+/** One row element and what it shows now (the values last set, compared before setting). */
+interface Slot {
+  el: HTMLDivElement;
+  kind: Kind | null;
+  cells: HTMLDivElement[];
+  last: Map<string, string>;
+}
+
+/** What a paint needs besides the rows. */
+export interface PaintContext {
+  /** Display index of the first row given. */
+  start: number;
+  /** The selected display index, or null. */
+  selected: number | null;
+  /** Device id -> the name the phone was paired under. */
+  phoneNames: Record<string, string>;
+}
+
+/** Sets `el`'s attribute `name` to `value` (removes it for null) when it changed. */
+function attr(s: Slot, key: string, el: Element, name: string, value: string | null) {
+  const k = `${key}@${name}`;
+  const v = value ?? "\u0000";
+  if (s.last.get(k) === v) return;
+  s.last.set(k, v);
+  if (value === null) el.removeAttribute(name);
+  else el.setAttribute(name, value);
+}
+
+/** Sets a cell's text when it changed (the cell then holds one text node). */
+function text(s: Slot, key: string, el: Element, value: string) {
+  const k = `${key}#text`;
+  if (s.last.get(k) === value) return;
+  s.last.set(k, value);
+  el.textContent = value;
+}
+
+/** Sets a cell's markup from trusted parts when its key changed (marks: spans with words). */
+function parts(s: Slot, key: string, el: HTMLElement, sig: string, build: (el: HTMLElement) => void) {
+  const k = `${key}#parts`;
+  if (s.last.get(k) === sig) return;
+  s.last.set(k, sig);
+  el.textContent = "";
+  build(el);
+}
+
+function span(cls: string | null, content: string, hidden = false, label: string | null = null): HTMLSpanElement {
+  const e = document.createElement("span");
+  if (cls) e.className = cls;
+  if (hidden) e.setAttribute("aria-hidden", "true");
+  if (label !== null) e.setAttribute("aria-label", label);
+  e.textContent = content;
+  return e;
+}
+
+function cell(cls: string): HTMLDivElement {
+  const c = document.createElement("div");
+  c.setAttribute("role", "gridcell");
+  if (cls) c.className = cls;
+  return c;
+}
+
+/** Paints rows into `root` (the table's `.rows` element), reusing one element per slot. */
+export class RowPainter {
+  private slots: Slot[] = [];
+
+  constructor(private readonly root: HTMLElement) {}
+
+  /** The display index the element `target` (or one of its ancestors) is the row of, or null. */
+  static indexOf(target: EventTarget | null): number | null {
+    const row = target instanceof Element ? target.closest("[data-index]") : null;
+    const i = row ? Number(row.getAttribute("data-index")) : NaN;
+    return Number.isInteger(i) ? i : null;
+  }
+
+  /** Shows `rows` (`undefined`: not held yet, a placeholder) from display index `ctx.start`. */
+  paint(rows: readonly (HistoryRow | undefined)[], ctx: PaintContext) {
+    while (this.slots.length < rows.length) {
+      const el = document.createElement("div");
+      el.setAttribute("role", "row");
+      this.root.appendChild(el);
+      this.slots.push({ el, kind: null, cells: [], last: new Map() });
+    }
+    while (this.slots.length > rows.length) {
+      const s = this.slots.pop();
+      s?.el.remove();
+    }
+    rows.forEach((r, k) => this.paintOne(this.slots[k], r, ctx.start + k, ctx));
+  }
+
+  private reshape(s: Slot, kind: Kind) {
+    if (s.kind === kind) return;
+    s.kind = kind;
+    s.last.clear();
+    s.el.textContent = "";
+    s.el.removeAttribute("tabindex");
+    s.el.removeAttribute("aria-busy");
+    s.el.removeAttribute("aria-selected");
+    s.el.removeAttribute("title");
+    const classes = kind === "dial" ? ["", "ellipsis", "ellipsis", "ellipsis mono", "num", ""] : kind === "connection" ? ["", "ellipsis", "ellipsis event"] : ["muted"];
+    s.cells = classes.map(cell);
+    for (const c of s.cells) s.el.appendChild(c);
+    if (kind === "placeholder") {
+      s.el.setAttribute("aria-busy", "true");
+      s.cells[0].textContent = "…";
+    } else {
+      s.el.setAttribute("tabindex", "-1");
+    }
+  }
+
+  private paintOne(s: Slot, r: HistoryRow | undefined, i: number, ctx: PaintContext) {
+    const kind: Kind = !r ? "placeholder" : r.kind === "connection" ? "connection" : "dial";
+    this.reshape(s, kind);
+    const el = s.el;
+    attr(s, "row", el, "id", `dial-row-${i}`);
+    attr(s, "row", el, "aria-rowindex", String(i + 2));
+    attr(s, "row", el, "data-index", String(i));
+    const selected = ctx.selected === i;
+    if (!r) {
+      attr(s, "row", el, "class", "row placeholder");
+      return;
+    }
+    attr(s, "row", el, "aria-selected", String(selected));
+    const [c0, c1, c2, c3, c4, c5] = s.cells;
+    if (r.kind === "connection") {
+      attr(s, "row", el, "class", `row connection ${r.event}${selected ? " selected" : ""}`);
+      const c = connectionLabel(r.event);
+      attr(s, "c0", c0, "title", formatDateTime(r.at_ms));
+      text(s, "c0", c0, formatTime(r.at_ms));
+      attr(s, "c1", c1, "title", phoneTitle(ctx.phoneNames, r.phone));
+      text(s, "c1", c1, r.label || phoneName(ctx.phoneNames, r.phone));
+      attr(s, "c2", c2, "title", `${c.text}: ${r.detail}`);
+      parts(s, "c2", c2, `${c.icon}\u0000${c.text}\u0000${r.detail}`, (e) => {
+        e.appendChild(span(null, c.icon, true));
+        e.appendChild(document.createTextNode(" "));
+        const strong = document.createElement("strong");
+        strong.textContent = c.text;
+        e.appendChild(strong);
+        if (r.detail) e.appendChild(document.createTextNode(` — ${r.detail}`));
+      });
+      return;
+    }
+    const bad = r.outcome === "error" || r.outcome === "timed_out";
+    attr(s, "row", el, "class", `row${selected ? " selected" : ""}${bad ? " bad" : ""}`);
+    const o = outcomeLabel(r.outcome);
+    const spec = specMark(r);
+    const slow = slowMark(r);
+    attr(s, "c0", c0, "title", formatDateTime(r.start_ms));
+    text(s, "c0", c0, formatTime(r.start_ms));
+    attr(s, "c1", c1, "title", phoneTitle(ctx.phoneNames, r.phone));
+    text(s, "c1", c1, phoneName(ctx.phoneNames, r.phone));
+    attr(s, "c2", c2, "title", `${r.caller} → ${r.endpoint}`);
+    text(s, "c2", c2, `${r.caller} → ${r.callee}`);
+    attr(s, "c3", c3, "title", spec ? `${r.op}: ${spec.title}` : r.op);
+    parts(s, "c3", c3, `${spec ? spec.title : ""}\u0000${r.op}`, (e) => {
+      if (spec) {
+        e.appendChild(span("mark spec", "", false, spec.title)).appendChild(span(null, spec.icon, true));
+      }
+      e.appendChild(document.createTextNode(r.op));
+    });
+    parts(s, "c4", c4, `${r.duration_ms}\u0000${slow ? 1 : 0}`, (e) => {
+      e.appendChild(document.createTextNode(formatDuration(r.duration_ms)));
+      if (slow) {
+        e.appendChild(document.createTextNode(" "));
+        const m = span("mark slow", "");
+        m.appendChild(span(null, slow.icon, true));
+        m.appendChild(document.createTextNode(` ${slow.text}`));
+        e.appendChild(m);
+      }
+    });
+    attr(s, "c5", c5, "class", `outcome ${r.outcome}`);
+    parts(s, "c5", c5, r.outcome, (e) => {
+      e.appendChild(span(null, o.icon, true));
+      e.appendChild(document.createTextNode(` ${o.text}`));
+    });
+  }
+}
