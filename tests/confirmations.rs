@@ -1256,6 +1256,69 @@ fn the_ended_history_comes_back_from_its_file_with_keys_of_its_own() {
     );
 }
 
+/// A history file that cannot be read is moved aside, not overwritten: its bytes stay in
+/// `<file>.unreadable-<ms>` and this run's history starts a new file beside it.
+#[test]
+fn an_unreadable_history_file_is_moved_aside_and_kept() {
+    use switchboard::app::confirmations::ConfirmationsState;
+    use switchboard::confirmations::history;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(history::HISTORY_FILE);
+    let damaged = br#"{"version": 1, "ended": [{"key": "cut off by a crash"#;
+    std::fs::write(&file, damaged).unwrap();
+
+    let state = ConfirmationsState::with_history(
+        ConfirmationMirror::with_bundled_catalogue(),
+        file.clone(),
+    );
+    assert!(state.lock().snapshot().ended.is_empty());
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let aside: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with(&format!("{}.unreadable-", history::HISTORY_FILE)))
+        .collect();
+    assert_eq!(aside.len(), 1, "moved aside once: {names:?}");
+    assert!(
+        !file.exists(),
+        "the damaged file is no longer in the history's place"
+    );
+    let aside = dir.path().join(aside[0]);
+    assert_eq!(
+        std::fs::read(&aside).unwrap(),
+        damaged,
+        "its bytes are kept"
+    );
+
+    // This run's first end writes a new history; the damaged one stays as it was.
+    {
+        let mut rx = Receiver::new(3);
+        let mut m = state.lock();
+        let params = json!({"title": "Dentist", "start": "2026-07-22T09:00"});
+        feed(
+            &mut rx,
+            &mut m,
+            &propose("msg_aside001", "act_aside001", "calendar.add", params, None),
+        );
+        feed(
+            &mut rx,
+            &mut m,
+            &follow(
+                "msg_aside002",
+                "2026-07-21T02:00:05Z",
+                "action.reject",
+                json!({"action_id": "act_aside001", "reason_class": "user_denied"}),
+            ),
+        );
+    }
+    assert!(state.save_history().unwrap());
+    let (ended, _) = history::load(&file).unwrap().unwrap();
+    assert_eq!(ended.len(), 1);
+    assert_eq!(std::fs::read(&aside).unwrap(), damaged);
+}
+
 /// The restored history stays within [`MAX_ENDED`]: the oldest go first and are counted.
 #[test]
 fn a_restored_history_keeps_within_the_bound() {

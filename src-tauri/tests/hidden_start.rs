@@ -7,79 +7,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod real_window;
 mod tray_stand_in;
+use real_window::{need, start_printing, windows, Proc};
 use tray_stand_in::stand_in_tray;
-
-/// A child process ended (SIGTERM, then kill) when dropped.
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        // SIGTERM first so the app runs its shutdown; then make sure.
-        unsafe {
-            libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn need(tool: &str) {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        found,
-        "{tool} is missing: run `bash scripts/install-deps.sh`"
-    );
-}
-
-/// Starts `program args` and returns it with the first line of its stdout.
-fn start_printing(program: &str, args: &[&str]) -> (Proc, String) {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{program} starts: {e}"));
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    (Proc(child), line.trim().to_string())
-}
-
-/// The ids of the windows titled exactly "Switchboard"; only mapped ones with `visible`.
-fn windows(display: &str, visible: bool) -> Vec<String> {
-    let mut args = vec!["search"];
-    if visible {
-        args.push("--onlyvisible");
-    }
-    args.extend(["--name", "^Switchboard$"]);
-    let out = Command::new("xdotool")
-        .args(&args)
-        .env("DISPLAY", display)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| l.trim().to_string())
-        .filter(|l| !l.is_empty())
-        .collect()
-}
 
 #[test]
 fn hidden_start_shows_no_window_until_asked() {

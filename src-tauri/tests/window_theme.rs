@@ -8,10 +8,12 @@
 //! every wait is bounded.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+mod real_window;
+use real_window::{need, start_printing, windows, Proc};
 
 use switchboard::settings::Theme;
 use switchboard_desktop::{native_theme, open_main_window, StartingWindow};
@@ -50,65 +52,9 @@ fn the_system_theme_is_left_to_the_desktop() {
     assert_eq!(native_theme(Theme::Dark), Some(tauri::Theme::Dark));
 }
 
-/// A child process ended (SIGTERM, then kill) when dropped.
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        // SIGTERM first so the app runs its shutdown; then make sure.
-        unsafe {
-            libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn need(tool: &str) {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        found,
-        "{tool} is missing: run `bash scripts/install-deps.sh`"
-    );
-}
-
-/// Starts `program args` and returns it with the first line of its stdout.
-fn start_printing(program: &str, args: &[&str]) -> (Proc, String) {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{program} starts: {e}"));
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    (Proc(child), line.trim().to_string())
-}
-
 /// The first visible window titled exactly "Switchboard", if any.
 fn visible_window(display: &str) -> Option<String> {
-    let out = Command::new("xdotool")
-        .args(["search", "--onlyvisible", "--name", "^Switchboard$"])
-        .env("DISPLAY", display)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| l.trim().to_string())
-        .find(|l| !l.is_empty())
+    windows(display, true).into_iter().next()
 }
 
 /// `_GTK_THEME_VARIANT` of window `id`, as `xprop` prints it.

@@ -76,19 +76,41 @@ impl ConfirmationsState {
     }
 
     /// A state over `mirror` whose ended history is kept in `file`: what an earlier run kept
-    /// there is put back first ([`ConfirmationMirror::restore_ended`]). A file that cannot be
-    /// read is logged, named, and left as it is until this run has something to write.
+    /// there is put back first ([`ConfirmationMirror::restore_ended`]).
+    ///
+    /// A file that cannot be read as a history (not JSON, another shape or version) is moved
+    /// aside to `<file>.unreadable-<epoch ms>`, named in the log, and this run starts a new
+    /// history: its content is never overwritten. When it cannot be moved (or cannot be read
+    /// at all) this run keeps nothing, so the file stays as it is.
     pub fn with_history(mut mirror: ConfirmationMirror, file: PathBuf) -> Self {
+        let mut keep = true;
         match crate::confirmations::history::load(&file) {
             Ok(Some((ended, dropped))) => {
                 let n = mirror.restore_ended(ended, dropped);
                 tracing::info!(n, file = %file.display(), "ended confirmations kept from the last run");
             }
             Ok(None) => {}
-            Err(e) => tracing::warn!("the ended confirmations of the last run are not shown: {e}"),
+            Err(e) => {
+                let aside = aside_name(
+                    &file,
+                    crate::clock::Clock::now_ms(&crate::clock::SystemClock),
+                );
+                match std::fs::rename(&file, &aside) {
+                    Ok(()) => tracing::warn!(
+                        "the ended confirmations of the last run are not shown: {e}; the file is kept as {}",
+                        aside.display()
+                    ),
+                    Err(m) => {
+                        keep = false;
+                        tracing::warn!(
+                            "the ended confirmations of the last run are not shown: {e}; it could not be moved aside ({m}), so this run keeps no history in it"
+                        );
+                    }
+                }
+            }
         }
         let mut state = Self::new(mirror);
-        state.history = Some(file);
+        state.history = keep.then_some(file);
         state
     }
 
@@ -178,4 +200,11 @@ impl App {
             table,
         })
     }
+}
+
+/// Where an unreadable history file `file` is moved: `<file>.unreadable-<at_ms>`.
+fn aside_name(file: &std::path::Path, at_ms: u64) -> PathBuf {
+    let mut name = file.as_os_str().to_os_string();
+    name.push(format!(".unreadable-{at_ms}"));
+    PathBuf::from(name)
 }

@@ -562,6 +562,7 @@ impl DialsState {
         let subs = Arc::clone(&self.subs);
         // Held across the spawn so the task's own removal cannot run before the insert.
         let mut map = lock(&self.subs);
+        tracing::debug!("dial view {id} started");
         let task = self.rt.spawn(async move {
             let end = forward_newest(id, sub, max_rows, sink).await;
             tracing::debug!("dial view {id} ended: {end:?}");

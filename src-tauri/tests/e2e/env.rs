@@ -225,6 +225,9 @@ pub struct Env {
     pub switchboard_home: PathBuf,
     pub driver_port: u16,
     pub driver_log: PathBuf,
+    /// The private session bus's address, and the runtime folder (`XDG_RUNTIME_DIR`).
+    bus_address: String,
+    runtime: PathBuf,
     // Fields drop in declaration order: tauri-driver, keyring, bus, X server, then the folders.
     driver: Proc,
     _keyring: Proc,
@@ -386,12 +389,42 @@ impl Env {
             switchboard_home,
             driver_port,
             driver_log,
+            bus_address,
+            runtime,
             driver,
             _keyring: keyring,
             _bus: bus,
             _xvfb: xvfb,
             root,
         })
+    }
+
+    /// Starts the app as a person would, without WebDriver (no automation session in its web
+    /// process), in this world's X display, session bus and folders, with `args`, its stderr
+    /// (the log, `RUST_LOG` as given) written to `log`. `WEBKIT_DISABLE_COMPOSITING_MODE` is
+    /// passed on only when the test's environment sets it (otherwise the app's own default).
+    pub fn start_app_plain(&self, args: &[&str], rust_log: &str, log: &Path) -> R<Proc> {
+        let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let mut c = Command::new(env!("CARGO_BIN_EXE_switchboard-desktop"));
+        c.args(args)
+            .env("DISPLAY", &self.display)
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.bus_address)
+            .env("HOME", &self.home)
+            .env("XDG_RUNTIME_DIR", &self.runtime)
+            .env("SWITCHBOARD_HOME", &self.switchboard_home)
+            .env("NO_AT_BRIDGE", "1")
+            .env("GSETTINGS_BACKEND", "memory")
+            .env("RUST_LOG", rust_log)
+            .env_remove("WAYLAND_DISPLAY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(out);
+        match std::env::var("WEBKIT_DISABLE_COMPOSITING_MODE") {
+            Ok(v) => c.env("WEBKIT_DISABLE_COMPOSITING_MODE", v),
+            Err(_) => c.env_remove("WEBKIT_DISABLE_COMPOSITING_MODE"),
+        };
+        let child = c.spawn().map_err(|e| format!("switchboard-desktop: {e}"))?;
+        Ok(Proc::new("switchboard-desktop", child, true))
     }
 
     /// Opens the app (a new WebDriver session) and waits for its page.

@@ -63,6 +63,29 @@ describe("RowPainter", () => {
     expect(root.children.length).toBe(1);
   });
 
+  it("changes the characters of the cells' text nodes in place instead of replacing them", () => {
+    const root = document.createElement("div");
+    const painter = new RowPainter(root);
+    painter.paint([dial(1)], ctx);
+    const cells = () => Array.from((root.children[0] as HTMLElement).children);
+    const nodes = cells().map((c) => Array.from(c.childNodes));
+    painter.paint([dial(2, { op: "list_items", duration_ms: 40, caller: "lumirealm" })], ctx);
+    const after = cells();
+    // Time, caller → callee, op and duration changed; each cell still holds the same nodes.
+    for (const k of [0, 2, 3, 4]) expect(Array.from(after[k].childNodes)).toEqual(nodes[k]);
+    expect(after[2].textContent).toBe("lumirealm → lumirealm");
+    expect(after[3].textContent).toBe("list_items");
+    expect(after[4].textContent).toBe("40 ms");
+    // A mark coming in rebuilds only its cell, and the text is right either way.
+    painter.paint([dial(3, { spec_findings: 1, duration_ms: 2500 })], ctx);
+    expect(cells()[3].textContent).toBe("⚑read_item");
+    expect(cells()[4].textContent).toBe("2.50 s ◔ slow");
+    painter.paint([dial(4, { op: "describe" })], ctx);
+    expect(cells()[3].textContent).toBe("describe");
+    expect(cells()[3].childNodes.length).toBe(1);
+    expect(cells()[4].textContent).toBe("12 ms");
+  });
+
   it("reshapes a slot whose row turns from a dial into a connection event", () => {
     const root = document.createElement("div");
     const painter = new RowPainter(root);
