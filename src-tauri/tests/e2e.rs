@@ -2183,6 +2183,26 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
         }
     }
     let gaps = measure::FrameGaps::from_value(&j.ui().js(measure::RAF_STOP, vec![]).await?)?;
+    // Every frame's time and the page's timed callbacks, for a closer look than the figures.
+    let raw = j
+        .ui()
+        .js(
+            "return { t: window.__raf.t, now: window.__raf.now, after: window.__raf.after, busy: window.__raf.busy, marks: window.__raf.marks };",
+            vec![],
+        )
+        .await?;
+    let dom = j
+        .ui()
+        .js("return document.documentElement.outerHTML;", vec![])
+        .await?;
+    std::fs::write(
+        ui::shots_dir().join("dial-window-dom.html"),
+        dom.as_str().unwrap_or_default(),
+    )
+    .map_err(|e| format!("dom: {e}"))?;
+    let raw_path = ui::shots_dir().join("dial-window-frames.json");
+    std::fs::write(&raw_path, raw.to_string())
+        .map_err(|e| format!("{}: {e}", raw_path.display()))?;
     let steal = steal.stop();
     let host = measure::gaps_beside_steal(&j.ui().js(measure::RAF_TIMES, vec![]).await?, &steal)?;
     let stream_s = started.elapsed().as_secs_f64();

@@ -191,7 +191,7 @@ impl EmptyPage {
 /// Installed in the page: records every animation frame's time in `window.__raf.t` until
 /// `window.__raf.on` is false.
 pub const RAF_START: &str = r#"
-window.__raf = { t: [], marks: [], busy: [], on: true };
+window.__raf = { t: [], now: [], after: [], marks: [], busy: [], on: true };
 // Time what the page's own code does: animation-frame callbacks and the callbacks of IPC
 // answers and channels made from now on (at most 200 000 intervals are kept).
 if (!window.__raf_wrapped) {
@@ -231,7 +231,11 @@ if (!window.__raf_loop) {
   window.__raf_loop = true;
   // The recorder's own frames are not timed (it does nothing but note the time).
   const next = window.__raf_native || window.requestAnimationFrame.bind(window);
-  const f = (t) => { if (!window.__raf.on) { window.__raf_loop = false; return; } window.__raf.t.push(t); next(f); };
+  // A message posted in each frame is handled once the frame's rendering (style, layout,
+  // paint) is done: `after` is when that was.
+  const ch = new MessageChannel();
+  ch.port1.onmessage = () => { const r = window.__raf; if (r.on) r.after.push(performance.now()); };
+  const f = (t) => { if (!window.__raf.on) { window.__raf_loop = false; return; } window.__raf.t.push(t); window.__raf.now.push(performance.now()); ch.port2.postMessage(0); next(f); };
   next(f);
 }
 return true;
