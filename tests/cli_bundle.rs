@@ -78,7 +78,7 @@ async fn without_the_app_running_the_cli_reads_its_files() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("left out: banners, waiting confirmations"),
+        stdout.contains("left out: banners, the link diagnostics"),
         "{stdout}"
     );
     let b = open_bundle(&cwd.path().join("offline.tar.gz")).unwrap();

@@ -1197,7 +1197,7 @@ fn the_ended_history_comes_back_from_its_file_with_keys_of_its_own() {
     let params = json!({"title": "Dentist", "start": "2026-07-22T09:00"});
     let mut rx = Receiver::new(3);
     let mut m = ConfirmationMirror::with_bundled_catalogue();
-    let revision = m.ended_revision();
+    let revision = m.kept_revision();
     feed(
         &mut rx,
         &mut m,
@@ -1209,7 +1209,8 @@ fn the_ended_history_comes_back_from_its_file_with_keys_of_its_own() {
             None,
         ),
     );
-    assert_eq!(m.ended_revision(), revision, "nothing ended yet");
+    let proposed = m.kept_revision();
+    assert_ne!(proposed, revision, "a waiting proposal is kept too");
     feed(
         &mut rx,
         &mut m,
@@ -1220,16 +1221,23 @@ fn the_ended_history_comes_back_from_its_file_with_keys_of_its_own() {
             json!({"action_id": "act_hist0001", "reason_class": "user_denied"}),
         ),
     );
-    assert_ne!(m.ended_revision(), revision, "an end moves the revision");
+    assert_ne!(m.kept_revision(), proposed, "an end moves the revision");
     let (ended, dropped) = m.ended_history();
     assert_eq!(ended.len(), 1);
 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join(history::HISTORY_FILE);
     assert_eq!(history::load(&file).unwrap(), None, "no file yet");
-    history::save(&file, ended.clone(), dropped).unwrap();
-    let (back, back_dropped) = history::load(&file).unwrap().unwrap();
-    assert_eq!((back.clone(), back_dropped), (ended.clone(), dropped));
+    let kept = history::Kept {
+        ended: ended.clone(),
+        ended_dropped: dropped,
+        waiting: m.waiting_history(),
+    };
+    assert!(kept.waiting.is_empty());
+    history::save(&file, kept.clone()).unwrap();
+    let back_kept = history::load(&file).unwrap().unwrap();
+    assert_eq!(back_kept, kept);
+    let (back, back_dropped) = (back_kept.ended, back_kept.ended_dropped);
 
     // The next start: a new mirror and receiver.
     let mut rx = Receiver::new(3);
@@ -1245,8 +1253,18 @@ fn the_ended_history_comes_back_from_its_file_with_keys_of_its_own() {
     assert_eq!(snap.waiting.len(), 1);
     assert_ne!(snap.waiting[0].key, snap.ended[0].key, "{snap:?}");
     // Putting the same history back twice adds nothing.
-    assert_eq!(next.restore_ended(ended, 0), 0);
+    assert_eq!(next.restore_ended(ended.clone(), 0), 0);
     assert_eq!(next.ended_count(), 1);
+
+    // A version 1 file (before waiting proposals were kept) reads as having none; a later
+    // version is named, not guessed at.
+    let v1 = serde_json::json!({"version": 1, "ended_dropped": dropped, "ended": &ended});
+    std::fs::write(&file, v1.to_string()).unwrap();
+    let old = history::load(&file).unwrap().unwrap();
+    assert_eq!((old.ended.len(), old.waiting.len()), (1, 0));
+    std::fs::write(&file, r#"{"version": 3, "ended": []}"#).unwrap();
+    let e = history::load(&file).unwrap_err();
+    assert!(e.contains("version: 3 is not 1 or 2"), "{e}");
 
     std::fs::write(&file, r#"{"version": 1, "ended": [{"key": 3}]}"#).unwrap();
     let e = history::load(&file).unwrap_err();
@@ -1314,8 +1332,8 @@ fn an_unreadable_history_file_is_moved_aside_and_kept() {
         );
     }
     assert!(state.save_history().unwrap());
-    let (ended, _) = history::load(&file).unwrap().unwrap();
-    assert_eq!(ended.len(), 1);
+    let kept = history::load(&file).unwrap().unwrap();
+    assert_eq!(kept.ended.len(), 1);
     assert_eq!(std::fs::read(&aside).unwrap(), damaged);
 }
 
@@ -1361,4 +1379,55 @@ fn a_restored_history_keeps_within_the_bound() {
     next.restore_ended(many, 7);
     assert_eq!(next.ended_count(), MAX_ENDED);
     assert_eq!(next.snapshot().ended_dropped, 7 + 5);
+}
+
+/// Waiting proposals put back from an earlier run (`restore_waiting`): only those not ended and
+/// not already here; a new proposal after them gets a key of its own.
+#[test]
+fn restored_waiting_proposals_are_put_back_once() {
+    let params = json!({"title": "Dentist", "start": "2026-07-22T09:00"});
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    for (id, action) in [
+        ("msg_rw000001", "act_rw000001"),
+        ("msg_rw000002", "act_rw000002"),
+    ] {
+        feed(
+            &mut rx,
+            &mut m,
+            &propose(id, action, "calendar.add", params.clone(), None),
+        );
+    }
+    feed(
+        &mut rx,
+        &mut m,
+        &follow(
+            "msg_rw000003",
+            "2026-07-21T02:00:05Z",
+            "action.reject",
+            json!({"action_id": "act_rw000002", "reason_class": "user_denied"}),
+        ),
+    );
+    let waiting = m.waiting_history();
+    assert_eq!(waiting.len(), 1);
+    let (ended, _) = m.ended_history();
+
+    let mut next = ConfirmationMirror::with_bundled_catalogue();
+    let revision = next.kept_revision();
+    // An ended proposal in the waiting list (a hand-edited file) is not put back as waiting.
+    let mut both = waiting.clone();
+    both.extend(ended);
+    assert_eq!(next.restore_waiting(both), 1);
+    assert_eq!(next.restore_waiting(waiting.clone()), 0, "already here");
+    assert_eq!(next.waiting_history(), waiting);
+    assert_eq!(next.kept_revision(), revision, "nothing new to write");
+    let mut rx = Receiver::new(3);
+    feed(
+        &mut rx,
+        &mut next,
+        &propose("msg_rw000004", "act_rw000004", "calendar.add", params, None),
+    );
+    let keys: Vec<String> = next.waiting_history().into_iter().map(|c| c.key).collect();
+    assert_eq!(keys.len(), 2);
+    assert_ne!(keys[0], keys[1], "{keys:?}");
 }

@@ -207,3 +207,89 @@ fn every_accepted_corpus_message_types_cleanly() {
         }
     }
 }
+
+/// Actions put back from an earlier run of the desktop (`Receiver::restore_action`): what
+/// follows them is judged as without the restart, and a message the phone resends because its
+/// acknowledgement did not arrive before the restart is a duplicate when it says what the state
+/// already records, refused when it contradicts it.
+#[test]
+fn restored_actions_judge_what_follows_and_what_is_resent() {
+    let exp: Timestamp = "2026-07-21T01:05:00Z".parse().unwrap();
+    let other = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
+    let mut rx = Receiver::new(3);
+    for (id, state) in [
+        ("act_req00001", S::Requested),
+        ("act_apr00001", S::Approved),
+        ("act_exe00001", S::Executed),
+        ("act_rej00001", S::Rejected),
+        ("act_can00001", S::Cancelled),
+    ] {
+        assert!(rx.restore_action(id, state, HASH, exp.clone()));
+    }
+    assert!(
+        !rx.restore_action("act_req00001", S::Executed, HASH, exp.clone()),
+        "an action already tracked is left alone"
+    );
+    assert_eq!(rx.action_state("act_req00001"), Some(S::Requested));
+
+    // The proposal resent, whatever its state since: a duplicate; another hash: refused.
+    for id in ["act_req00001", "act_exe00001"] {
+        assert_eq!(
+            step(&mut rx, &propose(id)).0,
+            V::AcknowledgedDuplicate,
+            "{id}"
+        );
+    }
+    let mut changed = propose("act_req00001");
+    changed["payload"]["params_hash"] = json!(other);
+    assert_eq!(
+        step(&mut rx, &changed),
+        (V::Rejected, Some(E::InvalidEnvelope), Some(S::Requested))
+    );
+
+    // Approved (or ended after approval): the same approval again is a duplicate.
+    for (id, state) in [("act_apr00001", S::Approved), ("act_exe00001", S::Executed)] {
+        assert_eq!(
+            step(&mut rx, &approve(id, "2026-07-21T01:01:00Z", 3)),
+            (V::AcknowledgedDuplicate, None, Some(state)),
+            "{id}"
+        );
+    }
+    // The end it records again: a duplicate; another end: refused, state unchanged.
+    assert_eq!(
+        step(&mut rx, &result("act_exe00001", "executed")).0,
+        V::AcknowledgedDuplicate
+    );
+    assert_eq!(
+        step(&mut rx, &result("act_exe00001", "failed")),
+        (V::Rejected, Some(E::InvalidEnvelope), Some(S::Executed))
+    );
+    assert_eq!(
+        step(&mut rx, &reject("act_rej00001")).0,
+        V::AcknowledgedDuplicate
+    );
+    assert_eq!(
+        step(&mut rx, &cancel("act_can00001")).0,
+        V::AcknowledgedDuplicate
+    );
+    assert_eq!(
+        step(&mut rx, &reject("act_can00001")),
+        (V::Rejected, Some(E::InvalidEnvelope), Some(S::Cancelled))
+    );
+
+    // What comes after the restart is judged as usual: approved, then its result.
+    assert_eq!(
+        step(&mut rx, &approve("act_req00001", "2026-07-21T01:01:00Z", 3)),
+        (V::Accepted, None, Some(S::Approved))
+    );
+    assert_eq!(
+        step(&mut rx, &result("act_apr00001", "failed")),
+        (V::Accepted, None, Some(S::Failed))
+    );
+    // A restored proposal still expires: an approval after `expires_at` is action_expired.
+    assert!(rx.restore_action("act_late0001", S::Requested, HASH, exp));
+    assert_eq!(
+        step(&mut rx, &approve("act_late0001", "2026-07-21T01:06:00Z", 3)),
+        (V::Rejected, Some(E::ActionExpired), Some(S::Expired))
+    );
+}

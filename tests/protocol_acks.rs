@@ -4,7 +4,8 @@
 //! `applied` counts each message once and acknowledgements never go back during a replay; the
 //! generation fence (`stale_generation` after a higher generation, kept across a restart);
 //! waiting proposals end at `expires_at` and when their phone is unpaired, by the hub's
-//! injected clock (no sleeping for the expiry).
+//! injected clock (no sleeping for the expiry); a proposal waiting when the desktop restarts is
+//! still waiting after it, and what follows it is accepted and matched to it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/confirm.rs"]
@@ -44,6 +45,18 @@ struct Desk {
 /// A link + hub (Confirmations mirror, dial log in memory, generations kept in `dir`) on
 /// 127.0.0.1:0, with the hub's clock at [`T0`].
 async fn desk(dir: &Path, identity: DesktopIdentity) -> Desk {
+    let mirror = Arc::new(Mutex::new(ConfirmationMirror::with_bundled_catalogue()));
+    desk_with(dir, identity, mirror, None).await
+}
+
+/// [`desk`] whose hub feeds `mirror`, holding back acknowledgements until `saved` (the
+/// mirror's revision written to its file) reaches them, when given.
+async fn desk_with(
+    dir: &Path,
+    identity: DesktopIdentity,
+    mirror: Arc<Mutex<ConfirmationMirror>>,
+    saved: Option<tokio::sync::watch::Receiver<u64>>,
+) -> Desk {
     let clock = Arc::new(ManualClock::new(T0));
     let mut cfg = LinkConfig::new(dir);
     cfg.mdns = false;
@@ -57,9 +70,9 @@ async fn desk(dir: &Path, identity: DesktopIdentity) -> Desk {
     }));
     let dials = DialLog::spawn(DialLogConfig::default()).unwrap();
     let bridge = Arc::new(Mutex::new(BridgeStatusStore::new()));
-    let mirror = Arc::new(Mutex::new(ConfirmationMirror::with_bundled_catalogue()));
     let mut parts = HubParts::new(dials, bridge, Some(link.clone()));
     parts.confirmations = Some(mirror.clone());
+    parts.confirmations_saved = saved;
     parts.clock = clock.clone();
     parts.generations_file = Some(dir.join(GENERATIONS_FILE));
     let hub = Hub::new(parts);
@@ -565,6 +578,188 @@ async fn waiting_proposals_end_at_expires_at_in_one_notice_without_notifications
         approved.ended_text.as_deref(),
         Some("ended: the phone was unpaired before it answered")
     );
+    drop(phone);
+    d.stop();
+}
+
+/// An `action.*` follow-up of `me` (approve, result, ...) sent `at_ms`.
+fn follow_up(me: &PhoneIdentity, id: &str, ty: &str, at_ms: u64, payload: Value) -> Value {
+    json!({"ifp":"1","id":id,"ts":ts(at_ms),"type":ty,"entity":me.entity_id(),
+        "session":"ses_runtime0000001","device":me.device_id(),"generation":1,"payload":payload})
+}
+
+/// Reads frames until the acknowledgement of `id`; panics on any `error` frame on the way.
+async fn acked_without_error(phone: &mut PhoneClient, id: &str) {
+    let mut acks = Vec::new();
+    until(phone, &mut acks, |v| {
+        assert_ne!(v["type"], "error", "the desktop refused a message: {v}");
+        (v["type"] == "control.ack" && v["payload"]["last_id"] == id).then_some(())
+    })
+    .await;
+}
+
+/// The desktop acknowledged two proposals (one approved on the phone, one not yet) and then
+/// restarted. Nothing is acknowledged before the file holds it; the phone does not send what
+/// was acknowledged again, so the restarted desktop must still show both waiting, accept the
+/// approval and the results that come after, and end each proposal it knew, never as a stray
+/// message about an action it never saw.
+#[tokio::test]
+async fn a_proposal_waiting_at_a_restart_is_still_waiting_after_it_and_its_end_is_matched() {
+    use switchboard::app::confirmations::ConfirmationsState;
+    use switchboard::confirmations::history::HISTORY_FILE;
+    let dir = tempfile::tempdir().unwrap();
+    let store = MemoryStore::new();
+    let file = dir.path().join(HISTORY_FILE);
+    let first = ConfirmationsState::with_history(
+        ConfirmationMirror::with_bundled_catalogue(),
+        file.clone(),
+    );
+    let mut d = desk_with(
+        dir.path(),
+        DesktopIdentity::load_or_create(&store).unwrap(),
+        first.mirror.clone(),
+        first.saved_watch(),
+    )
+    .await;
+    let me = PhoneIdentity::generate("Restart");
+    let mut phone = d.pair(&me).await;
+    let a = propose(&me, "msg_rsta00000001", "act_rsta00000001", T0 + 600_000);
+    let b = propose(&me, "msg_rstb00000001", "act_rstb00000001", T0 + 600_000);
+    phone.send_value(&a).await.unwrap();
+    phone.send_value(&b).await.unwrap();
+    let approve_b = follow_up(
+        &me,
+        "msg_rstb00000002",
+        "action.approve",
+        T0 + 1_000,
+        json!({"action_id":"act_rstb00000001","params_hash":b["payload"]["params_hash"],
+            "confirmation":{"mode":"user_confirmed","ref":"conf_b"}}),
+    );
+    phone.send_value(&approve_b).await.unwrap();
+    // Applied, but not written yet: nothing of it is acknowledged.
+    mirror_until(&d, |m| {
+        m.get(me.device_id(), "act_rstb00000001")
+            .is_some_and(|c| c.state == ActionState::Approved)
+    })
+    .await;
+    phone.idle(Duration::from_millis(400)).await.unwrap();
+    let early: Vec<&Value> = phone
+        .received
+        .iter()
+        .filter(|v| v["type"] == "control.ack" || v["type"] == "error")
+        .collect();
+    assert!(
+        early.is_empty(),
+        "acknowledged before the file held it: {early:?}"
+    );
+    assert!(
+        first.save_history().unwrap(),
+        "the waiting proposals are written"
+    );
+    acked_without_error(&mut phone, "msg_rstb00000002").await;
+    let before = first.lock().snapshot().waiting;
+    assert_eq!(before.len(), 2, "{before:?}");
+    drop(phone);
+    d.stop();
+
+    // The next start: a new mirror from the same file, a new hub and receiver.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let second = Arc::new(ConfirmationsState::with_history(
+        ConfirmationMirror::with_bundled_catalogue(),
+        file,
+    ));
+    let after = second.lock().snapshot().waiting;
+    assert_eq!(
+        after, before,
+        "both still waiting, with their keys and states"
+    );
+    assert_eq!(
+        after
+            .iter()
+            .map(|c| (c.action_id.as_str(), c.state))
+            .collect::<Vec<_>>(),
+        [
+            ("act_rsta00000001", ActionState::Requested),
+            ("act_rstb00000001", ActionState::Approved)
+        ]
+    );
+    let mut d = desk_with(
+        dir.path(),
+        DesktopIdentity::load_or_create(&store).unwrap(),
+        second.mirror.clone(),
+        second.saved_watch(),
+    )
+    .await;
+    // Written as the app does it, soon after each change (bounded: 10 s).
+    let saver = {
+        let s = Arc::clone(&second);
+        tokio::spawn(async move {
+            for _ in 0..500 {
+                s.save_history().unwrap();
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let mut phone = d.hello(&me).await;
+    // A's proposal sent again, as a phone does with a message it was not sure arrived: the
+    // same proposal, so a duplicate, not refused as "already proposed".
+    phone.send_value(&a).await.unwrap();
+    acked_without_error(&mut phone, "msg_rsta00000001").await;
+    assert_eq!(d.mirror.lock().unwrap().waiting_count(), 2);
+    // The person approves A on the phone; B's result and then A's come in.
+    let approve_a = follow_up(
+        &me,
+        "msg_rsta00000002",
+        "action.approve",
+        T0 + 2_000,
+        json!({"action_id":"act_rsta00000001","params_hash":a["payload"]["params_hash"],
+            "confirmation":{"mode":"user_confirmed","ref":"conf_a"}}),
+    );
+    phone.send_value(&approve_a).await.unwrap();
+    acked_without_error(&mut phone, "msg_rsta00000002").await;
+    assert_eq!(
+        d.mirror
+            .lock()
+            .unwrap()
+            .get(me.device_id(), "act_rsta00000001")
+            .map(|c| c.state),
+        Some(ActionState::Approved)
+    );
+    for (id, action, at) in [
+        ("msg_rstb00000003", "act_rstb00000001", T0 + 3_000),
+        ("msg_rsta00000003", "act_rsta00000001", T0 + 4_000),
+    ] {
+        let result = follow_up(
+            &me,
+            id,
+            "action.result",
+            at,
+            json!({"action_id": action, "status": "executed"}),
+        );
+        phone.send_value(&result).await.unwrap();
+        acked_without_error(&mut phone, id).await;
+    }
+    let snap = d.mirror.lock().unwrap().snapshot();
+    assert!(snap.waiting.is_empty(), "{:?}", snap.waiting);
+    assert!(snap.stray.is_empty(), "no stray message: {:?}", snap.stray);
+    let ended: Vec<(&str, ActionState)> = snap
+        .ended
+        .iter()
+        .map(|c| (c.action_id.as_str(), c.state))
+        .collect();
+    assert_eq!(
+        ended,
+        [
+            ("act_rsta00000001", ActionState::Executed),
+            ("act_rstb00000001", ActionState::Executed)
+        ],
+        "both ended, newest first"
+    );
+    for c in &snap.ended {
+        let keyed = after.iter().find(|w| w.action_id == c.action_id).unwrap();
+        assert_eq!(c.key, keyed.key, "the same entry ended, not a new one");
+    }
+    saver.abort();
     drop(phone);
     d.stop();
 }

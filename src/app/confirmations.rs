@@ -6,7 +6,7 @@
 //! surface)"). The hub feeds the same mirror (`Arc`) and sets each phone's autonomy in it.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -34,21 +34,29 @@ pub struct PhoneAutonomy {
     pub table: AutonomyTable,
 }
 
-/// How long after a proposal ends the history file is written (ends that come together are
-/// written once).
+/// How long after a proposal comes, moves or ends the history file is written (changes that
+/// come together are written once).
 pub const HISTORY_SAVE_DELAY: Duration = Duration::from_millis(500);
 
+/// How long after a failed write of the history file it is tried again.
+pub const HISTORY_RETRY_DELAY: Duration = Duration::from_secs(1);
+
+/// Most writes of the history file tried for one change ([`HISTORY_RETRY_DELAY`] apart).
+pub const HISTORY_SAVE_TRIES: u32 = 30;
+
 /// The Confirmations view's state: the mirror the hub feeds (the hub is given the same `Arc`),
-/// and the file its ended history is kept in across restarts
+/// and the file its waiting and ended proposals are kept in across restarts
 /// ([`crate::confirmations::history`]).
 #[derive(Debug)]
 pub struct ConfirmationsState {
     /// The mirror of every proposal seen from every phone.
     pub mirror: Arc<Mutex<ConfirmationMirror>>,
-    /// Where the ended history is kept (`None`: memory only).
+    /// Where the waiting and ended proposals are kept (`None`: memory only).
     history: Option<PathBuf>,
-    /// The mirror's [`ConfirmationMirror::ended_revision`] last written.
-    saved_revision: AtomicU64,
+    /// The mirror's [`ConfirmationMirror::kept_revision`] last written. The hub holds back
+    /// acknowledgements of `action.*` messages until it reaches their revision
+    /// ([`Self::saved_watch`]).
+    saved_revision: tokio::sync::watch::Sender<u64>,
     /// A write is already on its way ([`App::keep_confirmation_history`]).
     save_due: AtomicBool,
     /// One writer at a time, each writing the newest history.
@@ -65,18 +73,19 @@ impl ConfirmationsState {
     /// A state over `mirror` (the shell passes the bundled catalogue's, or sample data in debug
     /// builds).
     pub fn new(mirror: ConfirmationMirror) -> Self {
-        let saved = mirror.ended_revision();
+        let saved = mirror.kept_revision();
         Self {
             mirror: Arc::new(Mutex::new(mirror)),
             history: None,
-            saved_revision: AtomicU64::new(saved),
+            saved_revision: tokio::sync::watch::Sender::new(saved),
             save_due: AtomicBool::new(false),
             writing: Mutex::new(()),
         }
     }
 
-    /// A state over `mirror` whose ended history is kept in `file`: what an earlier run kept
-    /// there is put back first ([`ConfirmationMirror::restore_ended`]).
+    /// A state over `mirror` whose waiting and ended proposals are kept in `file`: what an
+    /// earlier run kept there is put back first ([`ConfirmationMirror::restore_ended`], then
+    /// [`ConfirmationMirror::restore_waiting`]).
     ///
     /// A file that cannot be read as a history (not JSON, another shape or version) is moved
     /// aside to `<file>.unreadable-<epoch ms>`, named in the log, and this run starts a new
@@ -85,9 +94,10 @@ impl ConfirmationsState {
     pub fn with_history(mut mirror: ConfirmationMirror, file: PathBuf) -> Self {
         let mut keep = true;
         match crate::confirmations::history::load(&file) {
-            Ok(Some((ended, dropped))) => {
-                let n = mirror.restore_ended(ended, dropped);
-                tracing::info!(n, file = %file.display(), "ended confirmations kept from the last run");
+            Ok(Some(kept)) => {
+                let n = mirror.restore_ended(kept.ended, kept.ended_dropped);
+                let w = mirror.restore_waiting(kept.waiting);
+                tracing::info!(ended = n, waiting = w, file = %file.display(), "confirmations kept from the last run");
             }
             Ok(None) => {}
             Err(e) => {
@@ -97,13 +107,13 @@ impl ConfirmationsState {
                 );
                 match std::fs::rename(&file, &aside) {
                     Ok(()) => tracing::warn!(
-                        "the ended confirmations of the last run are not shown: {e}; the file is kept as {}",
+                        "the confirmations of the last run are not shown: {e}; the file is kept as {}",
                         aside.display()
                     ),
                     Err(m) => {
                         keep = false;
                         tracing::warn!(
-                            "the ended confirmations of the last run are not shown: {e}; it could not be moved aside ({m}), so this run keeps no history in it"
+                            "the confirmations of the last run are not shown: {e}; it could not be moved aside ({m}), so this run keeps no history in it"
                         );
                     }
                 }
@@ -114,7 +124,7 @@ impl ConfirmationsState {
         state
     }
 
-    /// Writes the ended history to its file now when it changed since the last write (blocking
+    /// Writes the waiting and ended proposals to their file now when it changed since the last write (blocking
     /// file I/O: call it off the async threads). Returns whether it wrote.
     ///
     /// # Errors
@@ -124,17 +134,32 @@ impl ConfirmationsState {
             return Ok(false);
         };
         let _one = lock(&self.writing);
-        let (ended, dropped, revision) = {
+        let (kept, revision) = {
             let m = self.lock();
-            if m.ended_revision() == self.saved_revision.load(Ordering::SeqCst) {
+            if m.kept_revision() == *self.saved_revision.borrow() {
                 return Ok(false);
             }
-            let (ended, dropped) = m.ended_history();
-            (ended, dropped, m.ended_revision())
+            let (ended, ended_dropped) = m.ended_history();
+            let kept = crate::confirmations::history::Kept {
+                ended,
+                ended_dropped,
+                waiting: m.waiting_history(),
+            };
+            (kept, m.kept_revision())
         };
-        crate::confirmations::history::save(path, ended, dropped)?;
-        self.saved_revision.store(revision, Ordering::SeqCst);
+        crate::confirmations::history::save(path, kept)?;
+        self.saved_revision.send_replace(revision);
         Ok(true)
+    }
+
+    /// The revision of the mirror last written to the file ([`ConfirmationMirror::kept_revision`]),
+    /// watched: what the hub waits for before it acknowledges an `action.*` message
+    /// ([`crate::hub::HubParts::confirmations_saved`]). `None` when nothing is kept in a file
+    /// (then acknowledged means applied, in memory).
+    pub fn saved_watch(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.history
+            .as_ref()
+            .map(|_| self.saved_revision.subscribe())
     }
 
     /// Locks the mirror (a poisoned lock is recovered: the mirror is plain data).
@@ -144,13 +169,13 @@ impl ConfirmationsState {
 }
 
 impl App {
-    /// Writes the ended confirmations to their file soon ([`HISTORY_SAVE_DELAY`]) when they
-    /// changed, off the hub's thread; [`App::shutdown`] writes what is left. Called for every
-    /// notice that may have ended a proposal.
+    /// Writes the waiting and ended confirmations to their file soon ([`HISTORY_SAVE_DELAY`])
+    /// when they changed, off the hub's thread; [`App::shutdown`] writes what is left. Called
+    /// for every notice that may have changed a proposal.
     pub(super) fn keep_confirmation_history(self: &Arc<Self>) {
         let c = &self.confirmations;
         if c.history.is_none()
-            || c.lock().ended_revision() == c.saved_revision.load(Ordering::SeqCst)
+            || c.lock().kept_revision() == *c.saved_revision.borrow()
             || c.save_due.swap(true, Ordering::SeqCst)
         {
             return;
@@ -158,18 +183,34 @@ impl App {
         let app = Arc::downgrade(self);
         self.rt.spawn(async move {
             tokio::time::sleep(HISTORY_SAVE_DELAY).await;
-            let Some(app) = app.upgrade() else {
-                return;
-            };
-            app.confirmations.save_due.store(false, Ordering::SeqCst);
-            let _ = tokio::task::spawn_blocking(move || app.save_confirmation_history()).await;
+            // A failed write is tried again (the hub holds back the acknowledgements of the
+            // `action.*` messages it has not written), a bounded number of times; after that
+            // the next change tries again.
+            for _ in 0..HISTORY_SAVE_TRIES {
+                let Some(app) = app.upgrade() else {
+                    return;
+                };
+                app.confirmations.save_due.store(false, Ordering::SeqCst);
+                let saved = tokio::task::spawn_blocking(move || app.save_confirmation_history())
+                    .await
+                    .unwrap_or(false);
+                if saved {
+                    return;
+                }
+                tokio::time::sleep(HISTORY_RETRY_DELAY).await;
+            }
         });
     }
 
-    /// Writes the ended confirmations now when they changed; a failure is logged.
-    pub(super) fn save_confirmation_history(&self) {
-        if let Err(e) = self.confirmations.save_history() {
-            tracing::warn!("the ended confirmations were not kept for the next start: {e}");
+    /// Writes the waiting and ended confirmations now when they changed; a failure is logged.
+    /// Returns false only when a write failed.
+    pub(super) fn save_confirmation_history(&self) -> bool {
+        match self.confirmations.save_history() {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!("the confirmations were not kept for the next start: {e}");
+                false
+            }
         }
     }
 

@@ -376,6 +376,7 @@ impl App {
             Some(link.clone()),
         );
         parts.confirmations = Some(Arc::clone(&self.confirmations.mirror));
+        parts.confirmations_saved = self.confirmations.saved_watch();
         parts.clock = Arc::clone(&cfg.clock);
         parts.generations_file = Some(dir.join(crate::hub::GENERATIONS_FILE));
         parts.observer = Some(Arc::new(Observer {
@@ -501,7 +502,7 @@ impl App {
             in_time,
             "shutdown: hub drained"
         );
-        // 3. The ended confirmations are kept for the next start (what the hub applied last
+        // 3. The waiting and ended confirmations are kept for the next start (what the hub applied last
         //    included).
         //    One small file, written at once.
         self.save_confirmation_history();

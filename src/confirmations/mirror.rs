@@ -45,8 +45,8 @@ pub struct ConfirmationMirror {
     ended_dropped: u64,
     waiting_dropped: u64,
     next_n: u64,
-    /// Moves whenever the ended history changes ([`ConfirmationMirror::ended_revision`]).
-    ended_revision: u64,
+    /// Moves whenever what is kept across restarts changes ([`ConfirmationMirror::kept_revision`]).
+    kept_revision: u64,
     autonomy: HashMap<String, Autonomy>,
     /// Each (phone, session)'s reported level and when it was received (epoch ms).
     session_autonomy: HashMap<(String, String), (Autonomy, i64)>,
@@ -103,7 +103,7 @@ impl ConfirmationMirror {
             ended_dropped: 0,
             waiting_dropped: 0,
             next_n: 0,
-            ended_revision: 0,
+            kept_revision: 0,
             autonomy: HashMap::new(),
             session_autonomy: HashMap::new(),
             session_order: VecDeque::new(),
@@ -248,6 +248,11 @@ impl ConfirmationMirror {
         &self.waiting
     }
 
+    /// The ended proposals kept, oldest first.
+    pub fn ended(&self) -> impl Iterator<Item = &ConfirmationView> {
+        self.ended.iter()
+    }
+
     /// Number of proposals waiting.
     pub fn waiting_count(&self) -> usize {
         self.waiting.len()
@@ -258,17 +263,56 @@ impl ConfirmationMirror {
         self.ended.len()
     }
 
-    /// A number that moves whenever the ended history changes (a proposal ended, or a message
-    /// was noted on an ended one): the app writes the history file ([`super::history`]) only
-    /// when it moved since the last write.
-    pub fn ended_revision(&self) -> u64 {
-        self.ended_revision
+    /// A number that moves whenever what is kept across restarts changes (a proposal came,
+    /// moved or ended, or a message was noted on one): the app writes the history file
+    /// ([`super::history`]) only when it moved since the last write.
+    pub fn kept_revision(&self) -> u64 {
+        self.kept_revision
     }
 
     /// The ended history, oldest first, and how many ended proposals were dropped beyond
     /// [`MAX_ENDED`]: what is kept across restarts ([`super::history`]).
     pub fn ended_history(&self) -> (Vec<ConfirmationView>, u64) {
         (self.ended.iter().cloned().collect(), self.ended_dropped)
+    }
+
+    /// The proposals waiting, in arrival order: what is kept across restarts with the ended
+    /// history ([`super::history`]), so that a proposal the desktop acknowledged before a
+    /// restart is still shown waiting after it, and its end is matched to it.
+    pub fn waiting_history(&self) -> Vec<ConfirmationView> {
+        self.waiting.clone()
+    }
+
+    /// Puts back the proposals an earlier run had waiting (`waiting` as
+    /// [`Self::waiting_history`] gives it), after [`Self::restore_ended`]: without proposals
+    /// that have ended or whose key, or phone and action id, is already here, within
+    /// [`MAX_WAITING`] (the rest counted as dropped). Those whose `expires_at` passed
+    /// meanwhile end at the hub's next expiry check ([`Self::expire_due`]), as if the desktop
+    /// had run all along. Returns how many were put back. The revision does not move.
+    pub fn restore_waiting(&mut self, waiting: Vec<ConfirmationView>) -> usize {
+        let mut n = 0;
+        for c in waiting {
+            let known = |o: &ConfirmationView| {
+                o.key == c.key || (o.phone == c.phone && o.action_id == c.action_id)
+            };
+            if c.is_ended() || self.waiting.iter().any(known) || self.ended.iter().any(known) {
+                continue;
+            }
+            if self.waiting.len() >= MAX_WAITING {
+                self.waiting_dropped = self.waiting_dropped.saturating_add(1);
+                continue;
+            }
+            if let Some(m) = c
+                .key
+                .rsplit_once('#')
+                .and_then(|(_, m)| m.parse::<u64>().ok())
+            {
+                self.next_n = self.next_n.max(m.saturating_add(1));
+            }
+            self.waiting.push(c);
+            n += 1;
+        }
+        n
     }
 
     /// Puts back the ended history of an earlier run (`ended` oldest first, as
@@ -312,6 +356,21 @@ impl ConfirmationMirror {
     /// the same receiver outcome the link answered with, for every message, rejected ones
     /// included (they are how anomalies are seen).
     pub fn apply(
+        &mut self,
+        phone: &str,
+        env: &Envelope,
+        outcome: &Outcome,
+        now_ms: i64,
+    ) -> Vec<MirrorChange> {
+        let changes = self.apply_action(phone, env, outcome, now_ms);
+        if !changes.is_empty() {
+            // A proposal came, moved or had a message noted: what is kept changed.
+            self.kept_revision = self.kept_revision.wrapping_add(1);
+        }
+        changes
+    }
+
+    fn apply_action(
         &mut self,
         phone: &str,
         env: &Envelope,
@@ -569,7 +628,7 @@ impl ConfirmationMirror {
             .iter()
             .rposition(|c| c.phone == phone && c.action_id == action_id)?;
         // A message noted on an ended proposal changes the history kept across restarts.
-        self.ended_revision = self.ended_revision.wrapping_add(1);
+        self.kept_revision = self.kept_revision.wrapping_add(1);
         self.ended.get_mut(i)
     }
 
@@ -805,7 +864,7 @@ impl ConfirmationMirror {
             self.ended_dropped = self.ended_dropped.saturating_add(1);
         }
         self.ended.push_back(view.clone());
-        self.ended_revision = self.ended_revision.wrapping_add(1);
+        self.kept_revision = self.kept_revision.wrapping_add(1);
         Some(MirrorChange {
             kind: ChangeKind::Lapsed,
             confirmation: Some(view),
@@ -853,7 +912,7 @@ impl ConfirmationMirror {
             self.ended_dropped = self.ended_dropped.saturating_add(1);
         }
         self.ended.push_back(view.clone());
-        self.ended_revision = self.ended_revision.wrapping_add(1);
+        self.kept_revision = self.kept_revision.wrapping_add(1);
         vec![MirrorChange {
             kind: ChangeKind::Ended,
             confirmation: Some(view),

@@ -49,6 +49,49 @@ impl PhoneState {
 }
 
 impl Hub {
+    /// Puts back, in a phone's new state, the proposals of that phone the Confirmations mirror
+    /// has from an earlier run, waiting and ended (`crate::confirmations::history`): into its
+    /// receiver ([`crate::ifp::Receiver::restore_action`]), so the approval, result or
+    /// cancellation that comes after the restart is judged against the proposal, and a message
+    /// the phone sends again because it was not acknowledged before the restart is a
+    /// duplicate, rather than refused as about an action never proposed; and into the records
+    /// the proposal notices follow. A proposal whose `expires_at` cannot be read is left out of the receiver (and
+    /// logged); the mirror still shows it.
+    pub(super) fn restore_proposals(&self, device_id: &str, p: &mut PhoneState) {
+        let Some(mirror) = &self.inner.confirmations else {
+            return;
+        };
+        let m = lock(mirror);
+        // Oldest first, so the receiver's bound would evict the oldest ended ones first.
+        for c in m
+            .ended()
+            .chain(m.waiting().iter())
+            .filter(|c| c.phone == device_id)
+        {
+            let expires_at = match c.expires_at.parse::<crate::ifp::Timestamp>() {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(
+                        action_id = %c.action_id,
+                        "a proposal kept from the last run has an unreadable expires_at {:?}: {e}",
+                        c.expires_at
+                    );
+                    continue;
+                }
+            };
+            if p.receiver
+                .restore_action(&c.action_id, c.state, &c.hash.given, expires_at)
+                && p.proposals.len() < MAX_PROPOSALS
+            {
+                p.proposals.push(ProposalRecord {
+                    action_id: c.action_id.clone(),
+                    state: c.state,
+                    ended: c.state.is_terminal(),
+                });
+            }
+        }
+    }
+
     pub(super) fn apply_action(&self, device_id: &str, p: &mut PhoneState, env: &Envelope) {
         if p.seen_ids.contains(&env.id) {
             // A replay of a message already applied (the phone was not sure it arrived).

@@ -111,6 +111,12 @@ pub struct HubParts {
     /// fed to, shared with the Confirmations view; `None`: action messages are still judged,
     /// answered and acknowledged, and the proposal notices sent, but nothing keeps them.
     pub confirmations: Option<Arc<Mutex<ConfirmationMirror>>>,
+    /// The mirror's revision last written to the file it is kept in across restarts
+    /// ([`ConfirmationMirror::kept_revision`]; `crate::app::confirmations::ConfirmationsState::saved_watch`).
+    /// With it, an acknowledgement point also waits until the mirror as it was when the point
+    /// was taken is written (acknowledged means durable: `acks.rs`). `None` (the default): the
+    /// mirror is kept in memory only and its messages are acknowledged once applied.
+    pub confirmations_saved: Option<tokio::sync::watch::Receiver<u64>>,
     /// The receivers' home generation (ifp/1 generation fence), >= 1. Default 1.
     pub home_generation: u64,
     /// Capacity of the notice channel; a subscriber that falls further behind misses notices
@@ -151,6 +157,7 @@ impl HubParts {
             bridge,
             link,
             confirmations: None,
+            confirmations_saved: None,
             home_generation: 1,
             notice_capacity: 1024,
             observer: None,
@@ -267,6 +274,7 @@ struct Inner {
     bridge: Arc<Mutex<BridgeStatusStore>>,
     link: Option<Link>,
     confirmations: Option<Arc<Mutex<ConfirmationMirror>>>,
+    confirmations_saved: Option<tokio::sync::watch::Receiver<u64>>,
     home_generation: u64,
     generations: Mutex<generations::Generations>,
     state: Mutex<HubState>,
@@ -316,6 +324,7 @@ impl Hub {
                 bridge: parts.bridge,
                 link: parts.link,
                 confirmations: parts.confirmations,
+                confirmations_saved: parts.confirmations_saved,
                 home_generation: parts.home_generation.max(1),
                 generations: Mutex::new(generations::Generations::load(parts.generations_file)),
                 state: Mutex::new(HubState::default()),
@@ -370,6 +379,9 @@ impl Hub {
         // Acknowledgements wait for the dial log's durable watermark (`acks.rs`).
         let mut durable = self.inner.dials.durable_watch();
         let mut watching = true;
+        // ... and for the Confirmations mirror to be written, when it is kept in a file.
+        let mut saved = self.inner.confirmations_saved.clone();
+        let mut watching_saved = saved.is_some();
         let mut expiry = tokio::time::interval(EXPIRY_TICK);
         expiry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -386,6 +398,16 @@ impl Hub {
                     moved = durable.changed(), if watching => {
                         // An error: the log is gone, nothing more becomes durable.
                         watching = moved.is_ok();
+                        self.release_acks();
+                        continue;
+                    }
+                    moved = async {
+                        match saved.as_mut() {
+                            Some(s) => s.changed().await,
+                            None => std::future::pending().await,
+                        }
+                    }, if watching_saved => {
+                        watching_saved = moved.is_ok();
                         self.release_acks();
                         continue;
                     }
@@ -616,7 +638,9 @@ impl Hub {
     fn phone_mut<'a>(&self, st: &'a mut HubState, device_id: &str) -> &'a mut PhoneState {
         st.phones.entry(device_id.to_string()).or_insert_with(|| {
             let kept = lock(&self.inner.generations).get(device_id);
-            PhoneState::new(self.inner.home_generation.max(kept.unwrap_or(0)))
+            let mut p = PhoneState::new(self.inner.home_generation.max(kept.unwrap_or(0)));
+            self.restore_proposals(device_id, &mut p);
+            p
         })
     }
 

@@ -231,6 +231,42 @@ impl Default for ReceiverLimits {
 
 type Digest32 = [u8; 32];
 
+/// For an action put back from an earlier run ([`Receiver::restore_action`]): the
+/// `acknowledged_duplicate` outcome when `action` says what the action's state already records
+/// (the phone resending a message not acknowledged before the restart), else `None` (the usual
+/// rules judge it).
+fn repeat_after_restart(
+    id: &str,
+    action: &IncomingAction,
+    record: &ActionRecord,
+) -> Option<Outcome> {
+    let state = record.state;
+    let repeated = match action {
+        IncomingAction::Propose(_) => false,
+        IncomingAction::Approve(a) => {
+            a.params_hash == record.params_hash
+                && matches!(
+                    state,
+                    ActionState::Approved | ActionState::Executed | ActionState::Failed
+                )
+        }
+        IncomingAction::Reject(_) => state == ActionState::Rejected,
+        IncomingAction::Cancel(_) => state == ActionState::Cancelled,
+        IncomingAction::Result(r) => matches!(
+            (r.status, state),
+            (ResultStatus::Executed, ActionState::Executed)
+                | (ResultStatus::Failed, ActionState::Failed)
+        ),
+    };
+    repeated.then(|| {
+        Outcome::duplicate(format!(
+            "action {id}: repeated after the desktop restarted (already {})",
+            state.as_str()
+        ))
+        .with_action(id, Some(state))
+    })
+}
+
 fn digest(text: &str) -> Digest32 {
     Sha256::digest(text.as_bytes()).into()
 }
@@ -248,7 +284,10 @@ struct ActionRecord {
     state: ActionState,
     params_hash: String,
     expires_at: Timestamp,
-    propose_digest: Digest32,
+    /// The proposal's payload digest; `None` for an action put back from an earlier run
+    /// ([`Receiver::restore_action`]), whose payload is not kept: a proposal repeated for it is
+    /// then judged by its `params_hash`.
+    propose_digest: Option<Digest32>,
     approve_digest: Option<Digest32>,
     result_digest: Option<Digest32>,
 }
@@ -296,6 +335,48 @@ impl Receiver {
     /// Moves the home generation (after a home transfer).
     pub fn set_home_generation(&mut self, generation: u64) {
         self.home_generation = generation;
+    }
+
+    /// Puts back an action this receiver's phone proposed in an earlier run of the desktop, in
+    /// the `state` it had then (the Confirmations mirror keeps waiting and ended proposals
+    /// across restarts, `crate::confirmations::history`), so the messages that follow it are
+    /// judged as they would have been without the restart (`ifp1-notes.md`, "Action
+    /// lifecycle"): an approval before `expires_at` with the same `params_hash` is accepted, a
+    /// result after approval is.
+    ///
+    /// The earlier run's payloads are not kept, so a message the phone sends again because it
+    /// was not acknowledged before the restart is recognised by what it says instead: a
+    /// proposal with the same `params_hash`, an approval with the same `params_hash` once
+    /// approved (or ended after approval), a rejection of a rejected action, a cancellation of
+    /// a cancelled one, a result whose status is the action's end are
+    /// `acknowledged_duplicate`. An action already tracked is left alone. Returns whether it
+    /// was put back.
+    pub fn restore_action(
+        &mut self,
+        action_id: &str,
+        state: ActionState,
+        params_hash: &str,
+        expires_at: Timestamp,
+    ) -> bool {
+        if self.actions.contains_key(action_id) {
+            return false;
+        }
+        if self.actions.len() >= self.limits.max_actions {
+            self.evict_one_action();
+        }
+        self.actions.insert(
+            action_id.to_string(),
+            ActionRecord {
+                state,
+                params_hash: params_hash.to_string(),
+                expires_at,
+                propose_digest: None,
+                approve_digest: None,
+                result_digest: None,
+            },
+        );
+        self.action_order.push_back(action_id.to_string());
+        true
     }
 
     /// The state of an action, if it is tracked.
@@ -478,6 +559,11 @@ impl Receiver {
             .with_action(&id, None);
         };
         let state = record.state;
+        if record.propose_digest.is_none() {
+            if let Some(o) = repeat_after_restart(&id, &action, record) {
+                return o;
+            }
+        }
         if state.is_terminal() {
             if matches!(action, IncomingAction::Result(_))
                 && record.result_digest == Some(payload_digest)
@@ -577,7 +663,13 @@ impl Receiver {
         let matches = params_hash_matches(p);
         if let Some(record) = self.actions.get(id) {
             let state = record.state;
-            if !state.is_terminal() && record.propose_digest == payload_digest {
+            let same = match record.propose_digest {
+                Some(d) => d == payload_digest,
+                None => record.params_hash == p.params_hash,
+            };
+            // An action put back from an earlier run may have ended since its proposal: the
+            // phone resends the proposal with everything after it that was not acknowledged.
+            if same && (!state.is_terminal() || record.propose_digest.is_none()) {
                 let mut o = Outcome::duplicate(format!("action {id}: identical proposal repeated"))
                     .with_action(id, Some(state));
                 o.params_hash_matches = Some(matches);
@@ -604,7 +696,7 @@ impl Receiver {
                 state: ActionState::Requested,
                 params_hash: p.params_hash.clone(),
                 expires_at: p.expires_at.clone(),
-                propose_digest: payload_digest,
+                propose_digest: Some(payload_digest),
                 approve_digest: None,
                 result_digest: None,
             },

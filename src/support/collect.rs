@@ -458,9 +458,9 @@ fn forbid(files: &mut [BundleFile], secrets: &[&str]) {
 
 /// A bundle from the app's files in `paths` (the demo's data folder with `demo`), for when the
 /// app is not running: the settings, the paired phones of the trust file (none connected), the
-/// newest [`MAX_DIALS`] dials of the dial history, the ended confirmations kept for the next
-/// start ([`crate::confirmations::history`]), and the log files of the last [`LOG_DAYS`] days.
-/// Banners, waiting confirmations and the link's diagnostics live in the running app's memory:
+/// newest [`MAX_DIALS`] dials of the dial history, the waiting and ended confirmations kept for
+/// the next start ([`crate::confirmations::history`]), and the log files of the last
+/// [`LOG_DAYS`] days. Banners and the link's diagnostics live in the running app's memory:
 /// their files are there, empty, and the manifest says why.
 ///
 /// Only reads: nothing is created or written in `paths` (the dial history is opened read only).
@@ -476,8 +476,8 @@ pub fn from_files(
     let mut left_out = vec![
         "the desktop's private keys and every key-store entry: they never leave the OS key store"
             .to_string(),
-        "banners, waiting confirmations, the link diagnostics and connections: the app was not \
-         running, and it keeps them in memory only"
+        "banners, the link diagnostics and connections: the app was not running, and it keeps \
+         them in memory only"
             .to_string(),
     ];
     let link_dir = paths.link_dir(demo);
@@ -521,11 +521,12 @@ pub fn from_files(
     match crate::confirmations::history::load(
         &link_dir.join(crate::confirmations::history::HISTORY_FILE),
     ) {
-        Ok(Some((ended, dropped))) => {
-            mirror.restore_ended(ended, dropped);
+        Ok(Some(kept)) => {
+            mirror.restore_ended(kept.ended, kept.ended_dropped);
+            mirror.restore_waiting(kept.waiting);
         }
         Ok(None) => {}
-        Err(e) => left_out.push(format!("the ended confirmations: {e}")),
+        Err(e) => left_out.push(format!("the confirmations kept for the next start: {e}")),
     }
     let confirmations = mirror.snapshot();
     let dials = read_dial_history(&link_dir)?;

@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""What one batch of live dials costs WebKitGTK in the real page, outside the app.
+
+Journey 8 (src-tauri/tests/e2e.rs) saves the Live dials page's DOM at the end of its stream
+(target/e2e-shots/dial-window-dom.html). This script turns it into a test page (scripts dropped,
+the built CSS of ui/dist, batch-harness.js added) in target/window-batch-bench/, opens it in the
+same WebKitGTK at the app's window size (1180x735) and lets the harness change the page every
+12th frame as a batch does. Variants are comma lists of the harness's switches given as
+arguments, run in turn A B A B (ROUNDS, default 3):
+
+  rows     the rows in view shift by one (every cell's text set in place, as RowPainter does)
+  grow     the spacer (the scroll area's extent) grows by 120 rows
+  count    the "N dials match" text changes
+  one      with rows: only the first row changes
+  hide     the rows are not painted (visibility: hidden): style and layout without paint
+  contain / nocontain, gridrows / nogridrows, nowill, noradius, noclip, notext, noborder,
+  sans, nosb   CSS variants (see batch-harness.js)
+
+Per variant and round it prints a batch frame's work (frame start to the end of its rendering:
+a MessageChannel message posted in the frame) p50/p90/max in ms, the same for the frames
+between batches, the web process's CPU time per frame (ms, /proc/PID/schedstat) and the CPU
+time the host stole during the round (ticks of 10 ms, /proc/stat: on a shared virtual machine
+compare only rounds with little of it).
+
+  cargo test --release -p switchboard-desktop --test e2e journey_8 -- --ignored   # the DOM
+  (cd ui && npm run build)                                                         # the CSS
+  Xvfb :91 -screen 0 1280x800x24 &
+  DISPLAY=:91 WEBKIT_DISABLE_COMPOSITING_MODE=1 JSC_useJIT=false \\
+    /usr/bin/python3 scripts/window-rows-bench/batch.py nocontain nocontain,rows nocontain,rows,hide
+
+Q adds URL parameters: every=12 (frames per batch), batches=40 (batches per round).
+"""
+import glob, json, os, re, shutil, subprocess, sys
+
+import gi
+gi.require_version('Gtk', '3.0'); gi.require_version('WebKit2', '4.1')
+from gi.repository import Gtk, WebKit2, GLib
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(os.path.dirname(here))
+dom_path = os.path.join(root, 'target', 'e2e-shots', 'dial-window-dom.html')
+out = os.path.join(root, 'target', 'window-batch-bench')
+
+
+def build_page():
+    """Writes the test page; exits with a message naming what is missing."""
+    if not os.path.exists(dom_path):
+        sys.exit(f'{dom_path} is missing: run journey 8 first (see above)')
+    css = glob.glob(os.path.join(root, 'ui', 'dist', 'assets', 'index-*.css'))
+    if len(css) != 1:
+        sys.exit(f'expected one ui/dist/assets/index-*.css, found {len(css)}: run (cd ui && npm run build)')
+    os.makedirs(out, exist_ok=True)
+    shutil.copy(css[0], os.path.join(out, 'app.css'))
+    shutil.copy(os.path.join(here, 'batch-harness.js'), os.path.join(out, 'harness.js'))
+    s = open(dom_path, encoding='utf-8').read()
+    s = re.sub(r'<script[^>]*>.*?</script>', '', s, flags=re.S)
+    s = re.sub(r'<link rel="stylesheet"[^>]*>', '<link rel="stylesheet" href="app.css">', s)
+    s = s.replace('</body>', '<script src="harness.js"></script></body>')
+    open(os.path.join(out, 'page.html'), 'w', encoding='utf-8').write(s)
+    return 'file://' + os.path.join(out, 'page.html')
+
+
+page = build_page()
+variants = sys.argv[1:] or ['nocontain', 'nocontain,rows']
+rounds = int(os.environ.get('ROUNDS', '3'))
+order = [v for _ in range(rounds) for v in variants]
+res = {v: [] for v in variants}
+win = Gtk.Window(); win.set_default_size(1180, 735)
+wv = WebKit2.WebView(); win.add(wv); win.show_all()
+idx = [0]
+mark = [0.0, 0]
+
+
+def steal():
+    return int(open('/proc/stat').readline().split()[8])
+
+
+def web_cpu_ms():
+    t = 0
+    for pid in subprocess.run(['pgrep', '-f', 'WebKitWebProcess'], capture_output=True, text=True).stdout.split():
+        try:
+            t += int(open(f'/proc/{pid}/schedstat').read().split()[0])
+        except OSError:
+            pass
+    return t / 1e6
+
+
+def load():
+    if idx[0] >= len(order):
+        for v in variants:
+            print(f"{v:36s}", ' | '.join(
+                f"batch {r['batch']['p50']:.0f}/{r['batch']['p90']:.0f}/{r['batch']['max']:.0f} "
+                f"other {r['idle']['p50']:.0f}/{r['idle']['p90']:.0f} cpu/frame {r['cpu']:.1f} stolen {r['st']}"
+                for r in res[v]))
+        Gtk.main_quit()
+        return
+    mark[0] = web_cpu_ms(); mark[1] = steal()
+    wv.load_uri(page + '?v=' + order[idx[0]] + '&' + os.environ.get('Q', ''))
+
+
+def on_title(_w, _p):
+    t = wv.get_title() or ''
+    if t.startswith('R '):
+        r = json.loads(t[2:])
+        r['cpu'] = (web_cpu_ms() - mark[0]) / r['frames']
+        r['st'] = steal() - mark[1]
+        res[order[idx[0]]].append(r)
+        idx[0] += 1
+        GLib.idle_add(load)
+
+
+wv.connect('notify::title', on_title)
+GLib.timeout_add_seconds(900, lambda: sys.exit('no result within 900 s'))
+load()
+Gtk.main()
