@@ -35,17 +35,32 @@ version=$(cargo metadata --format-version 1 --no-deps --offline --locked |
 pkg=switchboard
 work=$(mktemp -d /tmp/switchboard-pkgcheck.XXXXXX)
 app_pid=""
+xvfb_pid=""
+home="$work/home"
+# The installed app, the D-Bus session and the key ring started for it all run with its own
+# HOME (below): they are found by that, so nothing else on the machine is touched, and none of
+# them outlives this script, however it ends.
+session_pids() {
+  local p
+  for p in /proc/[0-9]*; do
+    [ "${p#/proc/}" != "$$" ] || continue
+    tr '\0' '\n' < "$p/environ" 2>/dev/null | grep -qxF "HOME=$home" && echo "${p#/proc/}"
+  done
+  return 0
+}
 # Processes running the installed app (by executable, so other copies of Switchboard running on
 # the machine, e.g. from a cargo build, do not count).
-installed_app_running() {
+installed_app_pids() {
   local exe
   for exe in /proc/[0-9]*/exe; do
-    case "$(readlink "$exe" 2>/dev/null)" in /usr/bin/switchboard-desktop*) return 0 ;; esac
+    case "$(readlink "$exe" 2>/dev/null)" in /usr/bin/switchboard-desktop*) exe=${exe#/proc/}; echo "${exe%/exe}" ;; esac
   done
-  return 1
 }
+installed_app_running() { [ -n "$(installed_app_pids)" ]; }
 cleanup() {
-  [ -n "$app_pid" ] && kill "$app_pid" 2>/dev/null || true
+  local p
+  for p in $(session_pids); do kill "$p" 2>/dev/null || true; done
+  [ -n "$xvfb_pid" ] && kill "$xvfb_pid" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -176,7 +191,6 @@ exec_line=$(sed -n 's/^Exec=//p' "$entry" | head -n1)
 read -r -a exec_argv <<< "$(sed -E 's/ ?%[fFuUdDnNickvm]//g' <<< "$exec_line")"
 echo "Exec=$exec_line -> ${exec_argv[*]} (resolved: $(command -v "${exec_argv[0]}"))"
 wm_class=$(sed -n 's/^StartupWMClass=//p' "$entry")
-home="$work/home"
 mkdir -p "$home"
 xvfb_log="$work/xvfb.log"
 Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp 3> "$work/display" 2> "$xvfb_log" &
@@ -211,14 +225,19 @@ for _ in $(seq 1 30); do
 done
 [ "$colours" -gt 200 ] || fail "the window looks blank ($colours colours) in $shot"
 echo "screenshot: $shot ($colours colours)"
-installed_app_running || fail "no /usr/bin/switchboard-desktop process while its window is up"
-kill -TERM "$app_pid"
-for _ in $(seq 1 100); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.1; done
-! kill -0 "$app_pid" 2>/dev/null || fail "the app did not quit within 10 s of SIGTERM"
+# The app itself, not the dbus-run-session it runs under ($app_pid).
+app=$(installed_app_pids | head -n1)
+[ -n "$app" ] || fail "no /usr/bin/switchboard-desktop process while its window is up"
+kill -TERM "$app"
+for _ in $(seq 1 100); do [ -e "/proc/$app" ] || break; sleep 0.1; done
+[ ! -e "/proc/$app" ] || fail "the app (pid $app) did not quit within 10 s of SIGTERM"
 wait "$app_pid" 2>/dev/null || true
 app_pid=""
+# The key ring daemonises itself and outlives the session: stop what is left of it.
+for p in $(session_pids); do kill "$p" 2>/dev/null || true; done
 kill "$xvfb_pid" 2>/dev/null || true
 wait "$xvfb_pid" 2>/dev/null || true
+xvfb_pid=""
 [ -d "$home/.config/dev.switchboard.desktop" ] || fail "the app kept no settings folder in \$HOME/.config (its XDG config folder)"
 echo "ok: started from $entry, quit on SIGTERM"
 

@@ -2195,14 +2195,8 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
         .ui()
         .js("return document.documentElement.outerHTML;", vec![])
         .await?;
-    std::fs::write(
-        ui::shots_dir().join("dial-window-dom.html"),
-        dom.as_str().unwrap_or_default(),
-    )
-    .map_err(|e| format!("dom: {e}"))?;
-    let raw_path = ui::shots_dir().join("dial-window-frames.json");
-    std::fs::write(&raw_path, raw.to_string())
-        .map_err(|e| format!("{}: {e}", raw_path.display()))?;
+    save_shot_file("dial-window-dom.html", dom.as_str().unwrap_or_default())?;
+    save_shot_file("dial-window-frames.json", &raw.to_string())?;
     let steal = steal.stop();
     let host = measure::gaps_beside_steal(&j.ui().js(measure::RAF_TIMES, vec![]).await?, &steal)?;
     let stream_s = started.elapsed().as_secs_f64();
@@ -2349,4 +2343,11 @@ async fn scrolled_rows_stay(ui: &Ui) -> R<String> {
         shown_after.as_secs_f64(),
         first.as_str().unwrap_or_default()
     ))
+}
+
+/// Writes `text` to `name` in the screenshots' folder (`target/e2e-shots`); the error names the
+/// file.
+fn save_shot_file(name: &str, text: &str) -> Result<(), String> {
+    let path = ui::shots_dir().join(name);
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -189,7 +189,10 @@ impl EmptyPage {
 }
 
 /// Installed in the page: records every animation frame's time in `window.__raf.t` until
-/// `window.__raf.on` is false.
+/// `window.__raf.on` is false, with `now` (ms, when the frame's first callback ran) and `after`
+/// (ms, when a `MessageChannel` message posted in the frame ran: the frame's scripts, style,
+/// layout and paint are done by then), and the page's timed callbacks in `busy`
+/// (`[start, end, kind]`, ms).
 pub const RAF_START: &str = r#"
 window.__raf = { t: [], now: [], after: [], marks: [], busy: [], on: true };
 // Time what the page's own code does: animation-frame callbacks and the callbacks of IPC
