@@ -498,10 +498,10 @@ async fn waiting_proposals_end_at_expires_at_in_one_notice_without_notifications
         .unwrap();
     let p = propose(&me, "msg_apprv0000001", "act_apprv0000001", T0 + 60_000);
     phone.send_value(&p).await.unwrap();
-    phone.send_value(&json!({"ifp":"1","id":"msg_apprv0000002","ts":ts(T0 + 1_000),"type":"action.approve",
-        "entity":me.entity_id(),"session":"ses_runtime0000001","device":me.device_id(),"generation":1,
-        "payload":{"action_id":"act_apprv0000001","params_hash":p["payload"]["params_hash"],
-          "confirmation":{"mode":"user_confirmed","ref":"conf_1"}}})).await.unwrap();
+    phone
+        .send_value(&approve(&me, "msg_apprv0000002", &p, T0 + 1_000))
+        .await
+        .unwrap();
     until(&mut phone, &mut acks, ack_of("msg_apprv0000002")).await;
     assert_eq!(d.mirror.lock().unwrap().waiting_count(), 22);
     while d.notices.try_recv().is_ok() {}
@@ -588,6 +588,19 @@ fn follow_up(me: &PhoneIdentity, id: &str, ty: &str, at_ms: u64, payload: Value)
         "session":"ses_runtime0000001","device":me.device_id(),"generation":1,"payload":payload})
 }
 
+/// The person's approval (`user_confirmed`) of `proposal`, as message `id` sent `at_ms`.
+fn approve(me: &PhoneIdentity, id: &str, proposal: &Value, at_ms: u64) -> Value {
+    follow_up(
+        me,
+        id,
+        "action.approve",
+        at_ms,
+        json!({"action_id": proposal["payload"]["action_id"],
+            "params_hash": proposal["payload"]["params_hash"],
+            "confirmation": {"mode": "user_confirmed", "ref": "conf_1"}}),
+    )
+}
+
 /// Reads frames until the acknowledgement of `id`; panics on any `error` frame on the way.
 async fn acked_without_error(phone: &mut PhoneClient, id: &str) {
     let mut acks = Vec::new();
@@ -627,14 +640,7 @@ async fn a_proposal_waiting_at_a_restart_is_still_waiting_after_it_and_its_end_i
     let b = propose(&me, "msg_rstb00000001", "act_rstb00000001", T0 + 600_000);
     phone.send_value(&a).await.unwrap();
     phone.send_value(&b).await.unwrap();
-    let approve_b = follow_up(
-        &me,
-        "msg_rstb00000002",
-        "action.approve",
-        T0 + 1_000,
-        json!({"action_id":"act_rstb00000001","params_hash":b["payload"]["params_hash"],
-            "confirmation":{"mode":"user_confirmed","ref":"conf_b"}}),
-    );
+    let approve_b = approve(&me, "msg_rstb00000002", &b, T0 + 1_000);
     phone.send_value(&approve_b).await.unwrap();
     // Applied, but not written yet: nothing of it is acknowledged.
     mirror_until(&d, |m| {
@@ -707,14 +713,7 @@ async fn a_proposal_waiting_at_a_restart_is_still_waiting_after_it_and_its_end_i
     acked_without_error(&mut phone, "msg_rsta00000001").await;
     assert_eq!(d.mirror.lock().unwrap().waiting_count(), 2);
     // The person approves A on the phone; B's result and then A's come in.
-    let approve_a = follow_up(
-        &me,
-        "msg_rsta00000002",
-        "action.approve",
-        T0 + 2_000,
-        json!({"action_id":"act_rsta00000001","params_hash":a["payload"]["params_hash"],
-            "confirmation":{"mode":"user_confirmed","ref":"conf_a"}}),
-    );
+    let approve_a = approve(&me, "msg_rsta00000002", &a, T0 + 2_000);
     phone.send_value(&approve_a).await.unwrap();
     acked_without_error(&mut phone, "msg_rsta00000002").await;
     assert_eq!(

@@ -124,8 +124,8 @@ impl ConfirmationsState {
         state
     }
 
-    /// Writes the waiting and ended proposals to their file now when it changed since the last write (blocking
-    /// file I/O: call it off the async threads). Returns whether it wrote.
+    /// Writes the waiting and ended proposals to their file now when they changed since the
+    /// last write (blocking file I/O: call it off the async threads). Returns whether it wrote.
     ///
     /// # Errors
     /// The file could not be written (its path and the reason); the next change tries again.
@@ -152,10 +152,10 @@ impl ConfirmationsState {
         Ok(true)
     }
 
-    /// The revision of the mirror last written to the file ([`ConfirmationMirror::kept_revision`]),
-    /// watched: what the hub waits for before it acknowledges an `action.*` message
-    /// ([`crate::hub::HubParts::confirmations_saved`]). `None` when nothing is kept in a file
-    /// (then acknowledged means applied, in memory).
+    /// The revision of the mirror last written to the file
+    /// ([`ConfirmationMirror::kept_revision`]), watched: what the hub waits for before it
+    /// acknowledges an `action.*` message ([`crate::hub::HubParts::confirmations_saved`]).
+    /// `None` when nothing is kept in a file (then acknowledged means applied, in memory).
     pub fn saved_watch(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         self.history
             .as_ref()

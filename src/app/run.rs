@@ -502,8 +502,8 @@ impl App {
             in_time,
             "shutdown: hub drained"
         );
-        // 3. The waiting and ended confirmations are kept for the next start (what the hub applied last
-        //    included).
+        // 3. The waiting and ended confirmations are kept for the next start (what the hub
+        //    applied last included).
         //    One small file, written at once.
         self.save_confirmation_history();
         // 4. The dial log commits what it holds and stops.

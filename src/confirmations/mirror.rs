@@ -45,7 +45,8 @@ pub struct ConfirmationMirror {
     ended_dropped: u64,
     waiting_dropped: u64,
     next_n: u64,
-    /// Moves whenever what is kept across restarts changes ([`ConfirmationMirror::kept_revision`]).
+    /// Moves whenever what is kept across restarts changes
+    /// ([`ConfirmationMirror::kept_revision`]).
     kept_revision: u64,
     autonomy: HashMap<String, Autonomy>,
     /// Each (phone, session)'s reported level and when it was received (epoch ms).
@@ -63,6 +64,11 @@ fn ts_ms(ts: &Timestamp) -> i64 {
     ts.unix_seconds()
         .saturating_mul(1000)
         .saturating_add(i64::from(ts.nanos() / 1_000_000))
+}
+
+/// The number a proposal's key ends in (`<phone>#<n>`), if it has one.
+fn key_number(key: &str) -> Option<u64> {
+    key.rsplit_once('#')?.1.parse().ok()
 }
 
 fn push_bounded<T>(list: &mut Vec<T>, item: T, cap: usize) -> bool {
@@ -302,11 +308,7 @@ impl ConfirmationMirror {
                 self.waiting_dropped = self.waiting_dropped.saturating_add(1);
                 continue;
             }
-            if let Some(m) = c
-                .key
-                .rsplit_once('#')
-                .and_then(|(_, m)| m.parse::<u64>().ok())
-            {
+            if let Some(m) = key_number(&c.key) {
                 self.next_n = self.next_n.max(m.saturating_add(1));
             }
             self.waiting.push(c);
@@ -332,7 +334,7 @@ impl ConfirmationMirror {
         let n = restored.len();
         let next = restored
             .iter()
-            .filter_map(|c| c.key.rsplit_once('#')?.1.parse::<u64>().ok())
+            .filter_map(|c| key_number(&c.key))
             .max()
             .map_or(0, |m| m.saturating_add(1));
         self.next_n = self.next_n.max(next);

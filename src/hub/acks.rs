@@ -14,8 +14,9 @@
 //! id and count) together with the dial log's [`DialLogHandle::durable_mark`] and the mirror's
 //! revision at that moment, after handing the log every dial applied so far. A point goes out
 //! once the log's durable watermark reaches its mark and the mirror's written revision reaches
-//! its revision ([`Hub::release_acks`], run after each burst and whenever either moves). Points are taken and released in order, so acknowledgements stay
-//! monotonic, and they come per committed group, not per dial. On connect the phone is sent the
+//! its revision ([`Hub::release_acks`], run after each burst and whenever either moves).
+//! Points are taken and released in order, so acknowledgements stay monotonic, and they come
+//! per committed group, not per dial. On connect the phone is sent the
 //! newest released point. Spec: `docs/protocol.md`, "Acknowledgement and replay";
 //! `ifp1-notes.md` ("Events: dedup, generation fence, ordering").
 //!

@@ -55,8 +55,8 @@ impl Hub {
     /// cancellation that comes after the restart is judged against the proposal, and a message
     /// the phone sends again because it was not acknowledged before the restart is a
     /// duplicate, rather than refused as about an action never proposed; and into the records
-    /// the proposal notices follow. A proposal whose `expires_at` cannot be read is left out of the receiver (and
-    /// logged); the mirror still shows it.
+    /// the proposal notices follow. A proposal whose `expires_at` cannot be read is left out of
+    /// the receiver (and logged); the mirror still shows it.
     pub(super) fn restore_proposals(&self, device_id: &str, p: &mut PhoneState) {
         let Some(mirror) = &self.inner.confirmations else {
             return;

@@ -112,7 +112,8 @@ pub struct HubParts {
     /// answered and acknowledged, and the proposal notices sent, but nothing keeps them.
     pub confirmations: Option<Arc<Mutex<ConfirmationMirror>>>,
     /// The mirror's revision last written to the file it is kept in across restarts
-    /// ([`ConfirmationMirror::kept_revision`]; `crate::app::confirmations::ConfirmationsState::saved_watch`).
+    /// ([`ConfirmationMirror::kept_revision`];
+    /// `crate::app::confirmations::ConfirmationsState::saved_watch`).
     /// With it, an acknowledgement point also waits until the mirror as it was when the point
     /// was taken is written (acknowledged means durable: `acks.rs`). `None` (the default): the
     /// mirror is kept in memory only and its messages are acknowledged once applied.

@@ -361,11 +361,8 @@ impl Receiver {
         if self.actions.contains_key(action_id) {
             return false;
         }
-        if self.actions.len() >= self.limits.max_actions {
-            self.evict_one_action();
-        }
-        self.actions.insert(
-            action_id.to_string(),
+        self.track(
+            action_id,
             ActionRecord {
                 state,
                 params_hash: params_hash.to_string(),
@@ -375,8 +372,16 @@ impl Receiver {
                 result_digest: None,
             },
         );
-        self.action_order.push_back(action_id.to_string());
         true
+    }
+
+    /// Starts tracking action `id` (not tracked yet) as `record`, within `max_actions`.
+    fn track(&mut self, id: &str, record: ActionRecord) {
+        if self.actions.len() >= self.limits.max_actions {
+            self.evict_one_action();
+        }
+        self.actions.insert(id.to_string(), record);
+        self.action_order.push_back(id.to_string());
     }
 
     /// The state of an action, if it is tracked.
@@ -687,11 +692,8 @@ impl Receiver {
         if let Some(fenced) = self.fence(env.generation) {
             return fenced.with_action(id, None);
         }
-        if self.actions.len() >= self.limits.max_actions {
-            self.evict_one_action();
-        }
-        self.actions.insert(
-            id.to_string(),
+        self.track(
+            id,
             ActionRecord {
                 state: ActionState::Requested,
                 params_hash: p.params_hash.clone(),
@@ -701,7 +703,6 @@ impl Receiver {
                 result_digest: None,
             },
         );
-        self.action_order.push_back(id.to_string());
         let mut o = Outcome::accepted(true).with_action(id, Some(ActionState::Requested));
         o.params_hash_matches = Some(matches);
         o
