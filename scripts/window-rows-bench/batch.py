@@ -13,12 +13,17 @@ arguments, run in turn A B A B (ROUNDS, default 3):
   count    the "N dials match" text changes
   one      with rows: only the first row changes
   hide     the rows are not painted (visibility: hidden): style and layout without paint
+  task     the batch is applied in a task posted from the frame before (as the app does since
+           session 16, `ui/src/lib/afterFrame.ts`), not in the batch frame's own callback
+  abs      the cells placed absolutely at their widths (no grid layout per row)
+  cellcontain  `contain: size layout style` on every cell
   contain / nocontain, gridrows / nogridrows, nowill, noradius, noclip, notext, noborder,
   sans, nosb   CSS variants (see batch-harness.js)
 
 Per variant and round it prints a batch frame's work (frame start to the end of its rendering:
 a MessageChannel message posted in the frame) p50/p90/max in ms, the same for the frames
-between batches, the web process's CPU time per frame (ms, /proc/PID/schedstat) and the CPU
+between batches, the gaps between all frames (p50/p90/p99/max and how many were over 20 ms, as
+journey 8 counts them), the web process's CPU time per frame (ms, /proc/PID/schedstat) and the CPU
 time the host stole during the round (ticks of 10 ms, /proc/stat: on a shared virtual machine
 compare only rounds with little of it).
 
@@ -28,7 +33,9 @@ compare only rounds with little of it).
   DISPLAY=:91 WEBKIT_DISABLE_COMPOSITING_MODE=1 JSC_useJIT=false \\
     /usr/bin/python3 scripts/window-rows-bench/batch.py nocontain nocontain,rows nocontain,rows,hide
 
-Q adds URL parameters: every=12 (frames per batch), batches=40 (batches per round).
+Q adds URL parameters: every=12 (frames per batch), batches=40 (batches per round), js=MS (a
+batch's scripts: the page is kept busy MS ms before the rows change, as the app's effects and
+RowPainter keep it 4-6 ms).
 """
 import glob, json, os, re, shutil, subprocess, sys
 
@@ -90,7 +97,8 @@ def load():
         for v in variants:
             print(f"{v:36s}", ' | '.join(
                 f"batch {r['batch']['p50']:.0f}/{r['batch']['p90']:.0f}/{r['batch']['max']:.0f} "
-                f"other {r['idle']['p50']:.0f}/{r['idle']['p90']:.0f} cpu/frame {r['cpu']:.1f} stolen {r['st']}"
+                f"other {r['idle']['p50']:.0f}/{r['idle']['p90']:.0f} gaps p50/p90/p99/max {r['gaps']['p50']:.0f}/{r['gaps']['p90']:.0f}/{r['gaps']['p99']:.0f}/{r['gaps']['max']:.0f} >20 {r['gaps']['over20']}/{r['gaps']['n']} "
+                f"cpu/frame {r['cpu']:.1f} stolen {r['st']}"
                 for r in res[v]))
         Gtk.main_quit()
         return
