@@ -38,6 +38,7 @@ function apply() {
   if (v.has('grow')) { h += 120*28; sp.style.height = h + 'px'; }
   if (v.has('rows')) { shift++; for (let i=0;i<(v.has('one')?1:cells.length);i++) for (let j=0;j<cells[i].length;j++) { const src = cells[(i+shift)%cells.length][j]; cells[i][j].data = cells[i][j].data === src.data ? src.data + ' ' : src.data; } }
   if (v.has('count') && count) count.firstChild.data = (100000+b*120) + ' dials match';
+  if (v.has('force')) void rows.offsetHeight; // style and layout now, in the task
 }
 // 'task': the batch is applied in a task posted from the frame before (after its rendering),
 // not in the frame's own callback.

@@ -17,6 +17,7 @@ arguments, run in turn A B A B (ROUNDS, default 3):
            session 16, `ui/src/lib/afterFrame.ts`), not in the batch frame's own callback
   abs      the cells placed absolutely at their widths (no grid layout per row)
   cellcontain  `contain: size layout style` on every cell
+  force    with task: style and layout forced at the end of the task (`offsetHeight`)
   contain / nocontain, gridrows / nogridrows, nowill, noradius, noclip, notext, noborder,
   sans, nosb   CSS variants (see batch-harness.js)
 
