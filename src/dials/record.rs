@@ -309,6 +309,15 @@ impl PartialEq for SpecMark {
 impl Eq for SpecMark {}
 
 impl SpecMark {
+    /// The count when it is already known (checked, read back from the store or preset), else
+    /// `None`; never runs the check.
+    pub fn get(&self) -> Option<u32> {
+        match self.0.load(Ordering::Relaxed) {
+            SPEC_UNKNOWN => None,
+            n => Some(n),
+        }
+    }
+
     /// Sets the count as checked elsewhere: for dials whose values were redacted (a support
     /// bundle), whose own check would judge the type markers instead of the values the phone
     /// sent.

@@ -394,7 +394,10 @@ pub(crate) fn for_each_id_key(
 }
 
 /// Inserts `dials` in one transaction. Returns rows inserted. Transient dials are skipped (they
-/// must never reach the file). The dial log never hands the writer a dial whose id is stored
+/// must never reach the file). A dial's spec count goes in with it when something already
+/// asked for it (the live table's row, a filter, the stats: [`SpecMark::get`]), so
+/// [`index_some`] reads it back instead of parsing and checking the dial's JSON again; the
+/// insert never runs the check itself (acknowledgements wait for it). The dial log never hands the writer a dial whose id is stored
 /// (its dedup checks the ring, the writes on their way and this file), so there is no
 /// uniqueness constraint to check on every insert.
 pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqlite::Result<usize> {
@@ -404,9 +407,9 @@ pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqli
         let mut stmt = tx.prepare_cached(
             "INSERT INTO dials (id, phone, call_id, caller, callee, endpoint, op, request,
                 start_ms, duration_ms, outcome, response, error, retention, expires_ms, session,
-                rowid)
+                rowid, spec)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                ?17)",
+                ?17, ?18)",
         )?;
         let mut key =
             tx.prepare_cached("INSERT INTO dial_keys (rowid, k) VALUES (last_insert_rowid(), ?1)")?;
@@ -430,6 +433,7 @@ pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqli
                 &*d.session,
                 // The log's sequence number; a dial built outside a log (0) takes the next rowid.
                 (d.seq.0 > 0).then(|| i64::try_from(d.seq.0).unwrap_or(i64::MAX)),
+                d.spec.get().map(i64::from),
             ])?;
             key.execute(params![id_key(&d.id)])?;
         }
@@ -899,9 +903,65 @@ pub(crate) fn writer_loop(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_spec_count_known_at_insert_is_stored_with_the_dial_and_not_checked_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut conn, path) = open(dir.path()).unwrap();
+        let mk = |i: u64| {
+            let mut d = crate::app::sample::sample_dial(i, 2, 1_800_000_000_000);
+            d.retention = Retention::Standard;
+            d.seq = Seq(i + 1);
+            d
+        };
+        // The count a fresh check of `d` gives.
+        let checked = |d: &Dial| {
+            Dial {
+                spec: SpecMark::default(),
+                ..d.clone()
+            }
+            .spec_findings()
+        };
+        let (asked, unasked) = (mk(0), mk(1));
+        // A count no check of this dial gives: the file holds it after indexing only if the
+        // indexer did not check the dial again.
+        let told = checked(&asked) + 3;
+        asked.spec.preset(told);
+        assert_eq!(unasked.spec.get(), None);
+        insert_batch(&mut conn, &[Arc::new(asked), Arc::new(unasked.clone())]).unwrap();
+        assert_eq!(
+            unasked.spec.get(),
+            None,
+            "the insert does not run the check"
+        );
+        let stored = |conn: &Connection| -> Vec<Option<i64>> {
+            let mut q = conn
+                .prepare("SELECT spec FROM dials ORDER BY rowid")
+                .unwrap();
+            let rows = q.query_map([], |r| r.get(0)).unwrap();
+            rows.map(Result::unwrap).collect()
+        };
+        assert_eq!(stored(&conn), vec![Some(i64::from(told)), None]);
+        let mut dict = super::super::blocks::Dict::default();
+        index_some(&mut conn, &path, &mut dict).unwrap();
+        assert_eq!(
+            stored(&conn),
+            vec![Some(i64::from(told)), Some(i64::from(checked(&unasked)))]
+        );
+        // The "not to spec" key follows the stored count.
+        let broken: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM dial_by WHERE key = ?1 AND seq = 1",
+                params![by_key(tag::SPEC_BROKEN, "")],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(broken, 1);
+    }
 
     #[test]
     fn indexing_runs_at_once_when_no_dial_has_arrived_or_the_quiet_began() {
