@@ -397,9 +397,9 @@ pub(crate) fn for_each_id_key(
 /// must never reach the file). A dial's spec count goes in with it when something already
 /// asked for it (the live table's row, a filter, the stats: [`SpecMark::get`]), so
 /// [`index_some`] reads it back instead of parsing and checking the dial's JSON again; the
-/// insert never runs the check itself (acknowledgements wait for it). The dial log never hands the writer a dial whose id is stored
-/// (its dedup checks the ring, the writes on their way and this file), so there is no
-/// uniqueness constraint to check on every insert.
+/// insert never runs the check itself (acknowledgements wait for it). The dial log never
+/// hands the writer a dial whose id is stored (its dedup checks the ring, the writes on their
+/// way and this file), so there is no uniqueness constraint to check on every insert.
 pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqlite::Result<usize> {
     let tx = conn.transaction()?;
     let mut n = 0;
@@ -926,13 +926,15 @@ mod tests {
             }
             .spec_findings()
         };
-        let (asked, unasked) = (mk(0), mk(1));
+        // `unasked` is shared with the insert, as the ring shares its dials with the writer, so
+        // a check run by the insert would show in it.
+        let (asked, unasked) = (mk(0), Arc::new(mk(1)));
         // A count no check of this dial gives: the file holds it after indexing only if the
         // indexer did not check the dial again.
         let told = checked(&asked) + 3;
         asked.spec.preset(told);
         assert_eq!(unasked.spec.get(), None);
-        insert_batch(&mut conn, &[Arc::new(asked), Arc::new(unasked.clone())]).unwrap();
+        insert_batch(&mut conn, &[Arc::new(asked), Arc::clone(&unasked)]).unwrap();
         assert_eq!(
             unasked.spec.get(),
             None,
