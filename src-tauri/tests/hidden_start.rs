@@ -6,14 +6,12 @@
 //! (`scripts/install-deps.sh`); every wait is bounded.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod real_window;
 mod tray_stand_in;
-use real_window::{need, start_printing, windows, Proc};
+use real_window::{app_state, need, spawn_logged, start_printing, windows};
 use tray_stand_in::stand_in_tray;
 
 #[test]
@@ -52,35 +50,20 @@ fn hidden_start_shows_no_window_until_asked() {
             .env("DBUS_SESSION_BUS_ADDRESS", &bus)
             .env("SWITCHBOARD_HOME", home.path())
             .env("HOME", home.path())
-            .env("RUST_LOG", "info")
             .stdout(Stdio::null());
         c
     };
 
-    let mut child = app_cmd(&["--demo", "--hidden"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the app starts");
-    let stderr = child.stderr.take().unwrap();
-    let app = Proc(child);
-    let log = Arc::new(Mutex::new(String::new()));
-    let sink = Arc::clone(&log);
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let mut l = sink.lock().unwrap();
-            l.push_str(&line);
-            l.push('\n');
-        }
-    });
-    let said = |what: &str| log.lock().unwrap().contains(what);
-
+    let started = Instant::now();
+    let (mut app, log) = spawn_logged(&mut app_cmd(&["--demo", "--hidden"]));
+    let said = |what: &str| log.said(what);
     // Until it says it started hidden (bounded), and for 8 s after: no visible window.
     let deadline = Instant::now() + Duration::from_secs(90);
     while !said("started hidden (--hidden)") {
         assert!(
             Instant::now() < deadline,
-            "the app never said it started hidden:\n{}",
-            log.lock().unwrap()
+            "the app never said it started hidden: {}",
+            app_state(&mut app, &log, started)
         );
         assert!(
             windows(&display, true).is_empty(),
@@ -88,19 +71,19 @@ fn hidden_start_shows_no_window_until_asked() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert!(!said("there is no tray"), "{}", log.lock().unwrap());
+    assert!(!said("there is no tray"), "{}", log.text());
     // Its stderr is a pipe here, not a terminal: plain text, no colour codes.
     assert!(
         !said("\u{1b}["),
         "colour codes in a piped stderr:\n{}",
-        log.lock().unwrap()
+        log.text()
     );
     let watch = Instant::now() + Duration::from_secs(8);
     while Instant::now() < watch {
         assert!(
             windows(&display, true).is_empty(),
             "a window showed after a --hidden start:\n{}",
-            log.lock().unwrap()
+            log.text()
         );
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -117,7 +100,7 @@ fn hidden_start_shows_no_window_until_asked() {
         assert!(
             Instant::now() < deadline,
             "a second start did not show the window within 30 s:\n{}",
-            log.lock().unwrap()
+            log.text()
         );
         std::thread::sleep(Duration::from_millis(200));
     }

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod real_window;
-use real_window::{need, start_printing, windows, Proc};
+use real_window::{app_state, need, spawn_logged, start_printing, windows};
 
 use switchboard::settings::Theme;
 use switchboard_desktop::{native_theme, open_main_window, StartingWindow};
@@ -98,24 +98,26 @@ fn under_a_saved_dark_theme_the_real_window_is_dark_when_it_first_shows() {
         r#"{"theme":"dark"}"#,
     )
     .unwrap();
-    let _app = Proc(
+    let started = Instant::now();
+    let (mut app, log) = spawn_logged(
         Command::new(env!("CARGO_BIN_EXE_switchboard-desktop"))
             .arg("--demo")
             .env("DISPLAY", &display)
             .env("DBUS_SESSION_BUS_ADDRESS", &bus)
             .env("SWITCHBOARD_HOME", home.path())
             .env("HOME", home.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the app starts"),
+            .stdout(Stdio::null()),
     );
-    let deadline = Instant::now() + Duration::from_secs(90);
+    let deadline = started + Duration::from_secs(90);
     let id = loop {
         if let Some(id) = visible_window(&display) {
             break id;
         }
-        assert!(Instant::now() < deadline, "no window showed within 90 s");
+        assert!(
+            Instant::now() < deadline,
+            "no window showed within 90 s: {}",
+            app_state(&mut app, &log, started)
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     let first = theme_variant(&display, &id);

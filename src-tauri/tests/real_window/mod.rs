@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A child process ended (SIGTERM, then kill) when dropped.
@@ -72,4 +73,56 @@ pub fn windows(display: &str, visible: bool) -> Vec<String> {
         .map(|l| l.trim().to_string())
         .filter(|l| !l.is_empty())
         .collect()
+}
+
+/// What a started app wrote to its stderr so far (`RUST_LOG=info`), kept by a reader thread.
+#[derive(Clone, Default)]
+pub struct Log(Arc<Mutex<String>>);
+
+impl Log {
+    /// Whether any line so far contains `what`.
+    #[allow(dead_code)] // each test binary compiles this module; not all ask
+    pub fn said(&self, what: &str) -> bool {
+        self.0.lock().unwrap().contains(what)
+    }
+    /// Everything so far.
+    pub fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// Spawns `cmd` with `RUST_LOG=info` and its stderr kept in a [`Log`], so a failed wait can say
+/// what the app did.
+pub fn spawn_logged(cmd: &mut Command) -> (Proc, Log) {
+    let mut child = cmd
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the app starts");
+    let stderr = child.stderr.take().unwrap();
+    let log = Log::default();
+    let sink = log.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let mut l = sink.0.lock().unwrap();
+            l.push_str(&line);
+            l.push('\n');
+        }
+    });
+    (Proc(child), log)
+}
+
+/// Why a wait on `app` gave up: whether it is still running (or how it ended), after how long,
+/// and its stderr so far.
+pub fn app_state(app: &mut Proc, log: &Log, started: Instant) -> String {
+    let state = match app.0.try_wait() {
+        Ok(Some(status)) => format!("the app exited ({status})"),
+        Ok(None) => "the app is still running".to_string(),
+        Err(e) => format!("the app's state is unknown: {e}"),
+    };
+    format!(
+        "{state}, {:.1} s after it was started; its stderr:\n{}",
+        started.elapsed().as_secs_f64(),
+        log.text()
+    )
 }
