@@ -2183,11 +2183,12 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
         }
     }
     let gaps = measure::FrameGaps::from_value(&j.ui().js(measure::RAF_STOP, vec![]).await?)?;
-    // Every frame's time and the page's timed callbacks, for a closer look than the figures.
+    // Every frame's time and the page's timed callbacks, for a closer look than the figures
+    // (with `window.__probe`, what a build made for a closer look recorded itself).
     let raw = j
         .ui()
         .js(
-            "return { t: window.__raf.t, now: window.__raf.now, after: window.__raf.after, busy: window.__raf.busy, marks: window.__raf.marks };",
+            "return { t: window.__raf.t, now: window.__raf.now, after: window.__raf.after, busy: window.__raf.busy, marks: window.__raf.marks, probe: window.__probe || null };",
             vec![],
         )
         .await?;

@@ -192,7 +192,8 @@ impl EmptyPage {
 /// `window.__raf.on` is false, with `now` (ms, when the frame's first callback ran) and `after`
 /// (ms, when a `MessageChannel` message posted in the frame ran: the frame's scripts, style,
 /// layout and paint are done by then), and the page's timed callbacks in `busy`
-/// (`[start, end, kind]`, ms).
+/// (`[start, end, kind]`, ms; kinds `raf`, `ipc`, `event`, `timer`, and `task` for the
+/// page's own `MessageChannel` handlers).
 pub const RAF_START: &str = r#"
 window.__raf = { t: [], now: [], after: [], marks: [], busy: [], on: true };
 // Time what the page's own code does: animation-frame callbacks and the callbacks of IPC
@@ -226,6 +227,19 @@ if (!window.__raf_wrapped) {
     const rc = ti.runCallback.bind(ti);
     ti.runCallback = (id, data) => timed('event', rc)(id, data);
   }
+  // Tasks the page posts itself through a `MessageChannel` (`afterFrame` applies a batch of
+  // live dials in one): timed as `task`. The recorder's own channel below sets its handler
+  // with the native setter and is not timed.
+  const port = Object.getOwnPropertyDescriptor(MessagePort.prototype, 'onmessage');
+  if (port && port.set) {
+    window.__raf_port_set = port.set;
+    Object.defineProperty(MessagePort.prototype, 'onmessage', {
+      configurable: true,
+      enumerable: port.enumerable,
+      get() { return port.get.call(this); },
+      set(cb) { port.set.call(this, typeof cb === 'function' ? timed('task', cb) : cb); },
+    });
+  }
   const st = window.setTimeout.bind(window);
   window.setTimeout = (cb, ms, ...a) => typeof cb === 'function' ? st(timed('timer', cb), ms, ...a) : st(cb, ms, ...a);
 }
@@ -237,7 +251,8 @@ if (!window.__raf_loop) {
   // A message posted in each frame is handled once the frame's rendering (style, layout,
   // paint) is done: `after` is when that was.
   const ch = new MessageChannel();
-  ch.port1.onmessage = () => { const r = window.__raf; if (r.on) r.after.push(performance.now()); };
+  const mark = () => { const r = window.__raf; if (r.on) r.after.push(performance.now()); };
+  if (window.__raf_port_set) window.__raf_port_set.call(ch.port1, mark); else ch.port1.onmessage = mark;
   const f = (t) => { if (!window.__raf.on) { window.__raf_loop = false; return; } window.__raf.t.push(t); window.__raf.now.push(performance.now()); ch.port2.postMessage(0); next(f); };
   next(f);
 }
