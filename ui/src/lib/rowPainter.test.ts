@@ -99,4 +99,44 @@ describe("RowPainter", () => {
     expect(r.children[2].querySelector("strong")?.textContent).toBe("Disconnected");
     expect(r.children[2].textContent).toBe("⨯ Disconnected — the phone closed the connection");
   });
+
+  it("does nothing for a row shown again in its place, and repaints it when anything it shows changed", () => {
+    const root = document.createElement("div");
+    const painter = new RowPainter(root);
+    // Rows that count how often the painter reads them.
+    let reads = 0;
+    const spy = (r: HistoryRow) => new Proxy(r, { get: (t, k, rcv) => { reads++; return Reflect.get(t, k, rcv); } });
+    const rows = [spy(dial(2)), spy(dial(1))];
+    painter.paint(rows, ctx);
+    expect(reads).toBeGreaterThan(0);
+    const seen = new MutationObserver(() => {});
+    seen.observe(root, { subtree: true, attributes: true, characterData: true, childList: true });
+    const writes = () => seen.takeRecords().map((x) => `${x.type} ${x.attributeName ?? ""}`.trim()).sort();
+    // The table scrolled down while live dials arrive: the same row objects in the same places
+    // are not read again, and nothing is written.
+    reads = 0;
+    painter.paint(rows, ctx);
+    expect(reads).toBe(0);
+    expect(writes()).toEqual([]);
+    // Selected now: the row is painted again; only its class and aria-selected change.
+    painter.paint(rows, { ...ctx, selected: 1 });
+    expect(reads).toBeGreaterThan(0);
+    expect(writes()).toEqual(["attributes aria-selected", "attributes class"]);
+    expect((root.children[1] as HTMLElement).className).toBe("row selected");
+    // The phone got a name: a new names object repaints the phone cells.
+    const named = { ...ctx, selected: 1, phoneNames: { dev_a: "Work phone" } };
+    painter.paint(rows, named);
+    expect((root.children[0] as HTMLElement).children[1].textContent).toBe("Work phone");
+    expect(writes().length).toBeGreaterThan(0);
+    // An equal row that is another object (a page read again) is read, and compared cell by
+    // cell: nothing to write.
+    reads = 0;
+    painter.paint([spy(dial(2)), spy(dial(1))], named);
+    expect(reads).toBeGreaterThan(0);
+    expect(writes()).toEqual([]);
+    // Moved to another display index: its id and indexes follow.
+    painter.paint(rows, { ...ctx, start: 5, selected: null });
+    expect(root.children[0].id).toBe("dial-row-5");
+    expect(root.children[0].getAttribute("aria-rowindex")).toBe("7");
+  });
 });

@@ -26,6 +26,10 @@ interface Slot {
   kind: Kind | null;
   cells: HTMLDivElement[];
   last: Map<string, string>;
+  /** What the slot was last painted with: the row object (rows are never changed in place),
+   * its display index, whether it was selected and the phone names. The same again: nothing
+   * to do (the table scrolled down while live dials arrive repaints the same rows each batch). */
+  shown: { row: HistoryRow | undefined; i: number; selected: boolean; names: Record<string, string> } | null;
 }
 
 /** What a paint needs besides the rows. */
@@ -38,9 +42,9 @@ export interface PaintContext {
   phoneNames: Record<string, string>;
 }
 
-/** Sets `el`'s attribute `name` to `value` (removes it for null) when it changed. */
-function attr(s: Slot, key: string, el: Element, name: string, value: string | null) {
-  const k = `${key}@${name}`;
+/** Sets `el`'s attribute `name` to `value` (removes it for null) when it changed. `k` names
+ * the place (`cell@attribute`): a constant, so looking it up builds no string. */
+function attr(s: Slot, k: string, el: Element, name: string, value: string | null) {
   const v = value ?? "\u0000";
   if (s.last.get(k) === v) return;
   s.last.set(k, v);
@@ -53,8 +57,7 @@ function attr(s: Slot, key: string, el: Element, name: string, value: string | n
  * layout object and build a new one, which took about as long again as the layout itself
  * (session 13, a test page in this WebKitGTK: 21 rows changed per frame, 8-9.6 ms of the web
  * process per frame against 4-5.2 ms with the characters set in place, rows hidden). */
-function text(s: Slot, key: string, el: Node, value: string) {
-  const k = `${key}#text`;
+function text(s: Slot, k: string, el: Node, value: string) {
   if (s.last.get(k) === value) return;
   s.last.set(k, value);
   setData(el, value);
@@ -72,8 +75,7 @@ function setData(el: Node, value: string) {
 }
 
 /** Sets a cell's markup from trusted parts when its key changed (marks: spans with words). */
-function parts(s: Slot, key: string, el: HTMLElement, sig: string, build: (el: HTMLElement) => void) {
-  const k = `${key}#parts`;
+function parts(s: Slot, k: string, el: HTMLElement, sig: string, build: (el: HTMLElement) => void) {
   if (s.last.get(k) === sig) return;
   s.last.set(k, sig);
   el.textContent = "";
@@ -115,7 +117,7 @@ export class RowPainter {
       const el = document.createElement("div");
       el.setAttribute("role", "row");
       this.root.appendChild(el);
-      this.slots.push({ el, kind: null, cells: [], last: new Map() });
+      this.slots.push({ el, kind: null, cells: [], last: new Map(), shown: null });
     }
     while (this.slots.length > rows.length) {
       const s = this.slots.pop();
@@ -145,28 +147,31 @@ export class RowPainter {
   }
 
   private paintOne(s: Slot, r: HistoryRow | undefined, i: number, ctx: PaintContext) {
+    const selected = ctx.selected === i;
+    const was = s.shown;
+    if (was && r && was.row === r && was.i === i && was.selected === selected && was.names === ctx.phoneNames) return;
+    s.shown = { row: r, i, selected, names: ctx.phoneNames };
     const kind: Kind = !r ? "placeholder" : r.kind === "connection" ? "connection" : "dial";
     this.reshape(s, kind);
     const el = s.el;
-    attr(s, "row", el, "id", `dial-row-${i}`);
-    attr(s, "row", el, "aria-rowindex", String(i + 2));
-    attr(s, "row", el, "data-index", String(i));
-    const selected = ctx.selected === i;
+    attr(s, "row@id", el, "id", `dial-row-${i}`);
+    attr(s, "row@aria-rowindex", el, "aria-rowindex", String(i + 2));
+    attr(s, "row@data-index", el, "data-index", String(i));
     if (!r) {
-      attr(s, "row", el, "class", "row placeholder");
+      attr(s, "row@class", el, "class", "row placeholder");
       return;
     }
-    attr(s, "row", el, "aria-selected", String(selected));
+    attr(s, "row@aria-selected", el, "aria-selected", String(selected));
     const [c0, c1, c2, c3, c4, c5] = s.cells;
     if (r.kind === "connection") {
-      attr(s, "row", el, "class", `row connection ${r.event}${selected ? " selected" : ""}`);
+      attr(s, "row@class", el, "class", `row connection ${r.event}${selected ? " selected" : ""}`);
       const c = connectionLabel(r.event);
-      attr(s, "c0", c0, "title", formatDateTime(r.at_ms));
-      text(s, "c0", c0, formatTime(r.at_ms));
-      attr(s, "c1", c1, "title", phoneTitle(ctx.phoneNames, r.phone));
-      text(s, "c1", c1, r.label || phoneName(ctx.phoneNames, r.phone));
-      attr(s, "c2", c2, "title", `${c.text}: ${r.detail}`);
-      parts(s, "c2", c2, `${c.icon}\u0000${c.text}\u0000${r.detail}`, (e) => {
+      attr(s, "c0@title", c0, "title", formatDateTime(r.at_ms));
+      text(s, "c0#text", c0, formatTime(r.at_ms));
+      attr(s, "c1@title", c1, "title", phoneTitle(ctx.phoneNames, r.phone));
+      text(s, "c1#text", c1, r.label || phoneName(ctx.phoneNames, r.phone));
+      attr(s, "c2@title", c2, "title", `${c.text}: ${r.detail}`);
+      parts(s, "c2#parts", c2, `${c.icon}\u0000${c.text}\u0000${r.detail}`, (e) => {
         e.appendChild(span(null, c.icon, true));
         e.appendChild(document.createTextNode(" "));
         const strong = document.createElement("strong");
@@ -177,28 +182,28 @@ export class RowPainter {
       return;
     }
     const bad = r.outcome === "error" || r.outcome === "timed_out";
-    attr(s, "row", el, "class", `row${selected ? " selected" : ""}${bad ? " bad" : ""}`);
+    attr(s, "row@class", el, "class", `row${selected ? " selected" : ""}${bad ? " bad" : ""}`);
     const o = outcomeLabel(r.outcome);
     const spec = specMark(r);
     const slow = slowMark(r);
-    attr(s, "c0", c0, "title", formatDateTime(r.start_ms));
-    text(s, "c0", c0, formatTime(r.start_ms));
-    attr(s, "c1", c1, "title", phoneTitle(ctx.phoneNames, r.phone));
-    text(s, "c1", c1, phoneName(ctx.phoneNames, r.phone));
-    attr(s, "c2", c2, "title", `${r.caller} → ${r.endpoint}`);
-    text(s, "c2", c2, `${r.caller} → ${r.callee}`);
-    attr(s, "c3", c3, "title", spec ? `${r.op}: ${spec.title}` : r.op);
+    attr(s, "c0@title", c0, "title", formatDateTime(r.start_ms));
+    text(s, "c0#text", c0, formatTime(r.start_ms));
+    attr(s, "c1@title", c1, "title", phoneTitle(ctx.phoneNames, r.phone));
+    text(s, "c1#text", c1, phoneName(ctx.phoneNames, r.phone));
+    attr(s, "c2@title", c2, "title", `${r.caller} → ${r.endpoint}`);
+    text(s, "c2#text", c2, `${r.caller} → ${r.callee}`);
+    attr(s, "c3@title", c3, "title", spec ? `${r.op}: ${spec.title}` : r.op);
     // The marks come and go with their rows; the op's and the duration's text nodes stay and
     // only their characters change (`text`).
-    parts(s, "c3", c3, spec ? spec.title : "", (e) => {
+    parts(s, "c3#parts", c3, spec ? spec.title : "", (e) => {
       if (spec) {
         e.appendChild(span("mark spec", "", false, spec.title)).appendChild(span(null, spec.icon, true));
       }
       e.appendChild(document.createTextNode(""));
       s.last.delete("c3op#text");
     });
-    text(s, "c3op", c3.lastChild as Node, r.op);
-    parts(s, "c4", c4, slow ? "slow" : "", (e) => {
+    text(s, "c3op#text", c3.lastChild as Node, r.op);
+    parts(s, "c4#parts", c4, slow ? "slow" : "", (e) => {
       e.appendChild(document.createTextNode(""));
       s.last.delete("c4d#text");
       if (slow) {
@@ -209,9 +214,9 @@ export class RowPainter {
         e.appendChild(m);
       }
     });
-    text(s, "c4d", c4.firstChild as Node, formatDuration(r.duration_ms));
-    attr(s, "c5", c5, "class", `outcome ${r.outcome}`);
-    parts(s, "c5", c5, r.outcome, (e) => {
+    text(s, "c4d#text", c4.firstChild as Node, formatDuration(r.duration_ms));
+    attr(s, "c5@class", c5, "class", `outcome ${r.outcome}`);
+    parts(s, "c5#parts", c5, r.outcome, (e) => {
       e.appendChild(span(null, o.icon, true));
       e.appendChild(document.createTextNode(` ${o.text}`));
     });
