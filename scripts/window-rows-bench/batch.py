@@ -38,34 +38,24 @@ Q adds URL parameters: every=12 (frames per batch), batches=40 (batches per roun
 batch's scripts: the page is kept busy MS ms before the rows change, as the app's effects and
 RowPainter keep it 4-6 ms).
 """
-import glob, json, os, re, shutil, subprocess, sys
+import json, os, shutil, subprocess, sys
 
 import gi
 gi.require_version('Gtk', '3.0'); gi.require_version('WebKit2', '4.1')
 from gi.repository import Gtk, WebKit2, GLib
 
+import saved_page
+
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
-dom_path = os.path.join(root, 'target', 'e2e-shots', 'dial-window-dom.html')
 out = os.path.join(root, 'target', 'window-batch-bench')
 
 
 def build_page():
     """Writes the test page; exits with a message naming what is missing."""
-    if not os.path.exists(dom_path):
-        sys.exit(f'{dom_path} is missing: run journey 8 first (see above)')
-    css = glob.glob(os.path.join(root, 'ui', 'dist', 'assets', 'index-*.css'))
-    if len(css) != 1:
-        sys.exit(f'expected one ui/dist/assets/index-*.css, found {len(css)}: run (cd ui && npm run build)')
     os.makedirs(out, exist_ok=True)
-    shutil.copy(css[0], os.path.join(out, 'app.css'))
     shutil.copy(os.path.join(here, 'batch-harness.js'), os.path.join(out, 'harness.js'))
-    s = open(dom_path, encoding='utf-8').read()
-    s = re.sub(r'<script[^>]*>.*?</script>', '', s, flags=re.S)
-    s = re.sub(r'<link rel="stylesheet"[^>]*>', '<link rel="stylesheet" href="app.css">', s)
-    s = s.replace('</body>', '<script src="harness.js"></script></body>')
-    open(os.path.join(out, 'page.html'), 'w', encoding='utf-8').write(s)
-    return 'file://' + os.path.join(out, 'page.html')
+    return saved_page.write(out, '<script src="harness.js"></script>')
 
 
 page = build_page()

@@ -20,16 +20,17 @@ Variants:
   DISPLAY=:91 WEBKIT_DISABLE_COMPOSITING_MODE=1 JSC_useJIT=false BASE=HEAD~1 \\
     /usr/bin/python3 scripts/window-rows-bench/painter.py shift0 shift same0 same bare
 """
-import glob, os, re, shutil, subprocess, sys
+import os, subprocess, sys
 
 import gi
 gi.require_version('Gtk', '3.0'); gi.require_version('WebKit2', '4.1')
 from gi.repository import Gtk, WebKit2, GLib
 
+import saved_page
+
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
 lib = os.path.join(root, 'ui', 'src', 'lib')
-dom_path = os.path.join(root, 'target', 'e2e-shots', 'dial-window-dom.html')
 out = os.path.join(root, 'target', 'window-painter-bench')
 esbuild = os.path.join(root, 'ui', 'node_modules', '.bin', 'esbuild')
 
@@ -79,13 +80,7 @@ def build_page(variants):
     """Writes the test page; exits with a message naming what is missing."""
     if not os.path.exists(esbuild):
         sys.exit(f'{esbuild} is missing: run (cd ui && npm ci)')
-    if not os.path.exists(dom_path):
-        sys.exit(f'{dom_path} is missing: run journey 8 first (see above)')
-    css = glob.glob(os.path.join(root, 'ui', 'dist', 'assets', 'index-*.css'))
-    if len(css) != 1:
-        sys.exit(f'expected one ui/dist/assets/index-*.css, found {len(css)}: run (cd ui && npm run build)')
     os.makedirs(out, exist_ok=True)
-    shutil.copy(css[0], os.path.join(out, 'app.css'))
     bundle(open(os.path.join(lib, 'rowPainter.ts'), encoding='utf-8').read(), 'RP', os.path.join(out, 'rp.js'))
     scripts = '<script src="rp.js"></script>'
     if any(v.endswith('0') for v in variants):
@@ -98,12 +93,7 @@ def build_page(variants):
             sys.exit(f'git show {rev}:ui/src/lib/rowPainter.ts failed: {old.stderr}')
         bundle(old.stdout, 'RP0', os.path.join(out, 'rp0.js'))
         scripts += '<script src="rp0.js"></script>'
-    s = open(dom_path, encoding='utf-8').read()
-    s = re.sub(r'<script[^>]*>.*?</script>', '', s, flags=re.S)
-    s = re.sub(r'<link rel="stylesheet"[^>]*>', '<link rel="stylesheet" href="app.css">', s)
-    s = s.replace('</body>', scripts + LOOP + '</body>')
-    open(os.path.join(out, 'page.html'), 'w', encoding='utf-8').write(s)
-    return 'file://' + os.path.join(out, 'page.html')
+    return saved_page.write(out, scripts + LOOP)
 
 
 def steal():
