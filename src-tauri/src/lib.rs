@@ -24,6 +24,8 @@ pub mod host;
 pub mod logging;
 pub mod menu;
 pub mod notify;
+#[cfg(target_os = "linux")]
+pub mod realtime;
 pub mod tray;
 
 /// How the app was launched.
@@ -398,6 +400,11 @@ pub fn run(options: LaunchOptions) -> ExitCode {
         );
     match setup(builder).build(tauri::generate_context!("../tauri.conf.json")) {
         Ok(app) => {
+            // WebKitGTK's real-time IPC threads stall the window (realtime.rs).
+            #[cfg(target_os = "linux")]
+            if std::env::var_os("SWITCHBOARD_KEEP_REALTIME_THREADS").is_none() {
+                realtime::start();
+            }
             // The saved theme reaches the main window in the setup hook, before it shows
             // (`show_unless_hidden`); here only later changes from Settings.
             let handle = app.handle().clone();

@@ -2188,7 +2188,7 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
     let raw = j
         .ui()
         .js(
-            "return { t: window.__raf.t, now: window.__raf.now, after: window.__raf.after, busy: window.__raf.busy, marks: window.__raf.marks, probe: window.__probe || null };",
+            "return { origin: performance.timeOrigin, t: window.__raf.t, now: window.__raf.now, after: window.__raf.after, busy: window.__raf.busy, marks: window.__raf.marks, probe: window.__probe || null };",
             vec![],
         )
         .await?;
