@@ -174,6 +174,7 @@ pub fn start() {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use std::sync::{mpsc, Mutex};
