@@ -11,34 +11,17 @@ use std::time::{Duration, Instant};
 
 mod real_window;
 mod tray_stand_in;
-use real_window::{app_state, need, spawn_logged, start_printing, windows};
+use real_window::{app_state, need, spawn_logged, start_desktop, windows};
 use tray_stand_in::stand_in_tray;
 
 #[test]
 fn hidden_start_shows_no_window_until_asked() {
-    for t in ["Xvfb", "dbus-daemon", "xdotool"] {
+    for t in ["xdotool"] {
         need(t);
     }
-    let (_xvfb, n) = start_printing(
-        "Xvfb",
-        &[
-            "-displayfd",
-            "1",
-            "-screen",
-            "0",
-            "1280x800x24",
-            "-nolisten",
-            "tcp",
-        ],
-    );
-    assert!(!n.is_empty(), "Xvfb gave no display number");
-    let display = format!(":{n}");
     // One session bus for both starts: the single-instance plugin finds the first over it.
-    let (_bus, bus) = start_printing(
-        "dbus-daemon",
-        &["--session", "--nofork", "--print-address=1"],
-    );
-    assert!(bus.starts_with("unix:"), "dbus-daemon gave {bus:?}");
+    let desktop = start_desktop();
+    let (display, bus) = (desktop.display.clone(), desktop.bus.clone());
     // A tray on that session (it owns the StatusNotifier watcher's name): without one, the
     // app shows its window even with --hidden, so it is never out of reach.
     let _tray = stand_in_tray(&bus);

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod real_window;
-use real_window::{app_state, need, spawn_logged, start_printing, windows};
+use real_window::{app_state, need, spawn_logged, start_desktop, windows};
 
 use switchboard::settings::Theme;
 use switchboard_desktop::{native_theme, open_main_window, StartingWindow};
@@ -69,28 +69,11 @@ fn theme_variant(display: &str, id: &str) -> String {
 
 #[test]
 fn under_a_saved_dark_theme_the_real_window_is_dark_when_it_first_shows() {
-    for t in ["Xvfb", "dbus-daemon", "xdotool", "xprop"] {
+    for t in ["xdotool", "xprop"] {
         need(t);
     }
-    let (_xvfb, n) = start_printing(
-        "Xvfb",
-        &[
-            "-displayfd",
-            "1",
-            "-screen",
-            "0",
-            "1280x800x24",
-            "-nolisten",
-            "tcp",
-        ],
-    );
-    assert!(!n.is_empty(), "Xvfb gave no display number");
-    let display = format!(":{n}");
-    let (_bus, bus) = start_printing(
-        "dbus-daemon",
-        &["--session", "--nofork", "--print-address=1"],
-    );
-    assert!(bus.starts_with("unix:"), "dbus-daemon gave {bus:?}");
+    let desktop = start_desktop();
+    let (display, bus) = (&desktop.display, &desktop.bus);
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(home.path().join("config")).unwrap();
     std::fs::write(
@@ -102,15 +85,15 @@ fn under_a_saved_dark_theme_the_real_window_is_dark_when_it_first_shows() {
     let (mut app, log) = spawn_logged(
         Command::new(env!("CARGO_BIN_EXE_switchboard-desktop"))
             .arg("--demo")
-            .env("DISPLAY", &display)
-            .env("DBUS_SESSION_BUS_ADDRESS", &bus)
+            .env("DISPLAY", display)
+            .env("DBUS_SESSION_BUS_ADDRESS", bus)
             .env("SWITCHBOARD_HOME", home.path())
             .env("HOME", home.path())
             .stdout(Stdio::null()),
     );
     let deadline = started + Duration::from_secs(90);
     let id = loop {
-        if let Some(id) = visible_window(&display) {
+        if let Some(id) = visible_window(display) {
             break id;
         }
         assert!(
@@ -120,7 +103,7 @@ fn under_a_saved_dark_theme_the_real_window_is_dark_when_it_first_shows() {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    let first = theme_variant(&display, &id);
+    let first = theme_variant(display, &id);
     assert!(
         first.ends_with("= \"dark\""),
         "the window showed without the saved dark theme: {first:?}"

@@ -56,6 +56,47 @@ pub fn start_printing(program: &str, args: &[&str]) -> (Proc, String) {
     (Proc(child), line.trim().to_string())
 }
 
+/// A display and a session bus of their own (Xvfb, dbus-daemon), ended when dropped: the
+/// processes, the display (":N") and the bus address ("unix:...").
+pub struct Desktop {
+    pub display: String,
+    pub bus: String,
+    _xvfb: Proc,
+    _bus: Proc,
+}
+
+/// Starts a [`Desktop`] (1280x800, no TCP), failing loudly when Xvfb or dbus-daemon is missing
+/// or prints nothing.
+pub fn start_desktop() -> Desktop {
+    for t in ["Xvfb", "dbus-daemon"] {
+        need(t);
+    }
+    let (xvfb, n) = start_printing(
+        "Xvfb",
+        &[
+            "-displayfd",
+            "1",
+            "-screen",
+            "0",
+            "1280x800x24",
+            "-nolisten",
+            "tcp",
+        ],
+    );
+    assert!(!n.is_empty(), "Xvfb gave no display number");
+    let (bus_proc, bus) = start_printing(
+        "dbus-daemon",
+        &["--session", "--nofork", "--print-address=1"],
+    );
+    assert!(bus.starts_with("unix:"), "dbus-daemon gave {bus:?}");
+    Desktop {
+        display: format!(":{n}"),
+        bus,
+        _xvfb: xvfb,
+        _bus: bus_proc,
+    }
+}
+
 /// The ids of the windows titled exactly "Switchboard"; only mapped ones with `visible`.
 pub fn windows(display: &str, visible: bool) -> Vec<String> {
     let mut args = vec!["search"];
