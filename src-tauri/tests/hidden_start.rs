@@ -16,9 +16,7 @@ use tray_stand_in::stand_in_tray;
 
 #[test]
 fn hidden_start_shows_no_window_until_asked() {
-    for t in ["xdotool"] {
-        need(t);
-    }
+    need("xdotool");
     // One session bus for both starts: the single-instance plugin finds the first over it.
     let desktop = start_desktop();
     let (display, bus) = (desktop.display.clone(), desktop.bus.clone());
