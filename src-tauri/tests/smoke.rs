@@ -3,11 +3,13 @@
 //! page is blank. Needs Xvfb, dbus-run-session, xdotool and ImageMagick (`scripts/install-deps.sh`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod real_window;
+use real_window::{need, start_xvfb, windows};
 
 /// The app under `dbus-run-session`, in a process group of its own: dropping it ends the whole
 /// group (SIGTERM, then SIGKILL after 5 s), so the session's `dbus-daemon` and what it started
@@ -35,59 +37,13 @@ impl Drop for Group {
     }
 }
 
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn need(tool: &str) {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        found,
-        "{tool} is missing: run `bash scripts/install-deps.sh` (the smoke test needs Xvfb, dbus, xdotool and ImageMagick)"
-    );
-}
-
-/// Starts Xvfb on a free display and returns it with its number.
-fn start_xvfb() -> (Kill, String) {
-    let mut child = Command::new("Xvfb")
-        .args([
-            "-displayfd",
-            "1",
-            "-screen",
-            "0",
-            "1280x800x24",
-            "-nolisten",
-            "tcp",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("Xvfb starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let display = format!(":{}", line.trim());
-    assert!(display.len() > 1, "Xvfb gave no display number");
-    (Kill(child), display)
-}
-
 fn project_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 #[test]
 fn real_window_shows_sidebar_and_phones_view() {
-    for t in ["Xvfb", "dbus-run-session", "xdotool", "import", "convert"] {
+    for t in ["dbus-run-session", "xdotool", "import", "convert"] {
         need(t);
     }
     let (_xvfb, display) = start_xvfb();
@@ -109,14 +65,8 @@ fn real_window_shows_sidebar_and_phones_view() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut window_id = None;
     while Instant::now() < deadline {
-        let out = Command::new("xdotool")
-            .args(["search", "--onlyvisible", "--name", "^Switchboard$"])
-            .env("DISPLAY", &display)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        if let Some(id) = text.lines().next().filter(|l| !l.trim().is_empty()) {
-            window_id = Some(id.trim().to_string());
+        if let Some(id) = windows(&display, true).into_iter().next() {
+            window_id = Some(id);
             break;
         }
         std::thread::sleep(Duration::from_millis(250));

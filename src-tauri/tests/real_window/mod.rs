@@ -1,6 +1,9 @@
 //! The real app's window under Xvfb, for the tests that start it (tests/hidden_start.rs,
-//! tests/window_theme.rs): child processes ended when dropped, the tools they need, and the
-//! app's windows as `xdotool` finds them. Every wait is bounded.
+//! tests/window_theme.rs, tests/realtime_threads.rs, tests/smoke.rs): child processes ended
+//! when dropped, the tools they need, and the app's windows as `xdotool` finds them. Every wait
+//! is bounded.
+// Each test binary compiles this module and uses a part of it.
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -56,21 +59,10 @@ pub fn start_printing(program: &str, args: &[&str]) -> (Proc, String) {
     (Proc(child), line.trim().to_string())
 }
 
-/// A display and a session bus of their own (Xvfb, dbus-daemon), ended when dropped: the
-/// processes, the display (":N") and the bus address ("unix:...").
-pub struct Desktop {
-    pub display: String,
-    pub bus: String,
-    _xvfb: Proc,
-    _bus: Proc,
-}
-
-/// Starts a [`Desktop`] (1280x800, no TCP), failing loudly when Xvfb or dbus-daemon is missing
-/// or prints nothing.
-pub fn start_desktop() -> Desktop {
-    for t in ["Xvfb", "dbus-daemon"] {
-        need(t);
-    }
+/// Starts Xvfb (1280x800, no TCP) on a free display: the process and the display (":N").
+/// Fails loudly when Xvfb is missing or prints no display number.
+pub fn start_xvfb() -> (Proc, String) {
+    need("Xvfb");
     let (xvfb, n) = start_printing(
         "Xvfb",
         &[
@@ -84,13 +76,30 @@ pub fn start_desktop() -> Desktop {
         ],
     );
     assert!(!n.is_empty(), "Xvfb gave no display number");
+    (xvfb, format!(":{n}"))
+}
+
+/// A display and a session bus of their own (Xvfb, dbus-daemon), ended when dropped: the
+/// processes, the display (":N") and the bus address ("unix:...").
+pub struct Desktop {
+    pub display: String,
+    pub bus: String,
+    _xvfb: Proc,
+    _bus: Proc,
+}
+
+/// Starts a [`Desktop`] ([`start_xvfb`] and a session `dbus-daemon`), failing loudly when
+/// either is missing or prints nothing.
+pub fn start_desktop() -> Desktop {
+    need("dbus-daemon");
+    let (xvfb, display) = start_xvfb();
     let (bus_proc, bus) = start_printing(
         "dbus-daemon",
         &["--session", "--nofork", "--print-address=1"],
     );
     assert!(bus.starts_with("unix:"), "dbus-daemon gave {bus:?}");
     Desktop {
-        display: format!(":{n}"),
+        display,
         bus,
         _xvfb: xvfb,
         _bus: bus_proc,
@@ -122,7 +131,6 @@ pub struct Log(Arc<Mutex<String>>);
 
 impl Log {
     /// Whether any line so far contains `what`.
-    #[allow(dead_code)] // each test binary compiles this module; not all ask
     pub fn said(&self, what: &str) -> bool {
         self.0.lock().unwrap().contains(what)
     }
