@@ -19,6 +19,7 @@
 mod env;
 #[path = "e2e/measure.rs"]
 mod measure;
+mod real_window;
 #[path = "e2e/ui.rs"]
 mod ui;
 

@@ -267,15 +267,7 @@ impl Env {
 
         // X server on a free display.
         let mut x = Command::new(xvfb_bin)
-            .args([
-                "-displayfd",
-                "1",
-                "-screen",
-                "0",
-                "1280x800x24",
-                "-nolisten",
-                "tcp",
-            ])
+            .args(crate::real_window::XVFB_ARGS)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

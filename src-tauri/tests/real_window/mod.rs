@@ -59,22 +59,23 @@ pub fn start_printing(program: &str, args: &[&str]) -> (Proc, String) {
     (Proc(child), line.trim().to_string())
 }
 
-/// Starts Xvfb (1280x800, no TCP) on a free display: the process and the display (":N").
+/// Xvfb's arguments in every real-window test (and journey's world, tests/e2e/env.rs): a free
+/// display printed on stdout, one 1280x800 screen of 24 bits, no TCP.
+pub const XVFB_ARGS: [&str; 7] = [
+    "-displayfd",
+    "1",
+    "-screen",
+    "0",
+    "1280x800x24",
+    "-nolisten",
+    "tcp",
+];
+
+/// Starts Xvfb ([`XVFB_ARGS`]) on a free display: the process and the display (":N").
 /// Fails loudly when Xvfb is missing or prints no display number.
 pub fn start_xvfb() -> (Proc, String) {
     need("Xvfb");
-    let (xvfb, n) = start_printing(
-        "Xvfb",
-        &[
-            "-displayfd",
-            "1",
-            "-screen",
-            "0",
-            "1280x800x24",
-            "-nolisten",
-            "tcp",
-        ],
-    );
+    let (xvfb, n) = start_printing("Xvfb", &XVFB_ARGS);
     assert!(!n.is_empty(), "Xvfb gave no display number");
     (xvfb, format!(":{n}"))
 }
