@@ -14,8 +14,8 @@
 //! `ReceiveQueue` thread spinning in `pas_lock_lock_slow` for 80-140 ms at a time while the
 //! window drew nothing (docs/desktop-dials.md, session 18). Under RealtimeKit a spin that long
 //! can even get the app killed: WebKit sets `RLIMIT_RTTIME` to RealtimeKit's maximum (200 ms by
-//! default), and the kernel sends SIGKILL at that hard limit. Upstream removed the real-time
-//! threads for these reasons (WebKit bugs 319535 and 321012).
+//! default), and the kernel sends SIGKILL at that hard limit. Upstream has since removed both the
+//! real-time threads on Linux and the `sched_yield` spin (WebKit bugs 319535 and 321012).
 //!
 //! [`start`] lowers every real-time thread of this process and of the processes it started
 //! (WebKit's web and network processes, found through `/proc/PID/task/TID/children`) to
@@ -23,7 +23,7 @@
 //! as it creates them (a new web process after a crash, for one). Lowering a thread of one's
 //! own user needs no privilege. Nothing else of WebKit's behaviour changes.
 //!
-//! `SWITCHBOARD_KEEP_REALTIME_THREADS=1` in the environment leaves WebKit's choice alone (to
+//! `SWITCHBOARD_KEEP_REALTIME_THREADS` set in the environment (to anything) leaves WebKit's choice alone (to
 //! compare the two; [`crate::run`] reads it).
 
 use std::time::Duration;
