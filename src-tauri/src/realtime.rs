@@ -23,8 +23,8 @@
 //! as it creates them (a new web process after a crash, for one). Lowering a thread of one's
 //! own user needs no privilege. Nothing else of WebKit's behaviour changes.
 //!
-//! `SWITCHBOARD_KEEP_REALTIME_THREADS` set in the environment (to anything) leaves WebKit's choice alone (to
-//! compare the two; [`crate::run`] reads it).
+//! `SWITCHBOARD_KEEP_REALTIME_THREADS` set in the environment (to anything) leaves WebKit's
+//! choice alone, to compare the two ([`crate::run`] reads it).
 
 use std::time::Duration;
 
@@ -51,7 +51,7 @@ pub struct Lowered {
 }
 
 /// The thread ids of process `pid` (`/proc/PID/task`); empty when the process is gone.
-fn tasks(pid: i32) -> Vec<i32> {
+pub fn tasks(pid: i32) -> Vec<i32> {
     std::fs::read_dir(format!("/proc/{pid}/task"))
         .map(|dir| {
             dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
@@ -106,8 +106,9 @@ pub fn is_real_time(tid: i32) -> bool {
         )
 }
 
-/// The name a thread gave itself (`/proc/PID/task/TID/comm`), or "" when it is gone.
-fn thread_name(pid: i32, tid: i32) -> String {
+/// The name a thread gave itself (`/proc/PID/task/TID/comm`, at most 15 bytes; a process's
+/// main thread, `tid` = `pid`, carries the process's name), or "" when it is gone.
+pub fn thread_name(pid: i32, tid: i32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
         .map(|s| s.trim().to_string())
         .unwrap_or_default()

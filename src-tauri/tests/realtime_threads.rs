@@ -14,27 +14,15 @@ use std::time::{Duration, Instant};
 mod real_window;
 use real_window::{app_state, need, spawn_logged, start_desktop, windows, Desktop, Log, Proc};
 
-use switchboard_desktop::realtime::{is_real_time, process_tree};
+use switchboard_desktop::realtime::{is_real_time, process_tree, tasks, thread_name};
 
 /// Every thread of `pid`'s tree as `(process name, thread name, real-time)`.
 fn threads(pid: i32) -> Vec<(String, String, bool)> {
-    let name = |path: String| {
-        std::fs::read_to_string(path)
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default()
-    };
     let mut out = Vec::new();
     for p in process_tree(pid) {
-        let process = name(format!("/proc/{p}/comm"));
-        let Ok(dir) = std::fs::read_dir(format!("/proc/{p}/task")) else {
-            continue;
-        };
-        for tid in dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()) {
-            out.push((
-                process.clone(),
-                name(format!("/proc/{p}/task/{tid}/comm")),
-                is_real_time(tid),
-            ));
+        let process = thread_name(p, p);
+        for tid in tasks(p) {
+            out.push((process.clone(), thread_name(p, tid), is_real_time(tid)));
         }
     }
     out
