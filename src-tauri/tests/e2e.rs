@@ -2018,23 +2018,14 @@ fn window_at_rest() -> R<()> {
         !pids.is_empty(),
         "no WebKitWebProcess below the app ({pid})"
     );
-    let median = |pids: &[u32]| -> R<measure::Mem> {
-        let mut v = Vec::new();
-        for _ in 0..3 {
-            std::thread::sleep(Duration::from_secs(1));
-            v.push(measure::memory(pids)?);
-        }
-        v.sort_by_key(|m| m.pss_kb);
-        Ok(v[1])
-    };
-    let rest = median(&pids)?;
+    let rest = measure::settled(&pids)?;
     let app_top = measure::top_mappings(pids[0], 6);
 
     let empty = measure::EmptyPage::open(&env.display, &env.home)?;
     std::thread::sleep(Duration::from_secs(5));
     let empty_pids = empty.web_processes();
     ensure!(!empty_pids.is_empty(), "the empty page has no web process");
-    let base = median(&empty_pids)?;
+    let base = measure::settled(&empty_pids)?;
     let empty_top = measure::top_mappings(empty_pids[0], 6);
     empty.close();
     app.stop();
@@ -2063,18 +2054,11 @@ fn window_at_rest() -> R<()> {
     Ok(())
 }
 
-/// Median of three samples a second apart (the web process's memory moves with GC).
-async fn settled_memory(j: &Journey) -> R<(measure::Mem, Vec<u32>)> {
-    let mut v = Vec::new();
-    let mut pids = Vec::new();
-    for _ in 0..3 {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let (m, p) = app_memory(j)?;
-        v.push(m);
-        pids = p;
-    }
-    v.sort_by_key(|m| m.pss_kb);
-    Ok((v[1], pids))
+/// The app's web processes and their memory once settled ([`measure::settled`]).
+fn settled_memory(j: &Journey) -> R<(measure::Mem, Vec<u32>)> {
+    let (_, pids) = app_memory(j)?;
+    let m = tokio::task::block_in_place(|| measure::settled(&pids))?;
+    Ok((m, pids))
 }
 
 /// Dials the demo plays in its first minute (a last one comes after two and a half minutes).
@@ -2114,20 +2098,14 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let (rest, app_pids) = settled_memory(j).await?;
+    let (rest, app_pids) = settled_memory(j)?;
 
     // The baseline: an empty WebKitGTK page in the same X server, measured now.
     let empty = measure::EmptyPage::open(&j.env.display, &j.env.home)?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let empty_pids = empty.web_processes();
     ensure!(!empty_pids.is_empty(), "the empty page has no web process");
-    let mut samples = Vec::new();
-    for _ in 0..3 {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        samples.push(measure::memory(&empty_pids)?);
-    }
-    samples.sort_by_key(|m| m.pss_kb);
-    let base = samples[1];
+    let base = tokio::task::block_in_place(|| measure::settled(&empty_pids))?;
     let empty_top = measure::top_mappings(empty_pids[0], 6);
     empty.close();
 
@@ -2223,7 +2201,7 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
     );
     ui.shot("dials-100k").await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let (full, _) = settled_memory(j).await?;
+    let (full, _) = settled_memory(j)?;
     let app_top = measure::top_mappings(app_pids[0], 6);
 
     let ratio = |m: measure::Mem| {

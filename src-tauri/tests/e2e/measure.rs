@@ -105,6 +105,18 @@ pub fn memory(pids: &[u32]) -> R<Mem> {
     Ok(m)
 }
 
+/// The median by PSS of three readings of `pids`' memory, a second apart (a web process's
+/// memory moves with its collections). Blocks for about 3 s; errors as [`memory`].
+pub fn settled(pids: &[u32]) -> R<Mem> {
+    let mut v = Vec::with_capacity(3);
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_secs(1));
+        v.push(memory(pids)?);
+    }
+    v.sort_by_key(|m| m.pss_kb);
+    Ok(v[1])
+}
+
 /// The biggest mappings of `pid` by PSS (name, kB), to say what dominates.
 pub fn top_mappings(pid: u32, n: usize) -> Vec<(String, u64)> {
     let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
