@@ -1532,6 +1532,26 @@ async fn history_by_filter_line_follow_and_redacted_export() {
         .collect();
     assert!(kinds.contains(&"Connected".to_string()), "{kinds:?}");
     assert!(kinds.contains(&"Paired".to_string()), "{kinds:?}");
+    // A pairing row says first who has confirmed (a narrow table cuts the end of the text).
+    let pending: Vec<&str> = conns
+        .rows
+        .iter()
+        .filter_map(|r| match r {
+            HistoryRow::Connection(c) if format!("{:?}", c.event) == "PairingPending" => {
+                Some(c.detail.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!pending.is_empty(), "{kinds:?}");
+    assert!(
+        pending.iter().all(|d| (d.starts_with("neither side")
+            || d.starts_with("the phone confirmed")
+            || d.starts_with("the desktop confirmed")
+            || d.starts_with("both sides"))
+            && d.contains("verification code")),
+        "{pending:?}"
+    );
     // Follow the first session from one of its dials: oldest first.
     let followed = app
         .dials_follow(
@@ -1560,6 +1580,7 @@ async fn history_by_filter_line_follow_and_redacted_export() {
             None,
             Some("session:ses_second00000001".into()),
             Some(true),
+            None,
         )
         .await
         .unwrap();
@@ -1569,6 +1590,26 @@ async fn history_by_filter_line_follow_and_redacted_export() {
         text.contains("\"callId\":\"<string>\"") && !text.contains("LumiRealm"),
         "{text}"
     );
+    // The same name again: the file is left alone unless the person chose to replace it.
+    let again = |replace| {
+        app.dials_export(
+            None,
+            "red.jsonl".into(),
+            None,
+            Some("session:ses_first000000001".into()),
+            None,
+            replace,
+        )
+    };
+    let err = again(None).await.unwrap_err();
+    assert_eq!(err.kind, IpcErrorKind::Conflict, "{}", err.message);
+    assert!(err.message.contains("red.jsonl"), "{}", err.message);
+    assert_eq!(std::fs::read_to_string(&out.path).unwrap(), text);
+    let replaced = again(Some(true)).await.unwrap();
+    assert_eq!(replaced.lines, 4);
+    let now = std::fs::read_to_string(&out.path).unwrap();
+    assert_eq!(now.lines().count(), 4, "{now}");
+    assert!(!now.contains("<string>"), "not redacted this time: {now}");
     // A bad line: invalid_input naming the column.
     let err = app
         .dials_history(hq("op:x colour:red"), None)

@@ -222,6 +222,24 @@ fn dials_commands_answer_through_ipc() {
     )
     .unwrap();
     assert_eq!(ex2["lines"], 2);
+    // The same name again is refused (the window asks first), and replaced when asked to.
+    let again = |replace: bool| {
+        call(
+            "dials_export",
+            json!({ "filter": { "op": "read_item" }, "path": "describe.jsonl", "replace": replace }),
+        )
+    };
+    let described = home.path().join("data/exports/describe.jsonl");
+    let before = std::fs::read_to_string(&described).unwrap();
+    let err = again(false).unwrap_err();
+    assert_eq!(err["kind"], "conflict", "{err}");
+    assert_eq!(std::fs::read_to_string(&described).unwrap(), before);
+    let ex3 = again(true).unwrap();
+    assert_ne!(std::fs::read_to_string(&described).unwrap(), before);
+    assert_eq!(
+        std::fs::read_to_string(&described).unwrap().lines().count() as u64,
+        ex3["lines"].as_u64().unwrap()
+    );
     let err = call("dials_export", json!({ "path": "  " })).unwrap_err();
     assert_eq!(err["kind"], "invalid_input");
     let err = call(

@@ -45,7 +45,7 @@ use crate::dials::{
     HistoryEntry, HistoryPage, HistoryQuery, ImportedLog, MatchCount, OpStats, SubscribeOptions,
     Subscription,
 };
-use crate::error::IpcError;
+use crate::error::{IpcError, IpcErrorKind};
 use crate::phone_line::conformance::{check_dial, DialConformance, ScopeBook};
 
 /// Where the banner the dial inspector shows comes from.
@@ -1166,7 +1166,7 @@ impl DialsState {
         path: String,
         source: Option<DialSource>,
     ) -> Result<ExportSummary, IpcError> {
-        self.dials_export_with(filter, None, path, source, false)
+        self.dials_export_with(filter, None, path, source, false, true)
             .await
     }
 
@@ -1174,10 +1174,12 @@ impl DialsState {
     /// line) exports every matching dial of the whole history (the ring and SQLite, newest
     /// first; connection events are not exported) instead of `filter`'s held dials, and
     /// `redact` replaces the request and response values by type markers, keys and shapes kept
-    /// ([`crate::dials::jsonl::redact_value`]).
+    /// ([`crate::dials::jsonl::redact_value`]). Without `replace`, a file already at the path is
+    /// left alone and the export fails (`conflict`), so the window can ask first.
     ///
     /// # Errors
-    /// As [`DialsState::dials_export`].
+    /// As [`DialsState::dials_export`]; `conflict` naming the file when it exists and `replace`
+    /// is false.
     pub async fn dials_export_with(
         &self,
         filter: Option<DialFilter>,
@@ -1185,6 +1187,7 @@ impl DialsState {
         path: String,
         source: Option<DialSource>,
         redact: bool,
+        replace: bool,
     ) -> Result<ExportSummary, IpcError> {
         if path.trim().is_empty() {
             return Err(IpcError::invalid_input(
@@ -1192,6 +1195,15 @@ impl DialsState {
             ));
         }
         let target = self.resolve_export_path(path.trim())?;
+        if !replace && std::fs::symlink_metadata(&target).is_ok() {
+            return Err(IpcError::new(
+                IpcErrorKind::Conflict,
+                format!(
+                    "{} already exists: choose another name, or replace it",
+                    target.display()
+                ),
+            ));
+        }
         if target.starts_with(&self.export_dir) {
             crate::fsutil::make_private_dir(&self.export_dir).map_err(|e| {
                 IpcError::io(format!(
@@ -1421,10 +1433,12 @@ impl App {
 
     /// Exports dials to `path` as JSON Lines (see [`DialsState::dials_export_with`]): with a
     /// filter `line`, every matching dial of the whole history; else `filter`'s held dials;
-    /// `redact` replaces request and response values by type markers.
+    /// `redact` replaces request and response values by type markers; `replace` (default false)
+    /// overwrites a file already at the path.
     ///
     /// # Errors
-    /// `invalid_input` for a filter line that does not parse; as [`DialsState::dials_export`].
+    /// `invalid_input` for a filter line that does not parse; `conflict` when the file exists
+    /// and `replace` is not true; as [`DialsState::dials_export`].
     pub async fn dials_export(
         &self,
         filter: Option<DialFilter>,
@@ -1432,13 +1446,21 @@ impl App {
         source: Option<DialSource>,
         line: Option<String>,
         redact: Option<bool>,
+        replace: Option<bool>,
     ) -> Result<ExportSummary, IpcError> {
         let query = match line {
             Some(l) => Some(self.compile_filter(&l)?),
             None => None,
         };
         self.dials()?
-            .dials_export_with(filter, query, path, source, redact.unwrap_or(false))
+            .dials_export_with(
+                filter,
+                query,
+                path,
+                source,
+                redact.unwrap_or(false),
+                replace.unwrap_or(false),
+            )
             .await
     }
 

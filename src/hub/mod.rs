@@ -501,9 +501,17 @@ impl Hub {
                 p.device_id.clone(),
                 p.label.clone(),
                 ConnectionKind::PairingPending,
+                // Who has confirmed first: it is what tells two such rows apart, and a
+                // narrow table cuts the end of the text.
                 format!(
-                    "verification code {}; phone confirmed: {}, desktop confirmed: {}",
-                    p.verification_code, p.phone_confirmed, p.desktop_confirmed
+                    "{}; verification code {}",
+                    match (p.phone_confirmed, p.desktop_confirmed) {
+                        (false, false) => "neither side has confirmed yet",
+                        (true, false) => "the phone confirmed, the desktop not yet",
+                        (false, true) => "the desktop confirmed, the phone not yet",
+                        (true, true) => "both sides confirmed",
+                    },
+                    p.verification_code
                 ),
             ),
             LinkEvent::PairingEnded {

@@ -222,10 +222,11 @@ pub async fn dial_conformance(
 
 /// Exports the dials matching `filter` (or, with a filter `line`, every matching dial of the
 /// whole history) to `path` as JSON Lines, atomically; `redact` replaces request and response
-/// values by type markers (keys and shapes kept).
+/// values by type markers (keys and shapes kept); `replace` overwrites a file already there.
 ///
 /// # Errors
-/// `invalid_input` for an empty path or a bad line; `io`; `not_found` for an absent capture.
+/// `invalid_input` for an empty path or a bad line; `conflict` when the file exists and
+/// `replace` is not true; `io`; `not_found` for an absent capture.
 #[tauri::command]
 pub async fn dials_export(
     core: Core<'_>,
@@ -234,9 +235,11 @@ pub async fn dials_export(
     source: Option<DialSource>,
     line: Option<String>,
     redact: Option<bool>,
+    replace: Option<bool>,
 ) -> Result<ExportSummary, IpcError> {
     core.read_only()?;
-    core.dials_export(filter, path, source, line, redact).await
+    core.dials_export(filter, path, source, line, redact, replace)
+        .await
 }
 
 /// Imports a JSON Lines file of dials into the read-only `imported` view (all or nothing).

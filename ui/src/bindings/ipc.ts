@@ -71,7 +71,7 @@ export type Commands = {
   dials_unsubscribe: { args: { id: number }; ret: boolean };
   dials_get: { args: { id: string; startMs?: number | null; seq?: number | null; source?: DialSource | null }; ret: Dial | null };
   dial_conformance: { args: { id: string; startMs?: number | null; seq?: number | null; source?: DialSource | null }; ret: DialConformance | null };
-  dials_export: { args: { filter?: DialFilter | null; path: string; source?: DialSource | null; line?: string | null; redact?: boolean | null }; ret: ExportSummary };
+  dials_export: { args: { filter?: DialFilter | null; path: string; source?: DialSource | null; line?: string | null; redact?: boolean | null; replace?: boolean | null }; ret: ExportSummary };
   dials_import: { args: { path: string }; ret: ImportSummary };
   dials_close_import: { args: Record<string, never>; ret: void };
   dials_clear: { args: { scope: DialClearScope }; ret: number };

@@ -120,7 +120,7 @@ export const api = {
   dialConformance: (id: string, startMs: number, source: DialSource, seq?: number) => call("dial_conformance", { id, startMs, seq, source }),
   /** Exports every dial of the history matching filter line `line` (newest first); `redact`
    * replaces request and response values by type markers, keeping keys and shapes. */
-  dialsExport: (line: string, path: string, source: DialSource, redact = false) => call("dials_export", { line, path, source, redact }),
+  dialsExport: (line: string, path: string, source: DialSource, redact = false, replace = false) => call("dials_export", { line, path, source, redact, replace }),
   /** A page of the timeline (dials and connection events) matching a filter line. */
   dialsHistory: (query: HistoryQuery, source: DialSource) => call("dials_history", { query, source }),
   dialsHistoryStats: (line: string, source: DialSource) => call("dials_history_stats", { line, source }),

@@ -79,7 +79,7 @@ describe("words", () => {
     expect(resumeLabel(0)).toBe("Resume");
     expect(resumeLabel(1200)).toBe("Resume (1 200 waiting)");
     expect(exportNotice({ path: "/tmp/export/dials.jsonl", lines: 1200 })).toBe("Wrote 1 200 dials to /tmp/export/dials.jsonl");
-    expect(clearNotice("all", 12_345)).toBe("Cleared the view and deleted 12 345 stored dials.");
+    expect(clearNotice("all", 12_345)).toBe("Cleared the view and deleted 12 345 stored dials and every stored connection event.");
     expect(clearNotice("memory", 0)).toBe("Cleared the view. Stored history is kept and comes back at the next start.");
   });
   it("reads the host's error message", () => {

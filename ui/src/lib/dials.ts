@@ -202,7 +202,7 @@ export function exportNotice(r: ExportSummary): string {
 /** What a clear did, in words; `rows` is the stored dials deleted (scope `all`). */
 export function clearNotice(scope: DialClearScope, rows: number): string {
   return scope === "all"
-    ? `Cleared the view and deleted ${formatCount(rows)} stored dials.`
+    ? `Cleared the view and deleted ${formatCount(rows)} stored dials and every stored connection event.`
     : "Cleared the view. Stored history is kept and comes back at the next start.";
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FLAGS, fieldOf, freeText, hasFlag, hasRegex, quoteValue, regexTerm, tokenizeLine, withField, withFlag, withRegex } from "./filterLine";
+import { FLAGS, fieldOf, freeText, hasFlag, hasRegex, markError, quoteValue, regexTerm, tokenizeLine, withField, withFlag, withRegex } from "./filterLine";
 
 const EXAMPLE = 'op:read_item caller:lumiagent -outcome:ok duration>1s phone:"Demo phone" spec:broken word';
 
@@ -101,19 +101,38 @@ describe("shortcut boxes write into the line", () => {
 });
 
 describe("the regex toggle writes into the line", () => {
-  it("turns the free text into one /.../i term and back", () => {
+  it("turns each free-text term into its own /.../i term and back", () => {
     const on = withRegex("op:read_item item_[0-9]+ -noise", true);
     expect(on).toBe("op:read_item /item_[0-9]+/i -noise");
     expect(hasRegex(on)).toBe(true);
     expect(withRegex(on, false)).toBe("op:read_item item_[0-9]+ -noise");
-    expect(withRegex("a b", true)).toBe("/a b/i");
     expect(withRegex("/a b/i", false)).toBe('"a b"');
     expect(withRegex("op:x", true)).toBe("op:x");
+  });
+  it("keeps asking for every word: words stay separate terms, and twice gives the line back", () => {
+    // The new user's line: two words ANDed must not become one pattern "lumirealm extension".
+    const line = "lumirealm op:describe extension";
+    const on = withRegex(line, true);
+    expect(on).toBe("/lumirealm/i op:describe /extension/i");
+    expect(withRegex(on, false)).toBe(line);
+    expect(withRegex('"two words" x', true)).toBe("/two words/i /x/i");
+    expect(withRegex(withRegex('"two words" x', true), false)).toBe('"two words" x');
   });
   it("reads regex terms with escaped slashes and leaves them alone in the boxes", () => {
     const t = tokenizeLine("/a\\/b\\d/i op:x");
     expect(t[0]).toMatchObject({ regex: true, ignoreCase: true, value: "a/b\\d", start: 0, end: 9 });
     expect(fieldOf("/op:x/ op:y", "op")).toBe("y");
     expect(regexTerm("a/b")).toBe("/a\\/b/i");
+  });
+});
+
+describe("an error's place", () => {
+  it("counts characters as the CLI's column does, an emoji being one", () => {
+    // "🎉x colour:x": the core marks `colour` at UTF-16 index 4, the CLI says column 4.
+    const m = markError("🎉x colour:x", 4, 10);
+    expect(m).toEqual({ before: "🎉x ", at: "colour", after: ":x", character: 4 });
+    expect(markError("op:x colour:red", 5, 11).character).toBe(6);
+    // A place past the end (the line was edited since) is clamped and still marked.
+    expect(markError("ab", 9, 12)).toEqual({ before: "ab", at: " ", after: "", character: 3 });
   });
 });

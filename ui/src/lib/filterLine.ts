@@ -189,20 +189,42 @@ export function regexTerm(pattern: string): string {
   return `/${pattern.replace(/\//g, "\\/")}/i`;
 }
 
-/** The regex toggle: with `on`, the plain free-text words of the line become one `/.../i` term
- * (the words' text, regex characters kept, so `item_[0-9]+` becomes a pattern) at the first
- * word's place; with `on` false, plain regex terms become free text again (a quoted phrase
- * when they hold spaces). Negated terms and field terms stay as they are. */
+/** Replaces each of `tokens` (in line order) with `f(token)` in place, keeping the rest of the
+ * line as typed. */
+function replaceEach(line: string, tokens: FilterToken[], f: (t: FilterToken) => string): string {
+  let out = "";
+  let at = 0;
+  for (const t of tokens) {
+    out += line.slice(at, t.start) + f(t);
+    at = t.end;
+  }
+  return out + line.slice(at);
+}
+
+/** The regex toggle: with `on`, each plain free-text term of the line (a word or a quoted
+ * phrase) becomes its own `/.../i` term in its place (its text, regex characters kept, so
+ * `item_[0-9]+` becomes a pattern); with `on` false, each plain regex term becomes free text
+ * again (a quoted phrase when it holds spaces). Terms are ANDed, so the line keeps asking for
+ * every word, and toggling twice gives the line back. Negated terms and field terms stay as
+ * they are. */
 export function withRegex(line: string, on: boolean): string {
   const tokens = tokenizeLine(line);
   if (on) {
     const words = tokens.filter((t) => t.key === null && !t.neg && !t.regex);
-    if (words.length === 0) return line;
-    return splice(line, words, regexTerm(words.map((w) => w.value).join(" ")));
+    return replaceEach(line, words, (w) => regexTerm(w.value));
   }
   const rx = tokens.filter((t) => t.regex && !t.neg);
-  if (rx.length === 0) return line;
-  return splice(line, rx, rx.map((t) => termText({ neg: false, key: null, op: null, value: t.value })).join(" "));
+  return replaceEach(line, rx, (t) => termText({ neg: false, key: null, op: null, value: t.value }));
+}
+
+/** A line split around an error's place (`start`..`end`, UTF-16 indexes as the core's
+ * `LineError` gives them, clamped to the line) to mark it, and the place as the `character`
+ * (code points, from 1) people and the CLI's `column` count: an emoji before it is one. */
+export function markError(line: string, start: number, end: number): { before: string; at: string; after: string; character: number } {
+  const s = Math.max(0, Math.min(start, line.length));
+  const e = Math.max(s, Math.min(end, line.length));
+  const before = line.slice(0, s);
+  return { before, at: line.slice(s, e) || " ", after: line.slice(e), character: [...before].length + 1 };
 }
 
 /** The check boxes of the view and the terms they write. */
