@@ -122,6 +122,7 @@ fn phones(which: usize) -> Vec<PairedPhone> {
             paired_at_ms: 1_784_595_600_000 + i,
             last_seen_ms: (which == 1).then_some(1_784_595_700_000),
             last_address: Some(format!("127.0.0.1:{}", 5000 + i)),
+            binding: Default::default(),
         })
         .collect()
 }

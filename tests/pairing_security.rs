@@ -271,3 +271,151 @@ async fn a_forged_identity_change_is_not_recorded_and_every_hello_refusal_reads_
     assert_eq!(desk.link.paired_phones()[0].public_key, me.public_key_b64());
     desk.stop().await;
 }
+
+/// A phone without a TLS exporter pairs and says hello in the pinned binding: the desktop keeps
+/// the binding in its pairing record, its first hello carries the certificate whose SHA-256 is
+/// the pinned fingerprint, and its proofs verify in that binding on every later connection.
+#[tokio::test]
+async fn a_phone_in_the_pinned_binding_pairs_and_says_hello_on_later_connections() {
+    use switchboard::link::HelloBinding;
+    let desk = start().await;
+    let invite = desk.link.open_pairing(LOOPBACK);
+    let me = PhoneIdentity::generate("tap");
+    let mut phone = desk.phone().await;
+    phone.binding = HelloBinding::Pinned;
+    let der = phone
+        .desktop_cert_der()
+        .expect("the first hello carries the certificate");
+    assert_eq!(
+        switchboard::link::identity::cert_fingerprint(der),
+        desk.fp,
+        "x-ifp-cert is the pinned certificate"
+    );
+    confirm::pair_confirmed(&desk.link, &mut phone, &me, &invite.code, vec![], (1, 1))
+        .await
+        .unwrap();
+    phone.close().await;
+    let record = desk.link.paired_phones().remove(0);
+    assert_eq!(record.binding, HelloBinding::Pinned);
+    let on_disk: Value = serde_json::from_slice(&desk.trust_bytes().unwrap()).unwrap();
+    assert_eq!(on_disk["phones"][0]["binding"], "pinned");
+    for _ in 0..2 {
+        let mut phone = desk.phone().await;
+        phone.binding = HelloBinding::Pinned;
+        phone
+            .set_desktop_public_key(&desk.link.identity().public_key_b64())
+            .unwrap();
+        assert_eq!(phone.hello(&me, (1, 1)).await.unwrap(), 1);
+        phone.close().await;
+    }
+    desk.stop().await;
+}
+
+/// A phone paired with the TLS exporter can never be talked down to the pinned binding, and a
+/// pinned one cannot switch either: the one hello refusal, recorded as `binding_changed`, even
+/// with a proof that verifies in the binding presented.
+#[tokio::test]
+async fn a_hello_in_another_binding_than_the_pairing_is_refused_as_binding_changed() {
+    use switchboard::link::HelloBinding;
+    let mut desk = start().await;
+    let exporter_phone = desk.pair_phone("exporter").await;
+    let _ = desk.drain();
+    let mut phone = desk.phone().await;
+    phone.binding = HelloBinding::Pinned;
+    let (class, detail) = refusal(
+        phone
+            .hello(&exporter_phone, (1, 1))
+            .await
+            .map(|_| Value::Null),
+    );
+    assert_eq!(
+        (class.as_str(), detail.as_str()),
+        ("unauthorized_device", HELLO_REFUSED)
+    );
+    let kinds: Vec<FailureKind> = desk.failures().iter().map(|f| f.kind).collect();
+    assert!(kinds.contains(&FailureKind::BindingChanged), "{kinds:?}");
+
+    let invite = desk.link.open_pairing(LOOPBACK);
+    let pinned_phone = PhoneIdentity::generate("pinned");
+    let mut phone = desk.phone().await;
+    phone.binding = HelloBinding::Pinned;
+    confirm::pair_confirmed(
+        &desk.link,
+        &mut phone,
+        &pinned_phone,
+        &invite.code,
+        vec![],
+        (1, 1),
+    )
+    .await
+    .unwrap();
+    phone.close().await;
+    let _ = desk.drain();
+    // Failures before hello reach the app once per source a minute (a flood cannot hide a
+    // real one): the next minute's report names this one.
+    desk.clock.advance(61_000);
+    let mut phone = desk.phone().await;
+    let (class, detail) = refusal(
+        phone
+            .hello(&pinned_phone, (1, 1))
+            .await
+            .map(|_| Value::Null),
+    );
+    assert_eq!(
+        (class.as_str(), detail.as_str()),
+        ("unauthorized_device", HELLO_REFUSED)
+    );
+    let failures = desk.failures();
+    let changed = failures
+        .iter()
+        .find(|f| f.kind == FailureKind::BindingChanged)
+        .unwrap_or_else(|| panic!("{failures:?}"));
+    assert!(
+        changed
+            .words
+            .contains("paired with the pinned binding but said hello with the exporter binding"),
+        "{}",
+        changed.words
+    );
+    desk.stop().await;
+}
+
+/// A binding name the desktop does not know is refused by name, on `pair.request` (the window
+/// loses no try) and on `control.hello`.
+#[tokio::test]
+async fn an_unknown_binding_name_is_refused_naming_the_field() {
+    let desk = start().await;
+    let invite = desk.link.open_pairing(LOOPBACK);
+    let me = PhoneIdentity::generate("odd");
+    let mut phone = desk.phone().await;
+    let mut req = envelope(
+        "pair.request",
+        None,
+        json!({"pairing_code": invite.code, "public_key": me.public_key_b64(), "capabilities": []}),
+    );
+    req["ext"] = json!({"x-ifp-binding": "none"});
+    phone.send_value(&req).await.unwrap();
+    let (class, detail) = refusal(phone.expect("pair.grant").await);
+    assert_eq!(class, "invalid_envelope");
+    assert_eq!(
+        detail,
+        r#"ext.x-ifp-binding: expected "exporter" or "pinned", got "none""#
+    );
+    phone.close().await;
+    let mut phone = desk.phone().await;
+    let mut hello = phone.hello_frame(&me, (1, 1));
+    hello["ext"]["x-ifp-binding"] = json!(7);
+    phone.send_value(&hello).await.unwrap();
+    let (class, detail) = refusal(phone.expect("control.hello").await);
+    assert_eq!(class, "invalid_envelope");
+    assert_eq!(
+        detail,
+        r#"ext.x-ifp-binding: expected "exporter" or "pinned", got 7"#
+    );
+    // The window lost no try: the right code still pairs.
+    let mut phone = desk.phone().await;
+    confirm::pair_confirmed(&desk.link, &mut phone, &me, &invite.code, vec![], (1, 1))
+        .await
+        .unwrap();
+    desk.stop().await;
+}

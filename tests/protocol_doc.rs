@@ -329,3 +329,77 @@ fn the_dial_example_follows_the_spec() {
         assert!(c.to_spec(), "{:#?}\n{v}", c.findings);
     }
 }
+
+/// The pinned-binding test vectors of `docs/protocol.md` ("Hello bindings", the
+/// `pinned-hello-example` block): the keys come from the seeds the text names, the device id
+/// from the phone's key, and each proof is recomputed with the desktop's own signed-bytes
+/// functions and verified under the key that made it.
+#[test]
+fn pinned_hello_vectors_match_the_derivation() {
+    use base64::Engine as _;
+    use ed25519_dalek::{Signer as _, SigningKey};
+    use sha2::{Digest, Sha256};
+    use switchboard::link::binding::{
+        desktop_hello_pinned_signed_bytes, desktop_intro_pinned_signed_bytes,
+        pinned_hello_signed_bytes,
+    };
+    let doc = doc_text();
+    let start = doc
+        .find("```pinned-hello-example\n")
+        .expect("docs/protocol.md has the pinned-binding vectors");
+    let body = &doc[start + "```pinned-hello-example\n".len()..];
+    let body = &body[..body.find("```").unwrap()];
+    let vals: std::collections::HashMap<String, String> = body
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once('=').expect("key = value lines");
+            (k.trim().to_string(), v.trim().to_string())
+        })
+        .collect();
+    let one = |k: &str| {
+        vals.get(k)
+            .cloned()
+            .unwrap_or_else(|| panic!("the vectors have no {k}"))
+    };
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let run = |from: u8| -> [u8; 32] { std::array::from_fn(|i| from + i as u8) };
+    assert_eq!(one("phone_seed"), b64.encode(run(96)));
+    assert_eq!(one("desktop_seed"), b64.encode(run(128)));
+    assert_eq!(one("nonce"), b64.encode(run(0)));
+    assert_eq!(
+        one("cert_fp"),
+        hex::encode(Sha256::digest(b"worked example certificate"))
+    );
+    let phone = SigningKey::from_bytes(&run(96));
+    let desktop = SigningKey::from_bytes(&run(128));
+    assert_eq!(
+        one("phone_key"),
+        b64.encode(phone.verifying_key().as_bytes())
+    );
+    assert_eq!(
+        one("desktop_key"),
+        b64.encode(desktop.verifying_key().as_bytes())
+    );
+    let device = format!(
+        "dev_{}",
+        &hex::encode(Sha256::digest(phone.verifying_key().as_bytes()))[..16]
+    );
+    assert_eq!(one("device_id"), device);
+    let (nonce, fp) = (one("nonce"), one("cert_fp"));
+    let sig = |k: &SigningKey, bytes: &[u8]| b64.encode(k.sign(bytes).to_bytes());
+    assert_eq!(
+        one("intro_proof"),
+        sig(&desktop, &desktop_intro_pinned_signed_bytes(&nonce, &fp))
+    );
+    assert_eq!(
+        one("hello_proof"),
+        sig(&phone, &pinned_hello_signed_bytes(&nonce, &device, &fp))
+    );
+    assert_eq!(
+        one("answer_proof"),
+        sig(
+            &desktop,
+            &desktop_hello_pinned_signed_bytes(&nonce, &device, &fp)
+        )
+    );
+}

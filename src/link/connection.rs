@@ -16,6 +16,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
 use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
 use serde_json::{Map, Value};
 use tokio::net::TcpStream;
@@ -28,6 +30,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::WebSocketStream;
 
 use self::pair::{Grant, Pending};
+use super::binding::{desktop_intro_pinned_signed_bytes, CERT_EXT, PINNED_PROOF_EXT};
 use super::budget::PendingTicket;
 use super::diagnostics::FailureKind;
 use super::event::{unapplied_cost, LinkEvent, MessageCredit, MAX_UNAPPLIED_BYTES, UNAPPLIED_UNIT};
@@ -258,6 +261,20 @@ impl Conn {
         });
         let mut ext = Map::new();
         ext.insert("x-ifp-nonce".into(), Value::from(self.nonce.clone()));
+        // For phones in the pinned binding (no TLS exporter): the proof they check, and the
+        // certificate their TLS stack must be handed (accepted by its SHA-256 alone).
+        ext.insert(
+            PINNED_PROOF_EXT.into(),
+            Value::from(
+                self.shared
+                    .identity
+                    .sign_b64(&desktop_intro_pinned_signed_bytes(&self.nonce, &fp)),
+            ),
+        );
+        ext.insert(
+            CERT_EXT.into(),
+            Value::from(URL_SAFE_NO_PAD.encode(self.shared.identity.cert_der())),
+        );
         let mut reason = String::from("connection closed");
         if self.send(intro, None, ext).await.is_err() {
             return;

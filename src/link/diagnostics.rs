@@ -41,6 +41,9 @@ pub enum FailureKind {
     UnknownDevice,
     /// A hello whose proof does not verify for this connection (forged or replayed).
     BadProof,
+    /// A paired phone said hello in another binding than the one it paired with
+    /// (`docs/protocol.md`, "Hello bindings"): refused, never downgraded.
+    BindingChanged,
     /// A frame that is not a valid ifp/1 message (or not JSON).
     InvalidFrame,
     /// A frame over the 1 MiB limit.
@@ -74,6 +77,7 @@ impl FailureKind {
             FailureKind::CertificateMismatch => "The phone pinned another desktop certificate: pair the phone again from the desktop's pairing window.",
             FailureKind::UnknownDevice => "Pair this phone first: open a pairing window on the desktop.",
             FailureKind::BadProof => "Reconnect from the phone; if it repeats, unpair and pair again.",
+            FailureKind::BindingChanged => "The phone's app changed how it proves its connection (for example an update, or another app using its identity): if you expect that, unpair it and pair it again; otherwise someone may be trying to weaken its link.",
             FailureKind::InvalidFrame => "The phone app sent a malformed message: update the phone app.",
             FailureKind::OversizeFrame => "The phone app sent a message over 1 MiB: update the phone app.",
             FailureKind::Handshake => "Check that the phone connects to this desktop's address and port over TLS 1.3.",

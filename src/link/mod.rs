@@ -10,6 +10,8 @@
 //! - [`identity`]: the desktop's Ed25519 key and self-signed TLS certificate, made once.
 //! - [`trust`]: the trust file of paired phones (pairing records), written atomically.
 //! - [`pairing`]: pairing windows and codes, the invitation link and QR, the signed bytes.
+//! - [`binding`]: what a hello proof is bound to (the TLS exporter, or the pinned certificate
+//!   for phones without an exporter) and the bytes each side signs in the pinned binding.
 //! - [`server`]: the listener and [`Link`] — [`bind`], [`Link::run`], [`Link::open_pairing`],
 //!   [`Link::send`], [`Link::unpair`], [`Link::diagnostics`].
 //! - `config`: [`LinkConfig`], [`DEFAULT_PORT`], [`FrameLog`].
@@ -44,6 +46,7 @@
 //! the one writer refuses `action.approve`, `action.reject` and `action.cancel` as a last guard.
 
 pub mod addresses;
+pub mod binding;
 mod budget;
 mod config;
 mod connection;
@@ -63,6 +66,7 @@ pub mod trust;
 mod wire;
 
 pub use crate::clock::{Clock, ManualClock, SystemClock};
+pub use binding::HelloBinding;
 pub use diagnostics::{FailureKind, LinkDiagnostics, LinkFailure, MdnsStatus};
 pub use identity::{DesktopIdentity, IdentityError};
 pub use mdns::{host_name, SERVICE_TYPE};

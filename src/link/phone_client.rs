@@ -24,6 +24,10 @@ use tokio_rustls::TlsConnector;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
+use super::binding::{
+    desktop_hello_pinned_signed_bytes, desktop_intro_pinned_signed_bytes,
+    pinned_hello_signed_bytes, HelloBinding, BINDING_EXT, CERT_EXT, PINNED_PROOF_EXT,
+};
 use super::diagnostics::{
     AttemptOutcome, LinkAttempt, MAX_ATTEMPT_ERROR_CHARS, MAX_REPORTED_ATTEMPTS,
 };
@@ -212,6 +216,13 @@ pub struct PhoneClient {
     pub received: Vec<Value>,
     desktop_public_key: Option<String>,
     intro_proof: String,
+    /// The desktop's first-hello proof in the pinned binding (`ext.x-ifp-pinned-proof`).
+    intro_pinned_proof: String,
+    /// The certificate DER the desktop's first hello carried (`ext.x-ifp-cert`), when it did.
+    desktop_cert: Option<Vec<u8>>,
+    /// What this phone's hello proofs are bound to (default the TLS exporter): set
+    /// [`HelloBinding::Pinned`] to speak as a phone without an exporter does (switchboard-tap).
+    pub binding: HelloBinding,
     /// The tries that did not become this connection ([`PhoneClient::connect_any`]); the
     /// hello reports them (`ext.x-ifp-link-attempts`) when not empty.
     pub link_attempts: Vec<LinkAttempt>,
@@ -354,6 +365,9 @@ impl PhoneClient {
             received: Vec::new(),
             desktop_public_key: None,
             intro_proof: String::new(),
+            intro_pinned_proof: String::new(),
+            desktop_cert: None,
+            binding: HelloBinding::Exporter,
             link_attempts: Vec::new(),
             connected_to: addr,
         };
@@ -363,6 +377,13 @@ impl PhoneClient {
             .ok_or_else(|| PhoneError::Protocol("desktop hello without x-ifp-nonce".into()))?
             .to_string();
         c.intro_proof = ch["payload"]["proof"].as_str().unwrap_or("").to_string();
+        c.intro_pinned_proof = ch["ext"][PINNED_PROOF_EXT]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        c.desktop_cert = ch["ext"][CERT_EXT]
+            .as_str()
+            .and_then(|b| URL_SAFE_NO_PAD.decode(b).ok());
         c.desktop_range = (
             ch["payload"]["protocol"]["min"].as_u64().unwrap_or(0),
             ch["payload"]["protocol"]["max"].as_u64().unwrap_or(0),
@@ -488,6 +509,15 @@ impl PhoneClient {
         &self.exporter
     }
 
+    /// The certificate DER the desktop's first hello carried (`ext.x-ifp-cert`), only when its
+    /// SHA-256 is the pinned fingerprint (what a phone that must hand its TLS stack the
+    /// certificate would accept); `None` when absent or another certificate's.
+    pub fn desktop_cert_der(&self) -> Option<&[u8]> {
+        self.desktop_cert
+            .as_deref()
+            .filter(|der| super::identity::cert_fingerprint(der) == self.cert_fp)
+    }
+
     /// The protocol range the desktop announced.
     pub fn desktop_range(&self) -> (u64, u64) {
         self.desktop_range
@@ -498,8 +528,17 @@ impl PhoneClient {
     ///
     /// Errors: [`PhoneError::Protocol`] when the proof does not verify.
     pub fn set_desktop_public_key(&mut self, key: &str) -> Result<(), PhoneError> {
-        let msg = desktop_intro_signed_bytes(&self.nonce, &self.cert_fp, &self.exporter);
-        if !verify(key, &msg, &self.intro_proof) {
+        let (msg, proof) = match self.binding {
+            HelloBinding::Exporter => (
+                desktop_intro_signed_bytes(&self.nonce, &self.cert_fp, &self.exporter),
+                &self.intro_proof,
+            ),
+            HelloBinding::Pinned => (
+                desktop_intro_pinned_signed_bytes(&self.nonce, &self.cert_fp),
+                &self.intro_pinned_proof,
+            ),
+        };
+        if !verify(key, &msg, proof) {
             return Err(PhoneError::Protocol(
                 "the desktop's first hello proof does not verify with the paired key".into(),
             ));
@@ -546,6 +585,9 @@ impl PhoneClient {
                    "capabilities": capabilities, "label": me.label}),
         );
         req["device"] = json!(me.device_id);
+        if self.binding == HelloBinding::Pinned {
+            req["ext"] = json!({ BINDING_EXT: "pinned" });
+        }
         self.send_value(&req).await?;
         let grant = self.expect("pair.grant").await?;
         let p = &grant["payload"];
@@ -649,12 +691,13 @@ impl PhoneClient {
         nonce: &str,
         exporter: &str,
     ) -> Value {
-        let proof = me.sign_b64(&hello_signed_bytes(
-            nonce,
-            &me.device_id,
-            &self.cert_fp,
-            exporter,
-        ));
+        let signed = match self.binding {
+            HelloBinding::Exporter => {
+                hello_signed_bytes(nonce, &me.device_id, &self.cert_fp, exporter)
+            }
+            HelloBinding::Pinned => pinned_hello_signed_bytes(nonce, &me.device_id, &self.cert_fp),
+        };
+        let proof = me.sign_b64(&signed);
         let mut v = envelope(
             "control.hello",
             None,
@@ -662,6 +705,9 @@ impl PhoneClient {
                    "protocol": {"min": range.0, "max": range.1}}),
         );
         v["ext"] = json!({"x-ifp-public-key": me.public_key_b64()});
+        if self.binding == HelloBinding::Pinned {
+            v["ext"][BINDING_EXT] = json!("pinned");
+        }
         if !self.link_attempts.is_empty() {
             let list: Vec<&LinkAttempt> = self
                 .link_attempts
@@ -687,12 +733,17 @@ impl PhoneClient {
         let h = self.expect("control.hello").await?;
         let p = &h["payload"];
         if let Some(pk) = &self.desktop_public_key {
-            let msg = desktop_hello_signed_bytes(
-                &self.nonce,
-                &me.device_id,
-                &self.cert_fp,
-                &self.exporter,
-            );
+            let msg = match self.binding {
+                HelloBinding::Exporter => desktop_hello_signed_bytes(
+                    &self.nonce,
+                    &me.device_id,
+                    &self.cert_fp,
+                    &self.exporter,
+                ),
+                HelloBinding::Pinned => {
+                    desktop_hello_pinned_signed_bytes(&self.nonce, &me.device_id, &self.cert_fp)
+                }
+            };
             if !verify(pk, &msg, p["proof"].as_str().unwrap_or("")) {
                 return Err(PhoneError::Protocol(
                     "the desktop's hello proof does not verify".into(),

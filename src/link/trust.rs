@@ -3,7 +3,7 @@
 //! `docs/protocol.md`, "Link: pairing and sessions". One small JSON file,
 //! `<data dir>/paired-phones.json`:
 //! `{"version":1,"phones":[{device_id, public_key, label, capabilities, paired_at_ms,
-//! last_seen_ms, last_address}]}`. It is rewritten whole and atomically with
+//! last_seen_ms, last_address, binding}]}`. It is rewritten whole and atomically with
 //! [`crate::fsutil::write_atomic`] (exclusive temp file in the same folder, fsync, rename), so a
 //! crash never leaves it half-written; on Unix it is `0600`. A missing file is an empty
 //! list; an unreadable one is an error naming the file (never silently reset).
@@ -62,6 +62,12 @@ pub struct PairedPhone {
     pub last_seen_ms: Option<u64>,
     /// The `ip:port` it last connected from.
     pub last_address: Option<String>,
+    /// What its hello proofs are bound to, chosen when it paired (`docs/protocol.md`, "Hello
+    /// bindings"); a record written before bindings were recorded reads as the exporter. A
+    /// hello in another binding is refused, so a phone paired with the exporter can never be
+    /// downgraded.
+    #[serde(default)]
+    pub binding: crate::link::binding::HelloBinding,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -151,6 +157,7 @@ mod tests {
             paired_at_ms: 1,
             last_seen_ms: None,
             last_address: Some("127.0.0.1:5000".into()),
+            binding: Default::default(),
         }
     }
 

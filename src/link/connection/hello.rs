@@ -13,6 +13,9 @@ use tokio::sync::mpsc;
 
 use super::pair::{identity_changed_words, shown_id, verify};
 use super::{Conn, Flow, Stage};
+use crate::link::binding::{
+    desktop_hello_pinned_signed_bytes, pinned_hello_signed_bytes, HelloBinding,
+};
 use crate::link::diagnostics::{parse_link_attempts, FailureKind, PhoneAttempts};
 use crate::link::event::LinkEvent;
 use crate::link::pairing::{desktop_hello_signed_bytes, hello_signed_bytes, HELLO_REFUSED};
@@ -62,15 +65,38 @@ impl Conn {
             .to_string();
         let proof = p.get("proof").and_then(Value::as_str).unwrap_or("");
         let presented = env.ext.get("x-ifp-public-key").and_then(Value::as_str);
+        let binding = match HelloBinding::from_ext(&env.ext) {
+            Ok(b) => b,
+            Err(detail) => {
+                self.refuse(ifp::ErrorClass::InvalidEnvelope, detail, Some(env.id))
+                    .await;
+                return Flow::Close;
+            }
+        };
         let fp = self.shared.identity.cert_fingerprint().to_string();
-        let signed = hello_signed_bytes(&self.nonce, &device_id, &fp, &self.exporter);
+        let signed = match binding {
+            HelloBinding::Exporter => {
+                hello_signed_bytes(&self.nonce, &device_id, &fp, &self.exporter)
+            }
+            HelloBinding::Pinned => pinned_hello_signed_bytes(&self.nonce, &device_id, &fp),
+        };
         // The id as it may go into failure words (the peer is not authenticated yet).
         let shown = shown_id(&device_id);
         let known = self.pinned(&device_id);
         // Every refusal gets the same answer (HELLO_REFUSED); only the desktop's own record says
         // which check failed. "Identity changed" is recorded only when the proof verifies under
-        // the key presented: without it, anyone could raise the impersonation alarm.
+        // the key presented: without it, anyone could raise the impersonation alarm. A binding
+        // other than the one the phone paired with is refused before any proof is looked at,
+        // so a phone paired with the TLS exporter can never be talked down to the pinned one.
         let refusal = match (&known, presented) {
+            (Some(k), _) if k.binding != binding => Some((
+                FailureKind::BindingChanged,
+                format!(
+                    "{shown} was paired with the {} binding but said hello with the {} binding: refused; a phone never changes binding, pair it again to change",
+                    k.binding.as_str(),
+                    binding.as_str()
+                ),
+            )),
             (None, _) => {
                 // The same signature work as for a paired id, so timing tells nothing either.
                 let _ = presented.map(|k| verify(k, &signed, proof));
@@ -199,12 +225,13 @@ impl Conn {
             phone: Arc::from(device_id.as_str()),
         };
         self.take_attempts(&env, &device_id);
-        let proof = self.shared.identity.sign_b64(&desktop_hello_signed_bytes(
-            &self.nonce,
-            &device_id,
-            &fp,
-            &self.exporter,
-        ));
+        let answer = match binding {
+            HelloBinding::Exporter => {
+                desktop_hello_signed_bytes(&self.nonce, &device_id, &fp, &self.exporter)
+            }
+            HelloBinding::Pinned => desktop_hello_pinned_signed_bytes(&self.nonce, &device_id, &fp),
+        };
+        let proof = self.shared.identity.sign_b64(&answer);
         let hello = ifp::OutgoingMessage::Hello(ifp::ControlHello {
             device_id: self.shared.identity.device_id(),
             proof,

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{Conn, Flow, Stage};
+use crate::link::binding::HelloBinding;
 use crate::link::diagnostics::FailureKind;
 use crate::link::event::{LinkEvent, PairingEnd, PendingPairing};
 use crate::link::identity::key_fingerprint;
@@ -49,6 +50,8 @@ pub(super) struct Grant {
     public_key: String,
     label: String,
     capabilities: Vec<Value>,
+    /// The hello binding the phone asked for in `pair.request` (kept in its pairing record).
+    binding: HelloBinding,
 }
 
 /// A pairing whose signature verified, waiting for both confirmations.
@@ -119,6 +122,15 @@ impl Conn {
             )
             .await;
             return Flow::Continue;
+        };
+        // Checked with the key, before the code: a malformed request costs the window nothing.
+        let binding = match HelloBinding::from_ext(&env.ext) {
+            Ok(b) => b,
+            Err(detail) => {
+                self.refuse(ifp::ErrorClass::InvalidEnvelope, detail, Some(env.id))
+                    .await;
+                return Flow::Continue;
+            }
         };
         let label = p
             .get("label")
@@ -254,6 +266,7 @@ impl Conn {
             public_key: pk_b64.to_string(),
             label,
             capabilities,
+            binding,
         }));
         if self.send(grant, Some(env.id), Map::new()).await.is_err() {
             return Flow::Close;
@@ -481,6 +494,7 @@ impl Conn {
             paired_at_ms: now,
             last_seen_ms: None,
             last_address: Some(self.peer.to_string()),
+            binding: grant.binding,
         };
         if let Err(e) = self.shared.update_trust(|list| {
             list.retain(|p| p.device_id != record.device_id);

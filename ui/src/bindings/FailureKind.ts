@@ -3,4 +3,4 @@
 /**
  * What kind of failure the link saw.
  */
-export type FailureKind = "no_pairing_window" | "wrong_code" | "expired_code" | "rate_limited" | "pairing_signature" | "pairing_not_confirmed" | "version_mismatch" | "identity_changed" | "certificate_mismatch" | "unknown_device" | "bad_proof" | "invalid_frame" | "oversize_frame" | "handshake" | "timeout" | "evicted" | "trust_file" | "mdns";
+export type FailureKind = "no_pairing_window" | "wrong_code" | "expired_code" | "rate_limited" | "pairing_signature" | "pairing_not_confirmed" | "version_mismatch" | "identity_changed" | "certificate_mismatch" | "unknown_device" | "bad_proof" | "binding_changed" | "invalid_frame" | "oversize_frame" | "handshake" | "timeout" | "evicted" | "trust_file" | "mdns";
