@@ -19,6 +19,7 @@
 //! over the built-in LumiAgent and LumiRealm ones), so only extensions outside both are
 //! unchecked.
 
+pub mod advice;
 pub mod explain;
 pub mod store;
 

@@ -162,6 +162,20 @@ pub enum HostErrorKind {
     },
     /// `Connection closed`: the host's connection went away mid-call.
     ConnectionClosed,
+    /// `Extension worker stopped`: the called extension's process stopped while the call was
+    /// pending (a handler threw synchronously, or the process crashed); the host does not
+    /// restart it, so its endpoints answer "is not registered" until it is restarted
+    /// (`lumiverse-host.md`, "The extension runtime's lifecycle").
+    WorkerStopped,
+    /// `Extension "<id>" uses blocked backend capabilities: <label>, <label>`: the host's install
+    /// scanner refused the extension's backend bundle on install, update or start
+    /// (`lumiverse-host.md`, "What the scanner blocks").
+    BlockedCapabilities {
+        /// The extension id named.
+        extension: String,
+        /// The scanner's labels, in its order (`filesystem module access`, ...).
+        capabilities: Vec<String>,
+    },
     /// Anything else; the text is kept in [`HostError::text`].
     Unknown,
 }
@@ -197,7 +211,8 @@ impl HostError {
     /// `not_registered`, `not_registered_for_reads`, `endpoint_timed_out`, `dial_timed_out`,
     /// `invalid_endpoint`, `invalid_owner`, `not_authorised`, `malformed_request`, `unknown_op`,
     /// `unknown_surface`, `invalid_pattern`, `module_not_found`, `refused_by_extension`,
-    /// `connection_closed`, `unknown`); the same names as the serialised `kind` tag.
+    /// `connection_closed`, `worker_stopped`, `blocked_capabilities`, `unknown`); the same names
+    /// as the serialised `kind` tag.
     pub fn kind_name(&self) -> &'static str {
         match &self.kind {
             HostErrorKind::Permission(_) => "permission",
@@ -215,6 +230,8 @@ impl HostError {
             HostErrorKind::ModuleNotFound { .. } => "module_not_found",
             HostErrorKind::RefusedByExtension { .. } => "refused_by_extension",
             HostErrorKind::ConnectionClosed => "connection_closed",
+            HostErrorKind::WorkerStopped => "worker_stopped",
+            HostErrorKind::BlockedCapabilities { .. } => "blocked_capabilities",
             HostErrorKind::Unknown => "unknown",
         }
     }
@@ -451,6 +468,21 @@ fn parse_other(layer: &str) -> Option<HostErrorKind> {
         }
         return None;
     }
+    if let Some(rest) = strip_prefix_ci(layer, "Extension ") {
+        if let Some((extension, rest)) = quoted(rest, '"') {
+            if let Some(labels) = strip_prefix_ci(rest, " uses blocked backend capabilities:") {
+                return Some(HostErrorKind::BlockedCapabilities {
+                    extension: extension.to_string(),
+                    capabilities: labels
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                });
+            }
+        }
+    }
     if let Some(rest) = strip_prefix_ci(layer, "Invalid shared RPC endpoint ") {
         let (endpoint, _) = quoted(rest, '"')?;
         return Some(HostErrorKind::InvalidEndpoint {
@@ -504,6 +536,9 @@ fn parse_other(layer: &str) -> Option<HostErrorKind> {
     }
     if is("connection closed") {
         return Some(HostErrorKind::ConnectionClosed);
+    }
+    if is("extension worker stopped") {
+        return Some(HostErrorKind::WorkerStopped);
     }
     None
 }

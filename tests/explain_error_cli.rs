@@ -231,3 +231,42 @@ fn missing_manifest_folder_is_a_clear_error() {
     assert!(!ok);
     assert!(err.contains("/nonexistent/manifests"), "{err}");
 }
+
+/// The host's own refusals an extension author meets in Lumiverse: the install scanner's, a
+/// stopped worker, the 10 s timeout. The CLI names what it read and says what to do.
+#[test]
+fn the_hosts_install_refusal_stopped_worker_and_timeout_say_what_to_do() {
+    let (out, _, ok) = run(
+        &["Extension \"tapcheck\" uses blocked backend capabilities: filesystem module access, direct socket module access"],
+        None,
+    );
+    assert!(ok);
+    assert!(out.contains("kind: blocked_capabilities\n"), "{out}");
+    assert!(out.contains("extension: tapcheck\n"), "{out}");
+    assert!(
+        out.contains("blocked: filesystem module access, direct socket module access\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("what to do: Lumiverse refused to install or start tapcheck"),
+        "{out}"
+    );
+    let (out, _, _) = run(&["Extension worker stopped"], None);
+    assert!(out.contains("kind: worker_stopped\n"), "{out}");
+    assert!(out.contains("restart it"), "{out}");
+    let (out, _, _) = run(
+        &[
+            "--json",
+            "Shared RPC endpoint \"tapline.phoneline\" timed out",
+        ],
+        None,
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["classification"]["kind"], "endpoint_timed_out");
+    assert!(
+        v["what_to_do"]
+            .as_str()
+            .is_some_and(|a| a.contains("10 seconds")),
+        "{out}"
+    );
+}

@@ -44,6 +44,40 @@ fn every_corpus_case_reads_out_what_it_expects() {
     assert_eq!(kinds.len(), 11, "{kinds:?}");
 }
 
+/// The texts the real Lumiverse host gave on this machine (`tests/data/lumiverse-host-texts.json`:
+/// the install scanner's refusal, a stopped worker, the 10 s timeout, ...): each reads out what
+/// it expects, and the advice `explain-error` prints for it (CLI and window alike) says what to
+/// do in the words the case names.
+#[test]
+fn the_real_hosts_texts_read_out_and_come_with_advice() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/lumiverse-host-texts.json"
+    ))
+    .unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let cases = doc["cases"].as_array().unwrap();
+    assert!(cases.len() >= 9, "cases: {}", cases.len());
+    for case in cases {
+        let input = case["input"].as_str().unwrap();
+        let got = parse(input);
+        let got_json = serde_json::to_value(&got).unwrap();
+        for (key, want) in case["expect"].as_object().unwrap() {
+            assert_eq!(
+                &got_json[key], want,
+                "case {input:?}: field {key} (got {got_json})"
+            );
+        }
+        let advice = switchboard::bridge::advice::what_to_do(&got)
+            .unwrap_or_else(|| panic!("no advice for {input:?}"));
+        let phrase = case["advice"].as_str().unwrap();
+        assert!(
+            advice.contains(phrase),
+            "advice for {input:?} lacks {phrase:?}: {advice}"
+        );
+    }
+}
+
 fn ext_id() -> impl Strategy<Value = String> {
     "[a-z][a-z0-9_-]{0,12}"
 }
@@ -220,9 +254,14 @@ fn held_bytes(e: &HostError) -> usize {
         HostErrorKind::InvalidPattern { detail } => detail.len(),
         HostErrorKind::ModuleNotFound { module } => module.len(),
         HostErrorKind::RefusedByExtension { reason } => reason.len(),
+        HostErrorKind::BlockedCapabilities {
+            extension,
+            capabilities,
+        } => extension.len() + capabilities.iter().map(String::len).sum::<usize>(),
         HostErrorKind::NotAuthorised
         | HostErrorKind::MalformedRequest
         | HostErrorKind::ConnectionClosed
+        | HostErrorKind::WorkerStopped
         | HostErrorKind::Unknown => 0,
     };
     kind + e.text.len() + e.wrapped_by.iter().map(String::len).sum::<usize>()

@@ -84,6 +84,9 @@ pub enum NoBannerReason {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
 pub struct ErrorExplanation {
+    /// What to do about it, in plain words ([`super::advice::what_to_do`]); `None` where the
+    /// meaning says it all.
+    pub what_to_do: Option<String>,
     /// The classification: kind, its values (form, endpoint, missing extension, owner,
     /// permissions, ...), the wrapping messages outermost first, and the text.
     pub classification: HostError,
@@ -150,6 +153,7 @@ pub fn explain(
         Derived::NotPermission => (None, Some(NoBannerReason::NotPermission), Vec::new()),
     };
     ErrorExplanation {
+        what_to_do: super::advice::what_to_do(&classification),
         classification,
         path,
         banner,

@@ -92,6 +92,7 @@ pub(crate) fn run(args: Args) -> CliResult {
             "banner": banner,
             "no_banner": no_banner,
             "manifests": manifests,
+            "what_to_do": switchboard::bridge::advice::what_to_do(&error),
         });
         let s = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
         println!("{s}");
@@ -228,10 +229,25 @@ fn print_classification(e: &HostError) {
             println!("kind: {}", e.kind_name());
             println!("reason: {reason}");
         }
+        HostErrorKind::BlockedCapabilities {
+            extension,
+            capabilities,
+        } => {
+            println!("kind: {}", e.kind_name());
+            println!("extension: {extension}");
+            println!("blocked: {}", capabilities.join(", "));
+        }
+        HostErrorKind::WorkerStopped => {
+            println!("kind: {}", e.kind_name());
+            println!("meaning: the called extension's process stopped while the call waited");
+        }
         _ => println!("kind: {}", e.kind_name()),
     }
     for w in &e.wrapped_by {
         println!("wrapped by: {w}");
+    }
+    if let Some(advice) = switchboard::bridge::advice::what_to_do(e) {
+        println!("what to do: {advice}");
     }
 }
 

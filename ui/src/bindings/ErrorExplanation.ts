@@ -9,6 +9,11 @@ import type { NoBannerReason } from "./NoBannerReason";
  */
 export type ErrorExplanation = { 
 /**
+ * What to do about it, in plain words ([`super::advice::what_to_do`]); `None` where the
+ * meaning says it all.
+ */
+what_to_do: string | null, 
+/**
  * The classification: kind, its values (form, endpoint, missing extension, owner,
  * permissions, ...), the wrapping messages outermost first, and the text.
  */

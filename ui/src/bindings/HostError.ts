@@ -79,4 +79,12 @@ module: string, } | { "kind": "refused_by_extension",
 /**
  * The line's reason (the rest of the text), possibly empty.
  */
-reason: string, } | { "kind": "connection_closed" } | { "kind": "unknown" });
+reason: string, } | { "kind": "connection_closed" } | { "kind": "worker_stopped" } | { "kind": "blocked_capabilities", 
+/**
+ * The extension id named.
+ */
+extension: string, 
+/**
+ * The scanner's labels, in its order (`filesystem module access`, ...).
+ */
+capabilities: Array<string>, } | { "kind": "unknown" });

@@ -132,6 +132,7 @@ describe("bridge words", () => {
       "The host's connection went away in the middle of the call. Not a permission failure, so no banner.",
     );
     const x: ErrorExplanation = {
+      what_to_do: null,
       classification: d.error,
       path: d.path,
       banner: null,

@@ -62,6 +62,10 @@ export function errorWords(e: HostError): string {
       return e.reason ? `The line refused the request on purpose: ${e.reason}` : "The line refused the request on purpose.";
     case "connection_closed":
       return "The host's connection went away in the middle of the call.";
+    case "worker_stopped":
+      return "The called extension's process stopped while the call waited (a handler threw synchronously, or the process crashed); Lumiverse does not restart it.";
+    case "blocked_capabilities":
+      return `Lumiverse's install scanner refused ${e.extension}: its backend uses ${e.capabilities.join(", ")}, which the host blocks. Nothing of it runs.`;
     case "unknown":
       return "Not an error Switchboard recognises; the text is shown as it is.";
   }
