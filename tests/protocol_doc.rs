@@ -929,12 +929,20 @@ fn every_refusal_and_close_code_the_desktop_can_send_is_in_the_doc() {
     }
 }
 
+/// The canonical JSON the doc prints for the proposal example is what the desktop hashes, and
+/// its hash is the example's `params_hash`.
 #[test]
-#[ignore = "prints the refusals read from the source"]
-fn print_source_refusals() {
-    let (found, unread) = source_refusals();
-    for r in found {
-        println!("{} | {:?} | {:?}", r.at, r.class, r.text);
-    }
-    println!("UNREAD {unread:?}");
+fn the_params_hash_rule_example_is_the_canonical_text() {
+    let doc = doc_text();
+    let proposal = examples()
+        .into_iter()
+        .find(|v| v["type"] == "action.propose")
+        .unwrap();
+    let params = &proposal["payload"]["params"];
+    let text = switchboard::ifp::params_hash::canonical_params(params);
+    assert!(doc.contains(&format!("hashes\n`{text}`")), "{text}");
+    assert_eq!(
+        format!("sha256:{}", switchboard::js_json::sha256_hex(&text)),
+        proposal["payload"]["params_hash"].as_str().unwrap()
+    );
 }
