@@ -144,6 +144,7 @@ pub fn dial_shortcut(data: &[u8]) {
                 Some(fast.generation),
                 fast.seq,
                 &fast.dial.id,
+                &env.id,
             );
             assert_eq!(a, b, "receiver outcomes differ (home generation {home})");
         }

@@ -38,7 +38,8 @@ enum Command {
     /// lines, confirmations, the last 1 000 dials redacted, three days of logs scrubbed).
     Bundle(cli::bundle::Args),
     /// Ask the running app to open a pairing window: print its code, link and a QR code, and
-    /// wait until the phone paired (the verification codes compared here or in the window).
+    /// wait until the phone paired. It asks "Does the phone show 534 784? Answer here [y/N] or
+    /// in the Switchboard window:" (the verification code both screens show).
     Pair(cli::app::PairArgs),
     /// List the running app's paired phones: link state, address, last seen.
     Phones(cli::app::PhonesArgs),

@@ -79,6 +79,7 @@ fn assert_agrees(text: &str, phone: &str) -> bool {
                 Some(fast.generation),
                 fast.seq,
                 &fast.dial.id,
+                &env.id,
             );
             assert_eq!(a, b, "receiver outcomes differ (home {home}):\n{text}");
         }

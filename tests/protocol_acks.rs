@@ -359,6 +359,78 @@ async fn resending_eight_applied_messages_raises_nothing_and_acks_never_go_back(
     d.stop();
 }
 
+/// A message that repeats an event's `dedup` key under a new `id` changes nothing and is
+/// acknowledged by its own id (not only by an older acknowledgement, which would leave it in the
+/// phone's outbox); a resend of it under that id is recognised by its id and never moves the
+/// acknowledgement back. Both paths: an event, and a dial (the link's one-pass path).
+#[tokio::test]
+async fn a_dedup_key_repeated_under_a_new_id_is_acknowledged_by_that_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = desk(
+        dir.path(),
+        DesktopIdentity::load_or_create(&MemoryStore::new()).unwrap(),
+    )
+    .await;
+    let me = PhoneIdentity::generate("NewId");
+    let mut phone = d.pair(&me).await;
+    let mut acks = Vec::new();
+    let first_event = event(&me, "msg_newid0000001", 0, 1);
+    let first_dial = dial(&me, "msg_newid0000002", 1, 1);
+    phone.send_value(&first_event).await.unwrap();
+    phone.send_value(&first_dial).await.unwrap();
+    assert_eq!(
+        until(&mut phone, &mut acks, ack_of("msg_newid0000002")).await,
+        2
+    );
+    let dials_before = d.hub.phone(me.device_id()).unwrap().dials;
+
+    let mut again_event = first_event.clone();
+    again_event["id"] = json!("msg_newid0000003");
+    phone.send_value(&again_event).await.unwrap();
+    let applied = until(&mut phone, &mut acks, |v| {
+        if v["type"] == "error" {
+            panic!("a repeated dedup key is not refused: {v}");
+        }
+        ack_of("msg_newid0000003")(v)
+    })
+    .await;
+    assert_eq!(applied, 3, "a message of its own id counts once");
+    let mut again_dial = first_dial.clone();
+    again_dial["id"] = json!("msg_newid0000004");
+    phone.send_value(&again_dial).await.unwrap();
+    assert_eq!(
+        until(&mut phone, &mut acks, ack_of("msg_newid0000004")).await,
+        4
+    );
+    let view = d.hub.phone(me.device_id()).unwrap();
+    assert_eq!(
+        view.dials, dials_before,
+        "the repeated dial is not held twice"
+    );
+
+    // Sent again under the same ids (the phone did not see the acks): recognised by id, the
+    // newest acknowledgement is repeated, nothing is counted again.
+    phone.send_value(&again_event).await.unwrap();
+    phone.send_value(&again_dial).await.unwrap();
+    phone.send_value(&first_event).await.unwrap();
+    phone
+        .send_value(&event(&me, "msg_newid0000005", 2, 1))
+        .await
+        .unwrap();
+    assert_eq!(
+        until(&mut phone, &mut acks, ack_of("msg_newid0000005")).await,
+        5
+    );
+    let order = |id: &str| id.trim_start_matches("msg_newid").parse::<u64>().unwrap();
+    for w in acks.windows(2) {
+        assert!(
+            order(&w[1].0) >= order(&w[0].0) && w[1].1 >= w[0].1,
+            "an ack went back: {acks:?}"
+        );
+    }
+    d.stop();
+}
+
 #[tokio::test]
 async fn a_lower_generation_after_a_higher_one_is_stale_and_the_fence_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();

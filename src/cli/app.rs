@@ -5,7 +5,8 @@
 //! running, or the exchange failed (the message says which, in one sentence).
 //!
 //! **Comparing the verification codes.** `pair` shows the code the phone must show too and asks
-//! "Does the phone show 012 345? [y/N]" on this terminal; the Switchboard window asks the same,
+//! "Does the phone show 534 784? Answer here [y/N] or in the Switchboard window:" on this
+//! terminal; the Switchboard window asks the same,
 //! and whichever answers first counts. The terminal may answer because only the same user can
 //! open the control socket (the same person who could click the window), and because a desktop
 //! reached over SSH has nobody at its window. With `--json` nothing is asked here: the person

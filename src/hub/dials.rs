@@ -191,16 +191,27 @@ impl Hub {
             Some(frame.generation),
             frame.seq,
             &frame.dial.id,
+            &frame.id,
         );
         let accepted = match outcome.verdict {
             Verdict::Accepted => {
                 self.raise_generation(device_id, p, Some(frame.generation));
                 Some(frame.dial)
             }
-            // A duplicate by its dedup key: not counted, the acknowledgement does not move.
-            Verdict::AcknowledgedDuplicate => {
+            // The same dial sent again: not counted, the acknowledgement does not move.
+            Verdict::AcknowledgedDuplicate
+                if p.receiver
+                    .is_resend(Some(&frame.session), &frame.dial.id, &frame.id) =>
+            {
                 p.reack = true;
                 return (None, false);
+            }
+            // Another message repeating a dial's dedup key: it changes nothing, and is
+            // acknowledged by its own id like any new message (the dial it repeats was
+            // accepted before it, so it is durable when the acknowledgement goes).
+            Verdict::AcknowledgedDuplicate => {
+                p.remember_id(&frame.id);
+                None
             }
             Verdict::Rejected => {
                 p.problem(format!(

@@ -749,7 +749,18 @@ impl Hub {
     fn apply_event(&self, device_id: &str, p: &mut PhoneState, env: &Envelope) -> (After, bool) {
         let outcome = p.receiver.receive_at_ts(env);
         match outcome.verdict {
-            Verdict::AcknowledgedDuplicate => return (After::Nothing, false),
+            Verdict::AcknowledgedDuplicate => {
+                let dedup = env.payload.get("dedup").and_then(serde_json::Value::as_str);
+                if dedup.is_some_and(|d| p.receiver.is_resend(env.session.as_deref(), d, &env.id)) {
+                    // The same event sent again: the acknowledgement covering it is repeated.
+                    return (After::Nothing, false);
+                }
+                // Another message repeating an event's dedup key: it changes nothing and is
+                // acknowledged by its own id like any new message (the event it repeats was
+                // taken in before it); its id is kept so that its own resends are recognised.
+                p.remember_id(&env.id);
+                return (After::Nothing, true);
+            }
             Verdict::Rejected => {
                 p.problem(format!(
                     "{} {} refused: {}",

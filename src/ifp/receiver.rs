@@ -44,7 +44,8 @@
 //! State is bounded whatever the peer sends ([`ReceiverLimits`]):
 //! - at most `max_sessions` sessions (default 256), least recently used evicted first;
 //! - per session at most `max_dedup_keys` dedup keys (default 1024), oldest evicted first; a key is
-//!   kept as its 32-byte SHA-256, whatever its length;
+//!   kept as its 32-byte SHA-256, whatever its length, with 8 bytes of the SHA-256 of the message
+//!   id it came with first ([`Receiver::is_resend`]);
 //! - at most `max_actions` actions (default 1024), the oldest finished one evicted first, else
 //!   the oldest.
 //!
@@ -54,7 +55,7 @@
 
 use std::collections::VecDeque;
 
-use foldhash::{HashMap, HashMapExt as _, HashSet};
+use foldhash::{HashMap, HashMapExt as _};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -271,10 +272,20 @@ fn digest(text: &str) -> Digest32 {
     Sha256::digest(text.as_bytes()).into()
 }
 
+/// The first 8 bytes of the SHA-256 of a message id: enough to tell a message sent again (same
+/// id) from another message repeating its dedup key, in 8 bytes a key.
+fn id_tag(id: &str) -> u64 {
+    let d = digest(id);
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    u64::from_le_bytes(b)
+}
+
 #[derive(Debug, Default)]
 struct SessionState {
     last_seq: Option<u64>,
-    dedup: HashSet<Digest32>,
+    /// Each dedup key's digest, with [`id_tag`] of the message id it was accepted with.
+    dedup: HashMap<Digest32, u64>,
     dedup_order: VecDeque<Digest32>,
     last_used: u64,
 }
@@ -456,14 +467,30 @@ impl Receiver {
             env.generation,
             common.seq,
             &common.dedup,
+            &env.id,
         )
+    }
+
+    /// Whether an event whose `dedup` key this receiver already holds for `session` is that
+    /// event sent again (the key came first with this message `id`), rather than another
+    /// message repeating the key under a new id. `false` when the key is not held.
+    ///
+    /// Why: a resend is acknowledged by the acknowledgement that already covers it (it never
+    /// moves the acknowledgement back), a new message by its own id (`docs/protocol.md`,
+    /// "Acknowledgement and replay").
+    pub fn is_resend(&self, session: Option<&str>, dedup: &str, id: &str) -> bool {
+        session
+            .and_then(|s| self.sessions.get(s))
+            .and_then(|s| s.dedup.get(&digest(dedup)))
+            .is_some_and(|tag| *tag == id_tag(id))
     }
 
     /// The event rules of [`Receiver::receive`] applied to an event's fields alone (for callers
     /// that validated and typed the frame themselves, such as the link's one-pass reading of
     /// `event.phoneline.dial`): dedup per session, the generation fence, then `seq` ordering
     /// (`ifp1-notes.md`, "Events: dedup, generation fence, ordering"). `msg_type` only words the
-    /// reason of a missing `session`. Same outcomes as `receive` gives the whole envelope.
+    /// reason of a missing `session`; `id` is the message's id (kept with an accepted key for
+    /// [`Receiver::is_resend`]). Same outcomes as `receive` gives the whole envelope.
     pub fn receive_event_fields(
         &mut self,
         msg_type: &str,
@@ -471,9 +498,10 @@ impl Receiver {
         generation: Option<u64>,
         seq: u64,
         dedup: &str,
+        id: &str,
     ) -> Outcome {
         self.tick = self.tick.wrapping_add(1);
-        self.event_rules(msg_type, session, generation, seq, dedup)
+        self.event_rules(msg_type, session, generation, seq, dedup, id)
     }
 
     fn event_rules(
@@ -483,6 +511,7 @@ impl Receiver {
         generation: Option<u64>,
         seq: u64,
         dedup: &str,
+        id: &str,
     ) -> Outcome {
         let Some(session) = session else {
             return Outcome::rejected(
@@ -494,7 +523,7 @@ impl Receiver {
         let tick = self.tick;
         if let Some(state) = self.sessions.get_mut(session) {
             state.last_used = tick;
-            if state.dedup.contains(&key) {
+            if state.dedup.contains_key(&key) {
                 return Outcome::duplicate(format!(
                     "payload.dedup: {dedup:?} already received in {session}"
                 ));
@@ -521,7 +550,7 @@ impl Receiver {
         let state = self.sessions.entry(session.to_string()).or_default();
         state.last_used = tick;
         state.last_seq = Some(seq);
-        if state.dedup.insert(key) {
+        if state.dedup.insert(key, id_tag(id)).is_none() {
             state.dedup_order.push_back(key);
         }
         while state.dedup_order.len() > max_keys {

@@ -20,6 +20,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
 use serde_json::{Map, Value};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::time::{sleep_until, timeout, timeout_at, Instant};
@@ -43,6 +44,15 @@ use crate::phone_events::{DialFrame, SharedStrings};
 /// Most frames already buffered on a connection handled in one go, before the connection
 /// looks at its timers, commands and shutdown again.
 pub const DRAIN_MAX: usize = 64;
+
+/// Longest time a closing connection goes on reading (and discarding) what the peer still
+/// sends after the desktop's last frame, so its close does not become a reset
+/// ([`Conn::linger`]; `docs/protocol.md`, "Close codes").
+pub(super) const LINGER_MAX: Duration = Duration::from_secs(5);
+
+/// A closing connection stops reading once the peer sent nothing for this long (nothing is
+/// left unread, so closing sends a FIN, not a reset).
+pub(super) const LINGER_IDLE: Duration = Duration::from_secs(1);
 
 fn ws_config() -> WebSocketConfig {
     WebSocketConfig::default()
@@ -406,16 +416,44 @@ impl Conn {
         self.emit_dials();
         // A pairing this connection started and did not finish costs its window one try.
         self.abandon_pairing();
+        let mut disconnected = None;
         if let Stage::Live { device_id, .. } = &self.stage {
             let mut sessions = lock(&self.shared.sessions);
             if sessions.get(device_id).map(|s| s.conn) == Some(self.conn) {
                 sessions.remove(device_id);
             }
             drop(sessions);
-            self.shared.emit(LinkEvent::PhoneDisconnected {
-                device_id: device_id.clone(),
-                reason,
-            });
+            disconnected = Some(device_id.clone());
+        }
+        if let Some(device_id) = disconnected {
+            self.shared
+                .emit(LinkEvent::PhoneDisconnected { device_id, reason });
+        }
+        self.linger().await;
+    }
+
+    /// Ends the connection so the peer can read the last frames: flushes what is queued, sends
+    /// TLS `close_notify` and the TCP FIN (half-close), then reads and discards what the peer
+    /// still sends until it closes its side, stays silent for [`LINGER_IDLE`], or
+    /// [`LINGER_MAX`] has passed. Closing a socket with unread bytes makes the kernel answer
+    /// with a reset, and a reset makes the peer's stack throw away what it had not read yet:
+    /// after a frame over 1 MiB, refused from its header while the rest of it is still
+    /// arriving, the `error` and the 1009 close would be lost (RFC 6455 §7.1.1 asks the same:
+    /// the server closes TCP first, after the closing handshake, without a reset).
+    async fn linger(&mut self) {
+        let _ = timeout(LINGER_IDLE, self.ws.flush()).await;
+        let _ = timeout(LINGER_IDLE, self.ws.get_mut().shutdown()).await;
+        let end = Instant::now() + LINGER_MAX;
+        // Raw TCP below TLS: nothing read now is looked at, so nothing is decrypted.
+        let tcp = self.ws.get_mut().get_mut().0;
+        let mut sink = vec![0u8; 16 * 1024];
+        loop {
+            let by = (Instant::now() + LINGER_IDLE).min(end);
+            match timeout_at(by, tcp.read(&mut sink)).await {
+                Ok(Ok(n)) if n > 0 => continue,
+                // EOF, an error, silence or the end of the bound: nothing more to wait for.
+                _ => break,
+            }
         }
     }
 
