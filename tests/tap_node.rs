@@ -1,7 +1,9 @@
-//! switchboard-tap (the npm package in `tap/`, issue 22) under Node and under Bun against the real link on
-//! loopback: the package is built with its own `tsc`, then `tap/test/drive-link.ts` pairs from
-//! the pairing link (this test is the person on the desktop: it confirms the pending pairing
-//! and checks both screens show the same verification code), streams 1 000 wrapped LumiRealm
+//! switchboard-tap (the npm package in `tap/`) under Bun, the Lumiverse host's runtime, against the
+//! real link on loopback: the package is built with its own `tsc`, then `tap/test/drive-link.ts`
+//! (a fake host whose extension storage is a temp folder) pairs from the pairing link in the
+//! pinned hello binding, fetching the desktop's certificate first (this test is the person on the
+//! desktop: it confirms the pending pairing and checks both screens show the same verification
+//! code), streams 1 000 wrapped LumiRealm
 //! calls through a fake host (some failing with the host's permission errors, some refused
 //! `not authorised`, some `{ok: false}` tool errors), and is cut halfway: a TCP relay between
 //! the tap and the link drops every connection and refuses new ones for a while, during which
@@ -9,8 +11,8 @@
 //! the 1 000 dials exactly once, each as the plan says (`tap/test/plan.ts`), and the bridge
 //! shows the right banner for the tap's phone.
 //!
-//! Needs Node 20+ and `tap/node_modules` with its `bun` (`bash scripts/install-deps.sh` runs
-//! `npm ci` in `tap/`); without them the test fails saying so. Every loop is bounded in count and time.
+//! Needs Node 20+ (for `tsc`) and `tap/node_modules` with its `bun` (`bash scripts/install-deps.sh`
+//! runs `npm ci` in `tap/`); without them the test fails saying so. Every loop is bounded in count and time.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/confirm.rs"]
@@ -146,8 +148,18 @@ fn planned(i: usize, n: usize) -> (&'static str, &'static str, DialOutcome, Opti
             _ => "grep_items",
         }
     };
+    if caller == "lumiweather" && !revoked {
+        // Refused before the handler read its request: the tap read the published request
+        // itself, so the dial still has its op and call id.
+        return (
+            caller,
+            op,
+            DialOutcome::Error,
+            Some("not authorised".into()),
+        );
+    }
     if caller == "lumiweather" {
-        // Refused before the handler read its request: the tap never saw the op.
+        // ... unless the host refuses that read too (LumiRealm lacks `characters`).
         return (
             caller,
             "unknown",
@@ -206,17 +218,8 @@ async fn read_line(
     panic!("no {want} line in 100 000 lines");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tap_under_node_pairs_streams_is_cut_and_replays_each_dial_once() {
-    drive(
-        Path::new("node"),
-        "node is not installed: switchboard-tap needs Node 20+",
-    )
-    .await;
-}
-
-/// The same journey under Bun, the runtime of Lumiverse's workers (`bun` is a dev dependency
-/// of `tap/`, installed by `npm ci` there from the npm registry).
+/// The journey under Bun, the runtime of Lumiverse's extensions (`bun` is a dev dependency of
+/// `tap/`, installed by `npm ci` there from the npm registry).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tap_under_bun_pairs_streams_is_cut_and_replays_each_dial_once() {
     let bun = repo().join("tap/node_modules/.bin/bun");
@@ -266,12 +269,12 @@ async fn drive(runtime: &Path, missing: &str) {
     );
     let person = confirm::confirm_when_pending(link.clone(), Duration::from_secs(60));
 
-    let state = dir.path().join("tap-state.json");
+    let storage = dir.path().join("tap-storage");
     let mut child = Node(
         Command::new(runtime)
             .arg(tap_dir.join("dist/test/drive-link.js"))
             .arg(&pairing_link)
-            .arg(&state)
+            .arg(&storage)
             .arg(CALLS.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -304,8 +307,25 @@ async fn drive(runtime: &Path, missing: &str) {
     );
     let device = read_line(&mut lines, "PAIRED", &mut seen).await;
     assert_eq!(pending.device_id, device);
-    assert!(link.paired_phones().iter().any(|p| p.device_id == device));
-    state_file_is_private(&state);
+    let phone = link
+        .paired_phones()
+        .into_iter()
+        .find(|p| p.device_id == device)
+        .expect("the tap is paired");
+    assert_eq!(
+        phone.binding,
+        switchboard::link::HelloBinding::Pinned,
+        "recorded with the binding the tap asked for"
+    );
+    // The tap's own record: the pinned binding, and its key in the enclave, not in storage.
+    let stored: Value =
+        serde_json::from_str(&read_line(&mut lines, "STORED", &mut seen).await).unwrap();
+    assert_eq!(stored["binding"], "pinned", "{stored}");
+    assert_eq!(stored["seedInStorage"], false, "{stored}");
+    let on_disk =
+        std::fs::read_to_string(storage.join("lumirealm/storage/switchboard-tap/state.json"))
+            .expect("the tap's state is in its extension storage folder");
+    assert!(on_disk.contains(&fp), "the pinned fingerprint is stored");
 
     // Halfway: cut the link, keep it away while the tap queues the second half, then let it back.
     let half = read_line(&mut lines, "HALF", &mut seen).await;
@@ -459,10 +479,4 @@ async fn drive(runtime: &Path, missing: &str) {
         phone.problems
     );
     let _ = stop_tx.send(());
-}
-
-fn state_file_is_private(path: &Path) {
-    use std::os::unix::fs::PermissionsExt as _;
-    let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o600, "{} is {mode:o}", path.display());
 }

@@ -1370,23 +1370,30 @@ fn the_answer_check_catches_answer_controls() {
 // ---------------------------------------------------------------------------------------------
 // Journey 6: switchboard-tap (tap/) from its example phone line feeds Live dials.
 
-/// A node process of the tap, killed when dropped; its output goes to `log`.
+/// A Bun process of the tap (`tap/node_modules/.bin/bun`, Lumiverse's runtime), killed when
+/// dropped; its output goes to `log`.
 struct NodeProc {
     child: std::process::Child,
     log: std::path::PathBuf,
 }
 
 impl NodeProc {
-    fn start(name: &str, dir: &std::path::Path, args: &[String]) -> R<NodeProc> {
+    fn start(
+        name: &str,
+        dir: &std::path::Path,
+        tap: &std::path::Path,
+        args: &[String],
+    ) -> R<NodeProc> {
         let log = dir.join(format!("{name}.log"));
         let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
-        let child = std::process::Command::new("node")
+        let bun = tap.join("node_modules/.bin/bun");
+        let child = std::process::Command::new(&bun)
             .args(args)
             .stdout(out)
             .stderr(err)
             .spawn()
-            .map_err(|e| format!("node (switchboard-tap needs Node 20+): {e}"))?;
+            .map_err(|e| format!("{} (npm ci in tap/ installs it): {e}", bun.display()))?;
         Ok(NodeProc { child, log })
     }
 
@@ -1458,25 +1465,18 @@ async fn tap_journey(j: &mut Journey) -> R<()> {
     let tap = build_tap()?;
     let dir = j.env.root.path().join("tap");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let state = dir.join("weather-tap.json").display().to_string();
-    let cli = tap.join("dist/src/cli.js").display().to_string();
+    // The extension's storage folder (the fake host's `DATA_DIR/extensions/<id>/storage`).
+    let storage = dir.join("host-storage").display().to_string();
     let demo = tap.join("dist/example/demo.js").display().to_string();
 
-    // Pair as the author would: `switchboard-tap pair '<link>'`, the person compares the codes.
+    // Pair as the Weather Line's settings piece does, the person comparing the codes; then the
+    // example phone line, dialed as LumiAgent would, streams into Live dials.
     let invite = open_pairing(j.ui(), false).await?;
-    let mut pairing = NodeProc::start(
-        "tap-pair",
+    let mut feed = NodeProc::start(
+        "tap-demo",
         &dir,
-        &[
-            cli,
-            s("pair"),
-            invite.link(),
-            s("--state"),
-            state.clone(),
-            s("--label"),
-            s("Weather Line tap"),
-            s("--yes"),
-        ],
+        &tap,
+        &[demo, storage, invite.link(), s("40"), s("100")],
     )?;
     let v = j
         .ui()
@@ -1490,24 +1490,19 @@ async fn tap_journey(j: &mut Journey) -> R<()> {
         .await?;
     let code = v.as_str().unwrap_or_default().to_string();
     let end = Instant::now() + WAIT;
-    while !pairing
+    while !feed
         .output()
         .contains(&format!("Verification code: {code}"))
     {
         ensure!(
             Instant::now() < end,
             "the tap does not show the desktop's code {code}:\n{}",
-            pairing.output()
+            feed.output()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     j.ui().click_button("Codes match").await?;
-    let said = pairing.finish(Duration::from_secs(30))?;
-    ensure!(said.contains("paired as dev_"), "{said}");
-
-    // The example phone line, dialed as LumiAgent would, streams into Live dials.
     j.ui().view('4', "Live dials").await?;
-    let mut feed = NodeProc::start("tap-demo", &dir, &[demo, state, s("40"), s("100")])?;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if dial_count(j.ui()).await?.unwrap_or(0) >= 40 {
@@ -1520,7 +1515,8 @@ async fn tap_journey(j: &mut Journey) -> R<()> {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    feed.finish(Duration::from_secs(30))?;
+    let said = feed.finish(Duration::from_secs(30))?;
+    ensure!(said.contains("paired as dev_"), "{said}");
     let ui = j.ui();
     let text = ui.main_text().await?;
     ensure!(

@@ -1,16 +1,21 @@
 // The tap: wraps a phone-line handler so each call becomes an `event.phoneline.dial`, keeps an
-// outbox until the desktop acknowledges it, and keeps one link to the paired desktop (hello
-// with proof, replay, keepalive, reconnect with backoff). docs/protocol.md, "Phone-line events",
-// "Acknowledgement and replay", "Session", "Keepalive".
+// outbox in the host's storage until the desktop acknowledges it, and keeps one link to the
+// paired desktop (pinned hello, replay, keepalive, reconnect with backoff). Runs inside the
+// Lumiverse host's extension process and uses only what its install scanner allows
+// (../shared/specs/lumiverse-host.md). docs/protocol.md, "Phone-line events",
+// "Acknowledgement and replay", "Session", "Hello bindings", "Keepalive".
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import { performance } from "node:perf_hooks";
-import { Conn, LinkError, MAX_FRAME_BYTES, type Frame } from "./conn.js";
-import { freshState, loadState, saveState, saveStateSync, type TapState } from "./state.js";
-import { Ed25519, fromB64url, randomId, rfc3339, verifyB64 } from "./wire.js";
+import { Conn, globalSocketFactory, LinkError, MAX_FRAME_BYTES, type Frame, type SocketFactory } from "./conn.js";
+import { pairWithLink } from "./pair.js";
+import { freshIdentity, loadKey, loadState, saveKey, saveState, type DesktopRecord, type EnclaveLike, type StorageLike, type TapState } from "./store.js";
+import { answerPinnedText, BINDING, Ed25519, helloPinnedText, introPinnedText, randomId, rfc3339, verifyB64 } from "./wire.js";
 
-/** The request context the host passes a handler (`phone-line.md`, "How it works"). */
+/** The request context the host passes a handler (`{endpoint, requesterExtensionId,
+ * effectivePermissions}`, the host's shared-rpc-pool docs, "handle"). */
 export interface RpcContext {
+  endpoint?: string;
   requesterExtensionId?: string;
   [k: string]: unknown;
 }
@@ -19,20 +24,31 @@ export interface RpcContext {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type PhoneLineHandler = (rctx: any, ...rest: any[]) => unknown;
 
-/** The part of `spindle` the tap uses: `rpcPool.read`, to see the request the handler reads
- * from `<requester>.phoneline_request` (the tap wraps it; reads elsewhere pass through). */
+/** The part of the extension's `spindle` the tap uses. `storage` and `enclave` hold its state;
+ * `rpcPool.read`/`sync` are wrapped (to see the request each call reads, and to record the
+ * extension's own calls the host refuses); `onFrontendMessage`/`sendToFrontend` carry the
+ * pairing piece's messages; `permissions.onChanged` tells it when grants change; `log` is
+ * where it speaks. */
 export interface SpindleLike {
   rpcPool: {
     read: (endpoint: string, ...rest: any[]) => Promise<any>;
+    sync?: (endpoint: string, value: unknown, ...rest: any[]) => any;
     [k: string]: any;
   };
+  storage: StorageLike;
+  enclave: EnclaveLike;
+  onFrontendMessage?: (handler: (payload: unknown, userId: string) => void) => unknown;
+  sendToFrontend?: (payload: unknown, userId?: string) => void;
+  permissions?: { onChanged?: (handler: (detail: { permission?: string; granted?: boolean; allGranted?: string[] }) => void) => unknown };
+  log?: { info?: (m: string) => void; warn?: (m: string) => void; error?: (m: string) => void };
 }
 
 /** The phone line the tap reports for. */
 export interface LineInfo {
-  /** The extension id (host-attested namespace), e.g. `lumirealm`. */
+  /** The extension id (`identifier` of spindle.json), e.g. `weatherline`. */
   identifier: string;
-  /** The name its `spindle.json` declares (and its describe answers). */
+  /** The name its `spindle.json` declares (and its describe answers); also the name the
+   * desktop shows for the tap. */
   name?: string;
   /** The permissions its `spindle.json` declares; omit when unknown. */
   permissions?: string[];
@@ -48,17 +64,19 @@ export type TapNotice =
   | { kind: "dropped"; count: number }
   | { kind: "refused"; parent?: string; errorClass: string; detail?: string }
   | { kind: "unpaired" }
+  | { kind: "paired"; desktop: string; code: string }
   | { kind: "ignored"; type: string; why: string }
-  | { kind: "not_paired"; stateFile: string };
+  | { kind: "not_paired" }
+  | { kind: "no_network"; reason: string }
+  | { kind: "late"; callId?: string; op: string; outcome: "ok" | "tool_error" | "error"; afterMs: number }
+  | { kind: "storage"; error: string };
 
 /** Options of [`createTap`]. */
 export interface TapOptions {
-  /** The state file (identity, desktop, outbox): 0600, written atomically. Required. */
-  stateFile: string;
   /** The line the handler answers for. */
   line: LineInfo;
-  /** The extension's `spindle`, so the tap sees the request each call reads. */
-  spindle?: SpindleLike;
+  /** The extension's `spindle` (state, pairing messages, the requests each call reads). */
+  spindle: SpindleLike;
   /** Send shapes only: request and response values replaced by their types (keys kept); error
    * texts kept only when they are a host or LumiRealm template, else redacted. Default false. */
   shapesOnly?: boolean;
@@ -67,7 +85,7 @@ export interface TapOptions {
   maxQueued?: number;
   /** Retention label for dials. Default `standard`. */
   retention?: Retention;
-  /** Where the tap's words go. Default `console.warn` with a `[switchboard-tap]` prefix. */
+  /** Where the tap's words go. Default `spindle.log.warn` (the host's log), prefixed. */
   log?: (line: string) => void;
   onNotice?: (n: TapNotice) => void;
   /** Start connecting at once. Default true. */
@@ -78,9 +96,16 @@ export interface TapOptions {
    * hearing from it. Defaults 15 000 and 45 000 (the desktop's own intervals). */
   keepaliveMs?: number;
   deadMs?: number;
-  /** How long the outbox may wait in memory before it is written to the state file, ms.
-   * Default 200. A crash loses at most the calls of this window. */
+  /** How long the outbox may wait in memory before it is written to storage, ms. Default 200.
+   * A crash loses at most the calls of this window. */
   persistEveryMs?: number;
+  /** The host's shared-RPC timeout, ms (Lumiverse: 10 000, worker-host.ts). A handler still
+   * running then is recorded `timed_out` at that moment. */
+  hostTimeoutMs?: number;
+  /** Answer the pairing piece's messages (`spindle.onFrontendMessage`). Default true. */
+  pairingUi?: boolean;
+  /** The WebSocket to use (tests); default the host's global one. */
+  socketFactory?: SocketFactory;
 }
 
 /** A bridge result of the line's own (docs/protocol.md, `event.bridge.status`). */
@@ -92,12 +117,38 @@ export interface BridgeStatus {
   error?: string;
 }
 
+/** What the pairing piece shows (sent as `{switchboardTap: "status", ...}`). */
+export interface PairingStatus {
+  deviceId: string;
+  /** The tap's name on the desktop. */
+  label: string;
+  paired: boolean;
+  /** "Switchboard (dev_…) at 192.0.2.20:47470" when paired. */
+  desktop: string | null;
+  connected: boolean;
+  queued: number;
+  lastError: string | null;
+  /** A pairing under way: its step, and the verification code once there is one. */
+  pairing: { step: "certificate" | "request" | "code" | "waiting_desktop"; code?: string } | null;
+}
+
 interface CallCtx {
   request?: unknown;
   read: boolean;
+  /** The handler tried to read its request (so a failure before it is the read's own). */
+  readTried: boolean;
+  settled: boolean;
+  timedOut: boolean;
 }
 
 type Outcome = "ok" | "tool_error" | "error" | "timed_out";
+
+/** Host texts refusing a call before any handler ran (or a handler that never answered):
+ * permission forms, missing endpoint, timeout, a stopped worker, a bad endpoint name
+ * (upstream-behaviour.md, "The host's error texts"; lumiverse-host.md, section 4). */
+const HOST_REFUSAL = /^(Shared RPC endpoint "[^"]*" (requires |is not registered|timed out)|Extension worker stopped$|Invalid shared RPC endpoint )/;
+const HOST_TIMEOUT = /^Shared RPC endpoint "[^"]*" timed out$/;
+const HOST_PERMISSION = /^Shared RPC endpoint "[^"]*" requires /;
 
 /** Creates a tap. `tap.wrap(handler)` is the one line; see README. */
 export function createTap(opts: TapOptions): Tap {
@@ -107,14 +158,19 @@ export function createTap(opts: TapOptions): Tap {
 /** A tap on one phone line. */
 export class Tap {
   private readonly opts: TapOptions;
+  private readonly spindle: SpindleLike;
   private state: TapState;
-  private outboxIds: string[];
   private key: Ed25519;
+  private outboxIds: string[];
+  private loaded = false;
+  private readonly early: Array<() => void> = [];
+  /** Resolves once the stored state is read (or found missing or unreadable). */
+  readonly ready: Promise<void>;
   private conn: Conn | null = null;
   private live = false;
   private stopped = false;
   private running: Promise<void> | null = null;
-  private persistTimer: NodeJS.Timeout | null = null;
+  private persistTimer: ReturnType<typeof setTimeout> | null = null;
   private persistChain: Promise<void> = Promise.resolve();
   private dirty = false;
   private readonly als = new AsyncLocalStorage<CallCtx>();
@@ -123,27 +179,93 @@ export class Tap {
   private wake: (() => void) | null = null;
   private readonly max: number;
   private readonly log: (line: string) => void;
+  private readonly factory: SocketFactory;
+  private lastError: string | null = null;
+  private noNetwork = false;
+  private pairingNow: PairingStatus["pairing"] = null;
+  private confirmWaiter: ((same: boolean) => void) | null = null;
+  private readonly watchers = new Set<string | undefined>();
+  private statusTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The last bridge result reported per path (`caller>endpoint`), so a repeat is not resent. */
+  private readonly paths = new Map<string, string>();
+  /** Probe endpoints read by the extension, re-read after a permission change. */
+  private readonly probes = new Set<string>();
+  /** Requesters whose last dial failed with a host permission text (re-checked after a
+   * permission change). */
+  private readonly blockedRequesters = new Set<string>();
+  private lastGranted: string | null = null;
+  private permTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The last request this extension published at `<self>.phoneline_request` (its own dials). */
+  private lastOwnRequest: unknown = undefined;
+  private origRead: ((endpoint: string, ...rest: any[]) => Promise<any>) | null = null;
   /** Messages the desktop acknowledged, this run. */
   acknowledged = 0;
   /** The desktop's last `applied` figure. */
   desktopApplied = 0;
+  /** The pairing piece's backend side: `tap.pairing.handle(payload, userId)` answers one
+   * frontend message and says whether it was the tap's (see README, "Pairing"). */
+  readonly pairing: { handle: (payload: unknown, userId?: string) => boolean; status: () => PairingStatus };
 
   constructor(opts: TapOptions) {
-    if (!opts.stateFile) throw new Error("switchboard-tap: stateFile is required");
     if (!opts.line?.identifier) throw new Error("switchboard-tap: line.identifier is required");
-    this.opts = opts;
-    this.max = Math.max(1, opts.maxQueued ?? 10_000);
-    this.log = opts.log ?? ((l) => console.warn(`[switchboard-tap] ${l}`));
-    let st = loadState(opts.stateFile);
-    if (!st) {
-      st = freshState(`${opts.line.name ?? opts.line.identifier} (switchboard-tap)`);
-      saveStateSync(opts.stateFile, st);
+    if (!opts.spindle?.storage || !opts.spindle?.enclave || !opts.spindle?.rpcPool) {
+      throw new Error("switchboard-tap: pass your extension's spindle (createTap({line, spindle})): the tap keeps its state in spindle.storage and its key in spindle.enclave");
     }
-    this.state = st;
-    this.outboxIds = st.outbox.map(idOf);
-    this.key = new Ed25519(fromB64url(st.seed, `${opts.stateFile}: seed`, 32));
-    if (opts.spindle) this.instrument(opts.spindle);
+    this.opts = opts;
+    this.spindle = opts.spindle;
+    this.max = Math.max(1, opts.maxQueued ?? 10_000);
+    const hostLog = opts.spindle.log;
+    this.log = opts.log ?? ((l) => (hostLog?.warn ?? hostLog?.info ?? console.warn)(`[switchboard-tap] ${l}`));
+    this.factory = opts.socketFactory ?? globalSocketFactory();
+    const fresh = freshIdentity(this.lineName());
+    this.state = fresh.state;
+    this.key = fresh.key;
+    this.outboxIds = [];
+    this.pairing = { handle: (p, u) => this.handleFrontend(p, u), status: () => this.status() };
+    this.instrument(opts.spindle);
+    if (opts.pairingUi !== false && typeof opts.spindle.onFrontendMessage === "function") {
+      opts.spindle.onFrontendMessage((payload, userId) => {
+        this.handleFrontend(payload, userId);
+      });
+    }
+    if (typeof opts.spindle.permissions?.onChanged === "function") {
+      opts.spindle.permissions.onChanged((d) => this.onPermissionChanged(d?.allGranted));
+    }
+    this.ready = this.load();
     if (opts.autoStart !== false) this.start();
+  }
+
+  private lineName(): string {
+    return this.opts.line.name ?? this.opts.line.identifier;
+  }
+
+  private async load(): Promise<void> {
+    try {
+      const st = await loadState(this.spindle.storage);
+      if (st) {
+        if (st.desktop) {
+          try {
+            this.key = await loadKey(this.spindle.enclave, st);
+          } catch (e) {
+            this.lastError = (e as Error).message;
+            this.log(`${this.lastError}; keeping nothing of the old pairing`);
+            st.desktop = null;
+            st.outbox = [];
+          }
+        }
+        if (st.desktop) {
+          this.state = st;
+          this.outboxIds = st.outbox.map(idOf);
+        }
+      }
+    } catch (e) {
+      this.lastError = `could not read the tap's state: ${(e as Error).message}`;
+      this.notice({ kind: "storage", error: this.lastError }, this.lastError);
+    } finally {
+      this.loaded = true;
+      for (const f of this.early.splice(0)) f();
+      this.pushStatus();
+    }
   }
 
   /** This tap's device id (what the desktop's Phones view shows). */
@@ -151,7 +273,7 @@ export class Tap {
     return this.state.device_id;
   }
 
-  /** Whether a desktop is paired (in the state file). */
+  /** Whether a desktop is paired. */
   get paired(): boolean {
     return this.state.desktop !== null;
   }
@@ -166,37 +288,47 @@ export class Tap {
     return this.live;
   }
 
-  /** Wraps `handler`: the result, errors and behaviour are unchanged; each call is recorded as
-   * one dial after it ends. */
-  wrap<H extends PhoneLineHandler>(handler: H): H {
+  /** Wraps `handler`: its result and its errors reach the host unchanged, and each call is
+   * recorded as one dial. The wrapped handler always returns a promise, so a synchronous throw
+   * becomes a rejection (recorded `error`) instead of escaping into the host's message loop,
+   * which stops the extension's process. A handler still running when the host's shared-RPC
+   * timeout fires is recorded `timed_out` then (the host has already answered the caller);
+   * its late end is logged and noticed, not sent as a second dial. */
+  wrap<H extends PhoneLineHandler>(handler: H): (...args: Parameters<H>) => Promise<Awaited<ReturnType<H>>> {
     const tap = this;
-    const wrapped = function (this: unknown, rctx: RpcContext, ...rest: unknown[]) {
-      const ctx: CallCtx = { read: false };
+    const timeoutMs = this.opts.hostTimeoutMs ?? 10_000;
+    return function (this: unknown, rctx: RpcContext, ...rest: unknown[]) {
+      const ctx: CallCtx = { read: false, readTried: false, settled: false, timedOut: false };
       const startedAt = Date.now();
       const t0 = performance.now();
-      let out: unknown;
+      let p: Promise<unknown>;
       try {
-        out = tap.als.run(ctx, () => handler.call(this, rctx, ...rest));
+        p = Promise.resolve(tap.als.run(ctx, () => handler.call(this, rctx, ...rest)));
       } catch (e) {
-        tap.later(rctx, ctx, startedAt, t0, false, e);
-        throw e;
+        p = Promise.reject(e);
       }
-      if (out && typeof (out as Promise<unknown>).then === "function") {
-        return (out as Promise<unknown>).then(
-          (v) => {
-            tap.later(rctx, ctx, startedAt, t0, true, v);
-            return v;
-          },
-          (e) => {
-            tap.later(rctx, ctx, startedAt, t0, false, e);
-            throw e;
-          },
-        );
-      }
-      tap.later(rctx, ctx, startedAt, t0, true, out);
-      return out;
-    };
-    return wrapped as unknown as H;
+      const timer = setTimeout(() => {
+        if (ctx.settled) return;
+        ctx.timedOut = true;
+        const endpoint = `${tap.opts.line.identifier}.phoneline`;
+        tap.later(rctx, ctx, startedAt, timeoutMs, "timed_out", `Shared RPC endpoint "${endpoint}" timed out`);
+      }, timeoutMs);
+      return p.then(
+        (v) => {
+          ctx.settled = true;
+          clearTimeout(timer);
+          tap.ended(rctx, ctx, startedAt, t0, true, v);
+          return v;
+        },
+        async (e) => {
+          ctx.settled = true;
+          clearTimeout(timer);
+          if (!ctx.read && !ctx.readTried && !ctx.timedOut) await tap.peekRequest(rctx, ctx);
+          tap.ended(rctx, ctx, startedAt, t0, false, e);
+          throw e;
+        },
+      );
+    } as (...args: Parameters<H>) => Promise<Awaited<ReturnType<H>>>;
   }
 
   /** Forwards a bridge result of the line's own (a probe read, a permission change) as
@@ -209,6 +341,7 @@ export class Tap {
     if (s.outcome === "error" && (typeof s.error !== "string" || !s.error)) throw new Error("reportBridgeStatus: an error outcome needs its error text");
     const payload: Record<string, unknown> = { source: s.source, caller: s.caller, endpoint: s.endpoint, outcome: s.outcome };
     if (s.outcome === "error") payload.error = this.opts.shapesOnly ? redactError(String(s.error)) : s.error;
+    this.paths.set(`${s.caller}>${s.endpoint}`, s.outcome === "ok" ? "ok" : String(s.error));
     this.enqueue("event.bridge.status", payload, null);
   }
 
@@ -219,18 +352,22 @@ export class Tap {
     this.running = this.loop().catch((e) => this.log(`link loop ended: ${(e as Error).message}`));
   }
 
-  /** Stops the link and writes the outbox to the state file. */
+  /** Stops the link and writes the outbox to storage. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
     this.conn?.close();
+    this.confirmWaiter?.(false);
     await this.running;
     this.running = null;
+    if (this.statusTimer) clearTimeout(this.statusTimer);
+    if (this.permTimer) clearTimeout(this.permTimer);
     await this.flush();
   }
 
   /** Writes the state (outbox included) now. */
   async flush(): Promise<void> {
+    await this.ready;
     if (this.persistTimer) {
       clearTimeout(this.persistTimer);
       this.persistTimer = null;
@@ -250,72 +387,373 @@ export class Tap {
     return this.state.outbox.length === 0;
   }
 
+  // ---- pairing (the settings piece's backend side) ---------------------------------------
+
+  /** Answers one message of the pairing piece (`{switchboardTap: "status" | "pair" |
+   * "confirm" | "cancel", ...}`); returns false for any other message. */
+  private handleFrontend(payload: unknown, userId?: string): boolean {
+    if (!payload || typeof payload !== "object" || typeof (payload as { switchboardTap?: unknown }).switchboardTap !== "string") return false;
+    const m = payload as { switchboardTap: string; link?: unknown; codesMatch?: unknown };
+    this.watchers.add(userId);
+    switch (m.switchboardTap) {
+      case "status":
+        break;
+      case "pair":
+        if (typeof m.link !== "string") {
+          this.lastError = "pairing: paste the pairing link the desktop shows (switchboard://pair?...)";
+        } else if (this.pairingNow) {
+          this.lastError = "a pairing is already under way: finish or cancel it first";
+        } else {
+          void this.pairFromLink(m.link, userId);
+        }
+        break;
+      case "confirm":
+        this.confirmWaiter?.(m.codesMatch === true);
+        break;
+      case "cancel":
+        this.confirmWaiter?.(false);
+        break;
+      default:
+        this.lastError = `unknown pairing message ${JSON.stringify(m.switchboardTap)}`;
+    }
+    this.pushStatus(true);
+    return true;
+  }
+
+  /** Pairs from a pairing link, as the pairing piece does; `confirm` is asked with the
+   * verification code. Resolves once paired (the desktop is stored), rejects saying why. */
+  async pairWith(link: string, confirm: (code: string) => Promise<boolean>, userId?: string): Promise<{ deviceId: string; desktopDeviceId: string; verificationCode: string }> {
+    await this.ready;
+    const st = this.state;
+    const r = await pairWithLink(
+      link,
+      { key: this.key, deviceId: st.device_id, entity: st.entity, label: this.lineName() },
+      {
+        confirm,
+        progress: (step) => {
+          this.pairingNow = { step };
+          this.pushStatus();
+        },
+        socketFactory: this.factory,
+      },
+    );
+    // The key first: a state naming a desktop whose key is not stored would be unusable.
+    await saveKey(this.spindle.enclave, this.key, userId ?? null);
+    st.enclave_user = userId ?? null;
+    st.label = this.lineName();
+    st.desktop = r.desktop;
+    await saveState(this.spindle.storage, st);
+    this.lastError = null;
+    this.noNetwork = false;
+    this.notice({ kind: "paired", desktop: r.desktop.device_id, code: r.code }, `paired with ${r.desktop.device_id} at ${r.desktop.host}:${r.desktop.port} (code ${r.code})`);
+    this.conn?.close();
+    this.wake?.();
+    return { deviceId: st.device_id, desktopDeviceId: r.desktop.device_id, verificationCode: r.code };
+  }
+
+  private async pairFromLink(link: string, userId?: string): Promise<void> {
+    this.pairingNow = { step: "certificate" };
+    this.lastError = null;
+    this.pushStatus();
+    try {
+      await this.pairWith(
+        link,
+        (code) =>
+          new Promise<boolean>((resolve) => {
+            this.pairingNow = { step: "code", code };
+            this.confirmWaiter = (same) => {
+              this.confirmWaiter = null;
+              resolve(same);
+            };
+            this.pushStatus();
+          }),
+        userId,
+      );
+    } catch (e) {
+      this.lastError = `pairing failed: ${(e as Error).message}`;
+      this.log(this.lastError);
+    } finally {
+      this.confirmWaiter = null;
+      this.pairingNow = null;
+      this.pushStatus(true);
+    }
+  }
+
+  private status(): PairingStatus {
+    const d = this.state.desktop;
+    return {
+      deviceId: this.state.device_id,
+      label: this.lineName(),
+      paired: d !== null,
+      desktop: d ? `${d.label ?? "Switchboard"} (${d.device_id}) at ${d.host}:${d.port}` : null,
+      connected: this.live,
+      queued: this.state.outbox.length,
+      lastError: this.lastError,
+      pairing: this.pairingNow,
+    };
+  }
+
+  /** Sends the status to every frontend that talked to the tap (at once, or at most every
+   * 500 ms for changes of the queue). */
+  private pushStatus(now = false) {
+    if (!this.spindle.sendToFrontend || this.watchers.size === 0) return;
+    if (!now && this.statusTimer) return;
+    const send = () => {
+      this.statusTimer = null;
+      const s = { switchboardTap: "status", ...this.status() };
+      for (const u of this.watchers) {
+        try {
+          this.spindle.sendToFrontend!(s, u);
+        } catch (e) {
+          this.log(`could not send the pairing status: ${(e as Error).message}`);
+        }
+      }
+    };
+    if (now) {
+      if (this.statusTimer) clearTimeout(this.statusTimer);
+      send();
+      return;
+    }
+    this.statusTimer = setTimeout(send, 500);
+  }
+
   // ---- recording -------------------------------------------------------------------------
 
   private instrument(spindle: SpindleLike) {
     const pool = spindle.rpcPool;
     if ((pool.read as { __switchboardTap?: boolean }).__switchboardTap) return;
     const orig = pool.read;
-    const als = this.als;
+    this.origRead = (endpoint, ...rest) => orig.call(pool, endpoint, ...rest);
+    const tap = this;
     const read = function (this: unknown, endpoint: string, ...rest: unknown[]) {
-      const ctx = als.getStore();
-      const p = orig.call(this ?? pool, endpoint, ...rest);
-      if (!ctx || typeof endpoint !== "string" || !endpoint.endsWith(".phoneline_request")) return p;
-      return Promise.resolve(p).then((v) => {
-        ctx.request = v;
-        ctx.read = true;
-        return v;
-      });
+      const ctx = tap.als.getStore();
+      const own = ctx !== undefined && typeof endpoint === "string" && endpoint.endsWith(".phoneline_request");
+      if (own) ctx.readTried = true;
+      const t0 = performance.now();
+      const startedAt = Date.now();
+      let p: Promise<unknown>;
+      try {
+        p = Promise.resolve(orig.call(this ?? pool, endpoint, ...rest));
+      } catch (e) {
+        p = Promise.reject(e);
+      }
+      return p.then(
+        (v) => {
+          if (own) {
+            ctx.request = v;
+            ctx.read = true;
+          } else tap.ownRead(endpoint, startedAt, t0, true, v);
+          return v;
+        },
+        (e) => {
+          if (!own) tap.ownRead(endpoint, startedAt, t0, false, e);
+          throw e;
+        },
+      );
     };
     (read as { __switchboardTap?: boolean }).__switchboardTap = true;
     pool.read = read;
+    if (typeof pool.sync === "function") {
+      const origSync = pool.sync;
+      pool.sync = function (this: unknown, endpoint: string, value: unknown, ...rest: unknown[]) {
+        try {
+          const r = origSync.call(this ?? pool, endpoint, value, ...rest);
+          if (typeof endpoint === "string" && /(^|\.)phoneline_request$/.test(endpoint)) tap.lastOwnRequest = value;
+          return r;
+        } catch (e) {
+          const text = errorText(e);
+          if (HOST_REFUSAL.test(text)) {
+            const ep = typeof endpoint === "string" && endpoint.includes(".") ? endpoint : `${tap.opts.line.identifier}.${String(endpoint)}`;
+            tap.bridge("probe", tap.opts.line.identifier, ep, false, text);
+          }
+          throw e;
+        }
+      };
+    }
   }
 
-  private later(rctx: RpcContext, ctx: CallCtx, startedAt: number, t0: number, ok: boolean, v: unknown) {
-    const duration = Math.max(0, Math.round(performance.now() - t0));
-    setImmediate(() => {
-      try {
-        this.recordDial(rctx, ctx, startedAt, duration, ok, v);
-      } catch (e) {
-        this.log(`could not record a dial: ${(e as Error).message}`);
+  /** A read the extension made itself (not its handler's read of its request): a dial of
+   * another phone line (`<x>.phoneline`) the host refused is recorded as a dial on the
+   * caller's side; a read of another phone-line channel (a probe) as a bridge result, sent
+   * only when it differs from the path's last one. */
+  private ownRead(endpoint: string, startedAt: number, t0: number, ok: boolean, v: unknown) {
+    if (typeof endpoint !== "string") return;
+    const me = this.opts.line.identifier;
+    const m = /^([a-z0-9_-]+)\.([a-z0-9_-]+)$/.exec(endpoint);
+    const text = ok ? "" : errorText(v);
+    if (m && m[2] === "phoneline") {
+      if (ok || !HOST_REFUSAL.test(text)) return; // answered by the callee's handler: its own tap records it
+      const durationMs = Math.max(0, Math.round(performance.now() - t0));
+      const req = this.lastOwnRequest;
+      const outcome: Outcome = HOST_TIMEOUT.test(text) ? "timed_out" : "error";
+      this.whenLoaded(() => this.recordOne({ caller: me, callee: m[1]!, endpoint, req, read: req !== undefined, startedAt, durationMs, outcome, error: text }));
+      return;
+    }
+    if (!/^phoneline/.test(m?.[2] ?? endpoint)) return;
+    if (!ok && !HOST_REFUSAL.test(text)) return;
+    this.probes.add(endpoint);
+    this.bridge("probe", me, endpoint, ok, text);
+  }
+
+  /** One bridge result for the path `caller` → `endpoint`, unless it repeats the last one. */
+  private bridge(source: BridgeStatus["source"], caller: string, endpoint: string, ok: boolean, text: string) {
+    const key = `${caller}>${endpoint}`;
+    const now = ok ? "ok" : text;
+    if (this.paths.get(key) === now) return;
+    if (this.paths.get(key) === undefined && ok && source === "probe") {
+      this.paths.set(key, now); // a first ok clears nothing: nothing to say
+      return;
+    }
+    this.whenLoaded(() => this.reportBridgeStatus(ok ? { source, caller, endpoint, outcome: "ok" } : { source, caller, endpoint, outcome: "error", error: text }));
+  }
+
+  /** A failure before the handler read its request: reads the requester's published request
+   * itself (a read of a synced value changes nothing) so the dial still carries its call id
+   * and op. Bounded to 2 s; nothing when it cannot. */
+  private async peekRequest(rctx: RpcContext, ctx: CallCtx): Promise<void> {
+    const who = rctx?.requesterExtensionId;
+    if (typeof who !== "string" || !/^[a-z0-9_-]+$/.test(who) || !this.origRead) return;
+    try {
+      const v = await Promise.race([this.origRead(`${who}.phoneline_request`), sleep(2000).then(() => undefined)]);
+      if (v !== undefined) {
+        ctx.request = v;
+        ctx.read = true;
       }
-    });
+    } catch {
+      // the request is not readable either: the dial goes without it
+    }
   }
 
-  private recordDial(rctx: RpcContext, ctx: CallCtx, startedAt: number, durationMs: number, ok: boolean, v: unknown) {
+  private ended(rctx: RpcContext, ctx: CallCtx, startedAt: number, t0: number, ok: boolean, v: unknown) {
+    const duration = Math.max(0, Math.round(performance.now() - t0));
+    if (ctx.timedOut) {
+      const op = opOf(ctx.read ? ctx.request : undefined);
+      const callId = callIdOf(ctx.read ? ctx.request : undefined);
+      const outcome = ok ? (isToolError(v) ? "tool_error" : "ok") : "error";
+      this.notice(
+        { kind: "late", callId, op, outcome, afterMs: duration },
+        `a ${op} call${callId ? ` (${callId})` : ""} ended ${outcome} after ${duration} ms, past the host's ${this.opts.hostTimeoutMs ?? 10_000} ms timeout: the caller had already got "timed out" (recorded so)`,
+      );
+      return;
+    }
+    this.later(rctx, ctx, startedAt, duration, ok ? "ok" : "error", v);
+  }
+
+  private later(rctx: RpcContext, ctx: CallCtx, startedAt: number, durationMs: number, how: "ok" | "error" | "timed_out", v: unknown) {
+    setImmediate(() =>
+      this.whenLoaded(() => {
+        try {
+          this.recordDial(rctx, ctx, startedAt, durationMs, how, v);
+        } catch (e) {
+          this.log(`could not record a dial: ${(e as Error).message}`);
+        }
+      }),
+    );
+  }
+
+  private whenLoaded(f: () => void) {
+    if (this.loaded) f();
+    else this.early.push(f);
+  }
+
+  private recordDial(rctx: RpcContext, ctx: CallCtx, startedAt: number, durationMs: number, how: "ok" | "error" | "timed_out", v: unknown) {
     const line = this.opts.line;
-    const req = ctx.read ? ctx.request : undefined;
-    const op = req && typeof req === "object" && typeof (req as { op?: unknown }).op === "string" ? (req as { op: string }).op : "unknown";
-    const callId = req && typeof req === "object" && typeof (req as { callId?: unknown }).callId === "string" ? (req as { callId: string }).callId : undefined;
+    const caller = typeof rctx?.requesterExtensionId === "string" && rctx.requesterExtensionId ? rctx.requesterExtensionId : "unknown";
     let outcome: Outcome;
+    let error: string | undefined;
+    if (how === "ok") outcome = isToolError(v) ? "tool_error" : "ok";
+    else {
+      outcome = how;
+      error = how === "timed_out" ? String(v) : errorText(v);
+      const inner = error.replace(/^could not read pending request from [a-z0-9_-]+: /, "");
+      if (HOST_PERMISSION.test(inner)) this.blockedRequesters.add(caller);
+    }
+    if (how === "ok") this.blockedRequesters.delete(caller);
+    const op = this.recordOne({
+      caller,
+      callee: line.identifier,
+      endpoint: `${line.identifier}.phoneline`,
+      req: ctx.read ? ctx.request : undefined,
+      read: ctx.read,
+      startedAt,
+      durationMs,
+      outcome,
+      error,
+      response: how === "ok" ? v : undefined,
+    });
+    if (op === "describe" && how !== "timed_out") {
+      this.describe =
+        how === "ok"
+          ? { at: rfc3339(startedAt + durationMs), status: "answered", manifest: toJson(v) }
+          : { at: rfc3339(startedAt + durationMs), status: "failed", error: this.opts.shapesOnly ? redactError(String(error)) : error };
+      this.sendSettings();
+    }
+  }
+
+  /** Queues one `event.phoneline.dial`; returns its op. */
+  private recordOne(d: { caller: string; callee: string; endpoint: string; req: unknown; read: boolean; startedAt: number; durationMs: number; outcome: Outcome; error?: string; response?: unknown }): string {
+    const req = d.read ? d.req : undefined;
+    const op = opOf(req);
+    const callId = callIdOf(req);
+    const shapes = this.opts.shapesOnly === true;
     const payload: Record<string, unknown> = {};
     if (callId) payload.call_id = callId;
-    payload.caller = typeof rctx?.requesterExtensionId === "string" && rctx.requesterExtensionId ? rctx.requesterExtensionId : "unknown";
-    payload.callee = line.identifier;
-    payload.endpoint = `${line.identifier}.phoneline`;
+    payload.caller = d.caller;
+    payload.callee = d.callee;
+    payload.endpoint = d.endpoint;
     payload.op = op;
-    const shapes = this.opts.shapesOnly === true;
     payload.request = req === undefined ? null : shapes ? shapeOf(req) : req;
-    payload.started_at = rfc3339(startedAt);
-    payload.duration_ms = durationMs;
-    if (ok) {
-      const refused = v !== null && typeof v === "object" && (v as { ok?: unknown }).ok === false && typeof (v as { error?: unknown }).error === "string";
-      outcome = refused ? "tool_error" : "ok";
+    payload.started_at = rfc3339(d.startedAt);
+    payload.duration_ms = d.durationMs;
+    if (d.outcome === "ok" || d.outcome === "tool_error") {
       // The describe manifest is the line's own metadata, never user data: kept in shapes mode.
-      payload.response = v === undefined ? null : shapes && op !== "describe" ? shapeOf(v) : v;
+      payload.response = d.response === undefined ? null : shapes && op !== "describe" ? shapeOf(d.response) : d.response;
     } else {
-      outcome = "error";
-      const text = errorText(v);
-      payload.error = shapes ? redactError(text) : text;
+      payload.error = shapes ? redactError(String(d.error)) : d.error;
     }
-    payload.outcome = outcome;
-    const dedup = this.ids.next("dial_", 16);
-    this.enqueue("event.phoneline.dial", payload, dedup);
-    if (op === "describe") {
-      this.describe = ok
-        ? { at: rfc3339(startedAt + durationMs), status: "answered", manifest: toJson(v) }
-        : { at: rfc3339(startedAt + durationMs), status: "failed", error: payload.error };
-      this.sendSettings();
+    payload.outcome = d.outcome;
+    this.enqueue("event.phoneline.dial", payload, this.ids.next("dial_", 16));
+    return op;
+  }
+
+  private onPermissionChanged(allGranted: string[] | undefined) {
+    // The host posts one permission_changed per permission of a grant or revoke request
+    // (spindle.routes.ts), each with the whole granted set: wait for the burst to end, then
+    // look once, and only if the set really changed.
+    if (this.permTimer) clearTimeout(this.permTimer);
+    this.permTimer = setTimeout(() => {
+      this.permTimer = null;
+      const now = Array.isArray(allGranted) ? [...allGranted].sort().join(",") : null;
+      if (now !== null && now === this.lastGranted) return;
+      this.lastGranted = now;
+      void this.recheckAfterPermissionChange();
+    }, 300);
+  }
+
+  private async recheckAfterPermissionChange() {
+    const me = this.opts.line.identifier;
+    const read = this.origRead;
+    if (!read) return;
+    for (const endpoint of this.probes) {
+      try {
+        await read(endpoint);
+        this.bridge("permission_change", me, endpoint, true, "");
+      } catch (e) {
+        const t = errorText(e);
+        if (HOST_REFUSAL.test(t)) this.bridge("permission_change", me, endpoint, false, t);
+      }
+    }
+    // The path requester → this line failed on a permission: reading the requester's published
+    // request is exactly what failed; it says whether the path works now.
+    for (const who of [...this.blockedRequesters]) {
+      try {
+        await read(`${who}.phoneline_request`);
+        this.blockedRequesters.delete(who);
+        this.bridge("permission_change", who, `${me}.phoneline`, true, "");
+      } catch (e) {
+        const t = errorText(e);
+        if (HOST_PERMISSION.test(t)) this.bridge("permission_change", who, `${me}.phoneline`, false, t);
+      }
     }
   }
 
@@ -337,6 +775,10 @@ export class Tap {
   }
 
   private enqueue(type: string, body: Record<string, unknown>, dedup: string | null) {
+    if (!this.loaded) {
+      this.early.push(() => this.enqueue(type, body, dedup));
+      return;
+    }
     const st = this.state;
     const seq = st.next_seq++;
     const ts = rfc3339(Date.now());
@@ -365,14 +807,14 @@ export class Tap {
       p["x-tap-note"] = "values left out: not JSON";
       text = JSON.stringify(frame);
     }
-    if (text.length > (MAX_FRAME_BYTES - 1024) / 3 && Buffer.byteLength(text) > MAX_FRAME_BYTES - 1024) {
+    if (text.length > (MAX_FRAME_BYTES - 1024) / 3 && utf8Length(text) > MAX_FRAME_BYTES - 1024) {
       // Too big for one frame: keep the shapes so the dial still counts (and says so).
       const p = frame.payload as Record<string, unknown>;
       if ("request" in p) p.request = shapeOf(p.request);
       if ("response" in p) p.response = shapeOf(p.response);
       p["x-tap-note"] = "values left out: the frame would exceed 1 MiB";
       text = JSON.stringify(frame);
-      if (Buffer.byteLength(text) > MAX_FRAME_BYTES - 1024) {
+      if (utf8Length(text) > MAX_FRAME_BYTES - 1024) {
         p.request = null;
         if ("response" in p) p.response = null;
         text = JSON.stringify(frame);
@@ -395,6 +837,7 @@ export class Tap {
       }
     }
     this.schedulePersist();
+    this.pushStatus();
   }
 
   // ---- persistence -----------------------------------------------------------------------
@@ -406,7 +849,6 @@ export class Tap {
       this.persistTimer = null;
       void this.persist();
     }, this.opts.persistEveryMs ?? 200);
-    this.persistTimer.unref?.();
   }
 
   private persist(): Promise<void> {
@@ -414,10 +856,10 @@ export class Tap {
       if (!this.dirty || !this.state.desktop) return;
       this.dirty = false;
       try {
-        await saveState(this.opts.stateFile, this.state);
+        await saveState(this.spindle.storage, this.state);
       } catch (e) {
         this.dirty = true;
-        this.log(`could not write ${this.opts.stateFile}: ${(e as Error).message}`);
+        this.log(`could not write the tap's state to the extension's storage: ${(e as Error).message}`);
       }
     });
     return this.persistChain;
@@ -427,28 +869,26 @@ export class Tap {
 
   private notice(n: TapNotice, words: string) {
     this.log(words);
-    this.opts.onNotice?.(n);
+    try {
+      this.opts.onNotice?.(n);
+    } catch (e) {
+      this.log(`onNotice threw: ${(e as Error).message}`);
+    }
   }
 
   private async loop() {
+    await this.ready;
     const initial = this.opts.backoffMs?.initial ?? 500;
     const maxDelay = this.opts.backoffMs?.max ?? 30_000;
     let delay = initial;
     let warnedUnpaired = false;
     for (let round = 0; !this.stopped; round++) {
       if (!this.state.desktop) {
-        // Not paired: nothing is sent. Pick up a pairing done by the CLI on the same file.
-        const onDisk = safeLoad(this.opts.stateFile);
-        if (onDisk?.desktop && onDisk.device_id === this.state.device_id) {
-          this.state.desktop = onDisk.desktop;
-          this.schedulePersist();
-          continue;
-        }
         if (!warnedUnpaired) {
           warnedUnpaired = true;
-          this.notice({ kind: "not_paired", stateFile: this.opts.stateFile }, `not paired: run npx switchboard-tap pair '<link>' --state ${this.opts.stateFile}; calls are kept (at most ${this.max}) and nothing is sent until then`);
+          this.notice({ kind: "not_paired" }, `not paired: paste the desktop's pairing link in the extension's settings (Switchboard section); calls are kept in memory (at most ${this.max}) and nothing is sent until then`);
         }
-        await this.pause(2000);
+        await this.pause(60_000);
         continue;
       }
       let reason: string;
@@ -456,13 +896,27 @@ export class Tap {
         await this.session();
         delay = initial;
         reason = "the connection ended";
+        this.noNetwork = false;
       } catch (e) {
         reason = (e as Error).message;
         if (e instanceof LinkError && e.kind === "refused") delay = Math.max(delay, 5000);
+        if (e instanceof LinkError && e.kind === "no_network") {
+          // A runtime without network (macOS sandbox): say it once, then try rarely and quietly.
+          if (!this.noNetwork) {
+            this.noNetwork = true;
+            this.lastError = `no network in this runtime (${reason}): the tap cannot reach the desktop; calls are kept (at most ${this.max}). Run the extension in the "process" runtime to link it.`;
+            this.notice({ kind: "no_network", reason }, this.lastError);
+            this.pushStatus();
+          }
+          await this.pause(10 * 60_000);
+          continue;
+        }
       }
       if (this.stopped) break;
+      this.lastError = reason;
       const wait = Math.min(maxDelay, delay) * (0.75 + Math.random() * 0.5);
       this.notice({ kind: "disconnected", reason, retryInMs: Math.round(wait) }, `desktop away (${reason}); retrying in ${Math.round(wait)} ms`);
+      this.pushStatus();
       delay = Math.min(maxDelay, delay * 2);
       await this.pause(wait);
     }
@@ -482,16 +936,16 @@ export class Tap {
     });
   }
 
-  /** One connection: hello, replay, settings, then live until it ends. */
+  /** One connection: pinned hello, replay, settings, then live until it ends. */
   private async session(): Promise<void> {
-    const d = this.state.desktop!;
+    const d: DesktopRecord = this.state.desktop!;
     const st = this.state;
-    const conn = await Conn.open(d.host, d.port, d.cert_fp);
+    const conn = await Conn.open(d.host, d.port, d.cert_fp, d.cert_pem, 10_000, this.factory);
     this.conn = conn;
     try {
-      const fh = conn.firstHello.payload ?? {};
-      if (!verifyB64(d.public_key, `ifp1-hello-desktop|${conn.nonce}|${d.cert_fp}|${conn.exporter}`, String(fh.proof))) {
-        throw new LinkError("protocol", "the desktop's hello proof does not verify with the key learned at pairing: not talking to it");
+      const intro = conn.firstHello.ext?.["x-ifp-pinned-proof"];
+      if (typeof intro !== "string" || !verifyB64(d.public_key, introPinnedText(conn.nonce, d.cert_fp), intro)) {
+        throw new LinkError("protocol", "the desktop's first hello has no x-ifp-pinned-proof that verifies with the key learned at pairing: not talking to it");
       }
       const hello = {
         ifp: "1",
@@ -502,15 +956,15 @@ export class Tap {
         device: st.device_id,
         payload: {
           device_id: st.device_id,
-          proof: this.key.signB64(`ifp1-hello|${conn.nonce}|${st.device_id}|${d.cert_fp}|${conn.exporter}`),
+          proof: this.key.signB64(helloPinnedText(conn.nonce, st.device_id, d.cert_fp)),
           capabilities: [],
           protocol: { min: 1, max: 1 },
         },
-        ext: { "x-ifp-public-key": this.key.publicB64() },
+        ext: { "x-ifp-public-key": this.key.publicB64(), "x-ifp-binding": BINDING },
       };
       conn.send(hello);
       const reply = await conn.expect("control.hello", 15_000, st.entity, st.device_id);
-      if (!verifyB64(d.public_key, `ifp1-hello-desktop|${conn.nonce}|${st.device_id}|${d.cert_fp}|${conn.exporter}`, String(reply.payload?.proof))) {
+      if (!verifyB64(d.public_key, answerPinnedText(conn.nonce, st.device_id, d.cert_fp), String(reply.payload?.proof))) {
         throw new LinkError("protocol", "the desktop's hello answer does not verify with the key learned at pairing");
       }
       const ended = new Promise<LinkError>((resolve) => {
@@ -521,7 +975,9 @@ export class Tap {
       const replayed = st.outbox.length;
       for (const text of st.outbox) conn.sendText(text);
       this.live = true;
+      this.lastError = null;
       this.notice({ kind: "connected", desktop: d.device_id, replayed }, `linked to ${d.device_id} at ${d.host}:${d.port}; replayed ${replayed}`);
+      this.pushStatus(true);
       if (st.dropped > 0) {
         const n = st.dropped;
         st.dropped = 0;
@@ -543,7 +999,6 @@ export class Tap {
           // ended
         }
       }, keepalive);
-      timer.unref?.();
       const why = await Promise.race([ended, this.stoppedPromise()]);
       clearInterval(timer);
       if (why instanceof LinkError) throw why;
@@ -551,6 +1006,7 @@ export class Tap {
       this.live = false;
       this.conn = null;
       conn.close();
+      this.pushStatus();
     }
   }
 
@@ -562,7 +1018,6 @@ export class Tap {
           resolve();
         }
       }, 50);
-      t.unref?.();
     });
   }
 
@@ -580,6 +1035,7 @@ export class Tap {
         this.outboxIds.splice(0, i + 1);
         this.acknowledged += i + 1;
         this.schedulePersist();
+        this.pushStatus();
         return;
       }
       case "control.ping":
@@ -605,7 +1061,7 @@ export class Tap {
           this.sendSettings();
         } else if (kind === "unpair") {
           st.desktop = null;
-          saveStateSync(this.opts.stateFile, st);
+          void saveState(this.spindle.storage, st).catch((e) => this.log(`could not write the unpairing: ${(e as Error).message}`));
           this.notice({ kind: "unpaired" }, "the desktop unpaired this tap: forgot it; pair again to send dials");
           conn.close();
         } else if (kind === "revoke_phone_line") {
@@ -621,6 +1077,22 @@ export class Tap {
         this.notice({ kind: "ignored", type: String(f.type), why: "not something a desktop may send" }, `refused ${String(f.type)} from the desktop`);
     }
   }
+}
+
+function opOf(req: unknown): string {
+  return req && typeof req === "object" && typeof (req as { op?: unknown }).op === "string" ? (req as { op: string }).op : "unknown";
+}
+
+function callIdOf(req: unknown): string | undefined {
+  return req && typeof req === "object" && typeof (req as { callId?: unknown }).callId === "string" ? (req as { callId: string }).callId : undefined;
+}
+
+function isToolError(v: unknown): boolean {
+  return v !== null && typeof v === "object" && (v as { ok?: unknown }).ok === false && typeof (v as { error?: unknown }).error === "string";
+}
+
+function utf8Length(text: string): number {
+  return new TextEncoder().encode(text).length;
 }
 
 /** Message and dial ids without a random draw each: a random 8-hex prefix per tap, then a
@@ -639,14 +1111,6 @@ function idOf(text: string): string {
     return String((JSON.parse(text) as { id?: unknown }).id);
   } catch {
     return "";
-  }
-}
-
-function safeLoad(path: string): TapState | null {
-  try {
-    return loadState(path);
-  } catch {
-    return null;
   }
 }
 
@@ -697,7 +1161,7 @@ export function shapeOf(v: unknown, depth = 0): unknown {
 
 // Texts that carry no user data: the host's (upstream-behaviour.md, "The host's error texts"),
 // LumiRealm's wrapper around them, and LumiRealm's fixed handler errors.
-const HOST_TEXT = /^(could not read pending request from [a-z0-9_-]+: )?(Shared RPC endpoint|Invalid shared RPC)/;
+const HOST_TEXT = /^(could not read pending request from [a-z0-9_-]+: )?(Shared RPC endpoint|Invalid shared RPC|Extension worker stopped$)/;
 const FIXED_TEXTS = new Set(["requester extension id missing", "not authorised", "malformed request", "request missing userId"]);
 
 /** In shapes-only mode an error text is kept when it is a host template (permission errors,

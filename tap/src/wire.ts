@@ -162,3 +162,36 @@ export function parsePairingLink(link: string): PairingLink {
   if (!/^[0-9a-f]{64}$/.test(fp)) throw new Error("pairing link: fp is not 64 hex characters");
   return { host, port, code, fp };
 }
+
+// ---- the pinned hello binding (docs/protocol.md, "Hello bindings") --------------------------
+
+/** The binding this tap's hello proofs use: `pinned` (Bun's WebSocket has no TLS exporter). */
+export const BINDING = "pinned";
+
+/** What the desktop's first-hello `ext["x-ifp-pinned-proof"]` signs. */
+export function introPinnedText(nonce: string, certFp: string): string {
+  return `ifp1-hello-desktop-pinned|${nonce}|${certFp}`;
+}
+
+/** What the phone's `control.hello` `payload.proof` signs in the pinned binding. */
+export function helloPinnedText(nonce: string, deviceId: string, certFp: string): string {
+  return `ifp1-hello-pinned|${nonce}|${deviceId}|${certFp}`;
+}
+
+/** What the desktop's answering `control.hello` `payload.proof` signs in the pinned binding. */
+export function answerPinnedText(nonce: string, phoneDeviceId: string, certFp: string): string {
+  return `ifp1-hello-desktop-pinned|${nonce}|${phoneDeviceId}|${certFp}`;
+}
+
+/** Lowercase hex without separators of a fingerprint written either way: Bun's
+ * `fingerprint256` (`"AA:BB:…"`) or the pairing link's `fp` (`"aabb…"`). */
+export function normalizeFingerprint(fp: string): string {
+  return fp.replace(/:/g, "").toLowerCase();
+}
+
+/** PEM (`-----BEGIN CERTIFICATE-----`, 64-character lines) of a certificate's DER bytes. */
+export function derToPem(der: Uint8Array): string {
+  const b64 = Buffer.from(der).toString("base64");
+  const lines = b64.match(/.{1,64}/g) ?? [];
+  return `-----BEGIN CERTIFICATE-----\n${lines.join("\n")}\n-----END CERTIFICATE-----\n`;
+}

@@ -5,21 +5,19 @@
 // the caller waits for (invoke → the handler's promise settles) and prints p50 and p99. The
 // tap records after the result is returned (setImmediate), so the recording's own cost is
 // printed apart: the wall time of all calls including the recording, per call. The desktop is
-// away (a closed port), so every dial stays in the outbox (bounded at 10 000) and the state file
-// is written every 200 ms: the tap's heaviest steady state.
+// away (every connection refused), so every dial stays in the outbox (bounded at 10 000) and the
+// state is written to the extension's storage (a temp folder here) every 200 ms: the tap's
+// heaviest steady state.
 
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { createTap } from "../src/index.js";
-import { freshState, saveStateSync } from "../src/state.js";
+import { freshIdentity, saveKey, saveState } from "../src/store.js";
 import { FakeHost, lumirealmHandler } from "./fake-host.js";
 
 const calls = Number(process.argv[2] ?? 20_000);
 const block = 500;
 
-function setup(wrapped: boolean) {
+async function setup(wrapped: boolean) {
   const host = new FakeHost();
   host.grant("lumirealm", "characters");
   host.grant("lumiagent", "characters");
@@ -32,13 +30,24 @@ function setup(wrapped: boolean) {
   let tap = null;
   let handler = lumirealmHandler(spindle);
   if (wrapped) {
-    const dir = mkdtempSync(join(tmpdir(), "tap-bench-"));
-    const stateFile = join(dir, "state.json");
-    const st = freshState("bench");
-    st.desktop = { host: "127.0.0.1", port: 9, cert_fp: "0".repeat(64), public_key: "A".repeat(43), device_id: "dev_0000000000000000" };
-    saveStateSync(stateFile, st);
-    tap = createTap({ stateFile, line: { identifier: "lumirealm", name: "LumiRealm" }, spindle, backoffMs: { initial: 3_600_000, max: 3_600_000 }, log: () => {}, persistEveryMs: Number(process.env.TAP_BENCH_PERSIST_MS ?? 200) });
-    handler = tap.wrap(handler);
+    const { state, key } = freshIdentity("bench");
+    state.desktop = { host: "127.0.0.1", port: 9, cert_fp: "0".repeat(64), cert_pem: "", public_key: "A".repeat(43), device_id: "dev_0000000000000000", binding: "pinned" };
+    state.enclave_user = "user_owner";
+    await saveKey(host.ext("lumirealm").enclave, key, "user_owner");
+    await saveState(host.ext("lumirealm").storage, state);
+    const t = createTap({
+      line: { identifier: "lumirealm", name: "LumiRealm" },
+      spindle,
+      backoffMs: { initial: 3_600_000, max: 3_600_000 },
+      log: () => {},
+      persistEveryMs: Number(process.env.TAP_BENCH_PERSIST_MS ?? 200),
+      socketFactory: () => {
+        throw new Error("connect ECONNREFUSED 127.0.0.1:9");
+      },
+    });
+    await t.ready;
+    tap = t;
+    handler = t.wrap(handler) as typeof handler;
   }
   return { handler, tap };
 }
@@ -47,8 +56,8 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 const us = (ms: number) => `${(ms * 1000).toFixed(1)} µs`;
 
 async function main() {
-  const bare = setup(false);
-  const tapped = setup(true);
+  const bare = await setup(false);
+  const tapped = await setup(true);
   const rctx = { requesterExtensionId: "lumiagent" };
   const times = { bare: [] as number[], wrapped: [] as number[] };
   const wall = { bare: 0, wrapped: 0 };

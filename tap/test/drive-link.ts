@@ -1,20 +1,23 @@
-// The Node side of tests/tap_node.rs: pairs the tap from a pairing link (printing the
-// verification code), then streams wrapped LumiRealm calls through a fake host, some failing
-// with the host's permission errors, pausing halfway for the test to cut the link.
+// The tap's side of tests/tap_node.rs, under Bun (the host's runtime): a fake host whose
+// extension storage is a real folder, the tap pairs from a pairing link as the pairing piece
+// does (printing the verification code, the test confirming on the desktop), then streams
+// wrapped LumiRealm calls through the fake host, some failing with the host's permission
+// errors, pausing halfway for the test to cut the link.
 //
-// node dist/test/drive-link.js <pairing link> <state file> <calls>
+// bun dist/test/drive-link.js <pairing link> <storage folder> <calls>
 // stdout lines: CODE <ddd ddd> | PAIRED <device id> | HALF <n> | NOTICE <json> | DONE <json>
 // stdin: one line "go" after HALF.
 
 import { createInterface } from "node:readline";
-import { createTap, pair, type TapNotice } from "../src/index.js";
+import { createTap, type TapNotice } from "../src/index.js";
 import { dialAs, FakeHost, lumirealmHandler } from "./fake-host.js";
 import { callPlan } from "./plan.js";
 
-const [link, stateFile, countText] = process.argv.slice(2);
-if (!link || !stateFile || !countText) {
-  console.error("usage: drive-link.js <pairing link> <state file> <calls>");
-  process.exit(2);
+const [link, storageRoot, countText] = process.argv.slice(2);
+if (!link || !storageRoot || !countText) {
+  console.error("usage: drive-link.js <pairing link> <storage folder> <calls>");
+  process.exitCode = 2;
+  throw new Error("usage");
 }
 const count = Number(countText);
 const lines = createInterface({ input: process.stdin });
@@ -31,24 +34,14 @@ const nextLine = () => new Promise<string>((r) => (stdinLines.length ? r(stdinLi
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main() {
-  const paired = await pair(link!, {
-    stateFile: stateFile!,
-    label: "tap_node test",
-    confirm: (code) => {
-      console.log(`CODE ${code}`);
-      return true;
-    },
-  });
-  console.log(`PAIRED ${paired.deviceId}`);
-
   const host = new FakeHost();
+  host.storageRoot = storageRoot!;
   host.grant("lumirealm", "characters", "chats");
   host.grant("lumiagent", "characters", "chats", "push_notification");
   host.grant("lumiweather", "characters", "chats");
   const spindle = host.spindleFor("lumirealm");
   let replayed = 0;
   const tap = createTap({
-    stateFile: stateFile!,
     line: { identifier: "lumirealm", name: "LumiRealm", permissions: ["characters", "chats"] },
     spindle,
     backoffMs: { initial: 100, max: 1000 },
@@ -60,6 +53,18 @@ async function main() {
   });
   // The one line.
   spindle.rpcPool.handle("lumirealm.phoneline", tap.wrap(lumirealmHandler(spindle)));
+  // Pairing, as the settings piece drives it (the person confirms on both screens).
+  const paired = await tap.pairWith(
+    link!,
+    async (code) => {
+      console.log(`CODE ${code}`);
+      return true;
+    },
+    "user_owner",
+  );
+  console.log(`PAIRED ${paired.deviceId}`);
+  const stored = JSON.parse(await host.ext("lumirealm").storage.read("switchboard-tap/state.json"));
+  console.log(`STORED ${JSON.stringify({ binding: stored.desktop?.binding, seedInStorage: JSON.stringify(stored).includes(String(await host.ext("lumirealm").enclave.get("switchboard-tap.seed", "user_owner"))) })}`);
 
   const results = { ok: 0, thrown: 0 };
   for (let i = 0; i < count; i++) {
@@ -84,10 +89,12 @@ async function main() {
   const drained = await tap.drained(60_000);
   await tap.stop();
   console.log(`DONE ${JSON.stringify({ drained, queued: tap.queued, acknowledged: tap.acknowledged, applied: tap.desktopApplied, replayed, ...results })}`);
+  lines.close();
   process.exit(drained ? 0 : 1);
 }
 
 main().catch((e: Error) => {
   console.error(`drive-link: ${e.stack ?? e.message}`);
   process.exit(1);
+  lines.close();
 });

@@ -3,9 +3,77 @@
 // `spindle`, LumiAgent's dial (publish the request to `lumiagent.phoneline_request`, then read
 // the line's endpoint), and LumiRealm's handler with its errors in their order.
 
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { dirname, join, resolve, sep } from "node:path";
+
 /** What an extension's handler receives. */
 export interface Rctx {
+  endpoint?: string;
   requesterExtensionId: string;
+}
+
+/** `spindle.storage` over a real folder (test code: the host keeps it in
+ * `DATA_DIR/extensions/<id>/storage`), with the host's path-traversal refusal. */
+export class DirStorage {
+  /** Every call, in order (`write <path>`, `move <from> <to>`, …). */
+  readonly calls: string[] = [];
+  constructor(readonly dir: string) {}
+  private path(p: string): string {
+    const full = resolve(this.dir, p);
+    if (full !== this.dir && !full.startsWith(this.dir + sep)) throw new Error("Path traversal detected");
+    return full;
+  }
+  async read(p: string): Promise<string> {
+    this.calls.push(`read ${p}`);
+    return readFile(this.path(p), "utf8");
+  }
+  async write(p: string, data: string): Promise<void> {
+    this.calls.push(`write ${p}`);
+    await mkdir(dirname(this.path(p)), { recursive: true });
+    await writeFile(this.path(p), data);
+  }
+  async exists(p: string): Promise<boolean> {
+    return stat(this.path(p)).then(
+      () => true,
+      () => false,
+    );
+  }
+  async move(from: string, to: string): Promise<void> {
+    this.calls.push(`move ${from} ${to}`);
+    await mkdir(dirname(this.path(to)), { recursive: true });
+    await rename(this.path(from), this.path(to));
+  }
+  async delete(p: string): Promise<void> {
+    await rm(this.path(p));
+  }
+}
+
+/** `spindle.enclave` in memory; `operatorScoped` refuses calls without a user as the host does. */
+export class MemoryEnclave {
+  readonly secrets = new Map<string, string>();
+  constructor(readonly operatorScoped = true) {}
+  private k(key: string, userId?: string): string {
+    if (this.operatorScoped && !userId) throw new Error("userId is required for operator-scoped extensions");
+    return `${userId ?? ""}|${key}`;
+  }
+  async get(key: string, userId?: string): Promise<string | null> {
+    return this.secrets.get(this.k(key, userId)) ?? null;
+  }
+  async put(key: string, value: string, userId?: string): Promise<void> {
+    this.secrets.set(this.k(key, userId), value);
+  }
+}
+
+/** Where an extension's state lives in the fake host. */
+export interface ExtState {
+  storage: DirStorage;
+  enclave: MemoryEnclave;
+  frontend: Array<{ payload: unknown; userId?: string }>;
+  onFrontend: Array<(payload: unknown, userId: string) => void>;
+  onPermission: Array<(d: { permission: string; granted: boolean; allGranted: string[] }) => void>;
+  logs: string[];
 }
 
 type Handler = (rctx: Rctx) => unknown;
@@ -38,10 +106,57 @@ export class FakeHost {
     if (s) for (const p of perms) s.delete(p);
   }
 
+  private readonly exts = new Map<string, ExtState>();
+  /** Where storage folders are made (a temp folder per host). */
+  storageRoot: string | null = null;
+
+  /** The extension's storage, enclave, frontend mailbox and listeners (made on first use). */
+  ext(ext: string): ExtState {
+    let e = this.exts.get(ext);
+    if (!e) {
+      if (!this.storageRoot) this.storageRoot = mkdtempSync(join(tmpdir(), "tap-host-"));
+      e = { storage: new DirStorage(join(this.storageRoot, ext, "storage")), enclave: new MemoryEnclave(), frontend: [], onFrontend: [], onPermission: [], logs: [] };
+      this.exts.set(ext, e);
+    }
+    return e;
+  }
+
+  /** Sends `payload` from the extension's frontend, as the host does. */
+  fromFrontend(ext: string, payload: unknown, userId = "user_owner") {
+    for (const h of this.ext(ext).onFrontend) h(payload, userId);
+  }
+
+  /** Grants or revokes as the host's permissions route does: one permission_changed per
+   * permission, each with the whole granted set. */
+  changePermissions(ext: string, grant: string[], revoke: string[] = []) {
+    for (const p of grant) this.grant(ext, p);
+    for (const p of revoke) this.revoke(ext, p);
+    const all = [...(this.grants.get(ext) ?? [])];
+    for (const p of grant) for (const h of this.ext(ext).onPermission) h({ permission: p, granted: true, allGranted: all });
+    for (const p of revoke) for (const h of this.ext(ext).onPermission) h({ permission: p, granted: false, allGranted: all });
+  }
+
   /** The `spindle` an extension sees. */
   spindleFor(ext: string) {
     const host = this;
+    const st = this.ext(ext);
     return {
+      storage: st.storage,
+      enclave: st.enclave,
+      onFrontendMessage(h: (payload: unknown, userId: string) => void) {
+        st.onFrontend.push(h);
+        return () => st.onFrontend.splice(st.onFrontend.indexOf(h), 1);
+      },
+      sendToFrontend(payload: unknown, userId?: string) {
+        st.frontend.push({ payload, userId });
+      },
+      permissions: {
+        onChanged(h: (d: { permission: string; granted: boolean; allGranted: string[] }) => void) {
+          st.onPermission.push(h);
+          return () => st.onPermission.splice(st.onPermission.indexOf(h), 1);
+        },
+      },
+      log: { info: (m: string) => st.logs.push(m), warn: (m: string) => st.logs.push(m), error: (m: string) => st.logs.push(m) },
       rpcPool: {
         handle(channelOrEndpoint: string, handler: Handler, opts?: { requires?: string[] }) {
           const endpoint = channelOrEndpoint.includes(".") ? channelOrEndpoint : `${ext}.${channelOrEndpoint}`;
@@ -85,7 +200,8 @@ export class FakeHost {
         timer = setTimeout(() => reject(new Error(`Shared RPC endpoint "${endpoint}" timed out`)), this.timeoutMs);
       });
       try {
-        return await Promise.race([Promise.resolve().then(() => e.handler!({ requesterExtensionId: requester })), timeout]);
+        // The owner calls the handler inside Promise.resolve(handler(...)) (worker-runtime.ts).
+        return await Promise.race([Promise.resolve(e.handler({ endpoint, requesterExtensionId: requester })), timeout]);
       } finally {
         clearTimeout(timer);
       }
