@@ -87,10 +87,10 @@ fn tree_rss_kib(pid: u32) -> u64 {
     tree(pid).into_iter().map(rss_kib).sum()
 }
 
-/// Nanoseconds on a CPU and times scheduled in, summed over every thread of `pid` and the
-/// processes below it (`/proc/PID/task/TID/schedstat`).
-fn sched(pid: u32) -> (u64, u64) {
-    let (mut ns, mut runs) = (0, 0);
+/// Nanoseconds on a CPU and times scheduled in of every thread of `pid` and the processes
+/// below it (`/proc/PID/task/TID/schedstat`), by `(pid, tid)`.
+fn sched(pid: u32) -> std::collections::HashMap<(u32, String), (u64, u64)> {
+    let mut out = std::collections::HashMap::new();
     for p in tree(pid) {
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
             continue;
@@ -102,26 +102,51 @@ fn sched(pid: u32) -> (u64, u64) {
                     .filter_map(|x| x.parse().ok())
                     .collect();
                 if f.len() >= 3 {
-                    ns += f[0];
-                    runs += f[2];
+                    let tid = t.file_name().to_string_lossy().into_owned();
+                    out.insert((p, tid), (f[0], f[2]));
                 }
             }
         }
     }
-    (ns, runs)
+    out
 }
 
-/// CPU in percent of one core and wake-ups per second of `pid`'s tree over `secs`.
+/// CPU in percent of one core and wake-ups per second of `pid`'s tree over `secs`: each
+/// thread's growth (a thread that started meanwhile counts whole; one that ended is missed).
 fn idle(pid: u32, secs: u64) -> (f64, f64) {
-    let (ns0, r0) = sched(pid);
+    let before = sched(pid);
     let t0 = Instant::now();
     std::thread::sleep(Duration::from_secs(secs));
-    let (ns1, r1) = sched(pid);
+    let after = sched(pid);
     let wall = t0.elapsed().as_secs_f64();
-    (
-        (ns1.saturating_sub(ns0)) as f64 / 1e9 / wall * 100.0,
-        (r1.saturating_sub(r0)) as f64 / wall,
-    )
+    let (mut ns, mut runs) = (0u64, 0u64);
+    for (k, (n1, r1)) in &after {
+        let (n0, r0) = before.get(k).copied().unwrap_or((0, 0));
+        ns += n1.saturating_sub(n0);
+        runs += r1.saturating_sub(r0);
+    }
+    if std::env::var_os("TRAY_BENCH_THREADS").is_some() {
+        // Which threads woke, most first (to find the timers behind the figure).
+        let mut per: Vec<(u64, u64, String)> = after
+            .iter()
+            .map(|((p, t), (n1, r1))| {
+                let (n0, r0) = before.get(&(*p, t.clone())).copied().unwrap_or((0, 0));
+                let comm =
+                    std::fs::read_to_string(format!("/proc/{p}/task/{t}/comm")).unwrap_or_default();
+                (
+                    r1.saturating_sub(r0),
+                    n1.saturating_sub(n0),
+                    format!("{p}/{t} {}", comm.trim()),
+                )
+            })
+            .filter(|(r, _, _)| *r > 0)
+            .collect();
+        per.sort_by(|a, b| b.0.cmp(&a.0));
+        for (r, n, name) in per.iter().take(15) {
+            eprintln!("    {name}: {r} runs, {:.1} ms", *n as f64 / 1e6);
+        }
+    }
+    (ns as f64 / 1e9 / wall * 100.0, runs as f64 / wall)
 }
 
 /// Asks window `id` on `display` to close as a window manager does (`WM_DELETE_WINDOW`).
@@ -161,7 +186,13 @@ struct Running {
 }
 
 impl Running {
-    fn cmd(desktop: &Desktop, home: &std::path::Path, args: &[&str], rate: &str) -> Command {
+    fn cmd(
+        desktop: &Desktop,
+        home: &std::path::Path,
+        args: &[&str],
+        rate: &str,
+        repeat: &str,
+    ) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_switchboard-desktop"));
         c.args(args)
             .env("DISPLAY", &desktop.display)
@@ -169,17 +200,17 @@ impl Running {
             .env("SWITCHBOARD_HOME", home)
             .env("HOME", home)
             .env("SWITCHBOARD_DEMO_RATE", rate)
-            .env("SWITCHBOARD_DEMO_REPEAT", "1000000")
+            .env("SWITCHBOARD_DEMO_REPEAT", repeat)
             .stdout(Stdio::null());
         c
     }
 
-    fn start(args: &[&str], rate: &str) -> Self {
+    fn start(args: &[&str], rate: &str, repeat: &str) -> Self {
         let desktop = start_desktop();
         let tray = tray_stand_in::stand_in_tray(&desktop.bus);
         let home = tempfile::tempdir().unwrap();
         let started = Instant::now();
-        let (app, log) = spawn_logged(&mut Self::cmd(&desktop, home.path(), args, rate));
+        let (app, log) = spawn_logged(&mut Self::cmd(&desktop, home.path(), args, rate, repeat));
         Self {
             desktop,
             home,
@@ -226,7 +257,7 @@ impl Running {
     /// first paint as the app logged it.
     fn reopen(&mut self) -> f64 {
         let n = self.count("first paint");
-        let mut second = Self::cmd(&self.desktop, self.home.path(), &["--demo"], "1")
+        let mut second = Self::cmd(&self.desktop, self.home.path(), &["--demo"], "1", "1")
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
@@ -274,8 +305,8 @@ fn main() {
     // Memory: the app opened and closed `cycles` times next to the same app that never had a
     // window, both fed about 10 dials/s.
     eprintln!("tray bench: memory over {cycles} open/close cycles, demo phone at ~10 dials/s");
-    let mut core = Running::start(&["--demo", "--hidden"], RATE_10_DIALS);
-    let mut app = Running::start(&["--demo"], RATE_10_DIALS);
+    let mut core = Running::start(&["--demo", "--hidden"], RATE_10_DIALS, "1000000");
+    let mut app = Running::start(&["--demo"], RATE_10_DIALS, "1000000");
     app.wait(120, "the first window's page painted", |r| {
         r.count("first paint") > 0
     });
@@ -309,7 +340,7 @@ fn main() {
 
     // Idle: the demo plays its scenario at once, then stays connected, quiet.
     eprintln!("tray bench: idle, one phone connected and quiet, {idle_s} s each");
-    let mut quiet = Running::start(&["--demo"], "max");
+    let mut quiet = Running::start(&["--demo"], "max", "1");
     quiet.wait(120, "the window's page painted", |r| {
         r.count("first paint") > 0
     });

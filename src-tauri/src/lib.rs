@@ -129,6 +129,8 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                     .try_state::<Arc<window::PlaceState>>()
                     .is_some_and(|p| p.in_tray());
                 if in_tray && window.label() == window::MAIN {
+                    #[cfg(target_os = "linux")]
+                    realtime::set_window_open(false);
                     window::end_network_process_later(window.app_handle());
                 }
             }
@@ -189,6 +191,8 @@ fn show_unless_hidden<R: Runtime>(app: &tauri::AppHandle<R>) {
     } else if let Some(places) = app.try_state::<Arc<window::PlaceState>>() {
         // No window at all until the person opens one from the tray.
         places.set_in_tray(true);
+        #[cfg(target_os = "linux")]
+        realtime::set_window_open(false);
     }
 }
 

@@ -151,6 +151,8 @@ pub fn open<R: Runtime>(app: &AppHandle<R>, view: Option<&str>, show: bool) {
     if let Some(p) = &places {
         p.set_in_tray(false);
     }
+    #[cfg(target_os = "linux")]
+    crate::realtime::set_window_open(true);
     if made {
         tracing::info!(shown = show, "window made");
         let saved = app
@@ -201,6 +203,13 @@ pub fn end_network_process_later<R: Runtime>(app: &AppHandle<R>) {
                         "WebKit's network process ended (no window in the tray)"
                     );
                 }
+            }
+            // The window's memory went back to the allocator, which keeps freed pages mapped
+            // in its arenas; give them back to the system (glibc; a no-op elsewhere).
+            #[cfg(target_env = "gnu")]
+            // SAFETY: malloc_trim only releases free memory of the allocator's own arenas.
+            unsafe {
+                libc::malloc_trim(0);
             }
         });
     }
