@@ -141,7 +141,7 @@ fn idle(pid: u32, secs: u64) -> (f64, f64) {
             })
             .filter(|(r, _, _)| *r > 0)
             .collect();
-        per.sort_by(|a, b| b.0.cmp(&a.0));
+        per.sort_by_key(|p| std::cmp::Reverse(p.0));
         for (r, n, name) in per.iter().take(15) {
             eprintln!("    {name}: {r} runs, {:.1} ms", *n as f64 / 1e6);
         }
@@ -266,11 +266,7 @@ impl Running {
         });
         let _ = second.wait();
         let text = self.log.text();
-        let line = text
-            .lines()
-            .filter(|l| l.contains("first paint"))
-            .last()
-            .unwrap();
+        let line = text.lines().rfind(|l| l.contains("first paint")).unwrap();
         line.split("first paint ")
             .nth(1)
             .and_then(|r| r.split(' ').next())
