@@ -27,6 +27,7 @@ pub mod notify;
 #[cfg(target_os = "linux")]
 pub mod realtime;
 pub mod tray;
+pub mod window;
 
 /// How the app was launched.
 #[derive(Debug, Clone, Default)]
@@ -123,6 +124,16 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
             Ok(())
         })
         .on_window_event(|window, event| {
+            if let WindowEvent::Destroyed = event {
+                let in_tray = window
+                    .try_state::<Arc<window::PlaceState>>()
+                    .is_some_and(|p| p.in_tray());
+                if in_tray && window.label() == window::MAIN {
+                    #[cfg(target_os = "linux")]
+                    realtime::set_window_open(false);
+                    window::end_network_process_later(window.app_handle());
+                }
+            }
             if let WindowEvent::CloseRequested { api, .. } = event {
                 let setting = window
                     .try_state::<Arc<App>>()
@@ -134,20 +145,33 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                         "closing the window quits: no tray shows Switchboard's icon on this desktop"
                     );
                 }
-                if keep {
-                    api.prevent_close();
-                    if let Err(e) = window.hide() {
-                        tracing::warn!("could not hide the window: {e}");
+                // Closed to the tray, the window goes whole, web view and web process with
+                // it (the app runs on with no window: `run` keeps it from exiting); opening it
+                // again makes a new one on the place the person left (`window::open`).
+                if keep && window.label() == window::MAIN {
+                    if let Some(places) = window.try_state::<Arc<window::PlaceState>>() {
+                        places.set_in_tray(true);
+                        let place = places.place();
+                        tracing::info!(
+                            view = place.view.as_deref().unwrap_or(""),
+                            scroll = ?place.scroll,
+                            "window closed to the tray: its web view is destroyed"
+                        );
+                    } else {
+                        api.prevent_close();
+                        if let Err(e) = window.hide() {
+                            tracing::warn!("could not hide the window: {e}");
+                        }
                     }
                 }
             }
         })
 }
 
-/// The main window is created hidden (`"visible": false` in `tauri.conf.json`, and the window
-/// state plugin does not restore visibility): give it the saved theme, then show it, unless
-/// the app was started with `--hidden` and has a tray to be reached from
-/// ([`open_main_window`]).
+/// The main window is not made at start (`"create": false` in `tauri.conf.json`): it is made
+/// hidden, given the saved theme, then shown ([`window::open`], [`open_main_window`]), unless
+/// the app was started with `--hidden` and has a tray to be reached from; then no window (and
+/// no web process) exists until the person opens it.
 fn show_unless_hidden<R: Runtime>(app: &tauri::AppHandle<R>) {
     let hidden = app.try_state::<LaunchOptions>().is_some_and(|o| o.hidden);
     let tray = app.tray_by_id(tray::TRAY_ID).is_some() && (!hidden || tray::tray_is_shown());
@@ -162,12 +186,13 @@ fn show_unless_hidden<R: Runtime>(app: &tauri::AppHandle<R>) {
         }
         (false, _) => true,
     };
-    let saved = app
-        .try_state::<Arc<App>>()
-        .map(|core| core.get_settings().theme)
-        .unwrap_or_default();
-    if let Some(w) = app.get_webview_window("main") {
-        open_main_window(&w, saved, show);
+    if show {
+        window::open(app, None, true);
+    } else if let Some(places) = app.try_state::<Arc<window::PlaceState>>() {
+        // No window at all until the person opens one from the tray.
+        places.set_in_tray(true);
+        #[cfg(target_os = "linux")]
+        realtime::set_window_open(false);
     }
 }
 
@@ -274,6 +299,7 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
     #[cfg(debug_assertions)]
     start_samples(&core);
     app.manage(LogGuard(log));
+    app.manage(Arc::new(window::PlaceState::default()));
     app.manage(notifier);
     app.manage(Arc::clone(&core));
     if let Some(file) = &options.open {
@@ -283,8 +309,11 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         if let Err(e) = tray::create(app) {
             tracing::warn!("no tray icon: {e}");
         }
-        if let Err(e) = menu::create(app) {
-            tracing::warn!("no File menu: {e}");
+        // Elsewhere the File menu is the window's, set each time one is made (`window::ensure`).
+        if cfg!(target_os = "macos") {
+            if let Err(e) = menu::create(app) {
+                tracing::warn!("no File menu: {e}");
+            }
         }
         core.refresh_tray();
         core.start_link();
@@ -360,13 +389,10 @@ pub fn shutdown<R: Runtime>(app: &tauri::AppHandle<R>) {
     }
 }
 
-/// Shows, unminimises and focuses the main window (tray "Show", a second instance's start).
+/// Shows, unminimises and focuses the main window, made again where the person left it when
+/// it was closed to the tray (tray "Show", a second instance's start): [`window::open`].
 pub fn show_main_window<R: Runtime>(app: &tauri::AppHandle<R>) {
-    if let Some(w) = app.get_webview_window("main") {
-        let _ = w.show();
-        let _ = w.unminimize();
-        let _ = w.set_focus();
-    }
+    window::open(app, None, true);
 }
 
 /// Runs the desktop app on Wry with single-instance and remembered window size and position.
@@ -411,10 +437,19 @@ pub fn run(options: LaunchOptions) -> ExitCode {
             app.manage(ThemeApplier(Box::new(move |theme| {
                 apply_theme(&handle, theme)
             })));
-            app.run(|handle, event| {
-                if let tauri::RunEvent::Exit = event {
-                    shutdown(handle);
+            app.run(|handle, event| match event {
+                // The last window closed to the tray: the app runs on in the tray. An exit
+                // asked for (Quit, a signal) carries a code and goes through.
+                tauri::RunEvent::ExitRequested {
+                    code: None, api, ..
+                } if handle
+                    .try_state::<Arc<window::PlaceState>>()
+                    .is_some_and(|p| p.in_tray()) =>
+                {
+                    api.prevent_exit();
                 }
+                tauri::RunEvent::Exit => shutdown(handle),
+                _ => {}
             });
             ExitCode::SUCCESS
         }

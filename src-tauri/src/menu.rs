@@ -56,11 +56,12 @@ pub fn enabled(id: &str, bundle_open: bool) -> bool {
 
 /// The menu entries whose enabled state follows the bundle ([`sync`]), managed.
 pub struct FileMenu<R: Runtime> {
-    items: Vec<MenuItem<R>>,
+    /// The entries of the current window's menu (replaced when a window is made again).
+    items: std::sync::Mutex<Vec<MenuItem<R>>>,
 }
 
 /// Builds the File menu, sets it on the main window and handles its entries. The main thread
-/// calls it (the setup hook).
+/// calls it, each time the main window is made (`window::ensure`; on macOS once, at start).
 ///
 /// # Errors
 /// When the menu cannot be built or set (the app then goes on without it).
@@ -93,7 +94,14 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         window.set_menu(menu)?;
         window.on_menu_event(|window, event| choose(window.app_handle(), event.id.as_ref()));
     }
-    app.manage(FileMenu { items });
+    match app.try_state::<FileMenu<R>>() {
+        Some(menu) => *switchboard::sync::lock(&menu.items) = items,
+        None => {
+            app.manage(FileMenu {
+                items: std::sync::Mutex::new(items),
+            });
+        }
+    }
     Ok(())
 }
 
@@ -127,7 +135,7 @@ pub fn sync<R: Runtime>(app: &AppHandle<R>, bundle_open: bool) {
     let handle = app.clone();
     let run = app.run_on_main_thread(move || {
         if let Some(menu) = handle.try_state::<FileMenu<R>>() {
-            for item in &menu.items {
+            for item in switchboard::sync::lock(&menu.items).iter() {
                 let id = item.id().0.clone();
                 if let Err(e) = item.set_enabled(enabled(&id, bundle_open)) {
                     tracing::debug!("menu entry {id} not updated: {e}");

@@ -139,10 +139,30 @@ pub fn lower_tree(pid: i32) -> Lowered {
     done
 }
 
+/// The lowering thread, to wake when a window is made ([`set_window_open`]).
+static LOWERING: std::sync::OnceLock<std::thread::Thread> = std::sync::OnceLock::new();
+
+/// Whether no window exists (closed to the tray, or a `--hidden` start): WebKit's threads are
+/// gone with the web view, so the lowering thread sleeps instead of looking every
+/// [`CHECK_EVERY`] (an app in the tray should not wake for nothing).
+static NO_WINDOW: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says whether a window (and so a web view) exists: the lowering thread looks at once when one
+/// is made, and sleeps while there is none.
+pub fn set_window_open(open: bool) {
+    NO_WINDOW.store(!open, std::sync::atomic::Ordering::SeqCst);
+    if open {
+        if let Some(t) = LOWERING.get() {
+            t.unpark();
+        }
+    }
+}
+
 /// Starts the thread that keeps this process's and its children's threads off real-time
-/// scheduling ([`lower_tree`] at once, then every [`CHECK_EVERY`] for the app's lifetime). It
-/// logs each thread it lowers (at `info` the first time, then at `debug`). An error to start
-/// the thread is logged; the app runs on without it.
+/// scheduling ([`lower_tree`] at once, then every [`CHECK_EVERY`] while a window exists;
+/// asleep while none does: [`set_window_open`]). It logs each thread it lowers (at `info` the
+/// first time, then at `debug`). An error to start the thread is logged; the app runs on
+/// without it.
 pub fn start() {
     let spawned = std::thread::Builder::new()
         .name("rt-lowering".into())
@@ -150,6 +170,11 @@ pub fn start() {
             let me = std::process::id() as i32;
             let mut first = true;
             loop {
+                if NO_WINDOW.load(std::sync::atomic::Ordering::SeqCst) {
+                    // Woken by `set_window_open(true)` (a spurious wake-up just looks again).
+                    std::thread::park();
+                    continue;
+                }
                 let done = lower_tree(me);
                 for (pid, tid, name) in &done.threads {
                     if first {
@@ -166,9 +191,12 @@ pub fn start() {
                 if !done.threads.is_empty() {
                     first = false;
                 }
-                std::thread::sleep(CHECK_EVERY);
+                std::thread::park_timeout(CHECK_EVERY);
             }
         });
+    if let Ok(handle) = &spawned {
+        let _ = LOWERING.set(handle.thread().clone());
+    }
     if let Err(e) = spawned {
         tracing::warn!("real-time threads will not be lowered: {e}");
     }

@@ -3,13 +3,10 @@
 //! [`switchboard::support::tray`]); its menu lists them, each opening its view, then Show and
 //! Quit.
 
-use std::sync::Arc;
-
-use switchboard::app::{App, AppEvent};
 use switchboard::support::tray::{TraySummary, TrayView};
 use tauri::menu::{IsMenuItem, Menu, MenuItem, PredefinedMenuItem};
 use tauri::tray::{MouseButton, MouseButtonState, TrayIconBuilder, TrayIconEvent};
-use tauri::{AppHandle, Manager, Runtime};
+use tauri::{AppHandle, Runtime};
 
 /// The tray icon's id.
 pub const TRAY_ID: &str = "switchboard";
@@ -158,10 +155,7 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
             }
             other => {
                 if let Some(view) = view_of_menu_id(other) {
-                    crate::show_main_window(app);
-                    if let Some(core) = app.try_state::<Arc<App>>() {
-                        core.host().emit(&AppEvent::OpenView(view));
-                    }
+                    crate::window::open(app, Some(view.id()), true);
                 }
             }
         })

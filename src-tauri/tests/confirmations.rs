@@ -133,6 +133,8 @@ fn plausible_args(cmd: &str, home: &std::path::Path) -> Value {
     let file = |name: &str| home.join(name).display().to_string();
     match cmd {
         "save_settings" => json!({"settings": switchboard::settings::Settings::default()}),
+        "save_window_place" => json!({"place": {"view": "dials", "scroll": {"dials": 120.0}}}),
+        "window_painted" => json!({"view": "dials", "scroll": 0.0}),
         "autonomy_table" => json!({"phone": "Ada's Pixel"}),
         "unpair_phone" => json!({"deviceId": "dev_pixel_ada"}),
         "confirm_pairing" => json!({"id": "pairing_1", "codesMatch": true}),

@@ -395,7 +395,7 @@ impl App {
             if let Some(id) = crate::phone::demo::paired_before(&dir) {
                 self.phones.expect_repairing(id);
             }
-            let options = crate::phone::demo::DemoOptions::new(dir);
+            let options = demo_options(dir);
             let demo_link = link.clone();
             self.rt.spawn(async move {
                 match crate::phone::demo::run_demo_phone(&demo_link, options).await {
@@ -538,4 +538,28 @@ impl App {
         rx.recv_timeout(SHUTDOWN_BUDGET + Duration::from_millis(500))
             .ok()
     }
+}
+
+/// The demo phone's options: the defaults (the scenario once, as recorded), or as
+/// `SWITCHBOARD_DEMO_RATE` (`recorded`, `max` or messages per second, `N` or `N/s`) and
+/// `SWITCHBOARD_DEMO_REPEAT` (how many times, at least 1) ask, so a measurement can stream at a
+/// steady rate for as long as it needs (`docs/performance.md`). A value that does not parse is
+/// logged and the default kept.
+fn demo_options(dir: std::path::PathBuf) -> crate::phone::demo::DemoOptions {
+    let mut options = crate::phone::demo::DemoOptions::new(dir);
+    if let Ok(rate) = std::env::var("SWITCHBOARD_DEMO_RATE") {
+        match rate.trim().parse() {
+            Ok(r) => options.rate = r,
+            Err(e) => tracing::warn!("SWITCHBOARD_DEMO_RATE not used: {e}"),
+        }
+    }
+    if let Ok(repeat) = std::env::var("SWITCHBOARD_DEMO_REPEAT") {
+        match repeat.trim().parse::<u64>() {
+            Ok(n) if n >= 1 => options.count = n,
+            _ => tracing::warn!(
+                "SWITCHBOARD_DEMO_REPEAT not used: {repeat:?} is not a whole number of at least 1"
+            ),
+        }
+    }
+    options
 }

@@ -43,3 +43,42 @@ pub fn save_settings<R: tauri::Runtime>(
 pub fn diagnostics(core: Core<'_>) -> Diagnostics {
     core.diagnostics()
 }
+
+/// Where the person left the window (the view and its scroll places), kept by the app while
+/// the window is closed to the tray, so a window made again opens there.
+#[tauri::command]
+pub fn window_place<R: tauri::Runtime>(app: tauri::AppHandle<R>) -> crate::window::WindowPlace {
+    tauri::Manager::try_state::<std::sync::Arc<crate::window::PlaceState>>(&app)
+        .map(|p| p.place())
+        .unwrap_or_default()
+}
+
+/// Keeps where the person is in the window now (the page sends it as the view or a scroll
+/// place changes); keys past 64 characters are cut and offsets that are not finite numbers
+/// of at least 0 dropped.
+#[tauri::command]
+pub fn save_window_place<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
+    place: crate::window::WindowPlace,
+) {
+    if let Some(p) = tauri::Manager::try_state::<std::sync::Arc<crate::window::PlaceState>>(&app) {
+        p.save(place);
+    }
+}
+
+/// The page painted its first frame on the place it was opened at (`view`, the main area
+/// scrolled `scroll` CSS pixels down): the app logs it with the time from the window being
+/// made, once per window (`first paint <N> ms after the window was made`).
+#[tauri::command]
+pub fn window_painted<R: tauri::Runtime>(app: tauri::AppHandle<R>, view: String, scroll: f64) {
+    if let Some(ms) = tauri::Manager::try_state::<std::sync::Arc<crate::window::PlaceState>>(&app)
+        .and_then(|p| p.painted())
+    {
+        let view: String = view.chars().take(64).collect();
+        tracing::info!(
+            view,
+            scroll,
+            "first paint {ms} ms after the window was made"
+        );
+    }
+}

@@ -102,6 +102,9 @@ commands! {
     app::get_settings() -> Settings;
     app::save_settings(settings: Settings) -> Settings;
     app::diagnostics() -> Diagnostics;
+    app::window_place() -> crate::window::WindowPlace;
+    app::save_window_place(place: crate::window::WindowPlace) -> ();
+    app::window_painted(view: String, scroll: f64) -> ();
     phones::phones_snapshot() -> PhonesSnapshot;
     phones::open_pairing(networks: Option<Vec<String>>) -> PairingInvite;
     phones::close_pairing() -> ();
@@ -153,6 +156,9 @@ pub const READS_IN_BUNDLE_MODE: &[&str] = &[
     "app_info",
     "get_settings",
     "diagnostics",
+    "window_place",
+    "save_window_place",
+    "window_painted",
     "phones_snapshot",
     "bridge_snapshot",
     "explain_error",

@@ -38,6 +38,7 @@ import type { SavedBundle } from "./SavedBundle";
 import type { Settings } from "./Settings";
 import type { TraySummary } from "./TraySummary";
 import type { TrayView } from "./TrayView";
+import type { WindowPlace } from "./WindowPlace";
 
 /** Every command: what the window sends and what it gets back. */
 export type Commands = {
@@ -45,6 +46,9 @@ export type Commands = {
   get_settings: { args: Record<string, never>; ret: Settings };
   save_settings: { args: { settings: Settings }; ret: Settings };
   diagnostics: { args: Record<string, never>; ret: Diagnostics };
+  window_place: { args: Record<string, never>; ret: WindowPlace };
+  save_window_place: { args: { place: WindowPlace }; ret: void };
+  window_painted: { args: { view: string; scroll: number }; ret: void };
   phones_snapshot: { args: Record<string, never>; ret: PhonesSnapshot };
   open_pairing: { args: { networks?: Array<string> | null }; ret: PairingInvite };
   close_pairing: { args: Record<string, never>; ret: void };

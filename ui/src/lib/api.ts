@@ -7,6 +7,7 @@ import type { IpcError } from "../bindings/IpcError";
 import type { IpcErrorKind } from "../bindings/IpcErrorKind";
 import type { AppEventName, AppEvents, CommandName, Commands } from "../bindings/ipc";
 import type { Settings } from "../bindings/Settings";
+import type { WindowPlace } from "../bindings/WindowPlace";
 import type { Diagnostics } from "../bindings/Diagnostics";
 import type { PhonesSnapshot } from "../bindings/PhonesSnapshot";
 import type { PairingInvite } from "../bindings/PairingInvite";
@@ -72,6 +73,10 @@ export const api = {
   getSettings: () => call("get_settings"),
   saveSettings: (settings: Settings) => call("save_settings", { settings }),
   diagnostics: () => call("diagnostics"),
+  // Where the person left the window, kept by the app while the window is closed to the tray
+  windowPlace: () => call("window_place"),
+  saveWindowPlace: (place: WindowPlace) => call("save_window_place", { place }),
+  windowPainted: (view: string, scroll: number) => call("window_painted", { view, scroll }),
   // Phones
   phonesSnapshot: () => call("phones_snapshot"),
   /** The name each paired phone was paired under, by device id; empty when the link cannot

@@ -1,0 +1,365 @@
+//! What a Switchboard left running all day costs (`docs/performance.md`): the release app under
+//! Xvfb with its own session bus and a stand-in tray, the embedded demo phone over loopback.
+//!
+//! `cargo bench -p switchboard-desktop --bench tray` prints, one `key=value` a line at the end:
+//!
+//! - `tray_rss_vs_core`: RSS of every process of the app (it and all below it) in the tray
+//!   after 10 open/close cycles, over the RSS of the same app started `--hidden` at the same
+//!   time and fed the same stream (the core alone: it never made a window), the demo phone
+//!   streaming about 10 dials/s in both.
+//! - `tray_rss_growth_pct`: the same RSS in the tray after the 10th cycle against after the
+//!   1st, in percent.
+//! - `reopen_first_paint_ms`: the median over the cycles of the time from the window being made
+//!   again to its page's first paint on the place that was left (the app logs it).
+//! - `idle_cpu_pct_tray`, `idle_wakeups_per_s`: one paired phone connected and quiet, the
+//!   window closed to the tray: CPU time of every process of the app over 60 s, in percent of
+//!   one core, and how often their threads were scheduled in (`/proc/PID/task/*/schedstat`,
+//!   the third field), per second.
+//! - `idle_cpu_pct_window`: the same with the window open and idle, over 60 s.
+//!
+//! Environment: `TRAY_BENCH_CYCLES` (default 10), `TRAY_BENCH_IDLE_S` (default 60).
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[path = "../tests/real_window/mod.rs"]
+mod real_window;
+#[path = "../tests/tray_stand_in/mod.rs"]
+mod tray_stand_in;
+
+use real_window::{spawn_logged, start_desktop, windows, Desktop, Log, Proc};
+
+/// The demo scenario's messages per second that make about 10 dials a second (13 of its 40
+/// messages are dials).
+const RATE_10_DIALS: &str = "31";
+
+/// Every process at `pid` and below it: `(pid, ppid, comm)` of all processes, then the tree.
+fn tree(pid: u32) -> Vec<u32> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(p) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let ppid = stat[close + 1..]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse::<u32>().ok())
+            .unwrap_or(0);
+        all.push((p, ppid));
+    }
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(all.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
+        i += 1;
+    }
+    found
+}
+
+/// `VmRSS` of `pid` in KiB (0 when gone).
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// RSS of `pid` and every process below it, in KiB.
+fn tree_rss_kib(pid: u32) -> u64 {
+    tree(pid).into_iter().map(rss_kib).sum()
+}
+
+/// Nanoseconds on a CPU and times scheduled in of every thread of `pid` and the processes
+/// below it (`/proc/PID/task/TID/schedstat`), by `(pid, tid)`.
+fn sched(pid: u32) -> std::collections::HashMap<(u32, String), (u64, u64)> {
+    let mut out = std::collections::HashMap::new();
+    for p in tree(pid) {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) {
+                let f: Vec<u64> = s
+                    .split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect();
+                if f.len() >= 3 {
+                    let tid = t.file_name().to_string_lossy().into_owned();
+                    out.insert((p, tid), (f[0], f[2]));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// CPU in percent of one core and wake-ups per second of `pid`'s tree over `secs`: each
+/// thread's growth (a thread that started meanwhile counts whole; one that ended is missed).
+fn idle(pid: u32, secs: u64) -> (f64, f64) {
+    let before = sched(pid);
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(secs));
+    let after = sched(pid);
+    let wall = t0.elapsed().as_secs_f64();
+    let (mut ns, mut runs) = (0u64, 0u64);
+    for (k, (n1, r1)) in &after {
+        let (n0, r0) = before.get(k).copied().unwrap_or((0, 0));
+        ns += n1.saturating_sub(n0);
+        runs += r1.saturating_sub(r0);
+    }
+    if std::env::var_os("TRAY_BENCH_THREADS").is_some() {
+        // Which threads woke, most first (to find the timers behind the figure).
+        let mut per: Vec<(u64, u64, String)> = after
+            .iter()
+            .map(|((p, t), (n1, r1))| {
+                let (n0, r0) = before.get(&(*p, t.clone())).copied().unwrap_or((0, 0));
+                let comm =
+                    std::fs::read_to_string(format!("/proc/{p}/task/{t}/comm")).unwrap_or_default();
+                (
+                    r1.saturating_sub(r0),
+                    n1.saturating_sub(n0),
+                    format!("{p}/{t} {}", comm.trim()),
+                )
+            })
+            .filter(|(r, _, _)| *r > 0)
+            .collect();
+        per.sort_by_key(|p| std::cmp::Reverse(p.0));
+        for (r, n, name) in per.iter().take(15) {
+            eprintln!("    {name}: {r} runs, {:.1} ms", *n as f64 / 1e6);
+        }
+    }
+    (ns as f64 / 1e9 / wall * 100.0, runs as f64 / wall)
+}
+
+/// Asks window `id` on `display` to close as a window manager does (`WM_DELETE_WINDOW`).
+fn close_window(display: &str, id: &str) {
+    use x11_dl::xlib;
+    let id: xlib::Window = id.parse().expect("a window id");
+    let x = xlib::Xlib::open().expect("libX11 loads");
+    let name = std::ffi::CString::new(display).unwrap();
+    unsafe {
+        let d = (x.XOpenDisplay)(name.as_ptr());
+        assert!(!d.is_null(), "the display {display} opens");
+        let protocols = (x.XInternAtom)(d, c"WM_PROTOCOLS".as_ptr(), xlib::False);
+        let delete = (x.XInternAtom)(d, c"WM_DELETE_WINDOW".as_ptr(), xlib::False);
+        let mut ev: xlib::XClientMessageEvent = std::mem::zeroed();
+        ev.type_ = xlib::ClientMessage;
+        ev.window = id;
+        ev.message_type = protocols;
+        ev.format = 32;
+        ev.data.set_long(0, delete as std::os::raw::c_long);
+        ev.data
+            .set_long(1, xlib::CurrentTime as std::os::raw::c_long);
+        let mut event = xlib::XEvent { client_message: ev };
+        (x.XSendEvent)(d, id, xlib::False, xlib::NoEventMask, &mut event);
+        (x.XFlush)(d);
+        (x.XCloseDisplay)(d);
+    }
+}
+
+/// A started app on its own desktop and home.
+struct Running {
+    desktop: Desktop,
+    home: tempfile::TempDir,
+    _tray: std::sync::mpsc::Sender<()>,
+    app: Proc,
+    log: Log,
+    started: Instant,
+}
+
+impl Running {
+    fn cmd(
+        desktop: &Desktop,
+        home: &std::path::Path,
+        args: &[&str],
+        rate: &str,
+        repeat: &str,
+    ) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_switchboard-desktop"));
+        c.args(args)
+            .env("DISPLAY", &desktop.display)
+            .env("DBUS_SESSION_BUS_ADDRESS", &desktop.bus)
+            .env("SWITCHBOARD_HOME", home)
+            .env("HOME", home)
+            .env("SWITCHBOARD_DEMO_RATE", rate)
+            .env("SWITCHBOARD_DEMO_REPEAT", repeat)
+            .stdout(Stdio::null());
+        c
+    }
+
+    fn start(args: &[&str], rate: &str, repeat: &str) -> Self {
+        let desktop = start_desktop();
+        let tray = tray_stand_in::stand_in_tray(&desktop.bus);
+        let home = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let (app, log) = spawn_logged(&mut Self::cmd(&desktop, home.path(), args, rate, repeat));
+        Self {
+            desktop,
+            home,
+            _tray: tray,
+            app,
+            log,
+            started,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.app.0.id()
+    }
+
+    fn count(&self, what: &str) -> usize {
+        self.log.text().lines().filter(|l| l.contains(what)).count()
+    }
+
+    fn wait(&mut self, secs: u64, what: &str, mut cond: impl FnMut(&Self) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while !cond(self) {
+            if Instant::now() > deadline {
+                panic!(
+                    "{what}: not within {secs} s: {}",
+                    real_window::app_state(&mut self.app, &self.log, self.started)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The window to the tray; waits until nothing but the app is left.
+    fn close(&mut self) {
+        let n = self.count("window closed to the tray");
+        let win = windows(&self.desktop.display, true);
+        assert_eq!(win.len(), 1, "one window: {win:?}");
+        close_window(&self.desktop.display, &win[0]);
+        self.wait(20, "closed to the tray", |r| {
+            r.count("window closed to the tray") > n && tree(r.pid()).len() == 1
+        });
+    }
+
+    /// The window again through a second start (the single-instance hand-off); the ms to its
+    /// first paint as the app logged it.
+    fn reopen(&mut self) -> f64 {
+        let n = self.count("first paint");
+        let mut second = Self::cmd(&self.desktop, self.home.path(), &["--demo"], "1", "1")
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.wait(60, "the window's page painted", |r| {
+            r.count("first paint") > n
+        });
+        let _ = second.wait();
+        let text = self.log.text();
+        let line = text.lines().rfind(|l| l.contains("first paint")).unwrap();
+        line.split("first paint ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .expect("the paint time")
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; anything naming a filter that is not this bench skips it.
+    if std::env::args()
+        .skip(1)
+        .any(|a| !a.starts_with('-') && !"tray".contains(&a))
+    {
+        return;
+    }
+    let cycles = env_u64("TRAY_BENCH_CYCLES", 10).max(1);
+    let idle_s = env_u64("TRAY_BENCH_IDLE_S", 60).max(1);
+
+    // Memory: the app opened and closed `cycles` times next to the same app that never had a
+    // window, both fed about 10 dials/s.
+    eprintln!("tray bench: memory over {cycles} open/close cycles, demo phone at ~10 dials/s");
+    let mut core = Running::start(&["--demo", "--hidden"], RATE_10_DIALS, "1000000");
+    let mut app = Running::start(&["--demo"], RATE_10_DIALS, "1000000");
+    app.wait(120, "the first window's page painted", |r| {
+        r.count("first paint") > 0
+    });
+    core.wait(60, "the hidden start", |r| r.count("started hidden") > 0);
+    let mut paints = Vec::new();
+    let mut in_tray = Vec::new();
+    for i in 0..cycles {
+        // A moment with the window open, as a person glances at it.
+        std::thread::sleep(Duration::from_secs(2));
+        app.close();
+        std::thread::sleep(Duration::from_secs(3));
+        let (all, alone) = (tree_rss_kib(app.pid()), tree_rss_kib(core.pid()));
+        eprintln!(
+            "  cycle {}: in the tray {all} KiB (processes: {}), core alone {alone} KiB",
+            i + 1,
+            tree(app.pid()).len()
+        );
+        in_tray.push((all, alone));
+        if i + 1 < cycles {
+            let ms = app.reopen();
+            eprintln!("  reopened: first paint {ms} ms after the window was made");
+            paints.push(ms);
+        }
+    }
+    let (last, alone) = *in_tray.last().unwrap();
+    let first = in_tray[0].0;
+    let rss_vs_core = last as f64 / alone.max(1) as f64;
+    let growth = (last as f64 - first as f64) / first.max(1) as f64 * 100.0;
+    drop(app);
+    drop(core);
+
+    // Idle: the demo plays its scenario at once, then stays connected, quiet.
+    eprintln!("tray bench: idle, one phone connected and quiet, {idle_s} s each");
+    let mut quiet = Running::start(&["--demo"], "max", "1");
+    quiet.wait(120, "the window's page painted", |r| {
+        r.count("first paint") > 0
+    });
+    // Let the scenario and the start settle.
+    std::thread::sleep(Duration::from_secs(15));
+    let (cpu_window, wake_window) = idle(quiet.pid(), idle_s);
+    eprintln!("  window open: {cpu_window:.3} % of a core, {wake_window:.1} wake-ups/s");
+    quiet.close();
+    std::thread::sleep(Duration::from_secs(5));
+    let (cpu_tray, wake_tray) = idle(quiet.pid(), idle_s);
+    eprintln!("  in the tray: {cpu_tray:.3} % of a core, {wake_tray:.1} wake-ups/s");
+    drop(quiet);
+
+    let paint = if paints.is_empty() {
+        "not measured".to_string()
+    } else {
+        format!("{:.0}", median(paints.clone()))
+    };
+    eprintln!("  reopen first paints (ms): {paints:?}");
+    println!("tray_rss_vs_core={rss_vs_core:.3}");
+    println!("tray_rss_growth_pct={growth:.1}");
+    println!("reopen_first_paint_ms={paint}");
+    println!("idle_cpu_pct_tray={cpu_tray:.3}");
+    println!("idle_cpu_pct_window={cpu_window:.3}");
+    println!("idle_wakeups_per_s={wake_tray:.2}");
+}

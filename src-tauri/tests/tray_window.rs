@@ -1,0 +1,263 @@
+//! Closing the window to the tray destroys its web view, and opening it again makes a new one
+//! on the place the person left: the real app under Xvfb with a stand-in tray. After the close
+//! the app runs on with no WebKit process left under it; a second start (the single-instance
+//! hand-off) makes the window again, with a web process, and its page paints first on the
+//! view and scroll place that were left. Needs Xvfb, dbus-daemon and xdotool
+//! (`scripts/install-deps.sh`); every wait is bounded.
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod real_window;
+mod tray_stand_in;
+use real_window::{app_state, need, spawn_logged, start_desktop, windows, Log, Proc};
+use tray_stand_in::stand_in_tray;
+
+/// The processes below `pid` (children, theirs, ...), as `(pid, comm)`.
+fn descendants(pid: u32) -> Vec<(u32, String)> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(p) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: comm may hold spaces, so split after its last ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = stat[open + 1..close].to_string();
+        let ppid = stat[close + 1..]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse::<u32>().ok())
+            .unwrap_or(0);
+        all.push((p, ppid, comm));
+    }
+    let mut found = Vec::new();
+    let mut parents = vec![pid];
+    while let Some(parent) = parents.pop() {
+        for (p, pp, comm) in &all {
+            if *pp == parent {
+                found.push((*p, comm.clone()));
+                parents.push(*p);
+            }
+        }
+    }
+    found
+}
+
+/// The WebKit processes below `pid` (web, network, ...).
+fn webkit_under(pid: u32) -> Vec<(u32, String)> {
+    descendants(pid)
+        .into_iter()
+        .filter(|(_, c)| c.starts_with("WebKit"))
+        .collect()
+}
+
+/// Asks window `id` on `display` to close as a window manager does (a `WM_DELETE_WINDOW`
+/// client message), which is what the close button does.
+fn close_window(display: &str, id: &str) {
+    use x11_dl::xlib;
+    let id: xlib::Window = id.parse().expect("a window id");
+    let x = xlib::Xlib::open().expect("libX11 loads");
+    let name = std::ffi::CString::new(display).unwrap();
+    unsafe {
+        let d = (x.XOpenDisplay)(name.as_ptr());
+        assert!(!d.is_null(), "the display {display} opens");
+        let protocols = (x.XInternAtom)(d, c"WM_PROTOCOLS".as_ptr(), xlib::False);
+        let delete = (x.XInternAtom)(d, c"WM_DELETE_WINDOW".as_ptr(), xlib::False);
+        let mut ev: xlib::XClientMessageEvent = std::mem::zeroed();
+        ev.type_ = xlib::ClientMessage;
+        ev.window = id;
+        ev.message_type = protocols;
+        ev.format = 32;
+        ev.data.set_long(0, delete as std::os::raw::c_long);
+        ev.data
+            .set_long(1, xlib::CurrentTime as std::os::raw::c_long);
+        let mut event = xlib::XEvent { client_message: ev };
+        let sent = (x.XSendEvent)(d, id, xlib::False, xlib::NoEventMask, &mut event);
+        assert_ne!(sent, 0, "the close request was sent");
+        (x.XFlush)(d);
+        (x.XCloseDisplay)(d);
+    }
+}
+
+/// Runs `xdotool args` on `display`, failing loudly when it fails.
+fn xdotool(display: &str, args: &[&str]) {
+    let ok = Command::new("xdotool")
+        .args(args)
+        .env("DISPLAY", display)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "xdotool {args:?} failed");
+}
+
+/// Waits (at most `secs`) until `what` holds, else fails with the app's state.
+fn wait_for(
+    app: &mut Proc,
+    log: &Log,
+    started: Instant,
+    secs: u64,
+    what: &str,
+    mut cond: impl FnMut() -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within {secs} s: {}",
+            app_state(app, log, started)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The lines of `log` containing `what`.
+fn lines_with(log: &Log, what: &str) -> Vec<String> {
+    log.text()
+        .lines()
+        .filter(|l| l.contains(what))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The number after `key=` in `line` (a tracing field), if any.
+fn field_f64(line: &str, key: &str) -> Option<f64> {
+    let at = line.find(&format!("{key}="))? + key.len() + 1;
+    let rest = &line[at..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+#[test]
+fn closed_to_the_tray_the_web_view_goes_and_comes_back_on_the_same_place() {
+    need("xdotool");
+    let desktop = start_desktop();
+    let (display, bus) = (desktop.display.clone(), desktop.bus.clone());
+    // A tray on that session: without one, closing the window quits the app.
+    let _tray = stand_in_tray(&bus);
+    let home = tempfile::tempdir().unwrap();
+    let app_cmd = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_switchboard-desktop"));
+        c.args(args)
+            .env("DISPLAY", &display)
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus)
+            .env("SWITCHBOARD_HOME", home.path())
+            .env("HOME", home.path())
+            .stdout(Stdio::null());
+        c
+    };
+    let started = Instant::now();
+    let (mut app, log) = spawn_logged(&mut app_cmd(&["--demo"]));
+    let pid = app.0.id();
+    let paint = "first paint";
+
+    // The window shows, its page paints, and a web process runs under the app.
+    wait_for(
+        &mut app,
+        &log,
+        started,
+        120,
+        "the first window's page painted",
+        || log.said(paint),
+    );
+    let win = windows(&display, true);
+    assert_eq!(win.len(), 1, "one window shows: {win:?}");
+    assert!(
+        webkit_under(pid)
+            .iter()
+            .any(|(_, c)| c.starts_with("WebKitWebProc")),
+        "a web process under the app while the window shows: {:?}",
+        descendants(pid)
+    );
+
+    // The person goes to Settings (Ctrl+6) and scrolls down.
+    xdotool(&display, &["windowfocus", "--sync", &win[0]]);
+    xdotool(&display, &["key", "ctrl+6"]);
+    std::thread::sleep(Duration::from_millis(800));
+    xdotool(&display, &["mousemove", "--window", &win[0], "700", "400"]);
+    xdotool(&display, &["click", "--repeat", "6", "--delay", "80", "5"]);
+    // The page sends the place 200 ms after the last scroll.
+    std::thread::sleep(Duration::from_millis(1500));
+
+    // Closed to the tray: the window and every WebKit process under the app go; the app stays.
+    close_window(&display, &win[0]);
+    let closed = "window closed to the tray";
+    wait_for(&mut app, &log, started, 20, "the close to the tray", || {
+        log.said(closed)
+    });
+    let line = lines_with(&log, closed).pop().unwrap();
+    assert!(
+        line.contains("view=\"settings\""),
+        "the place kept is Settings: {line}"
+    );
+    // `scroll={"settings": 480.0}`: the main area's offset kept for Settings.
+    let kept: f64 = line
+        .split("\"settings\": ")
+        .nth(1)
+        .and_then(|r| r.split([',', '}']).next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0.0);
+    assert!(kept > 0.0, "Settings was scrolled down: {line}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !webkit_under(pid).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "WebKit processes left 20 s after the close: {:?}; {}",
+            webkit_under(pid),
+            app_state(&mut app, &log, started)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(windows(&display, false).is_empty(), "no window is left");
+    // And it stays that way: the app runs on in the tray.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(app.0.try_wait().unwrap().is_none(), "{}", log.text());
+    assert!(webkit_under(pid).is_empty(), "{:?}", descendants(pid));
+
+    // Starting Switchboard again makes the window again, on Settings at the same place.
+    let mut second = app_cmd(&["--demo"]).stderr(Stdio::null()).spawn().unwrap();
+    wait_for(
+        &mut app,
+        &log,
+        started,
+        60,
+        "the second window's page painted",
+        || lines_with(&log, paint).len() >= 2,
+    );
+    let line = lines_with(&log, paint).pop().unwrap();
+    assert!(
+        line.contains("view=\"settings\""),
+        "the window came back on Settings: {line}"
+    );
+    let scroll = field_f64(&line, "scroll").unwrap_or(-1.0);
+    assert!(
+        (scroll - kept).abs() < 1.0,
+        "the window came back {scroll} px down, left {kept} px down: {line}"
+    );
+    assert_eq!(windows(&display, true).len(), 1, "the window shows again");
+    assert!(
+        webkit_under(pid)
+            .iter()
+            .any(|(_, c)| c.starts_with("WebKitWebProc")),
+        "a web process again: {:?}",
+        descendants(pid)
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while second.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the second start did not exit");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(app);
+}
