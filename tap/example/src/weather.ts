@@ -18,8 +18,11 @@ interface Request {
 
 /** The handler, given how to read the caller's published request and who may call. */
 export function weatherHandler(read: (endpoint: string) => Promise<unknown>, allowed: ReadonlySet<string>) {
-  return async (rctx: { requesterExtensionId?: string }) => {
-    if (!rctx.requesterExtensionId || !allowed.has(rctx.requesterExtensionId)) throw new Error("not authorised");
+  // The caller check is synchronous, as many handlers' are: a refused caller gets a throw before
+  // any promise exists. The host calls handlers inside `Promise.resolve(handler(...))`, so an
+  // unwrapped handler that throws here stops the extension's process; `tap.wrap` turns the throw
+  // into a rejected promise (the caller still gets "not authorised").
+  const answer = async (rctx: { requesterExtensionId: string }) => {
     let req: Request;
     try {
       req = (await read(`${rctx.requesterExtensionId}.phoneline_request`)) as Request;
@@ -45,5 +48,9 @@ export function weatherHandler(read: (endpoint: string) => Promise<unknown>, all
       default:
         throw new Error(`unknown op: ${req.op}`);
     }
+  };
+  return (rctx: { requesterExtensionId?: string }) => {
+    if (!rctx.requesterExtensionId || !allowed.has(rctx.requesterExtensionId)) throw new Error("not authorised");
+    return answer({ requesterExtensionId: rctx.requesterExtensionId });
   };
 }
