@@ -68,6 +68,10 @@ export function mountSwitchboardPairing(ctx: FrontendCtxLike, root?: HTMLElement
   confirmBox.append(code, ask, buttons);
   const help = el("p", {}, "On the desktop: Phones → “Pair a phone” shows the pairing link. Paste it here.");
   help.style.cssText = "margin:0;opacity:0.75";
+  // Hosts reset button styles (Lumiverse draws a bare button as plain text): give each one an
+  // outline so it reads as something to press.
+  for (const b of [pairBtn, yes, no]) b.style.cssText = BUTTON;
+  yes.style.fontWeight = "600";
   box.append(title, state, error, form, confirmBox, help);
   host.appendChild(box);
 
@@ -110,6 +114,8 @@ export function mountSwitchboardPairing(ctx: FrontendCtxLike, root?: HTMLElement
     box.remove();
   };
 }
+
+const BUTTON = "padding:4px 14px;border:1px solid currentColor;border-radius:6px;background:transparent;color:inherit;cursor:pointer;font:inherit";
 
 function el(tag: string, attrs: Record<string, string>, text?: string): HTMLElement {
   const e = document.createElement(tag);
