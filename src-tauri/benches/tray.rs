@@ -29,7 +29,7 @@ mod real_window;
 #[path = "../tests/tray_stand_in/mod.rs"]
 mod tray_stand_in;
 
-use real_window::{spawn_logged, start_desktop, windows, Desktop, Log, Proc};
+use real_window::{close_window, spawn_logged, start_desktop, windows, Desktop, Log, Proc};
 
 /// The demo scenario's messages per second that make about 10 dials a second (13 of its 40
 /// messages are dials).
@@ -147,32 +147,6 @@ fn idle(pid: u32, secs: u64) -> (f64, f64) {
         }
     }
     (ns as f64 / 1e9 / wall * 100.0, runs as f64 / wall)
-}
-
-/// Asks window `id` on `display` to close as a window manager does (`WM_DELETE_WINDOW`).
-fn close_window(display: &str, id: &str) {
-    use x11_dl::xlib;
-    let id: xlib::Window = id.parse().expect("a window id");
-    let x = xlib::Xlib::open().expect("libX11 loads");
-    let name = std::ffi::CString::new(display).unwrap();
-    unsafe {
-        let d = (x.XOpenDisplay)(name.as_ptr());
-        assert!(!d.is_null(), "the display {display} opens");
-        let protocols = (x.XInternAtom)(d, c"WM_PROTOCOLS".as_ptr(), xlib::False);
-        let delete = (x.XInternAtom)(d, c"WM_DELETE_WINDOW".as_ptr(), xlib::False);
-        let mut ev: xlib::XClientMessageEvent = std::mem::zeroed();
-        ev.type_ = xlib::ClientMessage;
-        ev.window = id;
-        ev.message_type = protocols;
-        ev.format = 32;
-        ev.data.set_long(0, delete as std::os::raw::c_long);
-        ev.data
-            .set_long(1, xlib::CurrentTime as std::os::raw::c_long);
-        let mut event = xlib::XEvent { client_message: ev };
-        (x.XSendEvent)(d, id, xlib::False, xlib::NoEventMask, &mut event);
-        (x.XFlush)(d);
-        (x.XCloseDisplay)(d);
-    }
 }
 
 /// A started app on its own desktop and home.

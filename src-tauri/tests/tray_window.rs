@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 mod real_window;
 mod tray_stand_in;
-use real_window::{app_state, need, spawn_logged, start_desktop, windows, Log, Proc};
+use real_window::{app_state, close_window, need, spawn_logged, start_desktop, windows, Log, Proc};
 use tray_stand_in::stand_in_tray;
 
 /// The processes below `pid` (children, theirs, ...), as `(pid, comm)`.
@@ -60,34 +60,6 @@ fn webkit_under(pid: u32) -> Vec<(u32, String)> {
         .into_iter()
         .filter(|(_, c)| c.starts_with("WebKit"))
         .collect()
-}
-
-/// Asks window `id` on `display` to close as a window manager does (a `WM_DELETE_WINDOW`
-/// client message), which is what the close button does.
-fn close_window(display: &str, id: &str) {
-    use x11_dl::xlib;
-    let id: xlib::Window = id.parse().expect("a window id");
-    let x = xlib::Xlib::open().expect("libX11 loads");
-    let name = std::ffi::CString::new(display).unwrap();
-    unsafe {
-        let d = (x.XOpenDisplay)(name.as_ptr());
-        assert!(!d.is_null(), "the display {display} opens");
-        let protocols = (x.XInternAtom)(d, c"WM_PROTOCOLS".as_ptr(), xlib::False);
-        let delete = (x.XInternAtom)(d, c"WM_DELETE_WINDOW".as_ptr(), xlib::False);
-        let mut ev: xlib::XClientMessageEvent = std::mem::zeroed();
-        ev.type_ = xlib::ClientMessage;
-        ev.window = id;
-        ev.message_type = protocols;
-        ev.format = 32;
-        ev.data.set_long(0, delete as std::os::raw::c_long);
-        ev.data
-            .set_long(1, xlib::CurrentTime as std::os::raw::c_long);
-        let mut event = xlib::XEvent { client_message: ev };
-        let sent = (x.XSendEvent)(d, id, xlib::False, xlib::NoEventMask, &mut event);
-        assert_ne!(sent, 0, "the close request was sent");
-        (x.XFlush)(d);
-        (x.XCloseDisplay)(d);
-    }
 }
 
 /// Runs `xdotool args` on `display`, failing loudly when it fails.

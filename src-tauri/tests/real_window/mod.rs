@@ -176,3 +176,32 @@ pub fn app_state(app: &mut Proc, log: &Log, started: Instant) -> String {
         log.text()
     )
 }
+
+/// Asks window `id` on `display` to close as a window manager does (a `WM_DELETE_WINDOW`
+/// client message), which is what the close button does.
+#[cfg(target_os = "linux")]
+pub fn close_window(display: &str, id: &str) {
+    use x11_dl::xlib;
+    let id: xlib::Window = id.parse().expect("a window id");
+    let x = xlib::Xlib::open().expect("libX11 loads");
+    let name = std::ffi::CString::new(display).unwrap();
+    unsafe {
+        let d = (x.XOpenDisplay)(name.as_ptr());
+        assert!(!d.is_null(), "the display {display} opens");
+        let protocols = (x.XInternAtom)(d, c"WM_PROTOCOLS".as_ptr(), xlib::False);
+        let delete = (x.XInternAtom)(d, c"WM_DELETE_WINDOW".as_ptr(), xlib::False);
+        let mut ev: xlib::XClientMessageEvent = std::mem::zeroed();
+        ev.type_ = xlib::ClientMessage;
+        ev.window = id;
+        ev.message_type = protocols;
+        ev.format = 32;
+        ev.data.set_long(0, delete as std::os::raw::c_long);
+        ev.data
+            .set_long(1, xlib::CurrentTime as std::os::raw::c_long);
+        let mut event = xlib::XEvent { client_message: ev };
+        let sent = (x.XSendEvent)(d, id, xlib::False, xlib::NoEventMask, &mut event);
+        assert_ne!(sent, 0, "the close request was sent");
+        (x.XFlush)(d);
+        (x.XCloseDisplay)(d);
+    }
+}
