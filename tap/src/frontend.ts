@@ -6,8 +6,10 @@
 // confirms on both screens; the piece then shows the state: paired with which desktop,
 // connected or not, how many calls wait, the last error.
 //
-// No imports: it bundles for the browser (`bun build src/frontend.ts --target browser`) and
-// needs nothing but the DOM.
+// No runtime imports: it bundles for the browser (`bun build src/frontend.ts --target browser`)
+// and needs nothing but the DOM (the one import is a type, erased when bundled).
+
+import type { PairingStatus } from "./tap.js";
 
 /** The part of the host's frontend context the piece uses. */
 export interface FrontendCtxLike {
@@ -16,17 +18,8 @@ export interface FrontendCtxLike {
   ui?: { mount(point: string): HTMLElement };
 }
 
-interface Status {
-  switchboardTap: "status";
-  deviceId: string;
-  label: string;
-  paired: boolean;
-  desktop: string | null;
-  connected: boolean;
-  queued: number;
-  lastError: string | null;
-  pairing: { step: string; code?: string } | null;
-}
+/** The backend's status message (`PairingStatus`, the one shape both sides use). */
+type Status = PairingStatus & { switchboardTap: "status" };
 
 const STEPS: Record<string, string> = {
   certificate: "Checking the desktop's certificate…",
