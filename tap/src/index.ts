@@ -2,8 +2,9 @@
 // See README.md; the wire is docs/protocol.md of the Switchboard repository.
 //
 // This is the entry an extension's backend imports: everything it bundles passes the Lumiverse
-// host's install scanner (no fs, net, tls, http, child_process, process.env, …;
-// ../shared/specs/lumiverse-host.md section 2). test/bundle.test.ts checks that on every build.
+// host's install scanner (no filesystem, socket or subprocess modules, no reading of the
+// environment, …; ../shared/specs/lumiverse-host.md section 2). test/bun/bundle.test.ts checks
+// that on every build.
 // The settings piece for the extension's frontend is `switchboard-tap/frontend`.
 
 export { createTap, Tap, shapeOf, redactError, errorText } from "./tap.js";
