@@ -29,44 +29,19 @@ mod real_window;
 #[path = "../tests/tray_stand_in/mod.rs"]
 mod tray_stand_in;
 
-use real_window::{close_window, spawn_logged, start_desktop, windows, Desktop, Log, Proc};
+use real_window::{
+    close_window, descendants, spawn_logged, start_desktop, windows, Desktop, Log, Proc,
+};
 
 /// The demo scenario's messages per second that make about 10 dials a second (13 of its 40
 /// messages are dials).
 const RATE_10_DIALS: &str = "31";
 
-/// Every process at `pid` and below it: `(pid, ppid, comm)` of all processes, then the tree.
+/// `pid` and every process below it.
 fn tree(pid: u32) -> Vec<u32> {
-    let mut all = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(p) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
-            continue;
-        };
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        let ppid = stat[close + 1..]
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse::<u32>().ok())
-            .unwrap_or(0);
-        all.push((p, ppid));
-    }
-    let mut found = vec![pid];
-    let mut i = 0;
-    while i < found.len() {
-        let parent = found[i];
-        found.extend(all.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
-        i += 1;
-    }
-    found
+    std::iter::once(pid)
+        .chain(descendants(pid).into_iter().map(|(p, _)| p))
+        .collect()
 }
 
 /// `VmRSS` of `pid` in KiB (0 when gone).

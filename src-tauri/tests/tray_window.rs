@@ -12,47 +12,10 @@ use std::time::{Duration, Instant};
 
 mod real_window;
 mod tray_stand_in;
-use real_window::{app_state, close_window, need, spawn_logged, start_desktop, windows, Log, Proc};
+use real_window::{
+    app_state, close_window, descendants, need, spawn_logged, start_desktop, windows, Log, Proc,
+};
 use tray_stand_in::stand_in_tray;
-
-/// The processes below `pid` (children, theirs, ...), as `(pid, comm)`.
-fn descendants(pid: u32) -> Vec<(u32, String)> {
-    let mut all = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(p) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid ...`: comm may hold spaces, so split after its last ')'.
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let comm = stat[open + 1..close].to_string();
-        let ppid = stat[close + 1..]
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse::<u32>().ok())
-            .unwrap_or(0);
-        all.push((p, ppid, comm));
-    }
-    let mut found = Vec::new();
-    let mut parents = vec![pid];
-    while let Some(parent) = parents.pop() {
-        for (p, pp, comm) in &all {
-            if *pp == parent {
-                found.push((*p, comm.clone()));
-                parents.push(*p);
-            }
-        }
-    }
-    found
-}
 
 /// The WebKit processes below `pid` (web, network, ...).
 fn webkit_under(pid: u32) -> Vec<(u32, String)> {

@@ -205,3 +205,43 @@ pub fn close_window(display: &str, id: &str) {
         (x.XCloseDisplay)(d);
     }
 }
+
+#[cfg(target_os = "linux")]
+/// The processes below `pid` (children, theirs, ...), as `(pid, comm)`.
+pub fn descendants(pid: u32) -> Vec<(u32, String)> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(p) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: comm may hold spaces, so split after its last ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = stat[open + 1..close].to_string();
+        let ppid = stat[close + 1..]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse::<u32>().ok())
+            .unwrap_or(0);
+        all.push((p, ppid, comm));
+    }
+    let mut found = Vec::new();
+    let mut parents = vec![pid];
+    while let Some(parent) = parents.pop() {
+        for (p, pp, comm) in &all {
+            if *pp == parent {
+                found.push((*p, comm.clone()));
+                parents.push(*p);
+            }
+        }
+    }
+    found
+}
