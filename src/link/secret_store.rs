@@ -13,6 +13,11 @@ use std::sync::Mutex;
 /// The `keyring` service name under which Switchboard keeps its secrets.
 pub const KEYRING_SERVICE: &str = "switchboard";
 
+/// Why [`KeyringStore`] refuses to work (in [`SecretStoreError::Unavailable`]) when `keyring`
+/// has no OS backend: it would keep the keys in memory only.
+pub const NO_BACKEND: &str = "this build of Switchboard has no OS key store backend for this \
+     system, and keys kept in memory would be lost at every restart";
+
 /// Errors from a [`SecretStore`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -70,8 +75,22 @@ impl KeyringStore {
         }
     }
 
+    /// The entry for `name`, refused when `keyring` would keep it in memory only: its mock is
+    /// what it uses when no OS backend is compiled in for this system (or after
+    /// `keyring::set_default_credential_builder` chose it), and a key kept there is lost at
+    /// every restart, so every phone would have to pair again without a word.
     fn entry(&self, name: &str) -> Result<keyring::Entry, SecretStoreError> {
-        keyring::Entry::new(&self.service, name).map_err(|e| map_keyring(name, e))
+        let entry = keyring::Entry::new(&self.service, name).map_err(|e| map_keyring(name, e))?;
+        if entry
+            .get_credential()
+            .downcast_ref::<keyring::mock::MockCredential>()
+            .is_some()
+        {
+            return Err(SecretStoreError::Unavailable {
+                reason: NO_BACKEND.to_string(),
+            });
+        }
+        Ok(entry)
     }
 }
 
