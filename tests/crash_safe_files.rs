@@ -20,6 +20,9 @@
 //! to remove it). Nothing reads it — the app and LumiAgent read only the file's own name — and
 //! the app removes those of its own folders at start (`AppPaths::make_private`); the tests check
 //! that nothing else is ever left and that the clean-up removes exactly those.
+// Unix only: the writer is killed with SIGKILL and, for each step, under strace's syscall fault
+// injection (fsync, rename); Windows has neither, so nothing here could run there.
+#![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead as _, BufReader};

@@ -37,7 +37,7 @@ pub(super) struct Running {
     tasks: Mutex<Tasks>,
     shut: AtomicBool,
     /// The control socket, while served.
-    #[cfg(unix)]
+    #[cfg(any(unix, windows))]
     control: Mutex<Option<Arc<crate::control::server::ControlServer>>>,
 }
 
@@ -55,7 +55,7 @@ impl Default for Running {
             hub_stop: watch::channel(false).0,
             tasks: Mutex::new(Tasks::default()),
             shut: AtomicBool::new(false),
-            #[cfg(unix)]
+            #[cfg(any(unix, windows))]
             control: Mutex::new(None),
         }
     }
@@ -422,11 +422,11 @@ impl App {
     /// [`ControlError::AlreadyRunning`](crate::control::ControlError::AlreadyRunning) when another
     /// running app serves it (this one goes on without it), a path too long, a folder that
     /// cannot be made private; [`ControlError::Unsupported`](crate::control::ControlError::Unsupported)
-    /// off Unix. The app runs on either way: the shell logs the reason.
+    /// off Unix and Windows. The app runs on either way: the shell logs the reason.
     pub fn start_control(
         self: &Arc<Self>,
     ) -> Result<std::path::PathBuf, crate::control::ControlError> {
-        #[cfg(unix)]
+        #[cfg(any(unix, windows))]
         {
             if self.running.shut.load(Ordering::SeqCst) {
                 return Err(crate::control::ControlError::Protocol(
@@ -446,7 +446,7 @@ impl App {
             }
             Ok(path)
         }
-        #[cfg(not(unix))]
+        #[cfg(not(any(unix, windows)))]
         {
             Err(crate::control::ControlError::Unsupported)
         }
@@ -471,7 +471,7 @@ impl App {
         let deadline = tokio::time::Instant::now() + SHUTDOWN_BUDGET;
         let mut in_time = true;
         // 0. The CLI is told at once that the app is gone (the socket file removed).
-        #[cfg(unix)]
+        #[cfg(any(unix, windows))]
         {
             let control = lock(&self.running.control).take();
             if let Some(c) = control {

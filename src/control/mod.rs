@@ -35,9 +35,14 @@
 //! variant and the answers only read the views' state, open or answer a *pairing* (the person's
 //! own "Codes match"), or unpair ([`REQUEST_NAMES`] is swept by `tests/control.rs`).
 //!
+//! ## Windows
+//! A named pipe, `\\.\pipe\switchboard-<16 hex>` (the same hex as the socket's folder), with
+//! the same requests and answers; only the current user's SID may open it, and both ends check
+//! the other's user (the `pipe` module).
+//!
 //! ## Other systems
-//! Unix only for now: elsewhere every call returns [`ControlError::Unsupported`] ("not supported
-//! on this system yet").
+//! Elsewhere every call returns [`ControlError::Unsupported`] ("not supported on this system
+//! yet").
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -50,9 +55,11 @@ use crate::error::IpcError;
 use crate::link::addresses::OfferedAddress;
 use crate::link::PendingPairing;
 
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub mod client;
-#[cfg(unix)]
+#[cfg(windows)]
+pub mod pipe;
+#[cfg(any(unix, windows))]
 pub mod server;
 
 /// The socket file's name inside its folder.
@@ -128,8 +135,8 @@ pub enum ControlError {
     /// The app answered with an error.
     #[error("{}", .0.message)]
     App(IpcError),
-    /// This system has no control socket yet.
-    #[error("the control socket (switchboard pair, phones, unpair) is not supported on this system yet: it is Unix only for now")]
+    /// This system has no control channel yet.
+    #[error("the control channel (switchboard pair, phones, unpair) is not supported on this system yet: only Unix sockets and Windows named pipes are")]
     Unsupported,
 }
 
@@ -323,8 +330,17 @@ fn home_key(paths: &AppPaths) -> PathBuf {
     std::fs::canonicalize(&paths.data_dir).unwrap_or_else(|_| paths.data_dir.clone())
 }
 
+/// 16 hex of the SHA-256 of the data folder ([`home_key`]): apps with different homes do not
+/// meet.
+fn home_tag(paths: &AppPaths) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(home_key(paths).as_os_str().as_encoded_bytes());
+    hex::encode(&digest[..8])
+}
+
 /// Where the control socket of the app with `paths` is (module docs): under `runtime_dir`
-/// (`$XDG_RUNTIME_DIR`) when given, else under the data folder.
+/// (`$XDG_RUNTIME_DIR`) when given, else under the data folder. On Windows the pipe's name,
+/// `\\.\pipe\switchboard-<16 hex>`, whatever `runtime_dir`.
 ///
 /// # Errors
 /// [`ControlError::PathTooLong`] past [`MAX_SOCKET_PATH`] bytes.
@@ -332,14 +348,17 @@ pub fn socket_path_in(
     paths: &AppPaths,
     runtime_dir: Option<&Path>,
 ) -> Result<PathBuf, ControlError> {
-    use sha2::Digest as _;
+    if cfg!(windows) {
+        // A pipe name, not a file: no folder, no length limit that a home could reach.
+        return Ok(PathBuf::from(format!(
+            r"\\.\pipe\switchboard-{}",
+            home_tag(paths)
+        )));
+    }
     let path = match runtime_dir {
-        Some(run) => {
-            let key = home_key(paths);
-            let digest = sha2::Sha256::digest(key.as_os_str().as_encoded_bytes());
-            let tag = hex::encode(&digest[..8]);
-            run.join(format!("switchboard-{tag}")).join(SOCKET_NAME)
-        }
+        Some(run) => run
+            .join(format!("switchboard-{}", home_tag(paths)))
+            .join(SOCKET_NAME),
         None => paths.data_dir.join("control").join(SOCKET_NAME),
     };
     let len = path.as_os_str().len();
@@ -364,7 +383,7 @@ pub fn socket_path(paths: &AppPaths) -> Result<PathBuf, ControlError> {
     socket_path_in(paths, run.as_deref())
 }
 
-#[cfg(not(unix))]
+#[cfg(not(any(unix, windows)))]
 pub mod client {
     //! Not supported on this system yet (module docs of [`crate::control`]).
     use super::{ControlError, Request};
@@ -378,6 +397,12 @@ pub mod client {
         /// # Errors
         /// Always [`ControlError::Unsupported`].
         pub fn connect(_paths: &AppPaths) -> Result<Self, ControlError> {
+            Err(ControlError::Unsupported)
+        }
+
+        /// # Errors
+        /// Always [`ControlError::Unsupported`].
+        pub fn request(&mut self, _request: &Request) -> Result<serde_json::Value, ControlError> {
             Err(ControlError::Unsupported)
         }
 
@@ -405,6 +430,8 @@ mod tests {
         assert!(peer_allowed(0, 1000).is_err(), "not even root's CLI");
     }
 
+    // Socket files in folders (Windows: a pipe name, tested below).
+    #[cfg(unix)]
     #[test]
     fn the_socket_lives_in_the_runtime_folder_named_after_the_home() {
         let a = AppPaths::under(Path::new("/home/ann/.sb-a"));
@@ -423,6 +450,25 @@ mod tests {
         assert_eq!(here, Path::new("/home/ann/.sb-a/data/control/control.sock"));
     }
 
+    #[cfg(windows)]
+    #[test]
+    fn the_pipe_is_named_after_the_home() {
+        let a = AppPaths::under(Path::new(r"C:\Users\ann\sb-a"));
+        let b = AppPaths::under(Path::new(r"C:\Users\ann\sb-b"));
+        let pa = socket_path_in(&a, None).unwrap();
+        let name = pa.to_str().unwrap();
+        assert!(name.starts_with(r"\\.\pipe\switchboard-"), "{name}");
+        assert_eq!(name.len(), r"\\.\pipe\switchboard-".len() + 16, "{name}");
+        assert_ne!(
+            pa,
+            socket_path_in(&b, None).unwrap(),
+            "two homes, two pipes"
+        );
+        assert_eq!(pa, socket_path_in(&a, Some(Path::new(r"C:\run"))).unwrap());
+    }
+
+    // sun_path's limit (Windows: pipe names have none a home could reach).
+    #[cfg(unix)]
     #[test]
     fn a_path_past_the_kernel_limit_is_refused_in_words() {
         let long = format!("/tmp/{}", "x".repeat(120));

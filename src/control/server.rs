@@ -1,21 +1,33 @@
-//! The app's end of the control socket (Unix): bind (replacing a stale socket, refusing to take
-//! a running app's), accept with the peer's uid checked, answer JSON Lines requests, stop.
+//! The app's end of the control channel: on Unix a socket (bind, replacing a stale socket and
+//! refusing to take a running app's; accept with the peer's uid checked), on Windows a named
+//! pipe ([`super::pipe`]: only the current user's SID may open it, and each client's user is
+//! checked again); on both, JSON Lines requests answered the same way ([`answer`]), and a stop.
 //! See [`crate::control`] for the rules.
 
+#[cfg(unix)]
 use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
+#[cfg(unix)]
+use std::sync::Arc;
+use std::sync::{Mutex, Weak};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+#[cfg(unix)]
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{watch, Semaphore};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::sync::watch;
+#[cfg(unix)]
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+#[cfg(unix)]
+use tokio::task::JoinSet;
 use tokio::time::timeout;
 
+#[cfg(unix)]
+use super::{peer_allowed, MAX_CONNECTIONS};
 use super::{
-    peer_allowed, Answer, ControlError, PairAnswer, PairingStateAnswer, PhoneLine, PhonesAnswer,
-    Request, StatusAnswer, UnpairAnswer, IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_LINE, WRITE_TIMEOUT,
+    Answer, ControlError, PairAnswer, PairingStateAnswer, PhoneLine, PhonesAnswer, Request,
+    StatusAnswer, UnpairAnswer, IDLE_TIMEOUT, MAX_LINE, WRITE_TIMEOUT,
 };
 use crate::app::App;
 use crate::clock::Clock as _;
@@ -23,18 +35,22 @@ use crate::error::{IpcError, IpcErrorKind};
 use crate::sync::lock;
 
 /// The socket file's mode (`rw` for the owner only).
+#[cfg(unix)]
 pub const SOCKET_MODE: u32 = 0o600;
 
-/// The serving control socket; [`ControlServer::stop`] ends it and removes the file.
+/// The serving control socket (Windows: pipe); [`ControlServer::stop`] ends it and removes the
+/// socket file.
 #[derive(Debug)]
 pub struct ControlServer {
     path: PathBuf,
     /// (device, inode) of the socket file this server bound: only that file is removed.
+    #[cfg(unix)]
     file_id: (u64, u64),
     stop: watch::Sender<bool>,
     task: Mutex<Option<JoinHandle<()>>>,
 }
 
+#[cfg(unix)]
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> ControlError + 'a {
     move |source| ControlError::Io {
         what,
@@ -44,6 +60,7 @@ fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> 
 }
 
 /// The effective uid of this process.
+#[cfg(unix)]
 pub fn own_uid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
@@ -54,6 +71,7 @@ pub fn own_uid() -> u32 {
 /// # Errors
 /// [`ControlError::AlreadyRunning`] when another app answers there; [`ControlError::NotASocket`]
 /// when something else is in the way; [`ControlError::Io`] otherwise.
+#[cfg(unix)]
 pub fn bind(path: &Path) -> Result<std::os::unix::net::UnixListener, ControlError> {
     use std::os::unix::net::{UnixListener as StdListener, UnixStream as StdStream};
     let dir = path
@@ -119,6 +137,7 @@ impl ControlServer {
     ///
     /// # Errors
     /// As [`bind`].
+    #[cfg(unix)]
     pub fn start(
         app: Weak<App>,
         path: PathBuf,
@@ -133,6 +152,7 @@ impl ControlServer {
     ///
     /// # Errors
     /// As [`bind`].
+    #[cfg(unix)]
     pub fn start_for_uid(
         app: Weak<App>,
         path: PathBuf,
@@ -159,6 +179,45 @@ impl ControlServer {
         })
     }
 
+    /// Creates the named pipe `path` (`\\.\pipe\…`, [`super::socket_path`]) as its first
+    /// instance, reachable by the current user only ([`super::pipe`]), and serves `app` on `rt`
+    /// until [`ControlServer::stop`].
+    ///
+    /// # Errors
+    /// [`ControlError::AlreadyRunning`] when the name is already held (another app of this
+    /// user and home, or anything else); [`ControlError::Io`] otherwise.
+    #[cfg(windows)]
+    pub fn start(
+        app: Weak<App>,
+        path: PathBuf,
+        rt: &tokio::runtime::Handle,
+    ) -> Result<Self, ControlError> {
+        let security =
+            super::pipe::PipeSecurity::current_user().map_err(|source| ControlError::Io {
+                what: "make the security descriptor of",
+                path: path.clone(),
+                source,
+            })?;
+        let first = {
+            let _enter = rt.enter();
+            super::pipe::create_instance(&path, true, &security)?
+        };
+        let (stop, stop_rx) = watch::channel(false);
+        let task = rt.spawn(super::pipe::accept_loop(
+            app,
+            path.clone(),
+            security,
+            first,
+            stop_rx,
+        ));
+        tracing::info!(path = %path.display(), "control pipe listening");
+        Ok(Self {
+            path,
+            stop,
+            task: Mutex::new(Some(task)),
+        })
+    }
+
     /// Where it listens.
     pub fn path(&self) -> &Path {
         &self.path
@@ -174,6 +233,7 @@ impl ControlServer {
                 tracing::warn!("the control socket did not stop in time");
             }
         }
+        #[cfg(unix)]
         if let Ok(meta) = std::fs::symlink_metadata(&self.path) {
             if (meta.dev(), meta.ino()) == self.file_id {
                 if let Err(e) = std::fs::remove_file(&self.path) {
@@ -184,6 +244,7 @@ impl ControlServer {
     }
 }
 
+#[cfg(unix)]
 async fn accept_loop(
     app: Weak<App>,
     listener: UnixListener,
@@ -214,7 +275,10 @@ async fn accept_loop(
     while conns.join_next().await.is_some() {}
 }
 
-async fn write_answer(stream: &mut (impl tokio::io::AsyncWrite + Unpin), answer: &Answer) -> bool {
+pub(super) async fn write_answer(
+    stream: &mut (impl tokio::io::AsyncWrite + Unpin),
+    answer: &Answer,
+) -> bool {
     let Ok(mut line) = serde_json::to_vec(answer) else {
         return false;
     };
@@ -225,7 +289,7 @@ async fn write_answer(stream: &mut (impl tokio::io::AsyncWrite + Unpin), answer:
     )
 }
 
-fn failed(kind: IpcErrorKind, message: impl Into<String>) -> Answer {
+pub(super) fn failed(kind: IpcErrorKind, message: impl Into<String>) -> Answer {
     Answer {
         ok: false,
         answer: None,
@@ -233,11 +297,12 @@ fn failed(kind: IpcErrorKind, message: impl Into<String>) -> Answer {
     }
 }
 
-async fn refuse(mut stream: UnixStream, why: &'static str) {
+pub(super) async fn refuse(mut stream: impl tokio::io::AsyncWrite + Unpin, why: &'static str) {
     let _ = write_answer(&mut stream, &failed(IpcErrorKind::Link, why)).await;
 }
 
-/// One connection: the peer's uid checked, then request after request.
+/// One connection: the peer's uid checked, then request after request ([`serve_requests`]).
+#[cfg(unix)]
 async fn serve(app: Weak<App>, mut stream: UnixStream, own: u32) {
     let peer = match stream.peer_cred() {
         Ok(c) => c.uid(),
@@ -251,7 +316,16 @@ async fn serve(app: Weak<App>, mut stream: UnixStream, own: u32) {
         let _ = write_answer(&mut stream, &failed(IpcErrorKind::InvalidInput, why)).await;
         return;
     }
-    let (rd, mut wr) = stream.into_split();
+    serve_requests(app, stream).await;
+}
+
+/// Request after request on one connection whose peer was checked, until it ends, idles past
+/// [`IDLE_TIMEOUT`], sends too long a line or something that is not a request.
+pub(super) async fn serve_requests(
+    app: Weak<App>,
+    stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+) {
+    let (rd, mut wr) = tokio::io::split(stream);
     let mut rd = BufReader::new(rd);
     loop {
         let mut buf = Vec::new();
@@ -462,7 +536,9 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
     }
 }
 
-#[cfg(test)]
+// Unix sockets, file modes and stale socket files (Windows: the pipe's own tests in
+// tests/control_pipe.rs).
+#[cfg(all(test, unix))]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;

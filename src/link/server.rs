@@ -71,7 +71,7 @@ pub enum LinkError {
         last: u16,
     },
     /// The fixed port (Settings) is taken by another program.
-    #[error("port {port} on {ip}, which Settings fixes for firewall rules, is taken by another program, so the phone link did not start (no other port was taken instead): close the program using it (`ss -ltnp 'sport = :{port}'` names it) or choose another port in Settings, then restart Switchboard")]
+    #[error("port {port} on {ip}, which Settings fixes for firewall rules, is taken by another program, so the phone link did not start (no other port was taken instead): close the program using it (`ss -ltnp 'sport = :{port}'` on Linux, `lsof -nP -iTCP:{port} -sTCP:LISTEN` on macOS, `netstat -ano | findstr :{port}` on Windows names it) or choose another port in Settings, then restart Switchboard")]
     PortTaken {
         /// The address tried.
         ip: IpAddr,
@@ -154,7 +154,7 @@ pub fn bind_port(ip: IpAddr, dual_stack: bool, choice: PortChoice) -> Result<Bou
         if v6only_off {
             s.set_only_v6(false)?;
         }
-        s.set_reuse_address(true)?;
+        reuse_options(&s);
         s.set_nonblocking(true)?;
         s.bind(&SocketAddr::new(ip, p).into())?;
         s.listen(1024)?;
@@ -177,7 +177,7 @@ pub fn bind_port(ip: IpAddr, dual_stack: bool, choice: PortChoice) -> Result<Bou
                 v6only_off = false;
                 continue;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && p != 0 => taken.push(p),
+            Err(e) if port_taken(&e) && p != 0 => taken.push(p),
             Err(e) => return Err(e.into()),
         }
         if p >= last {
@@ -189,6 +189,50 @@ pub fn bind_port(ip: IpAddr, dual_stack: bool, choice: PortChoice) -> Result<Bou
         PortChoice::Fixed(port) => LinkError::PortTaken { ip, port },
         PortChoice::Range(_) => LinkError::NoFreePort { ip, first, last },
     })
+}
+
+/// Unix: `SO_REUSEADDR`, so a restart binds the port while the last run's connections are in
+/// `TIME_WAIT` (it never lets two listeners share a port there). Windows: never `SO_REUSEADDR`,
+/// which there lets a second listener (a second Switchboard, or any program) bind the same port
+/// and take connections; `SO_EXCLUSIVEADDRUSE` instead, so nobody can bind it over this one. A
+/// system that refuses the option gets the default (Windows already lets a restart bind past
+/// `TIME_WAIT`), logged.
+fn reuse_options(s: &socket2::Socket) {
+    #[cfg(not(windows))]
+    if let Err(e) = s.set_reuse_address(true) {
+        tracing::debug!("SO_REUSEADDR not set: {e}");
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::io::AsRawSocket as _;
+        use windows_sys::Win32::Networking::WinSock::{
+            setsockopt, SOCKET_ERROR, SOL_SOCKET, SO_EXCLUSIVEADDRUSE,
+        };
+        let on: i32 = 1;
+        // SAFETY: an open socket, a 4-byte BOOL option value that outlives the call.
+        let r = unsafe {
+            setsockopt(
+                s.as_raw_socket() as usize,
+                SOL_SOCKET,
+                SO_EXCLUSIVEADDRUSE,
+                (&on as *const i32).cast::<u8>(),
+                std::mem::size_of::<i32>() as i32,
+            )
+        };
+        if r == SOCKET_ERROR {
+            tracing::debug!(
+                "SO_EXCLUSIVEADDRUSE not set: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+}
+
+/// Whether binding failed because another socket holds the port: `EADDRINUSE` everywhere, and
+/// on Windows also `WSAEACCES` (10013), which a port held with `SO_EXCLUSIVEADDRUSE` (or
+/// reserved by the system, e.g. Hyper-V's excluded ranges) gives instead.
+pub fn port_taken(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::AddrInUse || (cfg!(windows) && e.raw_os_error() == Some(10013))
 }
 
 /// Whether opening an IPv6 socket failed because this machine has no IPv6 (Linux:
@@ -703,5 +747,51 @@ impl Link {
             recent_failures: failures,
             ports_taken,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+    /// A second Switchboard on the port the first holds takes the next one (on Windows too,
+    /// where `SO_REUSEADDR` would have let both bind it, and the refusal is `WSAEACCES`), and
+    /// names the port as taken; fixed, it is said.
+    #[tokio::test]
+    async fn a_second_listener_never_shares_the_port() {
+        let first = bind_port(LOOPBACK, false, PortChoice::Range(0)).unwrap();
+        let port = first.listener.local_addr().unwrap().port();
+        let second = bind_port(LOOPBACK, false, PortChoice::Range(port)).unwrap();
+        let got = second.listener.local_addr().unwrap().port();
+        assert_ne!(got, port, "two listeners on one port");
+        assert_eq!(second.taken.first(), Some(&port), "{:?}", second.taken);
+        assert!(matches!(
+            bind_port(LOOPBACK, false, PortChoice::Fixed(port)),
+            Err(LinkError::PortTaken { port: p, .. }) if p == port
+        ));
+    }
+
+    /// Another program binding with `SO_REUSEADDR` (what Windows lets hijack a port) cannot
+    /// take the port the link holds.
+    #[tokio::test]
+    async fn another_program_with_reuseaddr_cannot_take_the_port() {
+        let ours = bind_port(LOOPBACK, false, PortChoice::Range(0)).unwrap();
+        let port = ours.listener.local_addr().unwrap().port();
+        let other = socket2::Socket::new(
+            socket2::Domain::IPV4,
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )
+        .unwrap();
+        other.set_reuse_address(true).unwrap();
+        let e = other
+            .bind(&SocketAddr::new(LOOPBACK, port).into())
+            .and_then(|()| other.listen(8))
+            .expect_err("the other program bound the link's port");
+        assert!(port_taken(&e), "{e:?}");
     }
 }

@@ -112,7 +112,8 @@ pub fn firewall_steps(port: u16) -> Vec<String> {
     vec![
         format!("Linux with ufw: sudo ufw allow {port}/tcp (and sudo ufw allow 5353/udp for mDNS)"),
         format!("Linux with firewalld: sudo firewall-cmd --permanent --add-port={port}/tcp --add-service=mdns && sudo firewall-cmd --reload"),
-        format!("Windows Defender Firewall: allow Switchboard on Private networks when Windows asks, or in PowerShell as administrator: New-NetFirewallRule -DisplayName Switchboard -Direction Inbound -Protocol TCP -LocalPort {port} -Action Allow -Profile Private"),
+        "Windows: a network marked Public blocks phones. When Switchboard first listened, Windows asked and allowed it on Private networks only (the default choice), so on a Public network no phone connection arrives. Mark the network Private: Settings → Network & internet → Wi-Fi (or Ethernet) → the network → Network profile type → Private, or in PowerShell as administrator: Set-NetConnectionProfile -InterfaceAlias \"Wi-Fi\" -NetworkCategory Private".to_string(),
+        format!("Windows, to allow Switchboard on every network profile instead, in PowerShell as administrator: New-NetFirewallRule -DisplayName \"Switchboard\" -Direction Inbound -Protocol TCP -LocalPort {port} -Action Allow -Profile Any (or in a Command Prompt as administrator: netsh advfirewall firewall add rule name=\"Switchboard\" dir=in action=allow protocol=TCP localport={port} profile=any)"),
         "macOS: System Settings → Network → Firewall → Options…, add Switchboard and choose \"Allow incoming connections\"".to_string(),
         "Make the Wi-Fi a private (home) network, not public: public profiles block inbound connections.".to_string(),
         "Fixing the port in Settings keeps these rules valid across restarts.".to_string(),
@@ -324,7 +325,7 @@ pub fn guide(class: TroubleClass, port: u16) -> Trouble {
             "The usual port is taken by another program",
             format!("Another program listens on Switchboard's usual port, so Switchboard took the next free one ({port}); firewall rules written for the usual port do not cover it, and links or QR codes made before name the old port."),
             vec![
-                format!("Find the other program: ss -ltnp 'sport = :{}' (Linux), lsof -iTCP -sTCP:LISTEN (macOS), netstat -abno (Windows).", super::DEFAULT_PORT),
+                format!("Find the other program: ss -ltnp 'sport = :{p}' (Linux), lsof -nP -iTCP:{p} -sTCP:LISTEN (macOS), netstat -ano | findstr :{p} (Windows, the last column is the process id).", p = super::DEFAULT_PORT),
                 "Close it, or fix a port in Settings and allow that port in the firewall.".into(),
                 "Pair again so the phone has the link with the port in use.".into(),
             ],
@@ -429,7 +430,10 @@ mod tests {
         for sys in [
             "ufw allow 47471/tcp",
             "firewall-cmd",
-            "New-NetFirewallRule",
+            "New-NetFirewallRule -DisplayName \"Switchboard\" -Direction Inbound -Protocol TCP -LocalPort 47471 -Action Allow -Profile Any",
+            "netsh advfirewall firewall add rule name=\"Switchboard\" dir=in action=allow protocol=TCP localport=47471 profile=any",
+            "a network marked Public blocks phones",
+            "-NetworkCategory Private",
             "macOS",
         ] {
             assert!(steps.contains(sys), "{sys} in {steps}");
