@@ -58,8 +58,9 @@ pub struct Settings {
     /// Closing the window keeps Switchboard running in the tray (true) or quits (false).
     pub close_to_tray: bool,
     /// Start Switchboard on login, in the tray with its window hidden (off by default). Kept
-    /// as an XDG autostart entry (`switchboard::app::autostart`), whose presence is what the
-    /// app reads back; the value in `settings.json` is only what was last saved.
+    /// as the system's own entry (`switchboard::app::autostart`: XDG autostart, a macOS
+    /// LaunchAgent, the Windows Run key), which is what the app reads back; the value in
+    /// `settings.json` is only what was last saved.
     pub start_on_login: bool,
     /// Colour theme.
     pub theme: Theme,

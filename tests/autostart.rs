@@ -3,15 +3,34 @@
 //! with `--hidden`, turning it off removes it, the entry's presence is what Settings reads back
 //! (removed by hand, the setting reads off), and with the demo phone nothing touches any entry.
 //!
-//! One test in this binary: it sets `XDG_CONFIG_HOME` for the whole process.
+//! On Windows the same through the Run key (a test key of this process's own,
+//! `HKEY_CURRENT_USER\Software\SwitchboardTest<pid>`, whose values it removes), with Task
+//! Manager's "disabled" read back.
+//!
+//! One XDG test in this binary: it sets `XDG_CONFIG_HOME` for the whole process.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use switchboard::app::autostart::{Autostart, ENTRY_FILE_NAME};
+use switchboard::app::autostart::Autostart;
+#[cfg(any(
+    target_os = "linux",
+    target_os = "dragonfly",
+    target_os = "freebsd",
+    target_os = "netbsd",
+    target_os = "openbsd"
+))]
+use switchboard::app::autostart::ENTRY_FILE_NAME;
 use switchboard::app::{App, AppConfig, AppPaths, IdentityStore, RecordingHost};
 use switchboard::confirmations::ConfirmationMirror;
+#[cfg(any(
+    target_os = "linux",
+    target_os = "dragonfly",
+    target_os = "freebsd",
+    target_os = "netbsd",
+    target_os = "openbsd"
+))]
 use switchboard::error::IpcErrorKind;
 
 fn app(home: &std::path::Path, demo: bool, autostart: Option<Autostart>) -> Arc<App> {
@@ -27,6 +46,15 @@ fn app(home: &std::path::Path, demo: bool, autostart: Option<Autostart>) -> Arc<
     )
 }
 
+// XDG autostart is what Linux and BSD desktops read (macOS and Windows have their own, below
+// and in the unit tests of `app::autostart`).
+#[cfg(any(
+    target_os = "linux",
+    target_os = "dragonfly",
+    target_os = "freebsd",
+    target_os = "netbsd",
+    target_os = "openbsd"
+))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_on_login_writes_and_removes_the_xdg_autostart_entry() {
     let config_home = tempfile::tempdir().unwrap();
@@ -124,4 +152,63 @@ async fn start_on_login_writes_and_removes_the_xdg_autostart_entry() {
         before,
         "nothing saved when the entry failed"
     );
+}
+
+#[cfg(windows)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_on_login_writes_and_removes_the_run_key_value() {
+    use switchboard::app::autostart::{registry, RUN_KEY, RUN_VALUE, STARTUP_APPROVED_KEY};
+    // The real keys' names are the system's; this test's live under its own key.
+    assert_eq!(RUN_KEY, r"Software\Microsoft\Windows\CurrentVersion\Run");
+    assert!(Autostart::for_platform(PathBuf::from(r"C:\sb.exe"))
+        .unwrap()
+        .entry
+        .ends_with(r"CurrentVersion\Run\Switchboard"));
+    assert!(STARTUP_APPROVED_KEY.ends_with(r"StartupApproved\Run"));
+    let root = format!(r"Software\SwitchboardTest{}", std::process::id());
+    let (key, approved) = (format!(r"{root}\Run"), format!(r"{root}\Approved"));
+    let exe = PathBuf::from(r"C:\Program Files\Switch Board\switchboard-desktop.exe");
+    let autostart = Autostart::run_key(&key, &approved, RUN_VALUE, exe);
+    let home = tempfile::tempdir().unwrap();
+    let desk = app(home.path(), false, Some(autostart));
+    assert!(desk
+        .diagnostics()
+        .autostart_entry
+        .unwrap()
+        .ends_with(r"\Run\Switchboard"));
+    assert!(!desk.get_settings().start_on_login, "off by default");
+
+    let mut on = desk.get_settings();
+    on.start_on_login = true;
+    assert!(desk.save_settings(on).unwrap().start_on_login);
+    let value = registry::get(&key, RUN_VALUE).unwrap().unwrap();
+    let text: Vec<u16> = value
+        .chunks_exact(2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+        .take_while(|c| *c != 0)
+        .collect();
+    assert_eq!(
+        String::from_utf16(&text).unwrap(),
+        r#""C:\Program Files\Switch Board\switchboard-desktop.exe" --hidden"#
+    );
+    assert!(desk.get_settings().start_on_login);
+
+    // Task Manager turns it off (odd first byte): the setting reads off; on again clears it.
+    registry::set_binary(&approved, RUN_VALUE, &[3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+    assert!(!desk.get_settings().start_on_login);
+    let mut s = desk.get_settings();
+    s.start_on_login = true;
+    desk.save_settings(s.clone()).unwrap();
+    assert!(desk.get_settings().start_on_login);
+    assert_eq!(registry::get(&approved, RUN_VALUE).unwrap(), None);
+    // Task Manager's "enabled" (even first byte) reads on.
+    registry::set_binary(&approved, RUN_VALUE, &[2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+    assert!(desk.get_settings().start_on_login);
+
+    // Off: the value is gone; off again is fine.
+    s.start_on_login = false;
+    assert!(!desk.save_settings(s.clone()).unwrap().start_on_login);
+    assert_eq!(registry::get(&key, RUN_VALUE).unwrap(), None);
+    desk.save_settings(s).unwrap();
+    assert!(!desk.get_settings().start_on_login);
 }

@@ -158,8 +158,9 @@ pub struct Diagnostics {
     pub log_dir: Option<String>,
     /// Why the settings file could not be read at start, if it could not.
     pub settings_load_error: Option<String>,
-    /// The start-on-login entry (an XDG autostart file), when the setting is available here;
-    /// `None` with the demo phone and on systems without XDG autostart.
+    /// The start-on-login entry (an XDG autostart file, a LaunchAgent's plist, or the Windows
+    /// Run key's value), when the setting is available here; `None` with the demo phone and on
+    /// other systems.
     pub autostart_entry: Option<String>,
 }
 
@@ -289,8 +290,8 @@ impl App {
                     "start on login is not available with the demo phone: start Switchboard \
                      without --demo to turn it on"
                 } else {
-                    "start on login is not available on this system (it needs XDG autostart, \
-                     as on Linux desktops)"
+                    "start on login is not available on this system (Switchboard knows XDG \
+                     autostart, macOS LaunchAgents and the Windows Run key)"
                 }));
             }
             None => {}

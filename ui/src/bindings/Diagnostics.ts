@@ -21,7 +21,8 @@ log_dir: string | null,
  */
 settings_load_error: string | null, 
 /**
- * The start-on-login entry (an XDG autostart file), when the setting is available here;
- * `None` with the demo phone and on systems without XDG autostart.
+ * The start-on-login entry (an XDG autostart file, a LaunchAgent's plist, or the Windows
+ * Run key's value), when the setting is available here; `None` with the demo phone and on
+ * other systems.
  */
 autostart_entry: string | null, };

@@ -13,8 +13,9 @@ export type Settings = {
 close_to_tray: boolean, 
 /**
  * Start Switchboard on login, in the tray with its window hidden (off by default). Kept
- * as an XDG autostart entry (`switchboard::app::autostart`), whose presence is what the
- * app reads back; the value in `settings.json` is only what was last saved.
+ * as the system's own entry (`switchboard::app::autostart`: XDG autostart, a macOS
+ * LaunchAgent, the Windows Run key), which is what the app reads back; the value in
+ * `settings.json` is only what was last saved.
  */
 start_on_login: boolean, 
 /**
