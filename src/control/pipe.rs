@@ -51,7 +51,7 @@ const SDDL_REVISION_1: u32 = 1;
 /// `ERROR_ACCESS_DENIED`: the first instance's name is held by a pipe this user may not open.
 const ERROR_ACCESS_DENIED: i32 = 5;
 /// `ERROR_PIPE_BUSY`: every instance is busy (or the first-instance flag found the name held).
-const ERROR_PIPE_BUSY: i32 = 231;
+pub const ERROR_PIPE_BUSY: i32 = 231;
 
 fn wide(s: &str) -> Vec<u16> {
     s.encode_utf16().chain(std::iter::once(0)).collect()

@@ -198,6 +198,19 @@ impl ControlServer {
                 path: path.clone(),
                 source,
             })?;
+        // Someone answering at the name already serves it (the first-instance flag below says
+        // so too, but not every implementation enforces it: wine does not).
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+        {
+            Ok(_) => return Err(ControlError::AlreadyRunning { path }),
+            Err(e) if e.raw_os_error() == Some(super::pipe::ERROR_PIPE_BUSY) => {
+                return Err(ControlError::AlreadyRunning { path })
+            }
+            Err(_) => {}
+        }
         let first = {
             let _enter = rt.enter();
             super::pipe::create_instance(&path, true, &security)?
