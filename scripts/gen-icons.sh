@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the app icons from icons/icon.svg: the PNG sizes Tauri expects, a tray icon, and
-# icon.ico for Windows. Needs rsvg-convert (librsvg2-bin) and ImageMagick's convert.
+# icon.ico for Windows, icon.icns for macOS. Needs rsvg-convert (librsvg2-bin), ImageMagick's
+# convert and png2icns (icnsutils).
 set -euo pipefail
 cd "$(dirname "$0")/../icons"
 render() { rsvg-convert -w "$1" -h "$1" icon.svg -o "$2"; }
@@ -22,4 +23,6 @@ for f in 16x16.png 22x22.png 24x24.png 32x32.png 48x48.png 64x64.png 96x96.png 1
   256x256.png 128x128@2x.png icon.png tray.png tray-connected.png; do
   convert "$f" -define png:color-type=6 "$f"
 done
+# macOS: icon.icns from the same PNGs (png2icns, Debian's icnsutils).
+png2icns icon.icns 16x16.png 32x32.png 128x128.png 256x256.png icon.png
 echo "icons written to $(pwd)"

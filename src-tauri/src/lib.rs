@@ -28,6 +28,8 @@ pub mod notify;
 pub mod realtime;
 pub mod tray;
 pub mod window;
+#[cfg(windows)]
+pub mod windows;
 
 /// How the app was launched.
 #[derive(Debug, Clone, Default)]
@@ -340,7 +342,8 @@ fn open_file(core: &App, file: &std::path::Path) {
 }
 
 /// SIGTERM, SIGINT and SIGHUP (the session ending) ask the app to exit, which runs the
-/// shutdown ([`run`]).
+/// shutdown ([`run`]). On Windows: the session ending (`WM_ENDSESSION`, [`windows`]) and the
+/// console's Ctrl-C, Ctrl-Break, close, logoff and shutdown events do.
 fn watch_signals<R: Runtime>(app: tauri::AppHandle<R>) {
     tauri::async_runtime::spawn(async move {
         #[cfg(unix)]
@@ -360,7 +363,37 @@ fn watch_signals<R: Runtime>(app: tauri::AppHandle<R>) {
                 _ = hup.recv() => tracing::info!("SIGHUP: quitting"),
             }
         }
-        #[cfg(not(unix))]
+        #[cfg(windows)]
+        {
+            // Logging off or shutting down: the hidden window's WM_ENDSESSION runs the
+            // shutdown before Windows ends the process (a GUI app gets no console events).
+            let handle = app.clone();
+            windows::watch_session_end(move || shutdown(&handle));
+            // Started from a console (a debug build, `--hidden` from a terminal): its events.
+            use tokio::signal::windows::{
+                ctrl_break, ctrl_c, ctrl_close, ctrl_logoff, ctrl_shutdown,
+            };
+            let (Ok(mut c), Ok(mut brk), Ok(mut close), Ok(mut logoff), Ok(mut down)) = (
+                ctrl_c(),
+                ctrl_break(),
+                ctrl_close(),
+                ctrl_logoff(),
+                ctrl_shutdown(),
+            ) else {
+                tracing::warn!("could not watch for the console's Ctrl-C, close, logoff, shutdown");
+                return;
+            };
+            tokio::select! {
+                _ = c.recv() => tracing::info!("Ctrl-C: quitting"),
+                _ = brk.recv() => tracing::info!("Ctrl-Break: quitting"),
+                _ = close.recv() => tracing::info!("the console closes: quitting"),
+                _ = logoff.recv() => tracing::info!("the session ends (logoff): quitting"),
+                _ = down.recv() => tracing::info!("Windows shuts down: quitting"),
+            }
+            // The process may be ended as soon as the handler returns: shut down now.
+            shutdown(&app);
+        }
+        #[cfg(not(any(unix, windows)))]
         {
             if tokio::signal::ctrl_c().await.is_err() {
                 return;

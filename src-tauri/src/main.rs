@@ -9,6 +9,10 @@ use clap::Parser;
 use switchboard_desktop::cli::{check_display, Cli};
 
 fn main() -> std::process::ExitCode {
+    // A release build has no console of its own on Windows: what the command line prints goes
+    // to the terminal it was started from.
+    #[cfg(windows)]
+    switchboard_desktop::windows::attach_parent_console();
     // Prints and exits for --help and --version (0) and for usage errors (2).
     let cli = Cli::parse();
     // A bundle that cannot be opened is said before any window appears.
@@ -20,6 +24,12 @@ fn main() -> std::process::ExitCode {
     }
     if let Err(problem) = check_display() {
         eprintln!("{problem}");
+        return std::process::ExitCode::FAILURE;
+    }
+    // Without WebView2 no window can be made: said, and a clean exit.
+    #[cfg(windows)]
+    if switchboard_desktop::windows::webview2_version().is_none() {
+        switchboard_desktop::windows::say(switchboard_desktop::windows::NO_WEBVIEW2);
         return std::process::ExitCode::FAILURE;
     }
     let mut options = cli.launch_options();

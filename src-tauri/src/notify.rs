@@ -110,11 +110,16 @@ impl Notifier {
     /// [`NotifyError::ServiceUnknown`] when no notification service runs, [`NotifyError::Failed`]
     /// otherwise.
     pub fn show(&self, n: &Notification) -> Result<(), NotifyError> {
-        let result = notify_rust::Notification::new()
+        let mut notification = notify_rust::Notification::new();
+        notification
             .appname(APP_NAME)
             .summary(&n.title)
-            .body(&n.body)
-            .show();
+            .body(&n.body);
+        // Windows names a toast's sender by its AppUserModelID: the installers register the
+        // bundle identifier as Switchboard's (without it the toast says "Windows PowerShell").
+        #[cfg(windows)]
+        notification.app_id(switchboard::app::paths::APP_IDENTIFIER);
+        let result = notification.show();
         match result {
             Ok(_) => {
                 self.set_status(NotifyStatus::Working);

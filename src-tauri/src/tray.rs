@@ -73,7 +73,9 @@ fn build_menu<R: Runtime>(app: &AppHandle<R>, summary: &TraySummary) -> tauri::R
 /// session bus, and the tray library shows Switchboard's icon through it.
 pub const STATUS_NOTIFIER_WATCHER: &str = "org.kde.StatusNotifierWatcher";
 
-/// How long the close button waits for the session bus to say whether a tray is there.
+/// How long the close button waits for the session bus to say whether a tray is there (Linux:
+/// elsewhere the tray is always shown and nothing is asked).
+#[cfg(target_os = "linux")]
 const TRAY_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Whether a tray on this desktop shows Switchboard's icon, so a hidden window can be brought
@@ -144,6 +146,9 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let menu = build_menu(app, &summary)?;
     TrayIconBuilder::with_id(TRAY_ID)
         .icon(icon_for(&summary)?)
+        // The menu bar draws a template icon in its own colour (light or dark bar): see
+        // `menu_bar_template`.
+        .icon_as_template(cfg!(target_os = "macos"))
         .tooltip(summary.tooltip())
         .menu(&menu)
         .show_menu_on_left_click(false)
@@ -199,7 +204,21 @@ fn icon_for(summary: &TraySummary) -> tauri::Result<tauri::image::Image<'static>
             }
         }
     }
+    if cfg!(target_os = "macos") {
+        menu_bar_template(&mut rgba);
+    }
     Ok(tauri::image::Image::new_owned(rgba, w, h))
+}
+
+/// Makes `rgba` (RGBA8 pixels) a menu-bar template image: every pixel black, its alpha kept.
+/// macOS draws a template's alpha only, in the menu bar's own colour (light or dark), so the
+/// attention dot stays as a shape, and connected or not is in the tooltip and the menu.
+pub fn menu_bar_template(rgba: &mut [u8]) {
+    for px in rgba.chunks_exact_mut(4) {
+        px[0] = 0;
+        px[1] = 0;
+        px[2] = 0;
+    }
 }
 
 /// Shows `summary`: the tooltip (counts only), the icon and the menu's entries.
@@ -208,6 +227,8 @@ pub fn set_summary<R: Runtime>(app: &AppHandle<R>, summary: &TraySummary) {
         let _ = tray.set_tooltip(Some(summary.tooltip()));
         if let Ok(icon) = icon_for(summary) {
             let _ = tray.set_icon(Some(icon));
+            #[cfg(target_os = "macos")]
+            let _ = tray.set_icon_as_template(true);
         }
         match build_menu(app, summary) {
             Ok(menu) => {

@@ -14,6 +14,17 @@ pub const APP_IDENTIFIER: &str = "dev.switchboard.desktop";
 /// The folder, inside the data folder ([`AppPaths::link_dir`]), dial exports go to by default.
 pub const EXPORT_DIR: &str = "exports";
 
+/// The app's log folder as Tauri's `app_log_dir` names it: `~/Library/Logs/<id>` on macOS,
+/// `<local data>/<id>/logs` elsewhere (`~/.local/share/<id>/logs`, `%LOCALAPPDATA%\<id>\logs`).
+/// `None` when the OS gives no such folder.
+pub fn os_log_dir() -> Option<PathBuf> {
+    if cfg!(target_os = "macos") {
+        Some(dirs::home_dir()?.join("Library/Logs").join(APP_IDENTIFIER))
+    } else {
+        Some(dirs::data_local_dir()?.join(APP_IDENTIFIER).join("logs"))
+    }
+}
+
 /// The folders the app keeps its files in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppPaths {
@@ -42,14 +53,15 @@ impl AppPaths {
 
     /// The OS's per-user folders the desktop app uses when `SWITCHBOARD_HOME` is not set, as
     /// Tauri names them for the app's identifier [`APP_IDENTIFIER`]: `<data>/<id>`,
-    /// `<config>/<id>`, `<local data>/<id>/logs` (Linux: `~/.local/share/dev.switchboard.desktop`).
+    /// `<config>/<id>`, and the logs where Tauri's `app_log_dir` puts them, which the app writes
+    /// to ([`os_log_dir`]) (Linux: `~/.local/share/dev.switchboard.desktop`).
     /// `None` when the OS gives no home folder. The CLI finds the running app's control socket
     /// through it ([`crate::control::socket_path`]).
     pub fn os_default() -> Option<Self> {
         Some(Self {
             config_dir: dirs::config_dir()?.join(APP_IDENTIFIER),
             data_dir: dirs::data_dir()?.join(APP_IDENTIFIER),
-            log_dir: dirs::data_local_dir()?.join(APP_IDENTIFIER).join("logs"),
+            log_dir: os_log_dir()?,
         })
     }
 
@@ -139,6 +151,19 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use std::fs;
+
+    /// Where Tauri's `app_log_dir` writes (the support bundle collects from here).
+    #[test]
+    fn the_log_folder_is_tauris_app_log_dir() {
+        let logs = AppPaths::os_default().unwrap().log_dir;
+        let want = if cfg!(target_os = "macos") {
+            Path::new("Library").join("Logs").join(APP_IDENTIFIER)
+        } else {
+            Path::new(APP_IDENTIFIER).join("logs")
+        };
+        assert!(logs.ends_with(&want), "{}", logs.display());
+        assert!(logs.is_absolute(), "{}", logs.display());
+    }
 
     #[test]
     fn the_identifier_is_the_desktop_apps() {
