@@ -13,6 +13,9 @@
 //! Needs: Xvfb, dbus, gnome-keyring, WebKitWebDriver (`scripts/install-deps.sh`), tauri-driver
 //! (`scripts/test.sh` installs it), and the `switchboard-phone` binary built next to the app
 //! (`cargo test --workspace` builds it).
+// Linux only: each journey runs in its own Xvfb, D-Bus session and gnome-keyring, driven
+// through WebKitWebDriver (WebKitGTK): none of them exists on Windows or macOS.
+#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "e2e/env.rs"]

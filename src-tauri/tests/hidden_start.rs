@@ -4,6 +4,8 @@
 //! session) shows the running app's window, which proves the test would see one. `--minimized` is the
 //! same flag (tests/headless.rs parses both). Needs Xvfb, dbus-daemon and xdotool
 //! (`scripts/install-deps.sh`); every wait is bounded.
+// Linux only: the real window under Xvfb, found with xdotool (an X server and its tools).
+#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, Stdio};

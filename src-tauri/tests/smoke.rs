@@ -1,6 +1,9 @@
 //! Smoke test: the real built app in a real window under Xvfb. Waits for the window, saves a
 //! screenshot to `target/smoke/main-window.png` and fails if the window never appears or the
 //! page is blank. Needs Xvfb, dbus-run-session, xdotool and ImageMagick (`scripts/install-deps.sh`).
+// Linux only: the real window under Xvfb, its screenshot with ImageMagick, processes from
+// /proc and their group ended with SIGTERM.
+#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::process::CommandExt;

@@ -8,11 +8,17 @@
 //! every wait is bounded.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[cfg(target_os = "linux")]
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
+#[cfg(target_os = "linux")]
 use std::time::{Duration, Instant};
 
+// The real window runs under Xvfb and is read with xprop (Linux only); the stand-in window
+// tests run everywhere.
+#[cfg(target_os = "linux")]
 mod real_window;
+#[cfg(target_os = "linux")]
 use real_window::{app_state, need, spawn_logged, start_desktop, windows};
 
 use switchboard::settings::Theme;
@@ -53,11 +59,13 @@ fn the_system_theme_is_left_to_the_desktop() {
 }
 
 /// The first visible window titled exactly "Switchboard", if any.
+#[cfg(target_os = "linux")]
 fn visible_window(display: &str) -> Option<String> {
     windows(display, true).into_iter().next()
 }
 
 /// `_GTK_THEME_VARIANT` of window `id`, as `xprop` prints it.
+#[cfg(target_os = "linux")]
 fn theme_variant(display: &str, id: &str) -> String {
     let out = Command::new("xprop")
         .args(["-id", id, "_GTK_THEME_VARIANT"])
@@ -67,6 +75,7 @@ fn theme_variant(display: &str, id: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn under_a_saved_dark_theme_the_real_window_is_dark_when_it_first_shows() {
     for t in ["xdotool", "xprop"] {
