@@ -2,8 +2,9 @@
 # Runs every check and test: formatting, lints, the front end's type check and unit tests, the
 # Rust test suite (with the mock-runtime IPC tests, the real-window smoke test under Xvfb and the
 # end-to-end user journeys driven through WebDriver: src-tauri/tests/e2e.rs), and the
-# TypeScript-bindings drift check, the Windows cross-build check (scripts/cross-check.sh: the
-# workspace type-checked for Windows, the core's tests run under wine), and the Linux packages (scripts/package.sh builds the .deb
+# TypeScript-bindings drift check, the cross-build check (scripts/cross-check.sh: the workspace
+# type-checked for Windows, the core's tests run under wine, the core type-checked for macOS),
+# and the Linux packages (scripts/package.sh builds the .deb
 # and .rpm; scripts/check-package.sh installs the .deb, starts the installed app from its desktop
 # entry under Xvfb, runs the installed CLI and man page, and purges it: root or sudo).
 # Installs what is missing first (tauri-driver too).
@@ -62,8 +63,8 @@ rpm=$(printf '%s\n' "${packages[@]}" | grep '\.rpm$')
 bash scripts/check-package.sh "$deb" "$rpm"
 echo "packaging took $(( $(date +%s) - pkg_start ))s"
 
-step "Windows and macOS: the workspace type-checks for Windows, the core's tests under wine (scripts/cross-check.sh)"
-bash scripts/cross-check.sh
+step "Windows and macOS: the workspace type-checks for Windows, the core's tests under wine, the core type-checks for macOS (scripts/cross-check.sh)"
+bash scripts/cross-check.sh --mac
 
 step "TypeScript bindings match the Rust types"
 if [ -n "$(git status --porcelain -- ui/src/bindings)" ]; then

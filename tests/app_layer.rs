@@ -1287,6 +1287,12 @@ async fn a_locked_key_store_is_said_in_words_and_unlocking_recovers_without_a_re
     ] {
         assert!(words.contains(needle), "{needle:?} not in {words}");
     }
+    // `switchboard status` (the control channel's status request) says the same words.
+    let status =
+        switchboard::control::server::answer(&desk.app, switchboard::control::Request::Status)
+            .await
+            .unwrap();
+    assert_eq!(status["key_store_problem"], json!(words), "{status}");
     let (_me, phone) = pair(&desk, "Phone while locked").await;
     phone.close().await;
     let snap = desk.app.phones.snapshot();

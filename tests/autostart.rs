@@ -212,3 +212,59 @@ async fn start_on_login_writes_and_removes_the_run_key_value() {
     desk.save_settings(s).unwrap();
     assert!(!desk.get_settings().start_on_login);
 }
+
+// The LaunchAgent is macOS's; its file is written and read the same way everywhere, so this
+// runs on every system with the agent in a folder of its own (on a Mac the folder is
+// `~/Library/LaunchAgents`, `Autostart::for_platform`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_on_login_writes_and_removes_the_launch_agent() {
+    let agents = tempfile::tempdir().unwrap();
+    let exe = PathBuf::from("/Applications/Switch & Board.app/Contents/MacOS/switchboard-desktop");
+    let autostart = Autostart::launch_agent_in(agents.path(), exe);
+    let plist = agents.path().join("dev.switchboard.desktop.plist");
+    assert_eq!(autostart.entry, plist);
+
+    let home = tempfile::tempdir().unwrap();
+    let desk = app(home.path(), false, Some(autostart));
+    let settings = desk.get_settings();
+    assert!(!settings.start_on_login, "off by default");
+    assert!(!plist.exists());
+
+    // On: a whole property list that launchd runs at login, hidden, the path escaped.
+    let mut on = settings.clone();
+    on.start_on_login = true;
+    assert!(desk.save_settings(on).unwrap().start_on_login);
+    let text = std::fs::read_to_string(&plist).unwrap();
+    for needle in [
+        "<key>Label</key>\n\t<string>dev.switchboard.desktop</string>",
+        "<string>/Applications/Switch &amp; Board.app/Contents/MacOS/switchboard-desktop</string>\n\t\t<string>--hidden</string>",
+        "<key>RunAtLoad</key>\n\t<true/>",
+        "<key>LimitLoadToSessionType</key>\n\t<string>Aqua</string>",
+    ] {
+        assert!(text.contains(needle), "{needle:?} not in {text}");
+    }
+    assert!(text.trim_end().ends_with("</plist>"), "{text}");
+    let names: Vec<_> = std::fs::read_dir(agents.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names,
+        vec![std::ffi::OsString::from("dev.switchboard.desktop.plist")],
+        "no temporary file left beside it"
+    );
+    assert!(desk.get_settings().start_on_login);
+
+    // Removed by hand (System Settings → Login Items): the setting reads off.
+    std::fs::remove_file(&plist).unwrap();
+    assert!(!desk.get_settings().start_on_login);
+
+    // On again, then off: the agent is gone.
+    let mut s = desk.get_settings();
+    s.start_on_login = true;
+    desk.save_settings(s.clone()).unwrap();
+    assert!(plist.is_file());
+    s.start_on_login = false;
+    assert!(!desk.save_settings(s).unwrap().start_on_login);
+    assert!(!plist.exists());
+}

@@ -1,7 +1,7 @@
-//! `switchboard bundle [FILE]` with the app running (it asks the app over the control socket,
+//! `switchboard bundle [FILE]` with the app running (it asks the app over the control channel,
 //! and the bundle holds the live views: a banner raised) and without it (it reads the app's
-//! files: the bundle says so).
-#![cfg(unix)]
+//! files: the bundle says so). It runs on Windows too (under wine in scripts/cross-check.sh),
+//! where the channel is the named pipe.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::{IpAddr, Ipv4Addr};

@@ -10,6 +10,10 @@
 //! --confirm-code --pair-only`) inside the phone's namespace, given the pairing link alone.
 //! Every namespace is removed by a [`Namespaces`] guard, also when a test fails. Where
 //! namespaces cannot be made (not root, no `ip`), the tests fail and say so.
+// Linux only: the tests make Linux network namespaces and veth pairs with iproute2 and run
+// their peers inside them with `ip netns exec`; Windows and macOS have nothing like them, and
+// the link code they drive is the same on every system (its loopback tests run everywhere).
+#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};

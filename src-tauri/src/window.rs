@@ -176,6 +176,7 @@ pub fn open<R: Runtime>(app: &AppHandle<R>, view: Option<&str>, show: bool) {
 
 /// How long after the window is destroyed its network process is ended: the web process
 /// goes first, on its own.
+#[cfg(target_os = "linux")]
 const NETWORK_PROCESS_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// After the window was destroyed in the tray: ends WebKitGTK's network process, which WebKit

@@ -82,8 +82,8 @@ pub(crate) fn run(args: Args) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Asks the running app to save the bundle to `path`; `None` when no app answers.
-#[cfg(unix)]
+/// Asks the running app to save the bundle to `path` over the control channel (the Unix
+/// socket, or the named pipe on Windows); `None` when no app answers.
 fn ask_the_app(
     paths: &AppPaths,
     path: &std::path::Path,
@@ -102,14 +102,4 @@ fn ask_the_app(
         })
         .map(Some)
         .map_err(|e| e.to_string())
-}
-
-/// No control socket on this system: always the files.
-#[cfg(not(unix))]
-fn ask_the_app(
-    _: &AppPaths,
-    _: &std::path::Path,
-    _: BundleOptions,
-) -> Result<Option<serde_json::Value>, String> {
-    Ok(None)
 }

@@ -233,6 +233,10 @@ pub struct StatusAnswer {
     pub link_running: bool,
     /// Why the link is not running, in words.
     pub link_error: Option<String>,
+    /// Why pairing keys cannot be kept (the OS key store is missing, locked or gone), in words
+    /// with what to do; the same words as the banner in Phones. `None` when the store answers.
+    #[serde(default)]
+    pub key_store_problem: Option<String>,
 }
 
 /// Answer to [`Request::Pair`]: the pairing window just opened.

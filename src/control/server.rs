@@ -424,6 +424,7 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
                 demo: app.config.demo,
                 link_running: app.phones.link().is_some(),
                 link_error: snap.link_error,
+                key_store_problem: snap.key_store_problem,
             })
         }
         Request::Pair => {
