@@ -105,12 +105,13 @@ for line in open(sys.argv[1]):
     name=$(basename "$exe" .exe)
     log="$CARGO_TARGET_DIR/wine-$name.log"
     extra=()
+    # The licence check and the version module read the repository with `cargo metadata` (the
+    # licences of every dependency, one version everywhere): the same answer on every system,
+    # checked on Linux by cargo test; wine has no Windows cargo to run. Said here, never silent.
     case "$name" in
-      tap_node-*) extra=("${skip_tap[@]}"); echo "  $name: skipping the Bun journey (no Windows Bun under wine)";;
-      # They read the repository with `cargo metadata` (licences of every dependency, one
-      # version everywhere): the same answer on every system, checked on Linux by cargo test;
-      # wine has no Windows cargo to run. Said here, never silent.
-      licences-*|version-*) echo "  $name: not run under wine (it runs cargo metadata; no Windows cargo under wine; run on Linux by cargo test)"; skipped_programs+=("$name"); continue;;
+      network-*) extra=("${skip_tap[@]}"); echo "  $name: skipping the Bun journey (no Windows Bun under wine)";;
+      app-*) extra=(--skip version::); echo "  $name: skipping its version module (cargo metadata; no Windows cargo under wine; run on Linux by cargo test)";;
+      licences-*) echo "  $name: not run under wine (cargo metadata; no Windows cargo under wine; run on Linux by cargo test)"; skipped_programs+=("$name"); continue;;
     esac
     if timeout 900 wine "$exe" --test-threads=2 "${extra[@]}" > "$log" 2>&1; then rc=0; else rc=$?; fi
     line=$(grep -E '^test result:' "$log" | tail -1 || true)

@@ -22,9 +22,9 @@
 # workspace member). Seeds: fuzz/seeds/TARGET/ (make them with
 # `cargo run -p switchboard --example gen_fuzz_seeds`). Output: $FUZZ_OUT/TARGET (default
 # target/fuzz-out); crashes and hangs found are listed at the end: copy each into
-# fuzz/seeds/TARGET/ as crash-NAME (tests/fuzz_seeds.rs replays it in cargo test) and fix it.
+# fuzz/seeds/TARGET/ as crash-NAME (tests/protocol/fuzz_seeds.rs replays it in cargo test) and fix it.
 # Build folder: $FUZZ_TARGET_DIR (default target/fuzz-afl), separate from the normal build.
-# Not used by CI: CI only replays the seeds (tests/fuzz_seeds.rs).
+# Not used by CI: CI only replays the seeds (tests/protocol/fuzz_seeds.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -ne 2 ]; then
@@ -97,5 +97,5 @@ for kind in crashes hangs; do
   done
 done
 if [ "$found" -ne 0 ]; then
-  echo "findings above: copy each into fuzz/seeds/$target/crash-NAME, fix, run cargo test --test fuzz_seeds"
+  echo "findings above: copy each into fuzz/seeds/$target/crash-NAME, fix, run cargo test --test protocol fuzz_seeds::"
 fi

@@ -35,7 +35,7 @@ step "front end: unit tests"
 step "front end: build"
 (cd ui && npm run build --silent)
 
-step "switchboard-tap: build and unit tests (tap/; its link test runs in cargo test: tests/tap_node.rs)"
+step "switchboard-tap: build and unit tests (tap/; its link test runs in cargo test: tests/network/tap_node.rs)"
 (cd tap && npm test --silent && npm run test:bun --silent)
 
 step "cargo fmt --check"

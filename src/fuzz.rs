@@ -3,7 +3,7 @@
 //!
 //! Why here and not in the fuzz crate: the coverage-guided fuzzer (`fuzz/`, AFL++ through the
 //! `afl` crate, run by `scripts/fuzz.sh TARGET EXECS`) and the plain test that replays the seed
-//! corpus and every crasher found (`tests/fuzz_seeds.rs`, part of `cargo test`, so CI replays
+//! corpus and every crasher found (`tests/protocol/fuzz_seeds.rs`, part of `cargo test`, so CI replays
 //! them without AFL) must call the very same functions, and some targets need crate-private
 //! seams (a hub fed without a socket). Nothing else in the app calls them.
 //!
@@ -83,7 +83,7 @@ pub fn ifp_frame(data: &[u8]) {
     }
 }
 
-/// The dial shortcut against the general path (differential; `tests/dial_frame.rs` holds the
+/// The dial shortcut against the general path (differential; `tests/protocol/dial_frame.rs` holds the
 /// same rule on chosen frames): `DialFrame::parse` gives `Some` only when the general path
 /// (`validate_frame`, the device check, `PhoneEvent::from_envelope`, `DialEvent::to_dial`)
 /// accepts the frame as a dial from that phone, with the identical record and envelope fields,

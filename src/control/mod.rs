@@ -33,7 +33,7 @@
 //! ## The central promise
 //! No request can approve, reject or cancel an action on a phone: [`Request`] has no such
 //! variant and the answers only read the views' state, open or answer a *pairing* (the person's
-//! own "Codes match"), or unpair ([`REQUEST_NAMES`] is swept by `tests/control.rs`).
+//! own "Codes match"), or unpair ([`REQUEST_NAMES`] is swept by `tests/network/control.rs`).
 //!
 //! ## Windows
 //! A named pipe, `\\.\pipe\switchboard-<16 hex>` (the same hex as the socket's folder), with

@@ -147,7 +147,7 @@ impl ControlServer {
     }
 
     /// [`ControlServer::start`] serving peers of `uid` only instead of this process's own uid:
-    /// for tests of the peer check (`tests/control.rs` serves another uid and connects as
+    /// for tests of the peer check (`tests/network/control.rs` serves another uid and connects as
     /// itself).
     ///
     /// # Errors
@@ -551,7 +551,7 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
 }
 
 // Unix sockets, file modes and stale socket files (Windows: the pipe's own tests in
-// tests/control_pipe.rs).
+// tests/network/control_pipe.rs).
 #[cfg(all(test, unix))]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]

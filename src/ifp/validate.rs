@@ -20,7 +20,7 @@
 //! (`payload.params_hash: expected "sha256:" + 64 lowercase hex, got "abc"`). Unknown types pass
 //! (steps 1-5 only). The validator never panics on any input (a proptest checks this).
 //!
-//! Choices where the notes do not pin a rule (documented here, tested in `tests/ifp_messages.rs` and the unit tests below):
+//! Choices where the notes do not pin a rule (documented here, tested in `tests/protocol/ifp_messages.rs` and the unit tests below):
 //! - `parent` must look like a message `id`; `correlation` is any non-empty string.
 //! - `provenance` and `labels` are checked whenever present, not only on events.
 //! - `action_id`, `tool`, `idempotency_key` are non-empty strings of at most 128 characters.

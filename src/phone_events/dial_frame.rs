@@ -14,7 +14,7 @@
 //! payload rules) and it produces the same record; anything else, including anything merely
 //! unusual (an `ext` object, a `parent`, an escaped id, a repeated key, a provenance chain, an
 //! unknown payload key, an array where an object belongs), gives `None` and the frame takes the
-//! general path, which accepts it or names what is wrong. The tests in `tests/dial_frame.rs` hold
+//! general path, which accepts it or names what is wrong. The tests in `tests/protocol/dial_frame.rs` hold
 //! it to that: for every frame they make, `parse` either declines or agrees with the general path
 //! field for field.
 

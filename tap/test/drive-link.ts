@@ -1,4 +1,4 @@
-// The tap's side of tests/tap_node.rs, under Bun (the host's runtime): a fake host whose
+// The tap's side of tests/network/tap_node.rs, under Bun (the host's runtime): a fake host whose
 // extension storage is a real folder, the tap pairs from a pairing link as the pairing piece
 // does (printing the verification code, the test confirming on the desktop), then streams
 // wrapped LumiRealm calls through the fake host, some failing with the host's permission

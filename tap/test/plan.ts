@@ -1,4 +1,4 @@
-// The calls of the link test (tests/tap_node.rs recomputes the same plan from each dial's
+// The calls of the link test (tests/network/tap_node.rs recomputes the same plan from each dial's
 // call id): call i of n.
 
 export interface PlannedCall {

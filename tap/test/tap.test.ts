@@ -1,7 +1,7 @@
 // Unit tests of switchboard-tap against a fake `spindle` that behaves as
 // ../shared/specs/upstream-behaviour.md and lumiverse-host.md say the host does (its storage a
 // real temp folder, its enclave in memory). The link itself is tested against the real desktop
-// in tests/tap_node.rs.
+// in tests/network/tap_node.rs.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -2,7 +2,7 @@
 //! snapshot, the autonomy table of a phone and the desktop-notification status.
 //!
 //! There is deliberately no command that approves, declines or cancels anything: the person
-//! confirms on the phone. `tests/confirmations.rs` checks the command list for it.
+//! confirms on the phone. `tests/protocol/confirmations.rs` checks the command list for it.
 
 use switchboard::error::IpcError;
 use tauri::State;

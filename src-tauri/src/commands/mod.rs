@@ -8,7 +8,7 @@
 //! `ui/src/lib/api.ts` types its calls against. A listed command without a handler does not
 //! compile; a call from the front end of a command that is not listed does not type-check.
 //!
-//! None of them approves, rejects or cancels anything on a phone (`tests/confirmations.rs`
+//! None of them approves, rejects or cancels anything on a phone (`tests/protocol/confirmations.rs`
 //! drives them all).
 
 use tauri::{ipc::Invoke, Runtime};
@@ -151,7 +151,7 @@ commands! {
 
 /// The commands that only read, and answer the same way whether a support bundle is open or
 /// not, or answer from the bundle while one is open. Every other command answers `read_only`
-/// while a bundle is open (`tests/confirmations.rs` drives them all in that mode).
+/// while a bundle is open (`tests/protocol/confirmations.rs` drives them all in that mode).
 pub const READS_IN_BUNDLE_MODE: &[&str] = &[
     "app_info",
     "get_settings",

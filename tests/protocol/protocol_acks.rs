@@ -8,8 +8,7 @@
 //! still waiting after it, and what follows it is accepted and matched to it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/confirm.rs"]
-mod confirm;
+use crate::confirm;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;

@@ -3,8 +3,7 @@
 //! (hello, no pairing) and play it again with fresh ids.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/confirm.rs"]
-mod confirm;
+use crate::confirm;
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};

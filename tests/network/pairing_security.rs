@@ -6,10 +6,8 @@
 //! Every test binds 127.0.0.1:0, every loop is bounded, and time is the link's ManualClock.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/confirm.rs"]
-mod confirm;
-#[path = "support/desk.rs"]
-mod desk;
+use crate::confirm;
+use crate::desk;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! the name; after shutdown the CLI says the app is not running.
 //!
 //! Every wait is bounded; the link binds 127.0.0.1:0.
-// Named pipes and their security descriptors are Windows' (Unix: tests/control.rs).
+// Named pipes and their security descriptors are Windows' (Unix: tests/network/control.rs).
 #![cfg(windows)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

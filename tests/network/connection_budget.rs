@@ -9,10 +9,8 @@
 //! `benches/reconnect_flood.rs`, not here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/confirm.rs"]
-mod confirm;
-#[path = "support/desk.rs"]
-mod desk;
+use crate::confirm;
+use crate::desk;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

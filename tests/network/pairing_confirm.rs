@@ -9,10 +9,8 @@
 //! Every test binds 127.0.0.1:0 and every wait and loop is bounded.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/confirm.rs"]
-mod confirm;
-#[path = "support/desk.rs"]
-mod desk;
+use crate::confirm;
+use crate::desk;
 
 use std::time::Duration;
 

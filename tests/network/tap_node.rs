@@ -15,8 +15,7 @@
 //! runs `npm ci` in `tap/`); without them the test fails saying so. Every loop is bounded in count and time.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/confirm.rs"]
-mod confirm;
+use crate::confirm;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

@@ -22,8 +22,7 @@ use switchboard::link::{
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-#[path = "support/confirm.rs"]
-mod confirm;
+use crate::confirm;
 use confirm::pair_confirmed;
 
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);

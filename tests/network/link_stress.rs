@@ -12,8 +12,7 @@
 //! issue, and with 8 at a time about 80 %.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/confirm.rs"]
-mod confirm;
+use crate::confirm;
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
