@@ -47,6 +47,9 @@ pub struct LaunchOptions {
     /// How the window's scripts run, as decided before it was made (Linux; logged at start).
     /// `None` when nothing was decided (tests, other systems).
     pub scripts: Option<switchboard::app::settings::WindowScripts>,
+    /// The app's folders when they are given (`main` reads `SWITCHBOARD_HOME`; a test names
+    /// its own temporary home); `None`: the OS's per-user folders for the app.
+    pub paths: Option<AppPaths>,
 }
 
 /// Gives the windows' own frame (the GTK menu bar and its theme on Linux, the title bar on
@@ -198,9 +201,12 @@ fn show_unless_hidden<R: Runtime>(app: &tauri::AppHandle<R>) {
     }
 }
 
-/// The OS's app folders, or those under `SWITCHBOARD_HOME` when it is set.
+/// The folders the launch was given ([`LaunchOptions::paths`]), else the OS's app folders.
 fn resolve_paths<R: Runtime>(app: &tauri::AppHandle<R>) -> tauri::Result<AppPaths> {
-    if let Some(paths) = AppPaths::from_env() {
+    if let Some(paths) = app
+        .try_state::<LaunchOptions>()
+        .and_then(|o| o.paths.clone())
+    {
         return Ok(paths);
     }
     let p = app.path();

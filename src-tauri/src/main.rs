@@ -33,6 +33,8 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::FAILURE;
     }
     let mut options = cli.launch_options();
+    // The one place the environment names the app's folders; the app is handed them.
+    options.paths = switchboard::app::AppPaths::from_env();
     options.graphics = window_graphics();
     options.scripts = window_scripts();
     switchboard_desktop::run(options)

@@ -1,5 +1,5 @@
-//! The real app's window under Xvfb, for the tests that start it (tests/hidden_start.rs,
-//! tests/window_theme.rs, tests/realtime_threads.rs, tests/smoke.rs): child processes ended
+//! The real app's window under Xvfb, for the tests that start it (tests/window/: smoke,
+//! hidden_start, tray_window, realtime_threads, window_theme; the tray bench): child processes ended
 //! when dropped, the tools they need, and the app's windows as `xdotool` finds them. Every wait
 //! is bounded.
 // Each test binary compiles this module and uses a part of it.
@@ -12,6 +12,14 @@ use std::time::{Duration, Instant};
 
 /// A child process ended (SIGTERM, then kill) when dropped.
 pub struct Proc(pub Child);
+
+/// Held for the whole of a test that starts the real app: one real window at a time in a test
+/// program, whose tests otherwise run on parallel threads (two WebKit windows at once on a
+/// 2-core machine turn every bounded wait into a race).
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|p| p.into_inner())
+}
 impl Drop for Proc {
     fn drop(&mut self) {
         // SIGTERM first so the app runs its shutdown; then make sure.

@@ -1,4 +1,4 @@
-//! A stand-in desktop tray for the tests that need one (tests/hidden_start.rs, tests/notify.rs):
+//! A stand-in desktop tray for the tests that need one (tests/window/hidden_start.rs, tests/notify.rs):
 //! a D-Bus connection owning the StatusNotifier watcher's name, which is what the app asks the
 //! session bus for before it hides its window ([`switchboard_desktop::tray::tray_is_shown`]).
 

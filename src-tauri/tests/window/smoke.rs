@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod real_window;
+use crate::real_window;
 use real_window::{need, start_xvfb, windows};
 
 /// The app under `dbus-run-session`, in a process group of its own: dropping it ends the whole
@@ -46,6 +46,7 @@ fn project_root() -> PathBuf {
 
 #[test]
 fn real_window_shows_sidebar_and_phones_view() {
+    let _one = real_window::one_at_a_time();
     for t in ["dbus-run-session", "xdotool", "import", "convert"] {
         need(t);
     }

@@ -2,12 +2,11 @@
 //! launch lives in `<data>/demo`, beside the demo's link data, and a normal launch's in `<data>`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::common;
 use serde_json::json;
 use std::sync::Arc;
 use switchboard::app::App;
 use switchboard::dials::{Dial, DialOutcome, JsonText, Retention};
-use switchboard_desktop::LaunchOptions;
-use tauri::test::{mock_builder, mock_context, noop_assets};
 use tauri::Manager;
 
 fn dial(id: &str) -> Dial {
@@ -36,15 +35,7 @@ fn dial(id: &str) -> Dial {
 #[test]
 fn a_demo_launch_keeps_its_dials_apart_from_the_real_history() {
     let home = tempfile::tempdir().unwrap();
-    std::env::set_var("SWITCHBOARD_HOME", home.path());
-    let app = switchboard_desktop::setup(mock_builder())
-        .build(mock_context(noop_assets()))
-        .expect("app builds under the mock runtime");
-    app.manage(LaunchOptions {
-        demo: true,
-        ..Default::default()
-    });
-    switchboard_desktop::init(app.handle(), false).expect("state initialises");
+    let app = common::app_in(home.path(), true);
 
     let core = app.state::<Arc<App>>();
     let state = core.dials().unwrap();

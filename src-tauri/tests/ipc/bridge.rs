@@ -1,13 +1,13 @@
 //! The Bridge view's commands through IPC under the mock runtime, on the real host-error corpus.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 use common::request;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use switchboard::app::App;
 use switchboard::bridge::CallPath;
-use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets};
+use tauri::test::get_ipc_response;
 use tauri::{Manager, WebviewWindowBuilder};
 
 const HOST_ERRORS: &str = concat!(
@@ -20,16 +20,10 @@ fn cases() -> Vec<Value> {
     v["cases"].as_array().unwrap().clone()
 }
 
-/// One app per test binary: SWITCHBOARD_HOME is process-wide.
 #[test]
 fn bridge_commands_through_ipc() {
     let home = tempfile::tempdir().unwrap();
-    std::env::set_var("SWITCHBOARD_HOME", home.path());
-    std::env::remove_var("SWITCHBOARD_DEMO_BRIDGE");
-    let app = switchboard_desktop::setup(mock_builder())
-        .build(mock_context(noop_assets()))
-        .unwrap();
-    switchboard_desktop::init(app.handle(), false).unwrap();
+    let app = common::app_in(home.path(), false);
     let window = WebviewWindowBuilder::new(&app, "main", Default::default())
         .build()
         .unwrap();

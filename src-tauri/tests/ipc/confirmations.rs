@@ -4,9 +4,8 @@
 //! produce an `action.approve`, `action.reject` or `action.cancel` frame.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 use common::request;
-use std::sync::Mutex;
 
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -14,11 +13,8 @@ use switchboard::app::App as Core;
 use switchboard::ifp::outgoing::OutgoingType;
 use switchboard::ifp::{validate, Receiver};
 use switchboard_desktop::commands::ALL_COMMANDS;
-use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime};
+use tauri::test::{get_ipc_response, MockRuntime};
 use tauri::{App, Manager, WebviewWindow, WebviewWindowBuilder};
-
-/// SWITCHBOARD_HOME is process-wide: one app at a time.
-static ENV: Mutex<()> = Mutex::new(());
 
 const SEQUENCES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -26,12 +22,7 @@ const SEQUENCES: &str = concat!(
 );
 
 fn boot(home: &std::path::Path) -> (App<MockRuntime>, WebviewWindow<MockRuntime>) {
-    std::env::set_var("SWITCHBOARD_HOME", home);
-    std::env::remove_var("SWITCHBOARD_SAMPLE_CONFIRMATIONS");
-    let app = switchboard_desktop::setup(mock_builder())
-        .build(mock_context(noop_assets()))
-        .expect("app builds under the mock runtime");
-    switchboard_desktop::init(app.handle(), false).expect("state initialises");
+    let app = common::app_in(home, false);
     let window = WebviewWindowBuilder::new(&app, "main", Default::default())
         .build()
         .unwrap();
@@ -44,7 +35,6 @@ fn call(window: &WebviewWindow<MockRuntime>, cmd: &str, body: Value) -> Result<V
 
 #[test]
 fn the_snapshot_through_ipc_shows_the_corpus_sequences() {
-    let _g = ENV.lock().unwrap_or_else(|p| p.into_inner());
     let home = tempfile::tempdir().unwrap();
     let (app, window) = boot(home.path());
 
@@ -168,7 +158,6 @@ fn plausible_args(cmd: &str, home: &std::path::Path) -> Value {
 
 #[test]
 fn no_command_can_approve_reject_or_cancel_an_action() {
-    let _g = ENV.lock().unwrap_or_else(|p| p.into_inner());
     // The shell's command names: nothing that answers for the person.
     for name in ALL_COMMANDS {
         for word in [

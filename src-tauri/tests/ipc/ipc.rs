@@ -1,23 +1,18 @@
 //! The whole app booted under tauri's mock runtime: real commands invoked through IPC.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 use common::request;
 use serde_json::json;
 use switchboard::settings::{Settings, Theme};
-use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets};
+use tauri::test::get_ipc_response;
 use tauri::WebviewWindowBuilder;
 
-/// One test boots one app with a private SWITCHBOARD_HOME (env is process-wide, so all checks
-/// that need it live in this test).
+/// One app with its own home, all its commands checked in turn.
 #[test]
 fn commands_answer_through_ipc() {
     let home = tempfile::tempdir().unwrap();
-    std::env::set_var("SWITCHBOARD_HOME", home.path());
-    let app = switchboard_desktop::setup(mock_builder())
-        .build(mock_context(noop_assets()))
-        .expect("app builds under the mock runtime");
-    switchboard_desktop::init(app.handle(), false).expect("state initialises");
+    let app = common::app_in(home.path(), false);
     let window = WebviewWindowBuilder::new(&app, "main", Default::default())
         .build()
         .unwrap();

@@ -11,7 +11,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod real_window;
+use crate::real_window;
 use real_window::{app_state, need, spawn_logged, start_desktop, windows, Desktop, Log, Proc};
 
 use switchboard_desktop::realtime::{is_real_time, process_tree, tasks, thread_name};
@@ -72,6 +72,7 @@ fn real_time(pid: i32) -> Vec<String> {
 
 #[test]
 fn the_real_app_runs_no_real_time_thread() {
+    let _one = real_window::one_at_a_time();
     need("xdotool");
     // Whether WebKit may make real-time threads without RealtimeKit: as it does, directly.
     let allowed = std::thread::spawn(|| {

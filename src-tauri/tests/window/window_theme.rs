@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 // The real window runs under Xvfb and is read with xprop (Linux only); the stand-in window
 // tests run everywhere.
 #[cfg(target_os = "linux")]
-mod real_window;
+use crate::real_window;
 #[cfg(target_os = "linux")]
 use real_window::{app_state, need, spawn_logged, start_desktop, windows};
 
@@ -78,6 +78,7 @@ fn theme_variant(display: &str, id: &str) -> String {
 #[cfg(target_os = "linux")]
 #[test]
 fn under_a_saved_dark_theme_the_real_window_is_dark_when_it_first_shows() {
+    let _one = real_window::one_at_a_time();
     for t in ["xdotool", "xprop"] {
         need(t);
     }

@@ -10,8 +10,8 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod real_window;
-mod tray_stand_in;
+use crate::real_window;
+use crate::tray_stand_in;
 use real_window::{
     app_state, close_window, descendants, need, spawn_logged, start_desktop, windows, Log, Proc,
 };
@@ -77,6 +77,7 @@ fn field_f64(line: &str, key: &str) -> Option<f64> {
 
 #[test]
 fn closed_to_the_tray_the_web_view_goes_and_comes_back_on_the_same_place() {
+    let _one = real_window::one_at_a_time();
     need("xdotool");
     let desktop = start_desktop();
     let (display, bus) = (desktop.display.clone(), desktop.bus.clone());

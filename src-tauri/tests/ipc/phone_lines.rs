@@ -2,12 +2,12 @@
 //! a temp folder, the corpus describe manifest, revoke with confirmation and backup.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 use common::request;
 use serde_json::{json, Value};
 use switchboard::phone_line::manifest::manifest_hash;
 use switchboard::phone_line::pairings::PairingsFile;
-use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets};
+use tauri::test::get_ipc_response;
 use tauri::WebviewWindowBuilder;
 
 const DESCRIBE: &str = concat!(
@@ -24,15 +24,10 @@ fn line<'a>(snap: &'a Value, id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no line {id} in {snap}"))
 }
 
-/// One app per test binary: SWITCHBOARD_HOME is process-wide.
 #[test]
 fn phone_line_commands_through_ipc() {
     let home = tempfile::tempdir().unwrap();
-    std::env::set_var("SWITCHBOARD_HOME", home.path());
-    let app = switchboard_desktop::setup(mock_builder())
-        .build(mock_context(noop_assets()))
-        .unwrap();
-    switchboard_desktop::init(app.handle(), false).unwrap();
+    let app = common::app_in(home.path(), false);
     let window = WebviewWindowBuilder::new(&app, "main", Default::default())
         .build()
         .unwrap();

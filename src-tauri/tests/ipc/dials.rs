@@ -3,7 +3,7 @@
 //! count, end on a failed send).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 use common::request;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use switchboard::dials::{
     Dial, DialFilter, DialLog, DialLogConfig, DialOutcome, JsonText, Retention, SubscribeOptions,
 };
 use tauri::ipc::{Channel, InvokeResponseBody};
-use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets};
+use tauri::test::get_ipc_response;
 use tauri::{Manager, WebviewWindowBuilder};
 
 const PERMISSION_TEXT: &str = "Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\" to inherit owner \"lumirealm\" permissions: push_notification";
@@ -100,11 +100,7 @@ fn ids(page: &Value) -> Vec<String> {
 #[test]
 fn dials_commands_answer_through_ipc() {
     let home = tempfile::tempdir().unwrap();
-    std::env::set_var("SWITCHBOARD_HOME", home.path());
-    let app = switchboard_desktop::setup(mock_builder())
-        .build(mock_context(noop_assets()))
-        .expect("app builds under the mock runtime");
-    switchboard_desktop::init(app.handle(), false).expect("state initialises");
+    let app = common::app_in(home.path(), false);
     let window = WebviewWindowBuilder::new(&app, "main", Default::default())
         .build()
         .unwrap();

@@ -2,7 +2,7 @@
 //! app under Xvfb creates no visible window, however long it runs after saying it started
 //! hidden; starting it a second time without `--hidden` (single instance, on the same D-Bus
 //! session) shows the running app's window, which proves the test would see one. `--minimized` is the
-//! same flag (tests/headless.rs parses both). Needs Xvfb, dbus-daemon and xdotool
+//! same flag (tests/ipc/headless.rs parses both). Needs Xvfb, dbus-daemon and xdotool
 //! (`scripts/install-deps.sh`); every wait is bounded.
 // Linux only: the real window under Xvfb, found with xdotool (an X server and its tools).
 #![cfg(target_os = "linux")]
@@ -11,13 +11,14 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod real_window;
-mod tray_stand_in;
+use crate::real_window;
+use crate::tray_stand_in;
 use real_window::{app_state, need, spawn_logged, start_desktop, windows};
 use tray_stand_in::stand_in_tray;
 
 #[test]
 fn hidden_start_shows_no_window_until_asked() {
+    let _one = real_window::one_at_a_time();
     need("xdotool");
     // One session bus for both starts: the single-instance plugin finds the first over it.
     let desktop = start_desktop();
