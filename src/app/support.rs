@@ -173,7 +173,9 @@ impl App {
         let phones = self.phones.tray_phones();
         let banners = crate::support::tray::banner_lines(self.bridge.lock_store().banners());
         let waiting = crate::support::tray::waiting_lines(self.confirmations.lock().waiting());
-        crate::support::tray::summarize_parts(&phones, &banners, &waiting)
+        let mut s = crate::support::tray::summarize_parts(&phones, &banners, &waiting);
+        s.storage_problem = self.dials.as_ref().and_then(|d| d.log.disk_full());
+        s
     }
 
     /// Gives the host the tray's summary now.

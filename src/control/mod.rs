@@ -226,6 +226,10 @@ pub struct StatusAnswer {
     pub link_running: bool,
     /// Why the link is not running, in words.
     pub link_error: Option<String>,
+    /// Why dials are not being stored now (the disk holding the history is full, and where),
+    /// if so.
+    #[serde(default)]
+    pub storage_problem: Option<String>,
 }
 
 /// Answer to [`Request::Pair`]: the pairing window just opened.

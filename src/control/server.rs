@@ -337,6 +337,7 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
                 demo: app.config.demo,
                 link_running: app.phones.link().is_some(),
                 link_error: snap.link_error,
+                storage_problem: app.dials().ok().and_then(|d| d.log.disk_full()),
             })
         }
         Request::Pair => {
