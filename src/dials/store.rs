@@ -842,7 +842,15 @@ pub(crate) fn writer_loop(
                             }
                             Err(e) => {
                                 dict.forget();
-                                record_error(e.to_string());
+                                // A full disk only delays indexing (it runs again after the
+                                // next insert; queries match unindexed rows meanwhile): logged,
+                                // not a write error. SQLite's text for SQLITE_FULL.
+                                let text = e.to_string();
+                                if text.contains("database or disk is full") {
+                                    tracing::warn!(target: "switchboard::dials", "{text}");
+                                } else {
+                                    record_error(text);
+                                }
                                 to_index = false;
                             }
                         }
@@ -889,15 +897,15 @@ pub(crate) fn writer_loop(
                             let first = crate::sync::lock(&shared.disk_full)
                                 .replace(msg.clone())
                                 .is_none();
+                            // Logged, not kept as the flush's error: once written, nothing was
+                            // lost (a flush meanwhile is answered with it, below).
                             if first {
-                                record_error(msg);
+                                tracing::error!(target: "switchboard::dials", "{msg}");
                             }
                             match rx.recv_timeout(wait) {
                                 Ok(WriterMsg::Flush { reply }) => {
-                                    let err = crate::sync::lock(&shared.error)
-                                        .take()
-                                        .or_else(|| crate::sync::lock(&shared.disk_full).clone())
-                                        .unwrap_or_default();
+                                    let err =
+                                        crate::sync::lock(&shared.error).take().unwrap_or(msg);
                                     let _ = reply.send(Err(DialLogError::Storage(err)));
                                 }
                                 Ok(other) => deferred.push_back(other),
