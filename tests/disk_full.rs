@@ -23,6 +23,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use switchboard::dials::{Dial, DialLog, DialLogConfig, IngestVerdict, JsonText, Retention, Seq};
+use switchboard::link::trust::{PairedPhone, TrustFile};
+use switchboard::phone_line::pairings::{backup_path, PairingRecord, PairingsFile};
 use switchboard::settings::Settings;
 
 const DIR_VAR: &str = "DISK_FULL_DIR";
@@ -91,6 +93,29 @@ fn count_ids(db: &Path) -> HashMap<String, u64> {
     out
 }
 
+/// A pinned phone as the trust file keeps it.
+fn phone(device_id: &str) -> PairedPhone {
+    PairedPhone {
+        device_id: device_id.to_string(),
+        public_key: "A".repeat(43),
+        label: "Pixel 8".into(),
+        capabilities: vec![serde_json::json!({"type": "tool:messages.send"})],
+        paired_at_ms: 1_789_000_000_000,
+        last_seen_ms: None,
+        last_address: Some("127.0.0.1:5000".into()),
+        binding: Default::default(),
+    }
+}
+
+/// The temporary files an atomic write left in `dir`.
+fn temp_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| switchboard::fsutil::is_temp_file_name(n, None))
+        .collect()
+}
+
 /// Fills what room is left on the tmpfs with one file, until the kernel says no.
 fn fill(path: &Path) {
     use std::io::Write as _;
@@ -121,6 +146,27 @@ fn in_namespace() {
     let old = Settings::default();
     old.save(&settings_path).unwrap();
     let old_text = std::fs::read_to_string(&settings_path).unwrap();
+    // A trust file pinning one phone, and a pairings file allowing one phone line, both
+    // saved while there is room (the second save of the pairings file makes its backup).
+    let trust = TrustFile::in_dir(&data);
+    trust.save(&[phone("dev_00000000000000a1")]).unwrap();
+    let trust_before = std::fs::read(trust.path()).unwrap();
+    let pairings_path = dir.join("phoneline-pairings.json");
+    let mut pairings = PairingsFile::new();
+    pairings.insert(
+        "lumirealm",
+        PairingRecord::new(
+            "lumirealm",
+            "LumiRealm",
+            true,
+            &"ab".repeat(32),
+            1_789_000_000_000,
+        ),
+    );
+    pairings.save(&pairings_path).unwrap();
+    pairings.save(&pairings_path).unwrap();
+    let pairings_before = std::fs::read_to_string(&pairings_path).unwrap();
+    let pairings_backup_before = std::fs::read_to_string(backup_path(&pairings_path)).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -226,11 +272,45 @@ fn in_namespace() {
             .expect_err("saving on a full disk fails");
         println!("saving the settings on the full disk: {err}");
         assert_eq!(std::fs::read_to_string(&settings_path).unwrap(), old_text);
-        let left: Vec<_> = std::fs::read_dir(&dir)
+        // The trust file (pinned phones): the second phone's pairing fails to save, the file
+        // still pins the first alone, byte for byte.
+        let trust_err = trust
+            .save(&[phone("dev_00000000000000a1"), phone("dev_00000000000000b2")])
+            .expect_err("saving the trust file on a full disk fails");
+        println!("saving the trust file on the full disk: {trust_err}");
+        assert!(
+            trust_err.to_string().contains("trust"),
+            "names the file: {trust_err}"
+        );
+        assert_eq!(std::fs::read(trust.path()).unwrap(), trust_before);
+        assert_eq!(trust.load().unwrap(), vec![phone("dev_00000000000000a1")]);
+        // The phone-line pairings file (and its backup): a revocation fails to save, both
+        // files keep what they held.
+        let mut revoked = pairings.clone();
+        revoked.revoke("lumirealm", 1_790_000_100_000).unwrap();
+        let pairings_err = revoked
+            .save(&pairings_path)
+            .expect_err("saving the pairings file on a full disk fails");
+        println!("saving the pairings file on the full disk: {pairings_err}");
+        assert!(
+            pairings_err.to_string().contains("phoneline-pairings.json"),
+            "names the file: {pairings_err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&pairings_path).unwrap(),
+            pairings_before
+        );
+        assert_eq!(
+            std::fs::read_to_string(backup_path(&pairings_path)).unwrap(),
+            pairings_backup_before
+        );
+        assert!(PairingsFile::load(&pairings_path)
             .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| switchboard::fsutil::is_temp_file_name(n, None))
-            .collect();
+            .get("lumirealm")
+            .unwrap()
+            .allowed());
+        let mut left = temp_files(&dir);
+        left.extend(temp_files(&data));
         assert!(left.is_empty(), "temporary files left: {left:?}");
         std::fs::remove_file(dir.join("filler")).unwrap();
         // Room again: writing resumes by itself.
@@ -257,6 +337,16 @@ fn in_namespace() {
             t.elapsed().as_secs_f64()
         );
         new.save(&settings_path).unwrap();
+        trust
+            .save(&[phone("dev_00000000000000a1"), phone("dev_00000000000000b2")])
+            .unwrap();
+        revoked.save(&pairings_path).unwrap();
+        assert_eq!(trust.load().unwrap().len(), 2);
+        assert!(!PairingsFile::load(&pairings_path)
+            .unwrap()
+            .get("lumirealm")
+            .unwrap()
+            .allowed());
         // The sender resends everything not acknowledged, then a few more.
         let total = sent + 500;
         let resend: Vec<Dial> = (acked..total).map(|i| dial(i, now_ms)).collect();
