@@ -178,6 +178,15 @@ impl App {
         s
     }
 
+    /// What the Phones view shows now: the link's [`crate::app::phones::PhonesSnapshot`] with
+    /// the dial history's storage problem (a full disk, and where), which the link does not
+    /// know.
+    pub fn phones_snapshot(&self) -> crate::app::phones::PhonesSnapshot {
+        let mut s = self.phones.snapshot();
+        s.storage_problem = self.dials.as_ref().and_then(|d| d.log.disk_full());
+        s
+    }
+
     /// Gives the host the tray's summary now.
     pub fn refresh_tray(&self) {
         self.host.set_tray(&self.tray_summary());

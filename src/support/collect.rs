@@ -504,6 +504,8 @@ pub fn from_files(
         phones: records
             .into_iter()
             .map(|record| PhoneStatus {
+                clock_skew_ms: None,
+                clock_skew: None,
                 connected: false,
                 address: None,
                 protocol_version: None,
@@ -516,6 +518,7 @@ pub fn from_files(
         last_pairing: None,
         diagnostics: None,
         key_store_problem: None,
+        storage_problem: None,
         offerable: Vec::new(),
         troubleshoot: None,
     };
