@@ -255,6 +255,11 @@ fn a_page_of_random_bytes_loses_only_the_dials_on_that_page() {
         "every dial but the {cells} on page {page}"
     );
     let r = assert_reported(&rt, &paths, &state, 3000 - cells as u64);
+    assert!(
+        r.problem.starts_with("quick_check: ") && !r.problem.contains('\n'),
+        "SQLite's finding on one line: {:?}",
+        r.problem
+    );
     assert_eq!(
         r.listed,
         Some(3000),

@@ -161,7 +161,16 @@ pub fn check(dir: &Path) -> Result<Health, DialLogError> {
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect());
     match found {
         Ok(lines) if lines.len() == 1 && lines[0] == "ok" => Ok(Health::Fine),
-        Ok(lines) => Ok(Health::Broken(format!("quick_check: {}", lines.join("; ")))),
+        // SQLite's finding spans lines ("*** in database main ***\nTree 2 page 18: ..."): one
+        // line, for the banner, the logs and `switchboard status`.
+        Ok(lines) => Ok(Health::Broken(format!(
+            "quick_check: {}",
+            lines
+                .join("; ")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        ))),
         Err(e) => fail(e),
     }
 }
