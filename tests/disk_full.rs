@@ -365,3 +365,348 @@ fn in_namespace() {
     drop(rt);
     let _ = Command::new("umount").arg(&dir).status();
 }
+
+const APP_DIR_VAR: &str = "DISK_FULL_APP_DIR";
+
+/// The whole app on a full disk: a real [`App`] whose home is a 16 MB tmpfs (in a private
+/// mount namespace), a phone paired through the link streaming 4 KB dials on loopback and
+/// keeping what is not acknowledged, as a phone does. While the disk is full: no
+/// acknowledgement goes past what is in the file, the tray, the Phones view and
+/// `switchboard status` (the real CLI, exit 1) say the disk is full and where, and the phone
+/// stays connected. After the remount: acknowledgements resume by themselves without a
+/// reconnect, `switchboard status` says dials are saved (exit 0), and every dial the phone sent
+/// is stored exactly once.
+#[test]
+fn the_app_on_a_full_disk_says_so_everywhere_and_its_phone_loses_nothing() {
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test mounts a tmpfs in a private mount namespace and must run as root"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private"])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "app_in_namespace", "--nocapture"])
+        .env(APP_DIR_VAR, dir.path())
+        .output()
+        .expect("running unshare (util-linux) to make a private mount namespace");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(out.status.success(), "the namespace part failed: {text}");
+    assert!(
+        text.contains("1 passed"),
+        "the namespace part did not run: {text}"
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(!mounts.contains(&*dir.path().to_string_lossy()));
+}
+
+/// What the phone sent and has not seen acknowledged, in order: (message id, dial id).
+#[derive(Default)]
+struct Outbox {
+    waiting: std::collections::VecDeque<(String, String)>,
+    acked: std::collections::HashSet<String>,
+    sent: u64,
+}
+
+impl Outbox {
+    /// `control.ack {last_id}` drops everything up to `last_id`.
+    fn on_frame(&mut self, text: &str) {
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        if v["type"] != "control.ack" {
+            return;
+        }
+        let Some(last) = v["payload"]["last_id"].as_str() else {
+            return;
+        };
+        if let Some(pos) = self.waiting.iter().position(|(id, _)| id == last) {
+            for (_, dial) in self.waiting.drain(..=pos) {
+                assert!(self.acked.insert(dial), "a dial acknowledged twice");
+            }
+        }
+    }
+
+    /// The next dial's text: 4 KB of request, kept 7 days.
+    fn next(&mut self, me: &switchboard::link::phone_client::PhoneIdentity) -> String {
+        use serde_json::json;
+        self.sent += 1;
+        let n = self.sent;
+        let dial_id = format!("app-full-{n:06}");
+        let filler: String = (0..4096)
+            .map(|k| char::from(b'a' + ((n + k) % 26) as u8))
+            .collect();
+        let start = switchboard::clock::Clock::now_ms(&switchboard::clock::SystemClock);
+        let payload = json!({
+            "seq": n, "dedup": &dial_id,
+            "call_id": format!("c{n}"), "caller": "lumiagent", "callee": "lumirealm",
+            "endpoint": "lumirealm.phoneline", "op": "describe",
+            "request": {"op": "describe", "callId": format!("c{n}"), "note": filler},
+            "started_at": switchboard::link::rfc3339_ms(start), "duration_ms": 3,
+            "outcome": "ok", "response": {"name": "LumiRealm"}
+        });
+        let mut v = switchboard::link::phone_client::envelope(
+            "event.phoneline.dial",
+            Some(&me.entity_id()),
+            payload,
+        );
+        v["session"] = json!("ses_diskfull000001");
+        v["device"] = json!(me.device_id());
+        v["generation"] = json!(1);
+        v["provenance"] =
+            json!({"sensor": format!("{}:phoneline", me.device_id()), "captured_at": v["ts"]});
+        v["labels"] = json!({"consent": "product_operation", "retention": "standard"});
+        self.waiting
+            .push_back((v["id"].as_str().unwrap().to_string(), dial_id));
+        v.to_string()
+    }
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
+
+/// Reads the frames already there (acknowledgements), without waiting.
+fn read_ready(ws: &mut Ws, outbox: &mut Outbox) {
+    use futures_util::{FutureExt as _, StreamExt as _};
+    use tokio_tungstenite::tungstenite::Message;
+    for _ in 0..100_000 {
+        match ws.next().now_or_never() {
+            Some(Some(Ok(Message::Text(t)))) => outbox.on_frame(&t),
+            Some(Some(Ok(_))) => {}
+            Some(Some(Err(e))) => panic!("the connection failed: {e}"),
+            Some(None) => panic!("the desktop closed the connection"),
+            None => return,
+        }
+    }
+}
+
+/// Sends `n` new dials in one burst; false when the desktop stopped reading (the burst is
+/// still queued on this side and goes out later).
+async fn burst(
+    ws: &mut Ws,
+    me: &switchboard::link::phone_client::PhoneIdentity,
+    outbox: &mut Outbox,
+    n: usize,
+) -> bool {
+    use futures_util::SinkExt as _;
+    use tokio_tungstenite::tungstenite::Message;
+    for _ in 0..n {
+        let t = outbox.next(me);
+        ws.feed(Message::text(t)).await.unwrap();
+    }
+    matches!(
+        tokio::time::timeout(Duration::from_secs(3), ws.flush()).await,
+        Ok(Ok(()))
+    )
+}
+
+/// `switchboard status` of the app in `home`: (exit code, what it printed).
+async fn status_cli(home: &Path) -> (Option<i32>, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    c.arg("status").env("SWITCHBOARD_HOME", home);
+    let out = tokio::task::spawn_blocking(move || c.output().unwrap())
+        .await
+        .unwrap();
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+#[ignore = "run by the test above inside its private mount namespace"]
+fn app_in_namespace() {
+    use std::net::{IpAddr, Ipv4Addr};
+    use std::sync::Arc;
+    use switchboard::app::{App, AppConfig, AppPaths, HostCall, IdentityStore, RecordingHost};
+    use switchboard::link::phone_client::{PhoneClient, PhoneIdentity};
+
+    let dir = PathBuf::from(std::env::var_os(APP_DIR_VAR).expect("run by the outer test"));
+    mount(&[
+        "-t",
+        "tmpfs",
+        "-o",
+        "size=16m,mode=0700",
+        "tmpfs",
+        dir.to_str().unwrap(),
+    ]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let lo = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let mut config = AppConfig::new(AppPaths::under(&dir), false);
+        config.identity = IdentityStore::Memory;
+        config.listen = (lo, 0);
+        config.mdns = false;
+        let host = Arc::new(RecordingHost::new());
+        let app = App::new(
+            config,
+            host.clone(),
+            tokio::runtime::Handle::current(),
+            switchboard::confirmations::ConfirmationMirror::with_bundled_catalogue(),
+        );
+        app.start_link();
+        let t = Instant::now();
+        while app.phones.link().and_then(|l| l.local_addr()).is_none() || app.hub().is_none() {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "the link did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        app.start_control().expect("the control socket starts");
+        let (code, said) = status_cli(&dir).await;
+        assert_eq!(code, Some(0), "{said}");
+
+        // Pair a phone as the person does (the Phones view's "Codes match").
+        let link = app.phones.link().unwrap();
+        let invite = link.open_pairing(lo);
+        let me = PhoneIdentity::generate("Full disk phone");
+        let mut phone = PhoneClient::connect(
+            link.local_addr().unwrap(),
+            link.identity().cert_fingerprint(),
+        )
+        .await
+        .unwrap();
+        let shown = phone.pair_start(&me, &invite.code, vec![]).await.unwrap();
+        let pending = app.phones.snapshot().pending.unwrap();
+        app.phones.confirm_pairing(&pending.id, true).unwrap();
+        phone.pair_confirm(&me, &shown, true, (1, 1)).await.unwrap();
+        let mut ws = phone.into_ws();
+        let mut outbox = Outbox::default();
+
+        // Stream until the app says the disk is full.
+        let t0 = Instant::now();
+        let mut stalled = false;
+        while app.tray_summary().storage_problem.is_none() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(90) && outbox.sent < 40_000,
+                "the disk never filled ({} dials sent)",
+                outbox.sent
+            );
+            if !burst(&mut ws, &me, &mut outbox, 32).await {
+                stalled = true;
+                break;
+            }
+            read_ready(&mut ws, &mut outbox);
+        }
+        let t = Instant::now();
+        let problem = loop {
+            if let Some(p) = app.tray_summary().storage_problem {
+                break p;
+            }
+            assert!(t.elapsed() < Duration::from_secs(30), "never said full");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        println!(
+            "full after {} dials sent ({:.1} s; the desktop stopped reading: {stalled}): {problem}",
+            outbox.sent,
+            t0.elapsed().as_secs_f64()
+        );
+        let data = dir.join("data");
+        assert!(problem.contains(&*data.to_string_lossy()), "{problem}");
+
+        // Nothing acknowledged past what is in the file; the phone keeps the rest.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        read_ready(&mut ws, &mut outbox);
+        let acked_while_full = outbox.acked.len();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        read_ready(&mut ws, &mut outbox);
+        assert_eq!(
+            outbox.acked.len(),
+            acked_while_full,
+            "no acknowledgement while the disk is full"
+        );
+        assert!(
+            !outbox.waiting.is_empty(),
+            "the phone keeps what is not acknowledged"
+        );
+        let stored = count_ids(&data.join("dials.sqlite3"));
+        for id in &outbox.acked {
+            assert_eq!(
+                stored.get(id),
+                Some(&1),
+                "acknowledged dial {id} is in the file once"
+            );
+        }
+        println!(
+            "{} acknowledged and in the file, {} kept by the phone",
+            outbox.acked.len(),
+            outbox.waiting.len()
+        );
+
+        // Said everywhere: the tray, the Phones view, `switchboard status`.
+        let tray = app.tray_summary();
+        assert!(tray.tooltip().contains("disk full"), "{}", tray.tooltip());
+        assert!(tray.needs_attention());
+        assert!(
+            host.calls()
+                .iter()
+                .any(|c| matches!(c, HostCall::Tray(s) if s.storage_problem.is_some())),
+            "the host's tray was told"
+        );
+        assert_eq!(
+            app.phones_snapshot().storage_problem.as_deref(),
+            Some(problem.as_str())
+        );
+        let (code, said) = status_cli(&dir).await;
+        assert_eq!(code, Some(1), "{said}");
+        assert!(
+            said.contains("Dial history: DISK FULL, dials are not being saved: ")
+                && said.contains(&*data.to_string_lossy()),
+            "{said}"
+        );
+        assert!(
+            app.phones.snapshot().phones.iter().all(|p| p.connected),
+            "the phone stays connected"
+        );
+
+        // Room again: acknowledgements resume by themselves on the same connection.
+        mount(&["-o", "remount,size=256m", dir.to_str().unwrap()]);
+        let t = Instant::now();
+        let mut more = 0;
+        while !outbox.waiting.is_empty() || more < 200 {
+            assert!(
+                t.elapsed() < Duration::from_secs(90),
+                "{} dials never acknowledged",
+                outbox.waiting.len()
+            );
+            if more < 200 && burst(&mut ws, &me, &mut outbox, 20).await {
+                more += 20;
+            }
+            read_ready(&mut ws, &mut outbox);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        println!(
+            "every dial acknowledged {:.1} s after the remount",
+            t.elapsed().as_secs_f64()
+        );
+        assert_eq!(app.tray_summary().storage_problem, None);
+        assert_eq!(app.phones_snapshot().storage_problem, None);
+        let (code, said) = status_cli(&dir).await;
+        assert_eq!(code, Some(0), "{said}");
+        assert!(
+            said.contains("Dial history: dials are being saved"),
+            "{said}"
+        );
+        drop(ws);
+        app.shutdown().await;
+        let stored = count_ids(&data.join("dials.sqlite3"));
+        assert_eq!(stored.len() as u64, outbox.sent, "every dial stored");
+        assert!(stored.values().all(|n| *n == 1), "none stored twice");
+        println!("{} dials stored exactly once", outbox.sent);
+    });
+    drop(rt);
+    let _ = Command::new("umount").arg(&dir).status();
+}
