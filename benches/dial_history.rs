@@ -16,6 +16,9 @@
 //! 4. **Seek** (the window jumping to the middle of the table): half the matching rows below the
 //!    top passed over (at most 50 000), then a page of 200.
 //!
+//! 0. **Damage check** before the open (`switchboard::dials::repair::check`, `PRAGMA
+//!    quick_check(1)`); `DIAL_HISTORY_ONLY_CHECK=1` stops the run after it.
+//!
 //! Run: `cargo bench -p switchboard --bench dial_history` (release). `DIAL_HISTORY_N` sets the
 //! number of dials (default 1 000 000), `DIAL_HISTORY_DIR` the folder (default
 //! `$CARGO_TARGET_DIR/dial-history-bench`; the store is about 1.5 GB and is reused when it
@@ -231,6 +234,24 @@ fn main() -> R<()> {
         } else {
             println!("reusing {n} indexed dials in {}", dir.display());
             wait_indexed(&dir).await?;
+        }
+        // 0. The start-up check for damage (`PRAGMA quick_check(1)`, docs/faults.md), which the
+        // app runs before opening the history: every page read once.
+        let mut checks = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            let health = switchboard::dials::repair::check(&dir)?;
+            checks.push(t.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(health, switchboard::dials::repair::Health::Fine);
+        }
+        let bytes = std::fs::metadata(dir.join("dials.sqlite3"))?.len();
+        row(
+            "start-up damage check (quick_check)",
+            checks,
+            &format!("{} MB file, load average {}", bytes / 1_000_000, loadavg()),
+        );
+        if std::env::var_os("DIAL_HISTORY_ONLY_CHECK").is_some() {
+            return Ok(());
         }
         // 1. Open + first page (with its count), as the app does on start.
         let mut opens = Vec::new();

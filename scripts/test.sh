@@ -49,6 +49,10 @@ cargo test -p switchboard --locked --test licences -- --nocapture
 step "cargo test (unit, integration, mock runtime, real window under Xvfb, e2e journeys)"
 cargo test --workspace --locked
 
+# The full run (200 flaps, about 15 min) is `bash scripts/flap.sh`; docs/faults.md has its figures.
+step "a flapping network, shortened (12 flaps in network namespaces: scripts/flap.sh --short)"
+bash scripts/flap.sh --short
+
 # The packages of the dev build cargo test just made (no second build of ~630 crates: a cold
 # release build on 2 busy cores took well over an hour here); what is checked, the files, the
 # dependencies, the install, the launch from the desktop entry and the purge, is the same for

@@ -37,6 +37,9 @@ enum Command {
     /// Save a support bundle (one .tar.gz: versions, phones, link diagnostics, banners, phone
     /// lines, confirmations, the last 1 000 dials redacted, three days of logs scrubbed).
     Bundle(cli::bundle::Args),
+    /// Ask the running app how it is: version, link, and whether dials are being stored (a
+    /// full disk says so and where; exit 1 while dials are not being stored).
+    Status(cli::app::StatusArgs),
     /// Ask the running app to open a pairing window: print its code, link and a QR code, and
     /// wait until the phone paired. It asks "Does the phone show 534 784? Answer here [y/N] or
     /// in the Switchboard window:" (the verification code both screens show).
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::Runtime(args) => cli::runtime::run(args),
         Command::Dials(args) => cli::dials::run(args),
         Command::Bundle(args) => cli::bundle::run(args),
+        Command::Status(args) => cli::app::status(args),
         Command::Pair(args) => cli::app::pair(args),
         Command::Phones(args) => cli::app::phones(args),
         Command::Unpair(args) => cli::app::unpair(args),

@@ -636,8 +636,10 @@ const APP_ROLE_DIR: &str = "SWITCHBOARD_NETNS_APP_DIR";
 /// The desktop app (the core's [`switchboard::app::App`]: link, hub, dial log) in its
 /// namespace, for [`a_link_cut_without_a_close_is_seen_within_45_s_and_replayed_once`]: writes
 /// `invite.json`, confirms pending pairings as the person would, and keeps `state.json` current
-/// (every change of the phone's connection as the Phones view shows it, with the time, and the
-/// dial log's counters) until `stop` appears in its folder (at most 300 s).
+/// (every change of the phone's connection as the Phones view shows it, with the time, the
+/// dial log's counters, the hub's connected and disconnected notices, and this process's open
+/// file descriptors and threads from `/proc/self`) until `stop` appears in its folder (at most
+/// `SWITCHBOARD_NETNS_APP_SECS`, default 300 s; `scripts/flap.sh` runs it longer).
 #[test]
 fn app_desktop_in_namespace() {
     let Some(dir) = std::env::var_os(APP_ROLE_DIR) else {
@@ -660,14 +662,22 @@ fn app_desktop_in_namespace() {
             .unwrap_or(0);
         config.listen = (std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), port);
         config.mdns = std::env::var_os(MDNS_ON).is_some();
+        let host = std::sync::Arc::new(RecordingHost::new());
         let app = App::new(
             config,
-            std::sync::Arc::new(RecordingHost::new()),
+            host.clone(),
             tokio::runtime::Handle::current(),
             switchboard::confirmations::ConfirmationMirror::with_bundled_catalogue(),
         );
         app.start_link();
-        let end = tokio::time::Instant::now() + Duration::from_secs(300);
+        let secs = std::env::var("SWITCHBOARD_NETNS_APP_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(300)
+            .min(7200);
+        let end = tokio::time::Instant::now() + Duration::from_secs(secs);
+        let count = |dir: &str| std::fs::read_dir(dir).map_or(0, |d| d.count());
+        let (mut connects, mut disconnects) = (0u64, 0u64);
         while app.phones.link().and_then(|l| l.local_addr()).is_none() {
             assert!(tokio::time::Instant::now() < end, "the link did not start");
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -689,6 +699,19 @@ fn app_desktop_in_namespace() {
                 }));
                 was = now;
             }
+            for call in host.take_calls() {
+                use switchboard::app::{AppEvent, HostCall};
+                use switchboard::hub::HubNotice;
+                match call {
+                    HostCall::Emit(AppEvent::Notice(HubNotice::PhoneConnected { .. })) => {
+                        connects += 1;
+                    }
+                    HostCall::Emit(AppEvent::Notice(HubNotice::PhoneDisconnected { .. })) => {
+                        disconnects += 1;
+                    }
+                    _ => {}
+                }
+            }
             let status = app.dials().unwrap().dials_status().await.unwrap();
             write(
                 &dir,
@@ -700,6 +723,11 @@ fn app_desktop_in_namespace() {
                     "duplicates": status.live.duplicates,
                     "diagnostics": snap.diagnostics,
                     "troubleshoot": snap.troubleshoot,
+                    "connects": connects,
+                    "disconnects": disconnects,
+                    "connected_now": snap.phones.first().is_some_and(|p| p.connected),
+                    "fds": count("/proc/self/fd"),
+                    "threads": count("/proc/self/task"),
                 }),
             );
             tokio::time::sleep(Duration::from_millis(100)).await;

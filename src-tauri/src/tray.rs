@@ -260,6 +260,7 @@ mod tests {
                     view: TrayView::Bridge,
                 },
             ],
+            storage_problem: None,
         };
         let items = summary_items(&summary);
         assert_eq!(items.len(), 2);

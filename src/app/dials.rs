@@ -39,6 +39,7 @@ use crate::bridge::store::{BannerStanding, DialJudgement};
 use crate::bridge::Banner;
 use crate::dials::filter::{Atom, Term, TextField};
 use crate::dials::history::{seek, MAX_SKIP};
+use crate::dials::repair::{self, HistoryRecovery};
 use crate::dials::{
     ClearScope, CompiledQuery, ConnectionEvent, Dial, DialBatch, DialFilter, DialLog,
     DialLogConfig, DialLogHandle, DialLogStatus, DialOutcome, DialPage, DialQuery, FilterCheck,
@@ -445,6 +446,9 @@ pub struct DialsState {
     pub log: DialLogHandle,
     /// Why the log runs in memory only (its SQLite file could not be opened), if it does.
     pub storage_error: Option<String>,
+    /// The history was found damaged at this start and replaced: what was recovered and where
+    /// the damaged file went ([`crate::dials::repair`]).
+    pub recovery: Option<HistoryRecovery>,
     /// The folder relative export paths are resolved in (`<data_dir>/exports`).
     pub export_dir: PathBuf,
     imported: Mutex<Option<Arc<ImportedCapture>>>,
@@ -486,7 +490,9 @@ impl std::fmt::Debug for DialsState {
 
 impl DialsState {
     /// Starts the dial log on the runtime `rt`, keeping its SQLite file in `data_dir` with
-    /// `capacity` dials in memory. When the file cannot be opened the log runs in memory only and
+    /// `capacity` dials in memory. A damaged history is first moved aside and salvaged into a
+    /// fresh one ([`crate::dials::repair::repair`]; [`DialsState::recovery`] says what came
+    /// back). When the file cannot be opened the log runs in memory only and
     /// [`DialsState::storage_error`] says why.
     ///
     /// # Errors
@@ -505,7 +511,20 @@ impl DialsState {
             clock: Arc::clone(clock),
             ..DialLogConfig::default()
         };
-        let (log, storage_error) = match DialLog::spawn(cfg.clone()) {
+        // Checked once per start, whatever it finds: a history that is still broken after the
+        // repair (or cannot be moved aside) leaves the log in memory only, never a crash loop.
+        let (recovery, repair_error) = match repair::repair(data_dir, clock.now_ms_i64()) {
+            Ok(r) => (r, None),
+            Err(e) => {
+                tracing::error!("checking the dial history: {e}");
+                (None, Some(e))
+            }
+        };
+        let spawned = match repair_error {
+            Some(e) => Err(e),
+            None => DialLog::spawn(cfg.clone()),
+        };
+        let (log, storage_error) = match spawned {
             Ok(log) => (log, None),
             Err(e) => {
                 tracing::error!("dial history not stored, keeping dials in memory only: {e}");
@@ -519,6 +538,7 @@ impl DialsState {
         Ok(Self {
             log,
             storage_error,
+            recovery,
             export_dir: data_dir.join(super::paths::EXPORT_DIR),
             imported: Mutex::new(None),
             subs: Arc::default(),
@@ -667,6 +687,9 @@ pub struct DialsStatus {
     pub live: DialLogStatus,
     /// Why dials are kept in memory only (the history file could not be opened), if so.
     pub storage_error: Option<String>,
+    /// The history was found damaged at this start: what was recovered into the fresh one and
+    /// where the damaged file was moved (the view's banner), if so.
+    pub recovery: Option<HistoryRecovery>,
     /// The imported capture, if one is loaded.
     pub imported: Option<ImportSummary>,
     /// Where relative export paths are written.
@@ -1325,6 +1348,7 @@ impl DialsState {
         Ok(DialsStatus {
             live: self.log.status().await?,
             storage_error: self.storage_error.clone(),
+            recovery: self.recovery.clone(),
             imported: self.imported().map(|c| ImportSummary {
                 path: c.path.display().to_string(),
                 dials: c.log.len() as u64,

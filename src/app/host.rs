@@ -51,6 +51,12 @@ impl RecordingHost {
         lock(&self.calls).clone()
     }
 
+    /// Every call since the last take, oldest first, forgetting them (for a host that runs
+    /// long and only counts).
+    pub fn take_calls(&self) -> Vec<HostCall> {
+        std::mem::take(&mut *lock(&self.calls))
+    }
+
     /// The tray summaries set so far, oldest first.
     pub fn trays(&self) -> Vec<TraySummary> {
         lock(&self.calls)

@@ -197,6 +197,29 @@ impl std::fmt::Debug for App {
     }
 }
 
+/// How often the tray and the views look again at whether dials are being stored.
+const STORAGE_WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Refreshes the tray and tells the views (the phones event, which moves the glance line)
+/// whenever the dial history's disk fills up or has room again: the writer finds out on its
+/// own thread, with no notice of its own. Ends with the app.
+fn watch_storage(app: &Arc<App>) {
+    let weak = Arc::downgrade(app);
+    app.rt.spawn(async move {
+        let mut last: Option<String> = None;
+        loop {
+            tokio::time::sleep(STORAGE_WATCH_EVERY).await;
+            let Some(app) = weak.upgrade() else { return };
+            let now = app.dials.as_ref().and_then(|d| d.log.disk_full());
+            if now != last {
+                app.refresh_tray();
+                app.host.emit(&AppEvent::Phones);
+                last = now;
+            }
+        }
+    });
+}
+
 impl App {
     /// Makes the app's folders private ([`AppPaths::make_private`]), loads the settings, starts
     /// the dial log on `rt` (its SQLite file in the link's folder;
@@ -222,7 +245,7 @@ impl App {
                 None
             }
         };
-        Arc::new(Self {
+        let app = Arc::new(Self {
             phones: phones::PhonesState::new(config.demo),
             phone_lines: phone_lines::PhoneLinesState::new(),
             bridge: bridge::BridgeState::new(),
@@ -238,7 +261,9 @@ impl App {
             rt,
             running: run::Running::default(),
             config,
-        })
+        });
+        watch_storage(&app);
+        app
     }
 
     /// The running hub, once the link is up.

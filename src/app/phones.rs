@@ -33,6 +33,14 @@ pub struct PhoneStatus {
     pub protocol_version: Option<u32>,
     /// Short fingerprint of the pinned key, for comparing with the phone's screen.
     pub key_fingerprint: String,
+    /// Its clock minus this computer's at its last hello since the link started, in
+    /// milliseconds (negative: behind; [`crate::link::diagnostics::PhoneClockSkew`]); `None`
+    /// before it said hello. The view shows it when at least
+    /// [`crate::link::diagnostics::CLOCK_SKEW_SHOWN_MS`] off.
+    #[ts(type = "number | null")]
+    pub clock_skew_ms: Option<i64>,
+    /// The skew in words when it is shown (`1 h 0 min behind`, `1 d 0 h ahead`), else `None`.
+    pub clock_skew: Option<String>,
 }
 
 /// How the last pairing ended: paired (both sides confirmed the code) or discarded.
@@ -62,6 +70,10 @@ pub struct PhonesSnapshot {
     /// what still works and what to do. `None` while it answers (checked every 30 s and when
     /// the pairing window opens); it goes away by itself once the store answers again.
     pub key_store_problem: Option<String>,
+    /// Why dials are not being stored now (the disk holding the history is full, and where;
+    /// the same words as the tray and `switchboard status`), if so. Filled by
+    /// [`crate::app::App::phones_snapshot`]; `None` from [`PhonesState::snapshot`] alone.
+    pub storage_problem: Option<String>,
     /// The paired phones.
     pub phones: Vec<PhoneStatus>,
     /// The open pairing window, if any (`None` while a pairing made with its code is pending).
@@ -175,7 +187,15 @@ impl PhonesState {
                     .into_iter()
                     .map(|record| {
                         let conn = live.connections.get(&record.device_id).cloned();
+                        let skew = diagnostics.as_ref().and_then(|d| {
+                            d.clock_skews
+                                .iter()
+                                .find(|s| s.device_id == record.device_id)
+                                .cloned()
+                        });
                         PhoneStatus {
+                            clock_skew_ms: skew.as_ref().map(|s| s.skew_ms),
+                            clock_skew: skew.filter(|s| s.is_shown()).map(|s| s.words()),
                             connected: conn.is_some(),
                             address: conn.as_ref().map(|c| c.0.clone()),
                             protocol_version: conn.map(|c| c.1),
@@ -190,6 +210,7 @@ impl PhonesState {
             demo: self.demo,
             link_error: live.error.clone(),
             key_store_problem: live.key_store_problem.clone(),
+            storage_problem: None,
             phones,
             pairing: link.as_ref().and_then(|l| l.pairing_invite()),
             pending: link.as_ref().and_then(|l| l.pending_pairing()),

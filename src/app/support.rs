@@ -173,7 +173,18 @@ impl App {
         let phones = self.phones.tray_phones();
         let banners = crate::support::tray::banner_lines(self.bridge.lock_store().banners());
         let waiting = crate::support::tray::waiting_lines(self.confirmations.lock().waiting());
-        crate::support::tray::summarize_parts(&phones, &banners, &waiting)
+        let mut s = crate::support::tray::summarize_parts(&phones, &banners, &waiting);
+        s.storage_problem = self.dials.as_ref().and_then(|d| d.log.disk_full());
+        s
+    }
+
+    /// What the Phones view shows now: the link's [`crate::app::phones::PhonesSnapshot`] with
+    /// the dial history's storage problem (a full disk, and where), which the link does not
+    /// know.
+    pub fn phones_snapshot(&self) -> crate::app::phones::PhonesSnapshot {
+        let mut s = self.phones.snapshot();
+        s.storage_problem = self.dials.as_ref().and_then(|d| d.log.disk_full());
+        s
     }
 
     /// Gives the host the tray's summary now.

@@ -1,8 +1,10 @@
-//! `switchboard pair [--json]`, `switchboard phones [--json]`, `switchboard unpair DEVICE`: ask
-//! the running app over its control socket ([`switchboard::control`]), like `kdeconnect-cli`.
+//! `switchboard status [--json]`, `switchboard pair [--json]`, `switchboard phones [--json]`,
+//! `switchboard unpair DEVICE`: ask the running app over its control socket
+//! ([`switchboard::control`]), like `kdeconnect-cli`.
 //!
-//! Exit codes: 0 done; 1 the pairing did not complete, or no such phone; 2 the app is not
-//! running, or the exchange failed (the message says which, in one sentence).
+//! Exit codes: 0 done; 1 the pairing did not complete, no such phone, or (`status`) dials are
+//! not being stored; 2 the app is not running, or the exchange failed (the message says which,
+//! in one sentence).
 //!
 //! **Comparing the verification codes.** `pair` shows the code the phone must show too and asks
 //! "Does the phone show 534 784? Answer here [y/N] or in the Switchboard window:" on this
@@ -21,7 +23,7 @@ use switchboard::app::phones::PairingResult;
 use switchboard::app::AppPaths;
 use switchboard::control::client::ControlClient;
 use switchboard::control::{
-    ControlError, PairAnswer, PairingStateAnswer, PhonesAnswer, Request, UnpairAnswer,
+    ControlError, PairAnswer, PairingStateAnswer, PhonesAnswer, Request, StatusAnswer, UnpairAnswer,
 };
 use switchboard::link::{PairingEnd, PendingPairing};
 
@@ -32,6 +34,15 @@ use super::CliResult;
 pub(crate) struct PairArgs {
     /// Print JSON Lines (`{"event":"window",…}`, `{"event":"pending",…}`, then
     /// `{"event":"paired",…}` or `{"event":"ended",…}`); the codes are compared in the window.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `switchboard status`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct StatusArgs {
+    /// Print one JSON object `{version, pid, demo, link_running, link_error, key_store_problem,
+    /// storage_problem, storage_error, history_recovery}`.
     #[arg(long)]
     json: bool,
 }
@@ -296,6 +307,65 @@ fn finish(done: &PairingResult, json: bool) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The lines `switchboard status` prints for `s`, and whether dials are being stored (a full
+/// disk, or a history kept in memory only, says they are not).
+fn status_lines(s: &StatusAnswer) -> (Vec<String>, bool) {
+    let mut out = vec![format!(
+        "Switchboard {} is running (process {}{})",
+        s.version,
+        s.pid,
+        if s.demo { ", demo phone" } else { "" }
+    )];
+    out.push(match (&s.link_error, s.link_running) {
+        (Some(e), _) => format!("Link: not running: {e}"),
+        (None, true) => "Link: running".to_string(),
+        (None, false) => "Link: starting".to_string(),
+    });
+    let mut stored = true;
+    if let Some(p) = &s.storage_problem {
+        stored = false;
+        out.push(format!(
+            "Dial history: DISK FULL, dials are not being saved: {p}"
+        ));
+    }
+    if let Some(e) = &s.storage_error {
+        stored = false;
+        out.push(format!(
+            "Dial history: kept in memory only, nothing is saved: {e}"
+        ));
+    }
+    if stored {
+        out.push("Dial history: dials are being saved".to_string());
+    }
+    if let Some(r) = &s.history_recovery {
+        out.push(format!("Dial history repaired at this start: {r}"));
+    }
+    if let Some(k) = &s.key_store_problem {
+        out.push(format!("Key store: {k}"));
+    }
+    (out, stored)
+}
+
+/// Runs `switchboard status`: exit 0 when dials are being stored, 1 when not (the disk is
+/// full, or the history is kept in memory only).
+pub(crate) fn status(args: StatusArgs) -> CliResult {
+    let mut c = connect()?;
+    let s: StatusAnswer = call(&mut c, &Request::Status)?;
+    let (lines, stored) = status_lines(&s);
+    if args.json {
+        println!("{}", serde_json::to_string(&s).map_err(|e| e.to_string())?);
+    } else {
+        for l in lines {
+            println!("{l}");
+        }
+    }
+    Ok(if stored {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// Runs `switchboard phones`.

@@ -237,6 +237,19 @@ pub struct StatusAnswer {
     /// with what to do; the same words as the banner in Phones. `None` when the store answers.
     #[serde(default)]
     pub key_store_problem: Option<String>,
+    /// Why dials are not being stored now (the disk holding the history is full, and where),
+    /// if so: the same words as the tray's tooltip and the window's glance line.
+    #[serde(default)]
+    pub storage_problem: Option<String>,
+    /// Why the dial history is kept in memory only since the start (its SQLite file could not
+    /// be opened, with the file and the reason), if so.
+    #[serde(default)]
+    pub storage_error: Option<String>,
+    /// The dial history was found damaged at this start and replaced: one line saying what
+    /// was wrong, how many dials were recovered and where the damaged file is
+    /// ([`crate::dials::repair::HistoryRecovery::summary`]), if so.
+    #[serde(default)]
+    pub history_recovery: Option<String>,
 }
 
 /// Answer to [`Request::Pair`]: the pairing window just opened.

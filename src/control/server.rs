@@ -425,6 +425,12 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
                 link_running: app.phones.link().is_some(),
                 link_error: snap.link_error,
                 key_store_problem: snap.key_store_problem,
+                storage_problem: app.dials().ok().and_then(|d| d.log.disk_full()),
+                storage_error: app.dials().ok().and_then(|d| d.storage_error.clone()),
+                history_recovery: app
+                    .dials()
+                    .ok()
+                    .and_then(|d| d.recovery.as_ref().map(|r| r.summary())),
             })
         }
         Request::Pair => {

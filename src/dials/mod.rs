@@ -12,6 +12,7 @@
 //! - [`query`]: [`DialFilter`], [`DialPage`], per-op [`OpStats`] (nearest-rank percentiles).
 //! - [`log`]: the log ([`DialLog::spawn`] -> [`DialLogHandle`]): ring, SQLite, subscriptions.
 //! - [`store`]: the SQLite schema and background writer.
+//! - [`repair`]: a damaged history at start: checked, moved aside, salvaged into a fresh one.
 //! - [`jsonl`]: export to JSON Lines and import into a read-only [`ImportedLog`].
 //!
 //! ## What is kept (ifp/1 retention labels)
@@ -39,6 +40,7 @@ pub mod jsonl;
 pub mod log;
 pub mod query;
 pub mod record;
+pub mod repair;
 pub mod store;
 
 pub use filter::{CompiledQuery, DialQuery, FilterCheck, FilterError, RowKind, FILTER_HELP};

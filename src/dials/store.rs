@@ -697,6 +697,9 @@ pub(crate) struct WriterShared {
     pub indexed_upto: AtomicU64,
     /// Rows up to this rowid have their column blocks ([`super::blocks`]).
     pub cols_upto: AtomicU64,
+    /// Set while a batch waits for room on a full disk (SQLite's `SQLITE_FULL`): the words
+    /// the status, the tray and `switchboard status` show. Cleared once it is written.
+    pub disk_full: Mutex<Option<String>>,
 }
 
 impl WriterShared {
@@ -763,7 +766,24 @@ impl IndexPace {
     }
 }
 
+/// First and longest wait between tries of a batch while the disk is full.
+const FULL_RETRY_FIRST: Duration = Duration::from_millis(100);
+const FULL_RETRY_MAX: Duration = Duration::from_secs(2);
+
+/// Whether `e` is SQLite saying the disk (or the file system's quota) is full.
+pub(crate) fn is_disk_full(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+}
+
 /// Runs the writer loop on the current (dedicated) thread until the sender side is dropped.
+///
+/// A batch that fails because the disk is full ([`is_disk_full`]) is not dropped: the writer
+/// keeps it and tries it again (every [`FULL_RETRY_FIRST`], doubling to [`FULL_RETRY_MAX`])
+/// until it is written, so nothing after it is reported durable meanwhile (acknowledgements
+/// wait, and the log stops taking dials once its unwritten bytes reach their limit) and
+/// writing resumes by itself once there is room. Meanwhile [`WriterShared::disk_full`] says
+/// so; a flush is answered at once with that error; other messages wait their turn. Any other
+/// write error drops the batch, is reported, and ends durability for the run as before.
 pub(crate) fn writer_loop(
     mut conn: Connection,
     path: PathBuf,
@@ -790,8 +810,16 @@ pub(crate) fn writer_loop(
     let mut to_index = true;
     let mut pace = IndexPace::default();
     let mut dict = super::blocks::Dict::default();
+    // Messages that came while a batch waited for room, in their order.
+    let mut deferred: std::collections::VecDeque<WriterMsg> = std::collections::VecDeque::new();
+    // The sender side was dropped while a batch waited for room.
+    let mut closing = false;
     loop {
-        let msg = if to_index {
+        let msg = if let Some(m) = deferred.pop_front() {
+            m
+        } else if closing {
+            break;
+        } else if to_index {
             match rx.try_recv() {
                 Ok(m) => m,
                 Err(std::sync::mpsc::TryRecvError::Empty) => {
@@ -814,7 +842,15 @@ pub(crate) fn writer_loop(
                             }
                             Err(e) => {
                                 dict.forget();
-                                record_error(e.to_string());
+                                // A full disk only delays indexing (it runs again after the
+                                // next insert; queries match unindexed rows meanwhile): logged,
+                                // not a write error. SQLite's text for SQLITE_FULL.
+                                let text = e.to_string();
+                                if text.contains("database or disk is full") {
+                                    tracing::warn!(target: "switchboard::dials", "{text}");
+                                } else {
+                                    record_error(text);
+                                }
                                 to_index = false;
                             }
                         }
@@ -832,27 +868,66 @@ pub(crate) fn writer_loop(
         match msg {
             WriterMsg::Insert { dials, upto, bytes } => {
                 pace.inserted(Instant::now());
-                match insert_batch(&mut conn, &dials) {
-                    Ok(n) => {
-                        shared.rows_written.fetch_add(n as u64, Ordering::Relaxed);
-                        if !failed {
-                            shared.committed.send_if_modified(|w| {
-                                let newer = upto > *w;
-                                if newer {
-                                    *w = upto;
+                let mut wait = FULL_RETRY_FIRST;
+                loop {
+                    match insert_batch(&mut conn, &dials) {
+                        Ok(n) => {
+                            shared.rows_written.fetch_add(n as u64, Ordering::Relaxed);
+                            if crate::sync::lock(&shared.disk_full).take().is_some() {
+                                tracing::warn!(target: "switchboard::dials", "{} has room again: dial history writing resumed", path.display());
+                            }
+                            if !failed {
+                                shared.committed.send_if_modified(|w| {
+                                    let newer = upto > *w;
+                                    if newer {
+                                        *w = upto;
+                                    }
+                                    newer
+                                });
+                            }
+                        }
+                        Err(e) if is_disk_full(&e) && !closing => {
+                            let folder = path.parent().unwrap_or(&path);
+                            let msg = format!(
+                                "the disk holding {} is full: {} dials wait in memory and are \
+                                 not acknowledged to the phone until there is room ({e})",
+                                folder.display(),
+                                dials.len()
+                            );
+                            let first = crate::sync::lock(&shared.disk_full)
+                                .replace(msg.clone())
+                                .is_none();
+                            // Logged, not kept as the flush's error: once written, nothing was
+                            // lost (a flush meanwhile is answered with it, below).
+                            if first {
+                                tracing::error!(target: "switchboard::dials", "{msg}");
+                            }
+                            match rx.recv_timeout(wait) {
+                                Ok(WriterMsg::Flush { reply }) => {
+                                    let err =
+                                        crate::sync::lock(&shared.error).take().unwrap_or(msg);
+                                    let _ = reply.send(Err(DialLogError::Storage(err)));
                                 }
-                                newer
-                            });
+                                Ok(other) => deferred.push_back(other),
+                                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                                // One last try, then the batch is reported lost below.
+                                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                                    closing = true;
+                                }
+                            }
+                            wait = (wait * 2).min(FULL_RETRY_MAX);
+                            continue;
+                        }
+                        Err(e) => {
+                            failed = true;
+                            record_error(format!(
+                                "writing {} dials to {}: {e}",
+                                dials.len(),
+                                path.display()
+                            ));
                         }
                     }
-                    Err(e) => {
-                        failed = true;
-                        record_error(format!(
-                            "writing {} dials to {}: {e}",
-                            dials.len(),
-                            path.display()
-                        ));
-                    }
+                    break;
                 }
                 shared.written_upto.fetch_max(upto, Ordering::Release);
                 shared.in_flight.fetch_sub(1, Ordering::AcqRel);

@@ -228,6 +228,83 @@ pub fn parse_link_attempts(v: &serde_json::Value) -> Result<Vec<LinkAttempt>, St
     Ok(out)
 }
 
+/// How far a phone's clock may be from this computer's before it is shown (the phone's
+/// details in the Phones view, Troubleshoot): one minute, in milliseconds. Clocks set by the
+/// network agree within a second; a minute off is a clock set wrong, not the time a message
+/// took. Nothing is refused for it (`docs/protocol.md`, "Timestamps are the phone's").
+pub const CLOCK_SKEW_SHOWN_MS: i64 = 60_000;
+
+/// How far a paired phone's clock was from this computer's when it last said hello: its
+/// `control.hello`'s `ts` (the phone's clock) minus when it arrived (this computer's clock).
+/// Positive: the phone's clock is ahead. Measured once per connection, at hello, the one message
+/// a phone always sends fresh (a replayed event carries the time it was first sent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct PhoneClockSkew {
+    /// The phone's device id.
+    pub device_id: String,
+    /// Its label from pairing.
+    pub label: String,
+    /// Its clock minus this computer's, in milliseconds (negative: behind).
+    #[ts(type = "number")]
+    pub skew_ms: i64,
+    /// When the hello arrived, milliseconds since the Unix epoch (this computer's clock).
+    #[ts(type = "number")]
+    pub measured_at_ms: u64,
+}
+
+impl PhoneClockSkew {
+    /// Whether it is at least [`CLOCK_SKEW_SHOWN_MS`] off, either way.
+    pub fn is_shown(&self) -> bool {
+        self.skew_ms.unsigned_abs() >= CLOCK_SKEW_SHOWN_MS.unsigned_abs()
+    }
+
+    /// In words: `1 h 0 min behind`, `1 d 0 h ahead`, `2 min 5 s ahead`.
+    pub fn words(&self) -> String {
+        skew_words(self.skew_ms)
+    }
+}
+
+/// `skew_ms` in words, the two largest units, the smaller one rounded: `1 h 0 min behind`,
+/// `1 d 0 h ahead`, `2 min 5 s ahead`, `40 s behind` (a day less the few milliseconds a hello
+/// takes is `1 d 0 h`, not `23 h 59 min`).
+pub fn skew_words(skew_ms: i64) -> String {
+    let way = if skew_ms < 0 { "behind" } else { "ahead" };
+    let s = skew_ms.unsigned_abs().saturating_add(500) / 1000;
+    let size = if s >= 86_400 - 1800 {
+        let h = (s + 1800) / 3600;
+        format!("{} d {} h", h / 24, h % 24)
+    } else if s >= 3600 - 30 {
+        let m = (s + 30) / 60;
+        format!("{} h {} min", m / 60, m % 60)
+    } else if s >= 60 {
+        format!("{} min {} s", s / 60, s % 60)
+    } else {
+        format!("{s} s")
+    };
+    format!("{size} {way}")
+}
+
+#[cfg(test)]
+mod skew_tests {
+    use super::skew_words;
+
+    #[test]
+    fn skew_words_round_the_smaller_unit() {
+        assert_eq!(skew_words(-3_600_000), "1 h 0 min behind");
+        assert_eq!(skew_words(86_400_000 - 40), "1 d 0 h ahead");
+        assert_eq!(skew_words(-3_600_000 + 25), "1 h 0 min behind");
+        assert_eq!(skew_words(90 * 60_000 + 29_000), "1 h 30 min ahead");
+        assert_eq!(skew_words(125_400), "2 min 5 s ahead");
+        assert_eq!(skew_words(-40_000), "40 s behind");
+        assert_eq!(skew_words(3 * 86_400_000 + 5 * 3_600_000), "3 d 5 h ahead");
+        assert!(
+            skew_words(i64::MIN).ends_with(" behind"),
+            "no overflow at the extreme"
+        );
+    }
+}
+
 /// Everything the diagnostics panel shows about the link.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
@@ -261,6 +338,9 @@ pub struct LinkDiagnostics {
     /// link started: the link listens on the next free one, and a firewall rule for the usual
     /// port does not cover it.
     pub ports_taken: Vec<u16>,
+    /// Each paired phone's clock against this computer's, measured at its last hello (the
+    /// phones that said hello since the link started), by device id.
+    pub clock_skews: Vec<PhoneClockSkew>,
 }
 
 /// How many real failures diagnostics keep (after hello, key store, mDNS, pairing verdicts).

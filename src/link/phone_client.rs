@@ -228,6 +228,10 @@ pub struct PhoneClient {
     pub link_attempts: Vec<LinkAttempt>,
     /// The address this connection reached.
     pub connected_to: SocketAddr,
+    /// How far this phone's clock is from the true time, in milliseconds (negative: behind;
+    /// default 0): the `ts` of every message this client builds (pairing, hello, pong) is the
+    /// system clock plus this, as a phone with a wrong clock writes it.
+    pub clock_offset_ms: i64,
 }
 
 impl std::fmt::Debug for PhoneClient {
@@ -254,6 +258,16 @@ pub fn envelope(kind: &str, entity: Option<&str>, payload: Value) -> Value {
 }
 
 impl PhoneClient {
+    /// `v`'s `ts` as this phone's clock ([`PhoneClient::clock_offset_ms`]) says it.
+    fn stamped(&self, mut v: Value) -> Value {
+        if self.clock_offset_ms != 0 {
+            let now = i64::try_from(SystemClock.now_ms()).unwrap_or(i64::MAX);
+            let ms = u64::try_from(now.saturating_add(self.clock_offset_ms)).unwrap_or(0);
+            v["ts"] = json!(rfc3339_ms(ms));
+        }
+        v
+    }
+
     /// Connects to `addr`, trusting only the certificate with fingerprint `pinned_fp`, and
     /// reads the desktop's first `control.hello` (the connection nonce in `x-ifp-nonce`).
     ///
@@ -370,6 +384,7 @@ impl PhoneClient {
             binding: HelloBinding::Exporter,
             link_attempts: Vec::new(),
             connected_to: addr,
+            clock_offset_ms: 0,
         };
         let ch = c.expect("control.hello").await?;
         c.nonce = ch["ext"]["x-ifp-nonce"]
@@ -578,12 +593,12 @@ impl PhoneClient {
         code: &str,
         capabilities: Vec<Value>,
     ) -> Result<PendingPair, PhoneError> {
-        let mut req = envelope(
+        let mut req = self.stamped(envelope(
             "pair.request",
             None,
             json!({"pairing_code": code, "public_key": me.public_key_b64(),
                    "capabilities": capabilities, "label": me.label}),
-        );
+        ));
         req["device"] = json!(me.device_id);
         if self.binding == HelloBinding::Pinned {
             req["ext"] = json!({ BINDING_EXT: "pinned" });
@@ -608,11 +623,11 @@ impl PhoneClient {
             &device_id,
             &phone_nonce,
         ));
-        let done = envelope(
+        let done = self.stamped(envelope(
             "pair.complete",
             None,
             json!({"device_id": device_id, "signature": sig, "nonce": phone_nonce}),
-        );
+        ));
         self.send_value(&done).await?;
         let reveal = self.expect("pair.reveal").await?;
         let desktop_nonce = reveal["payload"]["nonce"]
@@ -652,11 +667,11 @@ impl PhoneClient {
         codes_match: bool,
         range: (u32, u32),
     ) -> Result<Paired, PhoneError> {
-        let confirm = envelope(
+        let confirm = self.stamped(envelope(
             "pair.confirm",
             Some(&me.entity_id()),
             json!({"codes_match": codes_match}),
-        );
+        ));
         self.send_value(&confirm).await?;
         if !codes_match {
             return Err(PhoneError::NotConfirmed(
@@ -698,12 +713,12 @@ impl PhoneClient {
             HelloBinding::Pinned => pinned_hello_signed_bytes(nonce, &me.device_id, &self.cert_fp),
         };
         let proof = me.sign_b64(&signed);
-        let mut v = envelope(
+        let mut v = self.stamped(envelope(
             "control.hello",
             None,
             json!({"device_id": me.device_id, "proof": proof, "capabilities": [],
                    "protocol": {"min": range.0, "max": range.1}}),
-        );
+        ));
         v["ext"] = json!({"x-ifp-public-key": me.public_key_b64()});
         if self.binding == HelloBinding::Pinned {
             v["ext"][BINDING_EXT] = json!("pinned");
@@ -798,11 +813,11 @@ impl PhoneClient {
             self.received.push(v.clone());
             if v["type"] == "control.ping" {
                 if self.answer_pings {
-                    let pong = envelope(
+                    let pong = self.stamped(envelope(
                         "control.pong",
                         Some("ent_phone0000"),
                         json!({"nonce": v["payload"]["nonce"]}),
-                    );
+                    ));
                     self.send_value(&pong).await?;
                 }
                 continue;

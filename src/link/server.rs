@@ -298,6 +298,7 @@ impl Link {
                 pre_hello: VecDeque::new(),
                 flood: FloodGate::default(),
                 attempts: VecDeque::new(),
+                clock_skews: Default::default(),
                 ports_taken: Vec::new(),
             }),
             next_conn: AtomicU64::new(1),
@@ -711,7 +712,7 @@ impl Link {
 
     /// Addresses, port, mDNS state, connected phones and recent failures.
     pub fn diagnostics(&self) -> LinkDiagnostics {
-        let (bound, mdns, failures, phone_attempts, ports_taken) = {
+        let (bound, mdns, failures, phone_attempts, ports_taken, skews) = {
             let d = lock(&self.shared.diag);
             let mut failures: Vec<_> = d
                 .failures
@@ -727,7 +728,17 @@ impl Link {
                 failures,
                 attempts,
                 d.ports_taken.clone(),
+                d.clock_skews.clone(),
             )
+        };
+        // Phones unpaired since are left out. Read before the struct below, whose `paired`
+        // holds the trust lock to its end.
+        let clock_skews: Vec<_> = {
+            let trust = lock(&self.shared.trust);
+            skews
+                .into_values()
+                .filter(|s| trust.iter().any(|p| p.device_id == s.device_id))
+                .collect()
         };
         let (without_hello, evicted) = {
             let b = lock(&self.shared.budget);
@@ -746,6 +757,7 @@ impl Link {
             phone_attempts,
             recent_failures: failures,
             ports_taken,
+            clock_skews,
         }
     }
 }

@@ -121,6 +121,9 @@ pub(super) struct Diag {
     pub(super) attempts: VecDeque<PhoneAttempts>,
     /// Ports of the range another program held when the listener was bound.
     pub(super) ports_taken: Vec<u16>,
+    /// Each phone's clock against this computer's at its last verified hello, by device id
+    /// (only paired phones get there, so it holds at most one entry per pairing record).
+    pub(super) clock_skews: std::collections::BTreeMap<String, super::diagnostics::PhoneClockSkew>,
 }
 
 /// The state behind every clone of a [`Link`](super::Link) and every connection task.
@@ -181,6 +184,13 @@ impl Shared {
             .map(|b| b.port())
             .unwrap_or(DEFAULT_PORT);
         invite_offering(addrs, port, window, self.identity.cert_fingerprint())
+    }
+
+    /// Keeps a paired phone's clock skew measured at its hello (replacing its earlier one).
+    pub(super) fn record_clock_skew(&self, skew: super::diagnostics::PhoneClockSkew) {
+        lock(&self.diag)
+            .clock_skews
+            .insert(skew.device_id.clone(), skew);
     }
 
     /// Keeps a phone's report of the addresses it could not reach (replacing its earlier one).

@@ -36,10 +36,13 @@ pub enum TroubleClass {
     OtherSubnet,
     /// The phone pinned another certificate than this desktop's.
     CertificateChanged,
+    /// A paired phone's clock is at least a minute off this computer's (nothing is refused for
+    /// it; its dials show its own times).
+    ClockSkew,
 }
 
 /// Every class, in the order Troubleshoot lists them.
-pub const ALL_CLASSES: [TroubleClass; 7] = [
+pub const ALL_CLASSES: [TroubleClass; 8] = [
     TroubleClass::PortConflict,
     TroubleClass::WrongInterface,
     TroubleClass::OtherSubnet,
@@ -47,6 +50,7 @@ pub const ALL_CLASSES: [TroubleClass; 7] = [
     TroubleClass::FoundButCouldNotConnect,
     TroubleClass::VpnDefaultRoute,
     TroubleClass::CertificateChanged,
+    TroubleClass::ClockSkew,
 ];
 
 /// One class: what was seen (if it was), the likely cause and the fix.
@@ -241,6 +245,21 @@ pub fn troubleshoot(
                     .join(", ")
             ));
     }
+    // Phones whose clock is off: each phone once, as measured at its last hello.
+    for s in diag.clock_skews.iter().filter(|s| s.is_shown()) {
+        let name = if s.label.is_empty() {
+            short(&s.device_id).to_string()
+        } else {
+            format!("{} ({})", s.label, short(&s.device_id))
+        };
+        by_class
+            .entry(TroubleClass::ClockSkew)
+            .or_default()
+            .push(format!(
+                "the clock of {name} is {} this computer's",
+                s.words()
+            ));
+    }
     for (class, items) in by_class {
         let mut items = items;
         items.dedup();
@@ -339,6 +358,14 @@ pub fn guide(class: TroubleClass, port: u16) -> Trouble {
                 "A phone on a routed subnet can still pair by typing this computer's address and port (the line under the QR code).".into(),
             ],
         ),
+        TroubleClass::ClockSkew => (
+            "A phone's clock is wrong",
+            "The phone's clock is set wrong (automatic date and time is off, or set by hand). Nothing is refused for it: pairing and hello do not depend on the time. Switchboard keeps the phone's times as sent, so its dials show the phone's times: Live dials lists them in the order they arrived, durations stay right, but the times shown and the after:/before: filter terms follow the phone's clock.".into(),
+            vec![
+                "On the phone, turn on automatic date and time (and time zone).".into(),
+                "The skew shown in the phone's details updates at its next connection.".into(),
+            ],
+        ),
         TroubleClass::CertificateChanged => (
             "The desktop's certificate changed",
             "The phone pinned another certificate for this desktop: Switchboard's identity was made anew (the key store was reset, or this is another computer), or something on the network is answering in its place.".into(),
@@ -377,7 +404,43 @@ mod tests {
             phone_attempts: vec![],
             recent_failures: vec![],
             ports_taken: vec![],
+            clock_skews: vec![],
         }
+    }
+
+    #[test]
+    fn a_phone_clock_a_minute_or_more_off_is_seen_once_per_phone() {
+        use crate::link::diagnostics::PhoneClockSkew;
+        let skew = |id: &str, label: &str, ms: i64| PhoneClockSkew {
+            device_id: id.into(),
+            label: label.into(),
+            skew_ms: ms,
+            measured_at_ms: 1_790_000_000_000,
+        };
+        let mut d = diag();
+        d.clock_skews = vec![
+            skew("dev_behind00000001", "Ada's Pixel", -3_600_000),
+            skew("dev_ahead000000001", "", 86_400_000 + 5_000),
+            skew("dev_fine0000000001", "Fine", 59_999),
+        ];
+        let t = troubleshoot(&d, &[], &[]);
+        let seen: Vec<&Trouble> = t
+            .seen
+            .iter()
+            .filter(|s| s.class == TroubleClass::ClockSkew)
+            .collect();
+        assert_eq!(seen.len(), 1, "{t:?}");
+        let words = seen[0].seen.as_deref().unwrap();
+        assert_eq!(
+            words,
+            "The clock of Ada's Pixel (dev_behind00) is 1 h 0 min behind this computer's; the clock of dev_ahead000 is 1 d 0 h ahead this computer's."
+        );
+        assert!(!words.contains("Fine"), "under a minute is not shown");
+        assert!(!t.guide.iter().any(|g| g.class == TroubleClass::ClockSkew));
+        // Within a minute: only in the guide.
+        d.clock_skews = vec![skew("dev_fine0000000001", "Fine", -59_999)];
+        let t = troubleshoot(&d, &[], &[]);
+        assert!(t.seen.is_empty(), "{t:?}");
     }
 
     fn offered(iface: &str, kind: InterfaceKind, addr: &str) -> OfferedAddress {

@@ -77,14 +77,19 @@ fn app_file(
 ) -> Result<BundleFile, BundleError> {
     json_file(
         "app.json",
-        "The sender's app (name, version, protocol ranges) and OS, the settings in effect, and \
-         where the app keeps its files.",
+        "The sender's app (name, version, protocol ranges) and OS, the settings in effect, \
+         where the app keeps its files, and each time a damaged dial history was moved aside \
+         (what was wrong, where it went, how many dials were recovered; newest first).",
         &json!({
             "app": crate::app_info::app_info(),
             "os": super::OsInfo::current(),
             "source": source,
             "settings": settings,
             "data_dir": data_dir.display().to_string(),
+            "dial_history_recoveries": match crate::dials::repair::recoveries(data_dir) {
+                Ok(r) => json!(r),
+                Err(e) => json!({ "unreadable": e }),
+            },
         }),
     )
 }
@@ -499,6 +504,8 @@ pub fn from_files(
         phones: records
             .into_iter()
             .map(|record| PhoneStatus {
+                clock_skew_ms: None,
+                clock_skew: None,
                 connected: false,
                 address: None,
                 protocol_version: None,
@@ -511,6 +518,7 @@ pub fn from_files(
         last_pairing: None,
         diagnostics: None,
         key_store_problem: None,
+        storage_problem: None,
         offerable: Vec::new(),
         troubleshoot: None,
     };

@@ -75,6 +75,9 @@ pub struct TraySummary {
     /// The menu's entries: phones (connected first), banners, waiting confirmations, each
     /// kind at most [`MAX_MENU_ENTRIES`] and then one "and N more".
     pub entries: Vec<TrayEntry>,
+    /// Why dials are not being stored now (the disk holding the history is full, with the
+    /// folder), if so; the tooltip and the window's glance line say it.
+    pub storage_problem: Option<String>,
 }
 
 fn plural(n: u32, one: &str, many: &str) -> String {
@@ -107,12 +110,16 @@ impl TraySummary {
                 plural(self.waiting, "confirmation", "confirmations")
             ));
         }
+        if self.storage_problem.is_some() {
+            parts.push("disk full: dials not being saved".to_string());
+        }
         format!("Switchboard: {}", parts.join(", "))
     }
 
-    /// Whether the icon shows attention (a banner raised or a confirmation waiting).
+    /// Whether the icon shows attention (a banner raised, a confirmation waiting, or dials
+    /// not being stored).
     pub fn needs_attention(&self) -> bool {
-        self.banners > 0 || self.waiting > 0
+        self.banners > 0 || self.waiting > 0 || self.storage_problem.is_some()
     }
 }
 
@@ -311,5 +318,6 @@ pub fn summarize_parts(
         banners: count(banners.len()),
         waiting: count(waiting.len()),
         entries,
+        storage_problem: None,
     }
 }

@@ -302,7 +302,12 @@ async fn pair_json_is_answered_in_the_app_window() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_running_app_the_cli_says_so_in_one_sentence() {
     let home = tempfile::tempdir().unwrap();
-    for args in [&["pair"][..], &["phones"], &["unpair", "dev_x"]] {
+    for args in [
+        &["status"][..],
+        &["pair"],
+        &["phones"],
+        &["unpair", "dev_x"],
+    ] {
         let out = run_cli(home.path(), args).await;
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -318,6 +323,81 @@ async fn without_a_running_app_the_cli_says_so_in_one_sentence() {
     assert!(!path.exists(), "shutdown removes the socket file");
     let out = run_cli(home.path(), &["phones"]).await;
     assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+/// `switchboard status` of an app whose dial history could be opened, one found damaged at
+/// this start (repaired: said, exit 0) and one that could not be opened (memory only: said,
+/// exit 1). The full disk is `tests/disk_full.rs` (it needs a tmpfs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_says_whether_dials_are_being_stored_and_why_not() {
+    // A healthy start.
+    let home = tempfile::tempdir().unwrap();
+    let app = running(home.path()).await;
+    let out = run_cli(home.path(), &["status"]).await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        text.contains(&format!("process {}", std::process::id())),
+        "{text}"
+    );
+    assert!(text.contains("Link: running"), "{text}");
+    assert!(
+        text.contains("Dial history: dials are being saved"),
+        "{text}"
+    );
+    assert!(!text.contains("repaired"), "{text}");
+    let out = run_cli(home.path(), &["status", "--json"]).await;
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["storage_problem"], Value::Null, "{v}");
+    assert_eq!(v["storage_error"], Value::Null, "{v}");
+    assert_eq!(v["link_running"], true, "{v}");
+    app.shutdown().await;
+
+    // A history that is not SQLite (a dial export saved over it): repaired at start.
+    let home = tempfile::tempdir().unwrap();
+    let dir = AppPaths::under(home.path()).link_dir(false);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join(switchboard::dials::store::DB_FILE);
+    std::fs::write(&db, "{\"id\":\"d1\",\"op\":\"describe\"}\n".repeat(2000)).unwrap();
+    let app = running(home.path()).await;
+    let out = run_cli(home.path(), &["status"]).await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "stored again: {out:?}");
+    assert!(
+        text.contains("Dial history: dials are being saved"),
+        "{text}"
+    );
+    let repaired = text
+        .lines()
+        .find(|l| l.starts_with("Dial history repaired at this start: "))
+        .unwrap_or_else(|| panic!("no repair line: {text}"));
+    assert!(repaired.contains(" 0 dials were recovered"), "{repaired}");
+    assert!(
+        repaired.contains(&*dir.join("dials.sqlite3.broken-").to_string_lossy()),
+        "names where the damaged file is: {repaired}"
+    );
+    app.shutdown().await;
+
+    // A history that cannot be opened at all (a folder where the file should be): the log
+    // keeps dials in memory only, and status says so and exits 1.
+    let home = tempfile::tempdir().unwrap();
+    let dir = AppPaths::under(home.path()).link_dir(false);
+    std::fs::create_dir_all(dir.join(switchboard::dials::store::DB_FILE)).unwrap();
+    let app = running(home.path()).await;
+    let out = run_cli(home.path(), &["status"]).await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Dial history: kept in memory only, nothing is saved: "))
+        .unwrap_or_else(|| panic!("no memory-only line: {text}"));
+    assert!(line.contains("dials.sqlite3"), "names the file: {line}");
+    assert!(!text.contains("dials are being saved"), "{text}");
+    let out = run_cli(home.path(), &["status", "--json"]).await;
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["storage_error"].is_string(), "{v}");
+    app.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

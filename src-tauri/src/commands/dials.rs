@@ -282,6 +282,7 @@ pub async fn dials_status(core: Core<'_>) -> Result<DialsStatus, IpcError> {
         let live = core.dials()?.dials_status().await?;
         return Ok(DialsStatus {
             storage_error: None,
+            recovery: None,
             view_cleared_ms: None,
             imported: Some(ImportSummary {
                 path: b.path.clone(),

@@ -11,7 +11,7 @@ use super::Core;
 #[tauri::command]
 pub fn phones_snapshot(core: Core<'_>) -> Result<serde_json::Value, IpcError> {
     super::shown(core.viewing().map(|b| b.phones.clone()), || {
-        core.phones.snapshot()
+        core.phones_snapshot()
     })
 }
 

@@ -151,4 +151,7 @@ pub struct DialLogStatus {
     /// Live subscribers.
     #[ts(type = "number")]
     pub subscribers: u64,
+    /// While the disk holding the history is full: which folder, and that the dials waiting
+    /// are not acknowledged until there is room (writing resumes by itself). `None` otherwise.
+    pub disk_full: Option<String>,
 }

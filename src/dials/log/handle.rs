@@ -428,6 +428,19 @@ impl DialLogHandle {
     /// # Errors
     /// [`DialLogError::Closed`] when the log has shut down.
     pub async fn status(&self) -> Result<DialLogStatus, DialLogError> {
+        self.status_inner().await
+    }
+
+    /// While the disk holding the history is full, the words saying so and where
+    /// ([`DialLogStatus::disk_full`]); read without asking the log's task (the tray asks).
+    pub fn disk_full(&self) -> Option<String> {
+        self.shared
+            .writer
+            .as_ref()
+            .and_then(|w| crate::sync::lock(&w.disk_full).clone())
+    }
+
+    async fn status_inner(&self) -> Result<DialLogStatus, DialLogError> {
         self.shared.ready().await?;
         self.ask(|reply| Command::Status { reply }).await
     }

@@ -225,6 +225,18 @@ impl Conn {
             phone: Arc::from(device_id.as_str()),
         };
         self.take_attempts(&env, &device_id);
+        // The phone's clock against this one's: kept for the Phones view and Troubleshoot,
+        // never a reason to refuse (the protocol has no time window; `docs/protocol.md`,
+        // "Timestamps are the phone's").
+        let arrived = self.shared.config.clock.now_ms();
+        let sent = crate::phone_events::timestamp_ms(&env.ts);
+        self.shared
+            .record_clock_skew(crate::link::diagnostics::PhoneClockSkew {
+                device_id: device_id.clone(),
+                label: known.label.clone(),
+                skew_ms: sent.saturating_sub(i64::try_from(arrived).unwrap_or(i64::MAX)),
+                measured_at_ms: arrived,
+            });
         let answer = match binding {
             HelloBinding::Exporter => {
                 desktop_hello_signed_bytes(&self.nonce, &device_id, &fp, &self.exporter)

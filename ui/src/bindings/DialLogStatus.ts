@@ -40,4 +40,9 @@ peak_unwritten_bytes: number,
 /**
  * Live subscribers.
  */
-subscribers: number, };
+subscribers: number, 
+/**
+ * While the disk holding the history is full: which folder, and that the dials waiting
+ * are not acknowledged until there is room (writing resumes by itself). `None` otherwise.
+ */
+disk_full: string | null, };

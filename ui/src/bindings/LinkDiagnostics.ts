@@ -3,6 +3,7 @@ import type { LinkFailure } from "./LinkFailure";
 import type { ListenAddress } from "./ListenAddress";
 import type { MdnsStatus } from "./MdnsStatus";
 import type { PhoneAttempts } from "./PhoneAttempts";
+import type { PhoneClockSkew } from "./PhoneClockSkew";
 
 /**
  * Everything the diagnostics panel shows about the link.
@@ -59,4 +60,9 @@ recent_failures: Array<LinkFailure>,
  * link started: the link listens on the next free one, and a firewall rule for the usual
  * port does not cover it.
  */
-ports_taken: Array<number>, };
+ports_taken: Array<number>, 
+/**
+ * Each paired phone's clock against this computer's, measured at its last hello (the
+ * phones that said hello since the link started), by device id.
+ */
+clock_skews: Array<PhoneClockSkew>, };

@@ -24,4 +24,15 @@ protocol_version: number | null,
 /**
  * Short fingerprint of the pinned key, for comparing with the phone's screen.
  */
-key_fingerprint: string, };
+key_fingerprint: string, 
+/**
+ * Its clock minus this computer's at its last hello since the link started, in
+ * milliseconds (negative: behind; [`crate::link::diagnostics::PhoneClockSkew`]); `None`
+ * before it said hello. The view shows it when at least
+ * [`crate::link::diagnostics::CLOCK_SKEW_SHOWN_MS`] off.
+ */
+clock_skew_ms: number | null, 
+/**
+ * The skew in words when it is shown (`1 h 0 min behind`, `1 d 0 h ahead`), else `None`.
+ */
+clock_skew: string | null, };

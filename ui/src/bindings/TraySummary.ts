@@ -21,4 +21,9 @@ waiting: number,
  * The menu's entries: phones (connected first), banners, waiting confirmations, each
  * kind at most [`MAX_MENU_ENTRIES`] and then one "and N more".
  */
-entries: Array<TrayEntry>, };
+entries: Array<TrayEntry>, 
+/**
+ * Why dials are not being stored now (the disk holding the history is full, with the
+ * folder), if so; the tooltip and the window's glance line say it.
+ */
+storage_problem: string | null, };

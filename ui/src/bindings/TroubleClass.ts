@@ -3,4 +3,4 @@
 /**
  * A class of failure Troubleshoot knows.
  */
-export type TroubleClass = "wrong_interface" | "found_but_could_not_connect" | "firewall_blocked" | "vpn_default_route" | "port_conflict" | "other_subnet" | "certificate_changed";
+export type TroubleClass = "wrong_interface" | "found_but_could_not_connect" | "firewall_blocked" | "vpn_default_route" | "port_conflict" | "other_subnet" | "certificate_changed" | "clock_skew";
