@@ -20,7 +20,8 @@
 //! Run: `cargo bench -p switchboard --bench live_dials` (release profile; about a minute).
 //! `LIVE_DIALS_N=...` changes the ingest dial count (default 200 000). The latency figure is
 //! the median of `LIVE_DIALS_LAT_TRIALS` (default 5) pairs, desktop then bare;
-//! `LIVE_DIALS_ONLY=latency` runs only those pairs (for A B A B comparisons).
+//! `LIVE_DIALS_ONLY=latency` runs only those pairs (for A B A B comparisons);
+//! `LIVE_DIALS_ONLY=desk-ingest` or `bare-ingest` one side of an ingest trial (to profile it).
 
 #![allow(missing_docs)]
 
@@ -470,6 +471,9 @@ async fn bare_client(addr: SocketAddr, fp: &str) -> R<ClientWs> {
 struct IngestRun {
     held_per_s: f64,
     stored_per_s: f64,
+    /// Desktop CPU time (every thread but the phone's) per dial, from the first send to the
+    /// last commit, in microseconds.
+    cpu_us: f64,
 }
 
 async fn ingest_desk(n: usize, run: &str) -> R<IngestRun> {
@@ -483,11 +487,13 @@ async fn ingest_desk(n: usize, run: &str) -> R<IngestRun> {
     let incoming = Arc::new(Mutex::new(Incoming::default()));
     let inc = Arc::clone(&incoming);
     let msgs = Arc::new(f.msgs);
+    let (cpu0, _) = cpu_ns();
     let t0 = clock();
     let h = phone_rt()?.spawn(async move { send_frames(ws, &msgs, None, inc).await });
     let (held_at, _) = window.await?;
     d.dials.flush().await?;
     let stored_at = clock();
+    let (cpu1, _) = cpu_ns();
     h.await??;
     let errors = incoming
         .lock()
@@ -504,10 +510,12 @@ async fn ingest_desk(n: usize, run: &str) -> R<IngestRun> {
     Ok(IngestRun {
         held_per_s: n as f64 / ((held_at - t0) as f64 / 1e9),
         stored_per_s: n as f64 / ((stored_at - t0) as f64 / 1e9),
+        cpu_us: cpu1.saturating_sub(cpu0) as f64 / 1e3 / n as f64,
     })
 }
 
-async fn ingest_bare(n: usize, run: &str) -> R<f64> {
+/// The bare rate (frames/s) and the bare server's CPU time per frame (us).
+async fn ingest_bare(n: usize, run: &str) -> R<(f64, f64)> {
     let me = PhoneIdentity::generate("Bench phone");
     let f = frames(&me, n, run, false)?;
     let n = f.msgs.len();
@@ -515,11 +523,16 @@ async fn ingest_bare(n: usize, run: &str) -> R<f64> {
     let ws = on_phone(async move { bare_client(addr, &fp).await }).await?;
     let msgs = Arc::new(f.msgs);
     let inc = Arc::new(Mutex::new(Incoming::default()));
+    let (cpu0, _) = cpu_ns();
     let t0 = clock();
     let h = phone_rt()?.spawn(async move { send_frames(ws, &msgs, None, inc).await });
     let (done, _) = task.await??;
+    let (cpu1, _) = cpu_ns();
     h.await??;
-    Ok(n as f64 / ((done - t0) as f64 / 1e9))
+    Ok((
+        n as f64 / ((done - t0) as f64 / 1e9),
+        cpu1.saturating_sub(cpu0) as f64 / 1e3 / n as f64,
+    ))
 }
 
 struct Lat {
@@ -772,6 +785,30 @@ async fn latency_pairs(trials: usize) -> R<Vec<LatPair>> {
     Ok(pairs)
 }
 
+/// CPU time this process's threads ran so far (ns, from `/proc/self/task/*/schedstat`): the
+/// phone's threads apart from the rest (the desktop, or the bare server). Under a shared
+/// machine the wall-clock rates move with the other load; CPU time per dial does not.
+fn cpu_ns() -> (u64, u64) {
+    let (mut rest, mut phone) = (0, 0);
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return (0, 0);
+    };
+    for t in dir.flatten() {
+        let p = t.path();
+        let ns: u64 = std::fs::read_to_string(p.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+            .unwrap_or(0);
+        let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
+        if comm.trim() == "phone" {
+            phone += ns;
+        } else {
+            rest += ns;
+        }
+    }
+    (rest, phone)
+}
+
 /// CPU time the hypervisor gave to others while this machine's CPUs wanted it (`steal` in
 /// `/proc/stat`, all CPUs), in ms; `None` where there is no such file. On a shared virtual
 /// machine it is what makes one latency pair's p99 jump (session 12: 0.4 to 12 s of 80 per
@@ -821,9 +858,23 @@ fn main() -> R<()> {
             .unwrap_or(200_000);
         let d = rt.block_on(ingest_desk(n, "profile"))?;
         println!(
-            "desk ingest: held {:.0}/s, stored {:.0}/s",
-            d.held_per_s, d.stored_per_s
+            "desk ingest: held {:.0}/s, stored {:.0}/s, desktop CPU {:.2} us/dial",
+            d.held_per_s, d.stored_per_s, d.cpu_us
         );
+        return Ok(());
+    }
+    if only == "bare-ingest" {
+        // The bare side of an ingest trial alone (to profile it next to `desk-ingest`).
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        let n = std::env::var("LIVE_DIALS_N")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(200_000);
+        let (b, cpu) = rt.block_on(ingest_bare(n, "profile"))?;
+        println!("bare ingest: {b:.0}/s, server CPU {cpu:.2} us/frame");
         return Ok(());
     }
     if only == "link-only" {
@@ -923,11 +974,11 @@ fn main() -> R<()> {
         .unwrap_or(TRIALS);
     rt.block_on(async {
         for t in 0..trials {
-            let b = ingest_bare(n, &format!("bare{t}")).await?;
+            let (b, bare_cpu) = ingest_bare(n, &format!("bare{t}")).await?;
             let d = ingest_desk(n, &format!("desk{t}")).await?;
             eprintln!(
-                "trial {t}: bare {b:.0}/s, desk held {:.0}/s, stored {:.0}/s",
-                d.held_per_s, d.stored_per_s
+                "trial {t}: bare {b:.0}/s, desk held {:.0}/s, stored {:.0}/s, ratio {:.3}; CPU per dial: bare server {bare_cpu:.2} us, desktop {:.2} us",
+                d.held_per_s, d.stored_per_s, d.stored_per_s / b.max(1.0), d.cpu_us
             );
             bare.push(b);
             held.push(d.held_per_s);
