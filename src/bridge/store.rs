@@ -184,7 +184,8 @@ pub struct BridgeStatusStore {
     history: VecDeque<RetiredBanner>,
     diagnostics: VecDeque<Diagnostic>,
     next_serial: u64,
-    latest: HashMap<Key, u64>,
+    /// Phone -> path -> time: looked up from borrowed names (every dial touches it).
+    latest: HashMap<String, HashMap<CallPath, u64>>,
     latest_order: VecDeque<Key>,
     dials: HashMap<(String, String), DialJudgement>,
     dial_order: VecDeque<(String, String)>,
@@ -284,8 +285,7 @@ impl BridgeStatusStore {
         at_ms: u64,
         dir: &ExtensionDirectory,
     ) -> Option<Option<FailureRecorded>> {
-        let key = (phone.to_string(), path.clone());
-        if self.latest.get(&key).is_some_and(|t| *t >= at_ms) {
+        if self.latest_at(phone, path).is_some_and(|t| t >= at_ms) {
             return None;
         }
         Some(match error {
@@ -367,16 +367,28 @@ impl BridgeStatusStore {
         }
     }
 
+    /// The latest result time of `phone` on `path`.
+    fn latest_at(&self, phone: &str, path: &CallPath) -> Option<u64> {
+        self.latest.get(phone)?.get(path).copied()
+    }
+
     fn touch_latest(&mut self, phone: &str, path: &CallPath, at_ms: u64) {
-        let key = (phone.to_string(), path.clone());
-        match self.latest.get_mut(&key) {
-            Some(t) => *t = (*t).max(at_ms),
-            None => {
-                self.latest.insert(key.clone(), at_ms);
-                self.latest_order.push_back(key);
-                while self.latest_order.len() > MAX_LATEST {
-                    if let Some(old) = self.latest_order.pop_front() {
-                        self.latest.remove(&old);
+        if let Some(t) = self.latest.get_mut(phone).and_then(|m| m.get_mut(path)) {
+            *t = (*t).max(at_ms);
+            return;
+        }
+        self.latest
+            .entry(phone.to_string())
+            .or_default()
+            .insert(path.clone(), at_ms);
+        self.latest_order
+            .push_back((phone.to_string(), path.clone()));
+        while self.latest_order.len() > MAX_LATEST {
+            if let Some((old_phone, old_path)) = self.latest_order.pop_front() {
+                if let Some(m) = self.latest.get_mut(&old_phone) {
+                    m.remove(&old_path);
+                    if m.is_empty() {
+                        self.latest.remove(&old_phone);
                     }
                 }
             }

@@ -9,9 +9,11 @@
 //! bridge banner": LumiAgent dials every line's `describe` on each discovery and its banner is
 //! driven by that dial's outcome).
 
+use std::sync::Arc;
+
 use super::{lock, Hub, HubNotice};
 use crate::bridge::store::{DiagnosticReason, DialJudgement, FailureRecorded};
-use crate::bridge::CallPath;
+use crate::bridge::{CallPath, ExtensionDirectory};
 use crate::phone_events::{timestamp_ms, BridgeEvent, BridgeOutcome, LineSettings};
 use crate::phone_line::pairing::DescribeOutcome;
 
@@ -82,23 +84,25 @@ impl Hub {
         let dir = match error {
             Some(_) => {
                 let st = lock(&self.inner.state);
-                st.phones
-                    .get(device_id)
-                    .map(|p| p.directory.clone())
-                    .unwrap_or_else(|| crate::bridge::explain::builtin_directory().clone())
+                st.phones.get(device_id).map(|p| Arc::clone(&p.directory))
             }
-            None => Default::default(),
+            None => None,
+        };
+        // Only a failure reads it: a success is judged with no directory at all.
+        let dir: &ExtensionDirectory = match &dir {
+            Some(d) => d,
+            None => crate::bridge::explain::builtin_directory(),
         };
         let (before, after) = {
             let mut store = lock(&self.inner.bridge);
             let before = store.banner(device_id, path).cloned();
             let recorded = match via {
-                Via::Snapshot => match store.record_if_newer(device_id, path, error, at_ms, &dir) {
+                Via::Snapshot => match store.record_if_newer(device_id, path, error, at_ms, dir) {
                     Some(r) => r,
                     None => return,
                 },
                 Via::Call(_) => match error {
-                    Some(text) => Some(store.record_failure(device_id, path, text, at_ms, &dir)),
+                    Some(text) => Some(store.record_failure(device_id, path, text, at_ms, dir)),
                     None => {
                         store.record_success(device_id, path, at_ms);
                         None

@@ -192,7 +192,8 @@ struct PhoneState {
     settings: Option<PhoneSettings>,
     settings_at: Option<String>,
     summaries: Vec<PhoneLineSummary>,
-    directory: ExtensionDirectory,
+    /// Shared: every failed dial is judged with it (a clone a dial was a map's worth of copies).
+    directory: Arc<ExtensionDirectory>,
     autonomy: BTreeMap<String, Autonomy>,
     proposals: Vec<ProposalRecord>,
     dials_held: u64,
@@ -217,7 +218,7 @@ impl PhoneState {
             settings: None,
             settings_at: None,
             summaries: Vec::new(),
-            directory: crate::bridge::explain::builtin_directory().clone(),
+            directory: Arc::new(crate::bridge::explain::builtin_directory().clone()),
             autonomy: BTreeMap::new(),
             proposals: Vec::new(),
             dials_held: 0,
@@ -230,7 +231,14 @@ impl PhoneState {
     /// message changes neither and acknowledgements never go back (`acks.rs`).
     fn took(&mut self, id: &str) {
         self.applied = self.applied.saturating_add(1);
-        self.last_id = Some(id.to_string());
+        // The same buffer each time: every message of a phone passes here.
+        match &mut self.last_id {
+            Some(last) => {
+                last.clear();
+                last.push_str(id);
+            }
+            None => self.last_id = Some(id.to_string()),
+        }
         self.unacked = self.unacked.saturating_add(1);
     }
 
@@ -879,7 +887,7 @@ impl Hub {
                 });
             }
         }
-        p.directory = crate::bridge::explain::with_builtin(dir);
+        p.directory = Arc::new(crate::bridge::explain::with_builtin(dir));
         p.settings = Some(s);
         p.settings_at = Some(at.to_string());
     }
@@ -896,7 +904,7 @@ impl Hub {
     /// settings); `None` for a phone the hub has not heard of.
     pub fn extensions(&self, device_id: &str) -> Option<ExtensionDirectory> {
         let st = lock(&self.inner.state);
-        st.phones.get(device_id).map(|p| p.directory.clone())
+        st.phones.get(device_id).map(|p| (*p.directory).clone())
     }
 
     /// One phone's state, if the hub has heard of it.

@@ -547,15 +547,21 @@ impl Receiver {
             self.evict_least_recent_session();
         }
         let max_keys = self.limits.max_dedup_keys;
-        let state = self.sessions.entry(session.to_string()).or_default();
-        state.last_used = tick;
-        state.last_seq = Some(seq);
-        if state.dedup.insert(key, id_tag(id)).is_none() {
-            state.dedup_order.push_back(key);
+        // Not `entry`, which would allocate the session's name for every event.
+        if !self.sessions.contains_key(session) {
+            self.sessions
+                .insert(session.to_string(), SessionState::default());
         }
-        while state.dedup_order.len() > max_keys {
-            if let Some(old) = state.dedup_order.pop_front() {
-                state.dedup.remove(&old);
+        if let Some(state) = self.sessions.get_mut(session) {
+            state.last_used = tick;
+            state.last_seq = Some(seq);
+            if state.dedup.insert(key, id_tag(id)).is_none() {
+                state.dedup_order.push_back(key);
+            }
+            while state.dedup_order.len() > max_keys {
+                if let Some(old) = state.dedup_order.pop_front() {
+                    state.dedup.remove(&old);
+                }
             }
         }
         Outcome::accepted(true)
