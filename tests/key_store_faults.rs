@@ -235,6 +235,56 @@ fn start_keyring(address: &str, home: &Path, run: &Path) -> Proc {
     proc
 }
 
+/// Locks the login collection (`org.freedesktop.Secret.Service.Lock`), as the screen locker
+/// or the person does.
+fn lock_login(address: &str) {
+    let out = Command::new("dbus-send")
+        .args([
+            "--session",
+            "--print-reply",
+            "--dest=org.freedesktop.secrets",
+            "/org/freedesktop/secrets",
+            "org.freedesktop.Secret.Service.Lock",
+            "array:objpath:/org/freedesktop/secrets/collection/login",
+        ])
+        .env("DBUS_SESSION_BUS_ADDRESS", address)
+        .output()
+        .expect("dbus-send runs");
+    assert!(
+        out.status.success(),
+        "locking the login collection failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Unlocks the login collection with its password, as the person does in the desktop's
+/// unlock prompt (none can be shown here: gnome-keyring finds no prompter on this bus and
+/// dismisses every prompt): gnome-keyring's own `UnlockWithMasterPassword`, the secret sent in
+/// a plain session opened on the same connection.
+fn unlock_login() {
+    use dbus::arg::{RefArg, Variant};
+    let c = dbus::blocking::Connection::new_session().expect("the test's session bus");
+    let service = c.with_proxy(SECRETS, "/org/freedesktop/secrets", Duration::from_secs(10));
+    let (_, session): (Variant<Box<dyn RefArg>>, dbus::Path<'static>) = service
+        .method_call(
+            "org.freedesktop.Secret.Service",
+            "OpenSession",
+            ("plain", Variant("")),
+        )
+        .expect("a plain Secret Service session");
+    let secret = (session, Vec::<u8>::new(), PASSWORD.to_vec(), "text/plain");
+    let () = service
+        .method_call(
+            "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface",
+            "UnlockWithMasterPassword",
+            (
+                dbus::Path::from("/org/freedesktop/secrets/collection/login"),
+                secret,
+            ),
+        )
+        .expect("gnome-keyring unlocks the login collection with its password");
+}
+
 /// Polls `ok` every 20 ms until it holds, failing after [`WAIT`].
 async fn until(what: &str, mut ok: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -364,7 +414,8 @@ fn the_real_secret_service_missing_then_started_then_gone_then_back() {
         .unwrap();
     let keyring = rt.block_on(steps(&address, &keyring_home, &app_home, root.path()));
     drop(keyring);
-    drop(rt);
+    // A key store call still blocked (a prompt nobody answers) must not hold the test for ever.
+    rt.shutdown_timeout(Duration::from_secs(10));
     drop(bus);
 }
 
@@ -516,15 +567,60 @@ async fn steps(address: &str, keyring_home: &Path, app_home: &Path, root: &Path)
     answered(&me, &mut phone).await;
     let (_, said) = status_cli(app_home).await;
     assert!(!said.contains("Key store:"), "{said}");
+
+    // 4. The login collection locked while the app runs (the screen locker, the person): the
+    // store answers but refuses until unlocked. Noticed and said; the phone keeps working.
+    lock_login(address);
+    until("the periodic check to notice the locked collection", || {
+        app.phones.snapshot().key_store_problem.is_some()
+    })
+    .await;
+    let words = app.phones.snapshot().key_store_problem.unwrap();
+    eprintln!("the collection locked, the Phones view says: {words}");
+    for needle in [
+        "stopped answering while Switchboard runs",
+        "unlock prompt was dismissed",
+        "Phones already connected keep working",
+        "Unlock or start the key store",
+    ] {
+        assert!(words.contains(needle), "{needle:?} not in {words}");
+    }
+    answered(&me, &mut phone).await;
+    unlock_login();
+    until(
+        "the words to go away once the collection is unlocked",
+        || app.phones.snapshot().key_store_problem.is_none(),
+    )
+    .await;
     phone.close().await;
     app.shutdown().await;
     drop(app);
 
-    // A second start runs on the identity kept in the real store and still knows the phone.
+    // 5. A second start while the collection is locked: the link waits, saying so; unlocked,
+    // it starts without a restart, on the identity kept in the real store, and still knows
+    // the phone.
+    lock_login(address);
     let (again, _host) = app_in(app_home);
     again.start_link();
-    until("the second start's link", || {
+    until("the second start to say the collection is locked", || {
+        again
+            .phones
+            .snapshot()
+            .link_error
+            .is_some_and(|e| e.contains("unlock prompt was dismissed"))
+    })
+    .await;
+    let words = again.phones.snapshot().link_error.unwrap();
+    eprintln!("started while locked, the Phones view says: {words}");
+    assert!(words.contains("tries again by itself"), "{words}");
+    assert!(again.phones.link().is_none());
+    unlock_login();
+    until("the second start's link once unlocked", || {
         again.phones.link().is_some() && again.hub().is_some()
+    })
+    .await;
+    until("the words to go away", || {
+        again.phones.snapshot().link_error.is_none()
     })
     .await;
     let link = again.phones.link().unwrap();
