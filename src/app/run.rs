@@ -306,7 +306,10 @@ impl App {
 
     async fn start_link_now(self: &Arc<Self>) -> Result<(), StartError> {
         let cfg = &self.config;
-        let identity = match (&cfg.identity, &cfg.key_store) {
+        let (kind, store) = (cfg.identity, cfg.key_store.clone());
+        // On a blocking thread: a locked Secret Service shows its unlock prompt and the read
+        // waits for the person's answer, which must not hold one of the runtime's workers.
+        let loaded = tokio::task::spawn_blocking(move || match (kind, store) {
             (super::IdentityStore::Memory, _) => {
                 DesktopIdentity::load_or_create(&MemoryStore::new())
             }
@@ -316,8 +319,10 @@ impl App {
             (super::IdentityStore::KeyStore, None) => {
                 DesktopIdentity::load_or_create(&KeyringStore::new())
             }
-        }
-        .map_err(|e| match e {
+        })
+        .await
+        .map_err(|e| StartError::Other(format!("reading the desktop's identity failed ({e})")))?;
+        let identity = loaded.map_err(|e| match e {
             crate::link::identity::IdentityError::KeyStore(_) => {
                 StartError::KeyStore(e.to_string())
             }
