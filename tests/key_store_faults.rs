@@ -15,8 +15,12 @@
 //! 3. A phone paired and connected, then gnome-keyring killed: the periodic check notices, the
 //!    Phones view and `switchboard status` say so, the phone stays connected and answered;
 //!    gnome-keyring started again (same keyring file and password): the words go away by
-//!    themselves. A second start of the app (same folders) runs on the same identity and still
-//!    knows the phone. No file under the app's folders holds a private part of the identity.
+//!    themselves.
+//! 4. The login collection locked while the app runs: said (no prompter on this bus, so the
+//!    unlock prompt is dismissed), the phone answered; unlocked with its password: the words go.
+//! 5. A second start of the app (same folders) while the collection is locked: the link waits,
+//!    saying so; unlocked, it starts on the same identity and still knows the phone. No file
+//!    under the app's folders holds a private part of the identity.
 //!
 //! This program sets `DBUS_SESSION_BUS_ADDRESS` for its whole process (libdbus reads it once),
 //! so it is its own test binary with a single test. Every process it starts is stopped by its
@@ -419,7 +423,7 @@ fn the_real_secret_service_missing_then_started_then_gone_then_back() {
     drop(bus);
 }
 
-/// The three steps; returns the keyring last started (stopped by the caller after the
+/// The five steps; returns the keyring last started (stopped by the caller after the
 /// runtime, then the bus).
 async fn steps(address: &str, keyring_home: &Path, app_home: &Path, root: &Path) -> Proc {
     // 1. No Secret Service: the link does not start, and the words say why and what to do.
