@@ -52,6 +52,7 @@ export PATH="/usr/bin:/bin:$PATH"
 export RUSTC=/usr/bin/rustc CARGO=/usr/bin/cargo RUSTDOC=/usr/bin/rustdoc
 export RUSTC_BOOTSTRAP=1
 export CARGO_TARGET_DIR="$repo/target-win"
+mkdir -p "$CARGO_TARGET_DIR"
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
 # No debug info: these builds are checked and run, never debugged, and linking ~50 test
 # programs with it is most of this script's time.
