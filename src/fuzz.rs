@@ -23,15 +23,15 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
-use crate::bridge::store::BridgeStatusStore;
-use crate::confirmations::ConfirmationMirror;
-use crate::dials::log::{DialLog, DialLogConfig};
-use crate::dials::DialFilter;
-use crate::hub::{Hub, HubParts};
-use crate::ifp::{validate_frame, Receiver, Timestamp};
-use crate::link::{LinkEvent, MessageCredit};
-use crate::phone::scenario::{Resolver, Scenario, Sender};
-use crate::phone_events::{DialFrame, PhoneEvent};
+use switchboard_app::hub::{Hub, HubParts};
+use switchboard_dials::log::{DialLog, DialLogConfig};
+use switchboard_dials::DialFilter;
+use switchboard_domain::bridge::store::BridgeStatusStore;
+use switchboard_domain::confirmations::ConfirmationMirror;
+use switchboard_domain::phone_events::{DialFrame, PhoneEvent};
+use switchboard_link::phone::scenario::{Resolver, Scenario, Sender};
+use switchboard_link::{LinkEvent, MessageCredit};
+use switchboard_wire::ifp::{validate_frame, Receiver, Timestamp};
 
 /// A fuzz target: takes any bytes, panics only on a finding (module doc).
 pub type Target = fn(&[u8]);
@@ -139,7 +139,7 @@ pub fn dial_shortcut(data: &[u8]) {
         for _ in 0..2 {
             let a = whole.receive(&env, &env.ts);
             let b = fields.receive_event_fields(
-                crate::phone_events::DIAL_EVENT,
+                switchboard_domain::phone_events::DIAL_EVENT,
                 Some(&*fast.session),
                 Some(fast.generation),
                 fast.seq,
@@ -155,11 +155,11 @@ pub fn dial_shortcut(data: &[u8]) {
 /// text would be), and the banner the bridge derives from it.
 pub fn host_error(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let e = crate::host_error::parse(&text);
+    let e = switchboard_domain::host_error::parse(&text);
     let _ = e.kind_name();
     let _ = e.permission();
     // Parsing is a function of the text.
-    assert_eq!(crate::host_error::parse(&text), e);
+    assert_eq!(switchboard_domain::host_error::parse(&text), e);
 }
 
 /// The manifest and describe loaders of phone lines (`src/phone_line/manifest.rs`): a describe
@@ -170,20 +170,21 @@ pub fn surface_manifest(data: &[u8]) {
     let Ok(raw) = serde_json::from_slice::<Value>(data) else {
         return;
     };
-    let _ = crate::phone_line::manifest::normalise(&raw);
-    let Ok(m) = crate::phone_line::manifest::SurfaceManifest::from_value(raw.clone()) else {
+    let _ = switchboard_domain::phone_line::manifest::normalise(&raw);
+    let Ok(m) = switchboard_domain::phone_line::manifest::SurfaceManifest::from_value(raw.clone())
+    else {
         return;
     };
     let hash = m.hash();
     assert_eq!(
-        crate::phone_line::manifest::manifest_hash(&raw)
+        switchboard_domain::phone_line::manifest::manifest_hash(&raw)
             .ok()
             .as_ref(),
         Some(&hash)
     );
     let _ = m.excluded_by("a.b");
     let trusted = m.trusted_value();
-    match crate::phone_line::manifest::SurfaceManifest::from_value(trusted) {
+    match switchboard_domain::phone_line::manifest::SurfaceManifest::from_value(trusted) {
         Ok(again) => assert_eq!(
             again.hash(),
             hash,
@@ -199,9 +200,9 @@ pub fn runtime_manifest(data: &[u8]) {
     let Ok(value) = serde_json::from_slice::<Value>(data) else {
         return;
     };
-    let _ = crate::runtime::manifest::is_runtime_manifest(&value);
-    let loaded = crate::runtime::manifest::parse_manifest(&value, "fuzz.json");
-    let problems = crate::runtime::manifest::check_manifest(&value, "fuzz.json");
+    let _ = switchboard_domain::runtime::manifest::is_runtime_manifest(&value);
+    let loaded = switchboard_domain::runtime::manifest::parse_manifest(&value, "fuzz.json");
+    let problems = switchboard_domain::runtime::manifest::check_manifest(&value, "fuzz.json");
     assert_eq!(
         loaded.is_ok(),
         problems.is_empty(),
@@ -223,7 +224,9 @@ pub fn pairings(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    use crate::phone_line::pairings::{read_as_lumiagent, LumiAgentRead, PairingsFile};
+    use switchboard_domain::phone_line::pairings::{
+        read_as_lumiagent, LumiAgentRead, PairingsFile,
+    };
     let strict = PairingsFile::parse(text);
     match read_as_lumiagent(text) {
         // LumiAgent keeps a record of the wrong shape (with its problems in words) where the
@@ -297,15 +300,15 @@ pub fn scenario(data: &[u8]) {
 /// are the same dials.
 pub fn jsonl_import(data: &[u8]) {
     let path = Path::new("fuzz.jsonl");
-    let Ok(dials) = crate::dials::jsonl::parse_jsonl(Cursor::new(data), path) else {
+    let Ok(dials) = switchboard_dials::jsonl::parse_jsonl(Cursor::new(data), path) else {
         return;
     };
-    let dials: Vec<Arc<crate::dials::Dial>> = dials.into_iter().map(Arc::new).collect();
+    let dials: Vec<Arc<switchboard_dials::Dial>> = dials.into_iter().map(Arc::new).collect();
     let mut out = Vec::new();
-    if let Err(e) = crate::dials::jsonl::write_jsonl(&dials, &mut out) {
+    if let Err(e) = switchboard_dials::jsonl::write_jsonl(&dials, &mut out) {
         panic!("export into memory failed: {e}");
     }
-    match crate::dials::jsonl::parse_jsonl(Cursor::new(&out), path) {
+    match switchboard_dials::jsonl::parse_jsonl(Cursor::new(&out), path) {
         Ok(again) => {
             assert_eq!(again.len(), dials.len());
             for (a, b) in again.iter().zip(&dials) {
@@ -362,7 +365,7 @@ async fn feed_hub(data: &[u8]) -> Option<LinkFeed> {
     let config = DialLogConfig {
         capacity: 4096,
         prune_interval: None,
-        clock: Arc::new(crate::clock::ManualClock::new(1_784_595_600_000)),
+        clock: Arc::new(switchboard_wire::clock::ManualClock::new(1_784_595_600_000)),
         ..DialLogConfig::default()
     };
     let log = DialLog::spawn(config).ok()?;
@@ -372,7 +375,7 @@ async fn feed_hub(data: &[u8]) -> Option<LinkFeed> {
         None,
     );
     parts.confirmations = Some(Arc::new(Mutex::new(mirror())));
-    parts.clock = Arc::new(crate::clock::ManualClock::new(1_784_595_600_000));
+    parts.clock = Arc::new(switchboard_wire::clock::ManualClock::new(1_784_595_600_000));
     let hub = Hub::new(parts);
     hub.apply(LinkEvent::PhoneConnected {
         device_id: PHONE.into(),
@@ -401,10 +404,10 @@ async fn feed_hub(data: &[u8]) -> Option<LinkFeed> {
         if matches!(env.r#type.as_str(), "control.ping" | "control.pong") {
             continue;
         }
-        if crate::link::refusal_after_hello(&env, PHONE).is_some() {
+        if switchboard_link::refusal_after_hello(&env, PHONE).is_some() {
             continue;
         }
-        if env.r#type == crate::phone_events::DIAL_EVENT {
+        if env.r#type == switchboard_domain::phone_events::DIAL_EVENT {
             sent_dials += 1;
         }
         let credit = MessageCredit::detached()?;
@@ -423,7 +426,7 @@ async fn feed_hub(data: &[u8]) -> Option<LinkFeed> {
         .unwrap_or(0);
     assert!(held <= sent_dials, "{held} dials held, {sent_dials} sent");
     if let Some(view) = hub.phone(PHONE) {
-        assert!(view.problems.len() <= crate::hub::MAX_PROBLEMS);
+        assert!(view.problems.len() <= switchboard_app::hub::MAX_PROBLEMS);
     }
     let _ = log.shutdown().await;
     Some(LinkFeed {
@@ -450,9 +453,10 @@ async fn flush_dials(hub: &Hub, dials: &mut Vec<DialFrame>) {
 
 /// A Confirmations mirror with the bundled tool list (read once per process).
 fn mirror() -> ConfirmationMirror {
-    static CATALOGUE: OnceLock<Option<crate::runtime::ToolCatalogue>> = OnceLock::new();
+    static CATALOGUE: OnceLock<Option<switchboard_domain::runtime::ToolCatalogue>> =
+        OnceLock::new();
     let catalogue = CATALOGUE
-        .get_or_init(|| crate::confirmations::bundled_catalogue().ok())
+        .get_or_init(|| switchboard_domain::confirmations::bundled_catalogue().ok())
         .clone();
     ConfirmationMirror::new(catalogue)
 }

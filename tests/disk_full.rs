@@ -569,7 +569,7 @@ fn app_in_namespace() {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        app.start_control().expect("the control socket starts");
+        switchboard::control::start_control(&app).expect("the control socket starts");
         let (code, said) = status_cli(&dir).await;
         assert_eq!(code, Some(0), "{said}");
 

@@ -428,7 +428,7 @@ fn the_real_secret_service_missing_then_started_then_gone_then_back() {
 async fn steps(address: &str, keyring_home: &Path, app_home: &Path, root: &Path) -> Proc {
     // 1. No Secret Service: the link does not start, and the words say why and what to do.
     let (app, host) = app_in(app_home);
-    app.start_control().expect("the control socket starts");
+    switchboard::control::start_control(&app).expect("the control socket starts");
     app.start_link();
     until("the Phones view to say the key store is missing", || {
         app.phones

@@ -327,7 +327,7 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         core.start_link();
         // `switchboard pair`, `phones`, `unpair` ask this app over it; a second app, or a
         // system without it, goes on without (the CLI then says the app is not running).
-        match core.start_control() {
+        match switchboard::control::start_control(&core) {
             Ok(path) => tracing::info!(path = %path.display(), "control socket ready"),
             Err(e) => tracing::warn!("no control socket: {e}"),
         }

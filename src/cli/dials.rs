@@ -4,7 +4,7 @@
 //! and nothing else is printed (exit code 1).
 //!
 //! `switchboard dials check FILE.jsonl [--json]`: checks every dial against its op in
-//! `phone-line.md` ([`switchboard::phone_line::conformance`]) and prints each dial that breaks
+//! `phone-line.md` ([`switchboard::dial::conformance`]) and prints each dial that breaks
 //! the spec with its id and its problems (path, what, the spec's line). Exit code 0 when every
 //! dial follows the spec, 1 when one does not, 2 when the file cannot be read (bad lines listed),
 //! so a phone-line author can run it in CI.
@@ -12,8 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use switchboard::dial::conformance::{check_dial, ScopeBook};
 use switchboard::dials::{CompiledQuery, DialFilter, DialOutcome, ImportError, ImportedLog};
-use switchboard::phone_line::conformance::{check_dial, ScopeBook};
 
 use super::CliResult;
 

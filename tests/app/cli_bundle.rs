@@ -33,7 +33,7 @@ async fn running(home: &Path) -> Arc<App> {
         assert!(Instant::now() < deadline, "the link did not start");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    app.start_control().expect("the control socket starts");
+    switchboard::control::start_control(&app).expect("the control socket starts");
     app
 }
 

@@ -46,7 +46,7 @@ async fn running(home: &Path) -> Arc<App> {
         assert!(Instant::now() < deadline, "the link did not start");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    app.start_control().expect("the control socket starts");
+    switchboard::control::start_control(&app).expect("the control socket starts");
     app
 }
 
@@ -432,7 +432,7 @@ async fn a_stale_socket_is_replaced_and_a_second_app_is_detected() {
 
     // A second app on the same home does not take the first one's socket.
     let second = app_in(home.path());
-    match second.start_control() {
+    match switchboard::control::start_control(&second) {
         Err(ControlError::AlreadyRunning { path: p }) => assert_eq!(p, path),
         other => panic!("a second app took the socket: {other:?}"),
     }

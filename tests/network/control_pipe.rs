@@ -95,7 +95,7 @@ async fn the_cli_reaches_the_app_over_a_pipe_only_this_user_can_open() {
         assert!(Instant::now() < deadline, "the link did not start");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(app.start_control().unwrap(), path);
+    assert_eq!(switchboard::control::start_control(&app).unwrap(), path);
 
     // The pipe's owner and DACL, read back through a client handle: this user's SID alone.
     let me = process_user_sid(None).unwrap();
@@ -156,7 +156,7 @@ async fn the_cli_reaches_the_app_over_a_pipe_only_this_user_can_open() {
 
     // A second app on the same home does not take the name.
     let second = app_in(home.path());
-    match second.start_control() {
+    match switchboard::control::start_control(&second) {
         Err(ControlError::AlreadyRunning { path: p }) => assert_eq!(p, path),
         other => panic!("a second app took the pipe: {other:?}"),
     }

@@ -106,8 +106,8 @@ fn demo_uses_the_real_describe_manifest_error_texts_and_tools() {
 /// as one, not an error.
 #[test]
 fn demo_dials_follow_the_spec_but_three() {
+    use switchboard::dial::conformance::{check_parts, DialParts, OpClass, ScopeBook};
     use switchboard::dials::DialOutcome;
-    use switchboard::phone_line::conformance::{check_parts, DialParts, OpClass, ScopeBook};
     let mut broken = Vec::new();
     let mut extension_ops = 0;
     for m in messages()

@@ -305,8 +305,8 @@ fn pairing_worked_example_matches_the_derivation() {
 /// The dial example of `docs/protocol.md` follows phone-line.md (request and response shapes).
 #[test]
 fn the_dial_example_follows_the_spec() {
+    use switchboard::dial::conformance::{check_parts, DialParts, ScopeBook};
     use switchboard::dials::DialOutcome;
-    use switchboard::phone_line::conformance::{check_parts, DialParts, ScopeBook};
     let dials: Vec<Value> = examples()
         .into_iter()
         .filter(|v| v["type"] == "event.phoneline.dial")

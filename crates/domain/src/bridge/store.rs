@@ -1,0 +1,778 @@
+//! The bridge-status store: keeps the current banners in step with the results of calls.
+//!
+//! Why it exists: a banner must be driven by actual call outcomes and must not go stale
+//! (spec `phone-line.md`, "Failure modes and the bridge banner": "Clear stale warnings when a
+//! later result no longer reports an actionable permission failure"; "A successful probe
+//! doesn't prove that LumiAgent can call your own handler"; "Filtering a warning doesn't turn a
+//! failed RPC into a successful call").
+//!
+//! Rules, per phone and [`CallPath`] (the phone's device id, the caller and the called
+//! endpoint): two phones are two hosts, so one phone's results never raise, repeat or clear
+//! another phone's banners.
+//! - an actionable permission failure raises a banner; the identical failure again only moves
+//!   its `last_seen_ms` and `count`; a different actionable failure supersedes it (the old one
+//!   goes to history);
+//! - a later successful call on the same path clears the banner (to history, reason
+//!   `call_succeeded`); a success on another path (e.g. the probe) leaves it alone;
+//! - a later failure on the same path that is not an actionable permission failure (another
+//!   kind of error, or a permission failure with nothing grantable) never invents a banner: it
+//!   leaves a diagnostic, and — as the spec's "clear stale warnings" asks — retires the path's
+//!   banner to history (reason `no_longer_actionable`);
+//! - identical diagnostics (same phone, path and text) update `last_seen_ms` and `count`.
+//!
+//! Results that come as snapshots (a phone's settings repeat the last `describe` of each line)
+//! go through [`BridgeStatusStore::record_if_newer`]: applied only when newer than every result
+//! the store has seen on that phone and path, so a repeated or older snapshot changes nothing.
+//!
+//! For the dial inspector the store remembers, per phone and dial id, what a dial's result did
+//! ([`BridgeStatusStore::remember_dial`], [`BridgeStatusStore::dial_judgement`]): the banner it
+//! raised or repeated, or why it raised none.
+//!
+//! Timestamps are epoch milliseconds passed in by the caller; the store reads no clock.
+//! Everything is bounded: at most [`MAX_BANNERS`] current banners, [`HISTORY_CAP`] retired
+//! ones, [`DIAGNOSTICS_CAP`] diagnostics, [`MAX_LATEST`] paths' latest result times and
+//! [`MAX_DIAL_JUDGEMENTS`] dials' judgements, the least recently seen (or oldest) dropped first.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::Serialize;
+use ts_rs::TS;
+
+use super::{derive_banner, Banner, CallPath, Derived, ExtensionDirectory};
+use crate::host_error::{self, HostError};
+
+/// Most current banners kept (one per phone and path); past it the least recently seen is
+/// retired with reason `evicted`.
+pub const MAX_BANNERS: usize = 64;
+/// Most retired banners kept in history; past it the oldest retired is dropped.
+pub const HISTORY_CAP: usize = 100;
+/// Most diagnostics kept; past it the least recently seen is dropped.
+pub const DIAGNOSTICS_CAP: usize = 100;
+/// Most (phone, path) latest-result times kept for [`BridgeStatusStore::record_if_newer`];
+/// past it the oldest is forgotten.
+pub const MAX_LATEST: usize = 1024;
+/// Most dial judgements kept for the dial inspector; past it the oldest is forgotten (the
+/// inspector then derives the banner from the error text and says so).
+pub const MAX_DIAL_JUDGEMENTS: usize = 4096;
+
+/// Why a banner left the current list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum RetireReason {
+    /// A later call on the same path succeeded.
+    CallSucceeded,
+    /// A later, different actionable permission failure on the same path replaced it.
+    Superseded,
+    /// A later failure on the same path no longer reported an actionable permission failure.
+    NoLongerActionable,
+    /// Dropped to keep at most [`MAX_BANNERS`] current.
+    Evicted,
+}
+
+/// A banner that is no longer current.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct RetiredBanner {
+    /// The banner as it last stood.
+    pub banner: Banner,
+    /// When it was retired, epoch milliseconds.
+    #[ts(type = "number")]
+    pub retired_at_ms: u64,
+    /// Why.
+    pub reason: RetireReason,
+}
+
+/// Why a failure left a diagnostic instead of a banner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum DiagnosticReason {
+    /// The error is not a permission failure.
+    NotPermission,
+    /// A permission failure, but none of its permissions is declared by the missing
+    /// extension's manifest, so none can be granted.
+    NothingGrantable,
+}
+
+/// A failed call that raised no banner (spec: "Enable Debug logging to inspect other
+/// failures").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct Diagnostic {
+    /// The device id of the phone that reported the call; empty when no phone did (a demo
+    /// file's entry without one).
+    pub phone: String,
+    /// The call that failed.
+    pub path: CallPath,
+    /// Why it gave no banner.
+    pub reason: DiagnosticReason,
+    /// The classified error (its `text` is the latest occurrence).
+    pub error: HostError,
+    /// For [`DiagnosticReason::NothingGrantable`]: the permissions that cannot be granted.
+    pub not_grantable: Vec<String>,
+    /// First seen, epoch milliseconds.
+    #[ts(type = "number")]
+    pub first_seen_ms: u64,
+    /// Last seen, epoch milliseconds.
+    #[ts(type = "number")]
+    pub last_seen_ms: u64,
+    /// Times seen (>= 1).
+    #[ts(type = "number")]
+    pub count: u64,
+}
+
+/// Everything the UI shows of the bridge status, as one serialisable value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct BridgeSnapshot {
+    /// Current banners, in the order first raised (each names its phone).
+    pub banners: Vec<Banner>,
+    /// Retired banners, oldest retired first (at most [`HISTORY_CAP`]).
+    pub history: Vec<RetiredBanner>,
+    /// Failures without a banner, in the order first seen (at most [`DIAGNOSTICS_CAP`]).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// What [`BridgeStatusStore::record_failure`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureRecorded {
+    /// A new banner was raised for the path (any earlier, different one was superseded).
+    BannerRaised,
+    /// The path's banner was the same failure: its last seen and count moved.
+    BannerRepeated,
+    /// No banner, for this reason: a diagnostic was added or repeated (and the path's banner,
+    /// if any, retired).
+    Diagnostic(DiagnosticReason),
+}
+
+/// What one dial's result did to the bridge status, as the store remembers it for the dial
+/// inspector ([`BridgeStatusStore::dial_judgement`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DialJudgement {
+    /// The dial raised or repeated this banner (as it stood right after the dial).
+    Banner(Box<Banner>),
+    /// The dial raised no banner, for this reason (it left a diagnostic).
+    NoBanner(DiagnosticReason),
+}
+
+/// Where a banner raised by the store stands now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case", tag = "state")]
+#[ts(export)]
+pub enum BannerStanding {
+    /// Still current in the Bridge view.
+    Current,
+    /// Retired to history.
+    Retired {
+        /// Why.
+        reason: RetireReason,
+        /// When, epoch milliseconds.
+        #[ts(type = "number")]
+        at_ms: u64,
+    },
+    /// No longer current and no longer in the (bounded) history.
+    Forgotten,
+}
+
+type Key = (String, CallPath);
+
+/// Keeps the bridge banners current from call results. See the module docs for the rules.
+#[derive(Debug, Clone, Default)]
+pub struct BridgeStatusStore {
+    banners: Vec<Banner>,
+    history: VecDeque<RetiredBanner>,
+    diagnostics: VecDeque<Diagnostic>,
+    next_serial: u64,
+    /// Phone -> path -> time: looked up from borrowed names (every dial touches it).
+    latest: HashMap<String, HashMap<CallPath, u64>>,
+    latest_order: VecDeque<Key>,
+    dials: HashMap<(String, String), DialJudgement>,
+    dial_order: VecDeque<(String, String)>,
+}
+
+impl BridgeStatusStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records a failed call of phone `phone` (device id; empty: no phone) on `path` that
+    /// returned `error_text`, at `at_ms` (epoch milliseconds), judging grantability with `dir`.
+    pub fn record_failure(
+        &mut self,
+        phone: &str,
+        path: &CallPath,
+        error_text: &str,
+        at_ms: u64,
+        dir: &ExtensionDirectory,
+    ) -> FailureRecorded {
+        self.touch_latest(phone, path, at_ms);
+        let error = host_error::parse(error_text);
+        match derive_banner(path, &error, dir, at_ms) {
+            Derived::Banner(mut new) => {
+                new.phone = phone.to_string();
+                new.id = Banner::key_of(phone, path);
+                if let Some(cur) = self
+                    .banners
+                    .iter_mut()
+                    .find(|b| b.phone == phone && b.path == *path)
+                {
+                    if cur.same_failure(&new) {
+                        cur.count = cur.count.saturating_add(1);
+                        cur.first_seen_ms = cur.first_seen_ms.min(at_ms);
+                        cur.last_seen_ms = cur.last_seen_ms.max(at_ms);
+                        cur.raw_text.clone_from(&new.raw_text);
+                        return FailureRecorded::BannerRepeated;
+                    }
+                }
+                self.retire_path(phone, path, at_ms, RetireReason::Superseded);
+                if self.banners.len() >= MAX_BANNERS {
+                    self.evict_stalest_banner(at_ms);
+                }
+                self.next_serial = self.next_serial.saturating_add(1);
+                new.serial = self.next_serial;
+                self.banners.push(*new);
+                FailureRecorded::BannerRaised
+            }
+            Derived::NothingGrantable { not_grantable, .. } => {
+                self.retire_path(phone, path, at_ms, RetireReason::NoLongerActionable);
+                self.note(
+                    phone,
+                    path,
+                    DiagnosticReason::NothingGrantable,
+                    error,
+                    not_grantable,
+                    at_ms,
+                );
+                FailureRecorded::Diagnostic(DiagnosticReason::NothingGrantable)
+            }
+            Derived::NotPermission => {
+                self.retire_path(phone, path, at_ms, RetireReason::NoLongerActionable);
+                self.note(
+                    phone,
+                    path,
+                    DiagnosticReason::NotPermission,
+                    error,
+                    Vec::new(),
+                    at_ms,
+                );
+                FailureRecorded::Diagnostic(DiagnosticReason::NotPermission)
+            }
+        }
+    }
+
+    /// Records a successful call of phone `phone` on `path` at `at_ms`: that phone's banner on
+    /// the path, if any, is cleared to history. Returns whether a banner was cleared. Banners
+    /// of other paths (a probe's success against a handler's failure) and of other phones are
+    /// left alone.
+    pub fn record_success(&mut self, phone: &str, path: &CallPath, at_ms: u64) -> bool {
+        self.touch_latest(phone, path, at_ms);
+        self.retire_path(phone, path, at_ms, RetireReason::CallSucceeded)
+    }
+
+    /// Records a result that arrives as part of a snapshot (a phone's settings repeat the last
+    /// `describe` of each line): `error` `Some(text)` a failure, `None` a success, at `at_ms`.
+    /// Applied only when `at_ms` is later than every result the store has seen of this phone on
+    /// this path (else a repeated snapshot would count the same describe again, and an old one
+    /// would undo a newer dial's result). Returns `None` when not applied, else
+    /// `Some(Some(what the failure did))` or `Some(None)` for a success.
+    pub fn record_if_newer(
+        &mut self,
+        phone: &str,
+        path: &CallPath,
+        error: Option<&str>,
+        at_ms: u64,
+        dir: &ExtensionDirectory,
+    ) -> Option<Option<FailureRecorded>> {
+        if self.latest_at(phone, path).is_some_and(|t| t >= at_ms) {
+            return None;
+        }
+        Some(match error {
+            Some(text) => Some(self.record_failure(phone, path, text, at_ms, dir)),
+            None => {
+                self.record_success(phone, path, at_ms);
+                None
+            }
+        })
+    }
+
+    /// The current banners, in the order first raised.
+    pub fn banners(&self) -> &[Banner] {
+        &self.banners
+    }
+
+    /// The current banner of `phone` on `path`, if any.
+    pub fn banner(&self, phone: &str, path: &CallPath) -> Option<&Banner> {
+        self.banners
+            .iter()
+            .find(|b| b.phone == phone && b.path == *path)
+    }
+
+    /// Remembers what dial `dial_id` of `phone` did: the banner it raised or repeated (the
+    /// phone's current banner on the dial's path) or, without one, why it raised none.
+    pub fn remember_dial(&mut self, phone: &str, dial_id: &str, judgement: DialJudgement) {
+        let key = (phone.to_string(), dial_id.to_string());
+        if self.dials.insert(key.clone(), judgement).is_none() {
+            self.dial_order.push_back(key);
+            while self.dial_order.len() > MAX_DIAL_JUDGEMENTS {
+                if let Some(old) = self.dial_order.pop_front() {
+                    self.dials.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// What dial `dial_id` of `phone` did to the bridge status, if the store still knows:
+    /// the banner it raised (as it stands now when still current or in history, else as it
+    /// stood after the dial) with where it stands, or why it raised none.
+    pub fn dial_judgement(
+        &self,
+        phone: &str,
+        dial_id: &str,
+    ) -> Option<(DialJudgement, Option<BannerStanding>)> {
+        let j = self.dials.get(&(phone.to_string(), dial_id.to_string()))?;
+        let DialJudgement::Banner(b) = j else {
+            return Some((j.clone(), None));
+        };
+        if let Some(cur) = self.banners.iter().find(|c| c.serial == b.serial) {
+            return Some((
+                DialJudgement::Banner(Box::new(cur.clone())),
+                Some(BannerStanding::Current),
+            ));
+        }
+        if let Some(h) = self
+            .history
+            .iter()
+            .rev()
+            .find(|h| h.banner.serial == b.serial)
+        {
+            return Some((
+                DialJudgement::Banner(Box::new(h.banner.clone())),
+                Some(BannerStanding::Retired {
+                    reason: h.reason,
+                    at_ms: h.retired_at_ms,
+                }),
+            ));
+        }
+        Some((j.clone(), Some(BannerStanding::Forgotten)))
+    }
+
+    /// A serialisable copy of banners, history and diagnostics for the UI.
+    pub fn snapshot(&self) -> BridgeSnapshot {
+        BridgeSnapshot {
+            banners: self.banners.clone(),
+            history: self.history.iter().cloned().collect(),
+            diagnostics: self.diagnostics.iter().cloned().collect(),
+        }
+    }
+
+    /// The latest result time of `phone` on `path`.
+    fn latest_at(&self, phone: &str, path: &CallPath) -> Option<u64> {
+        self.latest.get(phone)?.get(path).copied()
+    }
+
+    fn touch_latest(&mut self, phone: &str, path: &CallPath, at_ms: u64) {
+        if let Some(t) = self.latest.get_mut(phone).and_then(|m| m.get_mut(path)) {
+            *t = (*t).max(at_ms);
+            return;
+        }
+        self.latest
+            .entry(phone.to_string())
+            .or_default()
+            .insert(path.clone(), at_ms);
+        self.latest_order
+            .push_back((phone.to_string(), path.clone()));
+        while self.latest_order.len() > MAX_LATEST {
+            if let Some((old_phone, old_path)) = self.latest_order.pop_front() {
+                if let Some(m) = self.latest.get_mut(&old_phone) {
+                    m.remove(&old_path);
+                    if m.is_empty() {
+                        self.latest.remove(&old_phone);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Moves the phone's banner on the path (if any) to history; returns whether there was one.
+    fn retire_path(
+        &mut self,
+        phone: &str,
+        path: &CallPath,
+        at_ms: u64,
+        reason: RetireReason,
+    ) -> bool {
+        match self
+            .banners
+            .iter()
+            .position(|b| b.phone == phone && b.path == *path)
+        {
+            Some(i) => {
+                let banner = self.banners.remove(i);
+                self.push_history(banner, at_ms, reason);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn evict_stalest_banner(&mut self, at_ms: u64) {
+        let stalest = self
+            .banners
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, b)| b.last_seen_ms)
+            .map(|(i, _)| i);
+        if let Some(i) = stalest {
+            let banner = self.banners.remove(i);
+            self.push_history(banner, at_ms, RetireReason::Evicted);
+        }
+    }
+
+    fn push_history(&mut self, banner: Banner, at_ms: u64, reason: RetireReason) {
+        if self.history.len() >= HISTORY_CAP {
+            self.history.pop_front();
+        }
+        self.history.push_back(RetiredBanner {
+            banner,
+            retired_at_ms: at_ms,
+            reason,
+        });
+    }
+
+    fn note(
+        &mut self,
+        phone: &str,
+        path: &CallPath,
+        reason: DiagnosticReason,
+        error: HostError,
+        not_grantable: Vec<String>,
+        at_ms: u64,
+    ) {
+        if let Some(d) = self
+            .diagnostics
+            .iter_mut()
+            .find(|d| d.phone == phone && d.path == *path && d.error.text == error.text)
+        {
+            d.count = d.count.saturating_add(1);
+            d.first_seen_ms = d.first_seen_ms.min(at_ms);
+            d.last_seen_ms = d.last_seen_ms.max(at_ms);
+            return;
+        }
+        if self.diagnostics.len() >= DIAGNOSTICS_CAP {
+            let stalest = self
+                .diagnostics
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, d)| d.last_seen_ms)
+                .map(|(i, _)| i);
+            if let Some(i) = stalest {
+                self.diagnostics.remove(i);
+            }
+        }
+        self.diagnostics.push_back(Diagnostic {
+            phone: phone.to_string(),
+            path: path.clone(),
+            reason,
+            error,
+            not_grantable,
+            first_seen_ms: at_ms,
+            last_seen_ms: at_ms,
+            count: 1,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use std::path::Path;
+
+    const CORPUS: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/corpus/lumiverse"
+    );
+    const SPEC_EXAMPLE: &str = "Shared RPC endpoint \"lumirealm.phoneline\" requires requester \"lumiagent\" to inherit owner \"lumirealm\" permissions: push_notification";
+    const HANDLER_READ: &str = "could not read pending request from lumiagent: Shared RPC endpoint \"lumiagent.phoneline_request\" requires requester \"lumirealm\" to inherit owner \"lumiagent\" permissions: characters";
+
+    const PHONE: &str = "dev_aaaaaaaaaaaaaaaa";
+
+    fn dir() -> ExtensionDirectory {
+        ExtensionDirectory::load_dir(Path::new(CORPUS)).unwrap()
+    }
+    fn dial() -> CallPath {
+        CallPath::new("lumiagent", "lumirealm.phoneline")
+    }
+    fn probe() -> CallPath {
+        CallPath::new("lumirealm", "lumiagent.phoneline_probe")
+    }
+
+    #[test]
+    fn success_on_the_same_path_clears_the_banner_into_history() {
+        let mut s = BridgeStatusStore::new();
+        assert_eq!(
+            s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 100, &dir()),
+            FailureRecorded::BannerRaised
+        );
+        assert_eq!(s.banners().len(), 1);
+        assert!(s.record_success(PHONE, &dial(), 200));
+        let snap = s.snapshot();
+        assert!(snap.banners.is_empty());
+        assert_eq!(snap.history.len(), 1);
+        assert_eq!(snap.history[0].reason, RetireReason::CallSucceeded);
+        assert_eq!(snap.history[0].retired_at_ms, 200);
+        assert_eq!(
+            snap.history[0].banner.message,
+            "LumiAgent is missing push_notification, required for LumiRealm communication."
+        );
+    }
+
+    #[test]
+    fn successful_probe_does_not_clear_the_handler_calls_banner() {
+        let mut s = BridgeStatusStore::new();
+        s.record_failure(PHONE, &dial(), HANDLER_READ, 100, &dir());
+        assert!(!s.record_success(PHONE, &probe(), 150));
+        assert_eq!(s.banners().len(), 1);
+        assert_eq!(s.banners()[0].path, dial());
+        assert!(s.snapshot().history.is_empty());
+    }
+
+    #[test]
+    fn non_permission_failure_leaves_a_diagnostic_and_invents_no_banner() {
+        let mut s = BridgeStatusStore::new();
+        let r = s.record_failure(
+            PHONE,
+            &dial(),
+            "Shared RPC endpoint \"lumirealm.phoneline\" timed out",
+            100,
+            &dir(),
+        );
+        assert_eq!(
+            r,
+            FailureRecorded::Diagnostic(DiagnosticReason::NotPermission)
+        );
+        let snap = s.snapshot();
+        assert!(snap.banners.is_empty());
+        assert_eq!(snap.diagnostics.len(), 1);
+        assert_eq!(snap.diagnostics[0].reason, DiagnosticReason::NotPermission);
+        assert_eq!(snap.diagnostics[0].error.kind_name(), "endpoint_timed_out");
+    }
+
+    #[test]
+    fn later_non_permission_failure_retires_the_stale_banner_without_a_new_one() {
+        let mut s = BridgeStatusStore::new();
+        s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 100, &dir());
+        s.record_failure(PHONE, &dial(), "Connection closed", 200, &dir());
+        let snap = s.snapshot();
+        assert!(snap.banners.is_empty());
+        assert_eq!(snap.history.len(), 1);
+        assert_eq!(snap.history[0].reason, RetireReason::NoLongerActionable);
+        assert_eq!(snap.diagnostics.len(), 1);
+        assert_eq!(snap.diagnostics[0].error.kind_name(), "connection_closed");
+    }
+
+    #[test]
+    fn identical_failures_update_last_seen_and_count() {
+        let mut s = BridgeStatusStore::new();
+        s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 100, &dir());
+        assert_eq!(
+            s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 300, &dir()),
+            FailureRecorded::BannerRepeated
+        );
+        // Same failure wrapped by a JavaScript Error is still the same failure.
+        let wrapped = format!("Error: {SPEC_EXAMPLE}");
+        s.record_failure(PHONE, &dial(), &wrapped, 250, &dir());
+        let b = &s.banners()[0];
+        assert_eq!(s.banners().len(), 1);
+        assert_eq!((b.first_seen_ms, b.last_seen_ms, b.count), (100, 300, 3));
+        assert_eq!(b.raw_text, wrapped);
+        for t in [400, 500] {
+            s.record_failure(PHONE, &dial(), "Connection closed", t, &dir());
+        }
+        let snap = s.snapshot();
+        assert_eq!(snap.diagnostics.len(), 1);
+        assert_eq!(snap.diagnostics[0].count, 2);
+        assert_eq!(snap.diagnostics[0].last_seen_ms, 500);
+    }
+
+    #[test]
+    fn different_permission_failure_supersedes_the_banner() {
+        let mut s = BridgeStatusStore::new();
+        s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 100, &dir());
+        s.record_failure(PHONE, &dial(), HANDLER_READ, 200, &dir());
+        let snap = s.snapshot();
+        assert_eq!(snap.banners.len(), 1);
+        assert_eq!(
+            snap.banners[0].message,
+            "LumiRealm is missing characters, required for LumiAgent communication."
+        );
+        assert_eq!(snap.history[0].reason, RetireReason::Superseded);
+    }
+
+    #[test]
+    fn nothing_grantable_is_a_diagnostic_listing_what_cannot_be_granted() {
+        let mut s = BridgeStatusStore::new();
+        let text = "Shared RPC endpoint \"lumiagent.phoneline_probe\" requires requester \"lumirealm\" to inherit owner \"lumiagent\" permissions: mcp_servers, mcp_servers.create";
+        assert_eq!(
+            s.record_failure(PHONE, &probe(), text, 1, &dir()),
+            FailureRecorded::Diagnostic(DiagnosticReason::NothingGrantable)
+        );
+        let snap = s.snapshot();
+        assert!(snap.banners.is_empty());
+        assert_eq!(
+            snap.diagnostics[0].reason,
+            DiagnosticReason::NothingGrantable
+        );
+        assert_eq!(
+            snap.diagnostics[0].not_grantable,
+            vec!["mcp_servers", "mcp_servers.create"]
+        );
+    }
+
+    #[test]
+    fn history_banners_and_diagnostics_stay_bounded() {
+        let mut s = BridgeStatusStore::new();
+        let d = dir();
+        for i in 0..(HISTORY_CAP as u64 + MAX_BANNERS as u64 + 50) {
+            let path = CallPath::new(format!("ext{i}"), "lumirealm.phoneline");
+            s.record_failure(PHONE, &path, SPEC_EXAMPLE, i, &d);
+            s.record_failure(PHONE, &path, &format!("unknown op: op{i}"), i, &d);
+        }
+        for i in 0..(MAX_BANNERS as u64 + 10) {
+            let path = CallPath::new(format!("other{i}"), "lumirealm.phoneline");
+            s.record_failure(PHONE, &path, SPEC_EXAMPLE, 10_000 + i, &d);
+        }
+        let snap = s.snapshot();
+        assert_eq!(snap.history.len(), HISTORY_CAP);
+        assert_eq!(snap.diagnostics.len(), DIAGNOSTICS_CAP);
+        assert_eq!(snap.banners.len(), MAX_BANNERS);
+        // The least recently seen banners were the ones evicted.
+        assert!(snap.banners.iter().all(|b| b.first_seen_ms >= 10_010));
+        assert_eq!(snap.history.last().unwrap().reason, RetireReason::Evicted);
+    }
+
+    #[test]
+    fn snapshot_serialises_with_stable_names() {
+        let mut s = BridgeStatusStore::new();
+        s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 100, &dir());
+        s.record_failure(PHONE, &probe(), "not authorised", 120, &dir());
+        let v = serde_json::to_value(s.snapshot()).unwrap();
+        assert_eq!(v["banners"][0]["missing_name"], "LumiAgent");
+        assert_eq!(v["banners"][0]["form"], "inherit");
+        assert_eq!(v["banners"][0]["grantable"][0], "push_notification");
+        assert_eq!(v["diagnostics"][0]["reason"], "not_permission");
+        assert_eq!(v["diagnostics"][0]["error"]["kind"], "not_authorised");
+        assert_eq!(v["diagnostics"][0]["path"]["caller"], "lumirealm");
+    }
+
+    const OTHER: &str = "dev_bbbbbbbbbbbbbbbb";
+
+    #[test]
+    fn each_phone_raises_and_clears_only_its_own_banners() {
+        let mut s = BridgeStatusStore::new();
+        s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 100, &dir());
+        // The other phone's success on the same path clears nothing of the first phone's.
+        assert!(!s.record_success(OTHER, &dial(), 110));
+        assert_eq!(s.banners().len(), 1);
+        assert_eq!(s.banners()[0].phone, PHONE);
+        assert_eq!(
+            s.banners()[0].id,
+            format!("{PHONE}|lumiagent>lumirealm.phoneline")
+        );
+        // Its failure on the same path is its own banner, not a repeat of the first phone's.
+        assert_eq!(
+            s.record_failure(OTHER, &dial(), SPEC_EXAMPLE, 120, &dir()),
+            FailureRecorded::BannerRaised
+        );
+        assert_eq!(s.banners().len(), 2);
+        assert_eq!(s.banner(PHONE, &dial()).unwrap().count, 1);
+        assert!(s.record_success(PHONE, &dial(), 130));
+        let left: Vec<_> = s.banners().iter().map(|b| b.phone.as_str()).collect();
+        assert_eq!(left, [OTHER]);
+        // Diagnostics are per phone too.
+        s.record_failure(PHONE, &probe(), "not authorised", 140, &dir());
+        s.record_failure(OTHER, &probe(), "not authorised", 150, &dir());
+        assert_eq!(s.snapshot().diagnostics.len(), 2);
+    }
+
+    #[test]
+    fn a_repeated_or_older_snapshot_result_changes_nothing() {
+        let mut s = BridgeStatusStore::new();
+        assert_eq!(
+            s.record_if_newer(PHONE, &dial(), Some(SPEC_EXAMPLE), 100, &dir()),
+            Some(Some(FailureRecorded::BannerRaised))
+        );
+        // The same describe in the next settings snapshot: not counted again.
+        assert_eq!(
+            s.record_if_newer(PHONE, &dial(), Some(SPEC_EXAMPLE), 100, &dir()),
+            None
+        );
+        assert_eq!(s.banners()[0].count, 1);
+        // A dial that succeeded later clears it; the old describe, sent again, does not
+        // raise it back.
+        s.record_success(PHONE, &dial(), 200);
+        assert_eq!(
+            s.record_if_newer(PHONE, &dial(), Some(SPEC_EXAMPLE), 100, &dir()),
+            None
+        );
+        assert!(s.banners().is_empty());
+        // Another phone's times are its own.
+        assert!(s
+            .record_if_newer(OTHER, &dial(), Some(SPEC_EXAMPLE), 150, &dir())
+            .is_some());
+        // A newer describe success clears.
+        assert_eq!(
+            s.record_if_newer(OTHER, &dial(), None, 300, &dir()),
+            Some(None)
+        );
+        assert!(s.banners().is_empty());
+    }
+
+    #[test]
+    fn a_dials_judgement_follows_its_banner_into_history() {
+        let mut s = BridgeStatusStore::new();
+        s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 100, &dir());
+        let b = s.banner(PHONE, &dial()).unwrap().clone();
+        assert!(b.serial > 0);
+        s.remember_dial(PHONE, "dial_1", DialJudgement::Banner(Box::new(b.clone())));
+        s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 150, &dir());
+        let (j, standing) = s.dial_judgement(PHONE, "dial_1").unwrap();
+        let DialJudgement::Banner(now) = j else {
+            panic!()
+        };
+        assert_eq!((now.serial, now.count), (b.serial, 2));
+        assert_eq!(standing, Some(BannerStanding::Current));
+        assert!(s.dial_judgement(OTHER, "dial_1").is_none());
+        s.record_success(PHONE, &dial(), 200);
+        let (_, standing) = s.dial_judgement(PHONE, "dial_1").unwrap();
+        assert_eq!(
+            standing,
+            Some(BannerStanding::Retired {
+                reason: RetireReason::CallSucceeded,
+                at_ms: 200
+            })
+        );
+        s.remember_dial(
+            PHONE,
+            "dial_2",
+            DialJudgement::NoBanner(DiagnosticReason::NotPermission),
+        );
+        assert_eq!(
+            s.dial_judgement(PHONE, "dial_2").unwrap(),
+            (
+                DialJudgement::NoBanner(DiagnosticReason::NotPermission),
+                None
+            )
+        );
+        for i in 0..MAX_DIAL_JUDGEMENTS {
+            s.remember_dial(
+                PHONE,
+                &format!("d{i}"),
+                DialJudgement::NoBanner(DiagnosticReason::NotPermission),
+            );
+        }
+        assert!(s.dial_judgement(PHONE, "dial_1").is_none());
+    }
+}

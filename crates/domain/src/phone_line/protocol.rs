@@ -1,0 +1,725 @@
+//! The phone-line protocol's typed requests and responses, and what happens when a line does not
+//! support an op (phone-line.md, "Operations" and "Request and response shapes").
+//!
+//! A request is `{ op, ...fields, callId? }` with camelCase field names; each op has its own
+//! response shape. Every type keeps the fields it does not know in `extra` (order kept), so
+//! nothing a phone line sends is lost when Switchboard reads and writes it back.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use ts_rs::TS;
+
+use super::manifest::SurfaceManifest;
+
+/// Errors reading phone-line requests and responses.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// The `op` string is not one of the eight ops of the protocol.
+    #[error("unknown phone-line op {0:?} (known: describe, system_prompt, check_write, check_read, list_items, read_item, write_field, grep_items)")]
+    UnknownOp(String),
+    /// A request did not have the shape its op requires.
+    #[error("bad phone-line request: {0}")]
+    BadRequest(String),
+    /// A response did not have the shape the op requires.
+    #[error("bad {op} response: {message}")]
+    BadResponse {
+        /// The op the response answers.
+        op: PhoneLineOp,
+        /// What was wrong (serde's words: the missing field or wrong type).
+        message: String,
+    },
+}
+
+impl From<ProtocolError> for switchboard_wire::error::IpcError {
+    /// Always `invalid_input`: the request or response came from a peer.
+    fn from(e: ProtocolError) -> Self {
+        Self::invalid_input(e.to_string())
+    }
+}
+
+/// The eight ops of the phone-line protocol ("Operations").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum PhoneLineOp {
+    /// Required: returns the line's [`SurfaceManifest`].
+    Describe,
+    /// Optional: a per-character prompt fragment for LumiAgent's system prompt.
+    SystemPrompt,
+    /// Optional: veto direct writes to `char/extensions/<extId>.*` paths.
+    CheckWrite,
+    /// Optional: veto direct reads of `char/extensions/<extId>.*` paths.
+    CheckRead,
+    /// Optional data op: list a surface's items (backs `list_external`).
+    ListItems,
+    /// Optional data op: read one item or one field of it (backs `read_external`).
+    ReadItem,
+    /// Optional mutation op: write one field (backs `edit_external` / `update_external`).
+    WriteField,
+    /// Optional data op: regex search over every item's string leaves (backs `grep_external`).
+    GrepItems,
+}
+
+impl PhoneLineOp {
+    /// All ops in the spec's order.
+    pub const ALL: [PhoneLineOp; 8] = [
+        PhoneLineOp::Describe,
+        PhoneLineOp::SystemPrompt,
+        PhoneLineOp::CheckWrite,
+        PhoneLineOp::CheckRead,
+        PhoneLineOp::ListItems,
+        PhoneLineOp::ReadItem,
+        PhoneLineOp::WriteField,
+        PhoneLineOp::GrepItems,
+    ];
+
+    /// The op's wire name (`"describe"`, `"system_prompt"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PhoneLineOp::Describe => "describe",
+            PhoneLineOp::SystemPrompt => "system_prompt",
+            PhoneLineOp::CheckWrite => "check_write",
+            PhoneLineOp::CheckRead => "check_read",
+            PhoneLineOp::ListItems => "list_items",
+            PhoneLineOp::ReadItem => "read_item",
+            PhoneLineOp::WriteField => "write_field",
+            PhoneLineOp::GrepItems => "grep_items",
+        }
+    }
+
+    /// Whether every phone line must answer this op (only `describe`).
+    pub fn is_required(self) -> bool {
+        self == PhoneLineOp::Describe
+    }
+
+    /// What LumiAgent does when a line answers this op ("Operations"): when `supported` is
+    /// true the line's answer is used; otherwise `describe` fails the pairing,
+    /// `system_prompt` contributes nothing, `check_read` / `check_write` allow, and data and
+    /// mutation ops are tool errors.
+    pub fn outcome(self, supported: bool) -> OpOutcome {
+        if supported {
+            return OpOutcome::UseResponse;
+        }
+        match self {
+            PhoneLineOp::Describe => OpOutcome::PairingFails,
+            PhoneLineOp::SystemPrompt => OpOutcome::ContributesNothing,
+            PhoneLineOp::CheckWrite | PhoneLineOp::CheckRead => OpOutcome::Allow,
+            PhoneLineOp::ListItems
+            | PhoneLineOp::ReadItem
+            | PhoneLineOp::WriteField
+            | PhoneLineOp::GrepItems => OpOutcome::ToolError,
+        }
+    }
+}
+
+impl fmt::Display for PhoneLineOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PhoneLineOp {
+    type Err = ProtocolError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        PhoneLineOp::ALL
+            .into_iter()
+            .find(|op| op.as_str() == s)
+            .ok_or_else(|| ProtocolError::UnknownOp(s.to_string()))
+    }
+}
+
+/// What an op's call amounts to, given whether the line supports it ("Operations").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export)]
+pub enum OpOutcome {
+    /// The line supports the op: its response is used.
+    UseResponse,
+    /// `describe` unsupported: the line cannot be paired.
+    PairingFails,
+    /// `system_prompt` unsupported: no prompt fragment from this line.
+    ContributesNothing,
+    /// `check_read` / `check_write` unsupported: the read or write is allowed.
+    Allow,
+    /// A data or mutation op unsupported: the agent tool call fails with a tool error.
+    ToolError,
+}
+
+/// The op a line's thrown error says it does not support, when the error is the reference
+/// handler's `unknown op: <op>` (possibly wrapped in other text), e.g. `"unknown op: grep_items"`.
+pub fn unsupported_op_in_error(message: &str) -> Option<PhoneLineOp> {
+    let (_, rest) = message.split_once("unknown op: ")?;
+    let name: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    name.parse().ok()
+}
+
+/// `system_prompt` request fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemPromptRequest {
+    /// The Lumiverse user.
+    pub user_id: String,
+    /// The active character.
+    pub character_id: String,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `check_write` / `check_read` request fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckPathRequest {
+    /// The Lumiverse user.
+    pub user_id: String,
+    /// The character whose extension data is touched.
+    pub character_id: String,
+    /// The path under `char/extensions/` being written or read.
+    pub ext_path: String,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `list_items` request fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListItemsRequest {
+    /// The Lumiverse user.
+    pub user_id: String,
+    /// Which surface of the manifest.
+    pub surface_id: String,
+    /// Present only when the surface is `per_character`-scoped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub character_id: Option<String>,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `read_item` request fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadItemRequest {
+    /// The Lumiverse user.
+    pub user_id: String,
+    /// Which surface of the manifest.
+    pub surface_id: String,
+    /// The item's id as `list_items` gave it.
+    pub item_id: String,
+    /// One field of the item; the whole item when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `write_field` request fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteFieldRequest {
+    /// The Lumiverse user.
+    pub user_id: String,
+    /// Which surface of the manifest.
+    pub surface_id: String,
+    /// The item's id as `list_items` gave it.
+    pub item_id: String,
+    /// The field to write.
+    pub field: String,
+    /// The new value (any JSON; absent reads as `null`).
+    #[serde(default)]
+    pub value: Value,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `grep_items` request fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrepItemsRequest {
+    /// The Lumiverse user.
+    pub user_id: String,
+    /// Which surface of the manifest.
+    pub surface_id: String,
+    /// The regular expression searched for in every item's string leaves.
+    pub pattern: String,
+    /// Present only when the surface is `per_character`-scoped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub character_id: Option<String>,
+    /// Case-insensitive search when true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_case: Option<bool>,
+    /// Search only fields whose path starts with this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_prefix: Option<String>,
+    /// At most this many hits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<u64>,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The op-specific part of a [`PhoneLineRequest`], tagged by `op`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum RequestBody {
+    /// `{ op: "describe" }`.
+    Describe {
+        /// Fields the protocol does not define, in the order read.
+        #[serde(flatten)]
+        extra: Map<String, Value>,
+    },
+    /// `{ op: "system_prompt", userId, characterId }`.
+    SystemPrompt(SystemPromptRequest),
+    /// `{ op: "check_write", userId, characterId, extPath }`.
+    CheckWrite(CheckPathRequest),
+    /// `{ op: "check_read", userId, characterId, extPath }`.
+    CheckRead(CheckPathRequest),
+    /// `{ op: "list_items", userId, surfaceId, characterId? }`.
+    ListItems(ListItemsRequest),
+    /// `{ op: "read_item", userId, surfaceId, itemId, field? }`.
+    ReadItem(ReadItemRequest),
+    /// `{ op: "write_field", userId, surfaceId, itemId, field, value }`.
+    WriteField(WriteFieldRequest),
+    /// `{ op: "grep_items", userId, surfaceId, pattern, characterId?, ignoreCase?, fieldPrefix?, head? }`.
+    GrepItems(GrepItemsRequest),
+}
+
+/// A phone-line request envelope: the op with its fields, and an optional `callId`
+/// ("Request and response shapes").
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhoneLineRequest {
+    /// The op and its fields.
+    pub body: RequestBody,
+    /// The caller's correlation id, when given.
+    pub call_id: Option<String>,
+}
+
+impl PhoneLineRequest {
+    /// The request's op.
+    pub fn op(&self) -> PhoneLineOp {
+        match &self.body {
+            RequestBody::Describe { .. } => PhoneLineOp::Describe,
+            RequestBody::SystemPrompt(_) => PhoneLineOp::SystemPrompt,
+            RequestBody::CheckWrite(_) => PhoneLineOp::CheckWrite,
+            RequestBody::CheckRead(_) => PhoneLineOp::CheckRead,
+            RequestBody::ListItems(_) => PhoneLineOp::ListItems,
+            RequestBody::ReadItem(_) => PhoneLineOp::ReadItem,
+            RequestBody::WriteField(_) => PhoneLineOp::WriteField,
+            RequestBody::GrepItems(_) => PhoneLineOp::GrepItems,
+        }
+    }
+
+    /// Checks the request against the line's manifest ("Request and response shapes"): a
+    /// data or mutation op must name a surface the manifest has, and `list_items` /
+    /// `grep_items` carry `characterId` exactly when that surface is `per_character`-scoped.
+    /// Returns the problem in words, or `None` when the request fits.
+    pub fn surface_problem(&self, manifest: &SurfaceManifest) -> Option<String> {
+        let (surface_id, character_id) = match &self.body {
+            RequestBody::ListItems(r) => (&r.surface_id, Some(&r.character_id)),
+            RequestBody::GrepItems(r) => (&r.surface_id, Some(&r.character_id)),
+            RequestBody::ReadItem(r) => (&r.surface_id, None),
+            RequestBody::WriteField(r) => (&r.surface_id, None),
+            _ => return None,
+        };
+        let Some(surface) = manifest.surface(surface_id) else {
+            return Some(format!(
+                "{}: the manifest has no surface {surface_id:?}",
+                self.op()
+            ));
+        };
+        let per_character = surface.scope == super::manifest::SurfaceScope::PerCharacter;
+        match character_id {
+            Some(None) if per_character => Some(format!(
+                "{}: surface {surface_id:?} is per_character-scoped, so characterId is required",
+                self.op()
+            )),
+            Some(Some(_)) if !per_character => Some(format!(
+                "{}: surface {surface_id:?} is global, so characterId must be absent",
+                self.op()
+            )),
+            _ => None,
+        }
+    }
+
+    /// Reads a request envelope. Errors: not an object, unknown `op`
+    /// ([`ProtocolError::UnknownOp`]), a missing or mistyped field, or a non-string `callId`
+    /// ([`ProtocolError::BadRequest`]).
+    pub fn from_value(value: Value) -> Result<Self, ProtocolError> {
+        let Value::Object(mut map) = value else {
+            return Err(ProtocolError::BadRequest(
+                "a request must be a JSON object".into(),
+            ));
+        };
+        match map.get("op") {
+            Some(Value::String(op)) => {
+                op.parse::<PhoneLineOp>()?;
+            }
+            Some(other) => {
+                return Err(ProtocolError::BadRequest(format!(
+                    "op: expected a string, found {}",
+                    super::json_path::type_words(other)
+                )))
+            }
+            None => return Err(ProtocolError::BadRequest("op: missing".into())),
+        }
+        let call_id = match map.shift_remove("callId") {
+            None => None,
+            Some(Value::String(s)) => Some(s),
+            Some(other) => {
+                return Err(ProtocolError::BadRequest(format!(
+                    "callId: expected a string, found {}",
+                    super::json_path::type_words(&other)
+                )))
+            }
+        };
+        let body = serde_json::from_value(Value::Object(map))
+            .map_err(|e| ProtocolError::BadRequest(e.to_string()))?;
+        Ok(Self { body, call_id })
+    }
+
+    /// The request as JSON: `op` first, then its fields, then `callId` when set.
+    pub fn to_value(&self) -> Value {
+        let mut value = serde_json::to_value(&self.body).unwrap_or(Value::Null);
+        if let (Value::Object(map), Some(id)) = (&mut value, &self.call_id) {
+            map.insert("callId".into(), Value::String(id.clone()));
+        }
+        value
+    }
+}
+
+/// `system_prompt` response: `{ text: string | null }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SystemPromptResponse {
+    /// The prompt fragment, or `null` for none.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `check_write` / `check_read` response: `{ ok: boolean; message?: string }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckResponse {
+    /// False vetoes the write or read.
+    pub ok: bool,
+    /// Why, for the user and the agent (e.g. where the authoring layer is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One item of a `list_items` response: `{ id, label, brief? }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListedItem {
+    /// The item's id, as `read_item` / `write_field` take it.
+    pub id: String,
+    /// Display label.
+    pub label: String,
+    /// Short description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brief: Option<String>,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `list_items` response: `{ items: { id, label, brief? }[]; total }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListItemsResponse {
+    /// The items.
+    pub items: Vec<ListedItem>,
+    /// How many items there are in all.
+    pub total: u64,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `read_item` response: `{ value: unknown; meta?: object }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadItemResponse {
+    /// The item or field's value (any JSON; absent reads as `null`).
+    #[serde(default)]
+    pub value: Value,
+    /// Extra information about the value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `write_field` response: `{ ok: boolean; error?: string }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WriteFieldResponse {
+    /// Whether the write happened.
+    pub ok: bool,
+    /// Why not, shown to the user and the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One hit of a `grep_items` response: `{ itemId, itemLabel?, fieldPath, line, match, preview }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrepHit {
+    /// The item the hit is in.
+    pub item_id: String,
+    /// The item's label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_label: Option<String>,
+    /// The path of the string leaf inside the item.
+    pub field_path: String,
+    /// The line number inside the leaf's text.
+    pub line: u64,
+    /// The matched text.
+    #[serde(rename = "match")]
+    pub matched: String,
+    /// Context around the match.
+    pub preview: String,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `grep_items` response: `{ hits: GrepHit[]; truncated }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GrepItemsResponse {
+    /// The hits.
+    pub hits: Vec<GrepHit>,
+    /// True when more hits exist than were returned.
+    pub truncated: bool,
+    /// Fields the protocol does not define, in the order read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A response, read according to the op it answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PhoneLineResponse {
+    /// `describe` → SurfaceManifest.
+    Describe(Box<SurfaceManifest>),
+    /// `system_prompt` → `{ text }`.
+    SystemPrompt(SystemPromptResponse),
+    /// `check_write` → `{ ok, message? }`.
+    CheckWrite(CheckResponse),
+    /// `check_read` → `{ ok, message? }`.
+    CheckRead(CheckResponse),
+    /// `list_items` → `{ items, total }`.
+    ListItems(ListItemsResponse),
+    /// `read_item` → `{ value, meta? }`.
+    ReadItem(ReadItemResponse),
+    /// `write_field` → `{ ok, error? }`.
+    WriteField(WriteFieldResponse),
+    /// `grep_items` → `{ hits, truncated }`.
+    GrepItems(GrepItemsResponse),
+}
+
+impl PhoneLineResponse {
+    /// Reads `value` as the response to `op`. Errors with [`ProtocolError::BadResponse`] naming
+    /// the op and the missing or mistyped field.
+    pub fn from_value(op: PhoneLineOp, value: Value) -> Result<Self, ProtocolError> {
+        fn read<T: serde::de::DeserializeOwned>(
+            op: PhoneLineOp,
+            value: Value,
+        ) -> Result<T, ProtocolError> {
+            serde_json::from_value(value).map_err(|e| ProtocolError::BadResponse {
+                op,
+                message: e.to_string(),
+            })
+        }
+        Ok(match op {
+            PhoneLineOp::Describe => PhoneLineResponse::Describe(Box::new(
+                SurfaceManifest::from_value(value).map_err(|e| ProtocolError::BadResponse {
+                    op,
+                    message: e.to_string(),
+                })?,
+            )),
+            PhoneLineOp::SystemPrompt => PhoneLineResponse::SystemPrompt(read(op, value)?),
+            PhoneLineOp::CheckWrite => PhoneLineResponse::CheckWrite(read(op, value)?),
+            PhoneLineOp::CheckRead => PhoneLineResponse::CheckRead(read(op, value)?),
+            PhoneLineOp::ListItems => PhoneLineResponse::ListItems(read(op, value)?),
+            PhoneLineOp::ReadItem => PhoneLineResponse::ReadItem(read(op, value)?),
+            PhoneLineOp::WriteField => PhoneLineResponse::WriteField(read(op, value)?),
+            PhoneLineOp::GrepItems => PhoneLineResponse::GrepItems(read(op, value)?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_op_round_trips_with_call_id_and_unknown_fields() {
+        let requests = [
+            json!({"op": "describe", "callId": "c0"}),
+            json!({"op": "system_prompt", "userId": "u", "characterId": "ch", "callId": "c1"}),
+            json!({"op": "check_write", "userId": "u", "characterId": "ch", "extPath": "lumirealm.source"}),
+            json!({"op": "check_read", "userId": "u", "characterId": "ch", "extPath": "lumirealm.payload.lua_scripts", "zz": [1], "aa": 2}),
+            json!({"op": "list_items", "userId": "u", "surfaceId": "module_envelope", "characterId": "ch"}),
+            json!({"op": "read_item", "userId": "u", "surfaceId": "s", "itemId": "i", "field": "triggers"}),
+            json!({"op": "write_field", "userId": "u", "surfaceId": "s", "itemId": "i", "field": "f", "value": {"b": 1, "a": [null]}}),
+            json!({"op": "grep_items", "userId": "u", "surfaceId": "s", "pattern": "ル+", "characterId": "c", "ignoreCase": true, "fieldPrefix": "lua", "head": 20, "callId": "c7"}),
+        ];
+        for (want_op, value) in PhoneLineOp::ALL.into_iter().zip(requests) {
+            let req = PhoneLineRequest::from_value(value.clone()).unwrap();
+            assert_eq!(req.op(), want_op);
+            assert_eq!(
+                switchboard_wire::js_json::stringify(&req.to_value()),
+                switchboard_wire::js_json::stringify(&value),
+                "{want_op}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_requests_name_the_problem() {
+        let e = PhoneLineRequest::from_value(json!({"op": "dial_out"})).unwrap_err();
+        assert!(
+            matches!(e, ProtocolError::UnknownOp(ref s) if s == "dial_out"),
+            "{e}"
+        );
+        let e = PhoneLineRequest::from_value(
+            json!({"op": "check_write", "userId": "u", "characterId": "c"}),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("extPath"), "{e}");
+        let e = PhoneLineRequest::from_value(json!({"op": "describe", "callId": 7})).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("callId: expected a string, found a number"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn responses_parse_per_op() {
+        let r = PhoneLineResponse::from_value(PhoneLineOp::SystemPrompt, json!({"text": null}))
+            .unwrap();
+        assert!(matches!(
+            r,
+            PhoneLineResponse::SystemPrompt(SystemPromptResponse { text: None, .. })
+        ));
+        let r = PhoneLineResponse::from_value(
+            PhoneLineOp::GrepItems,
+            json!({"hits": [{"itemId": "m1", "fieldPath": "lua[0]", "line": 3, "match": "x", "preview": "a x b"}], "truncated": false}),
+        )
+        .unwrap();
+        match r {
+            PhoneLineResponse::GrepItems(g) => {
+                assert_eq!(g.hits.len(), 1);
+                assert_eq!(g.hits[0].matched, "x");
+                assert_eq!(g.hits[0].field_path, "lua[0]");
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = PhoneLineResponse::from_value(PhoneLineOp::CheckWrite, json!({"ok": "yes"}))
+            .unwrap_err();
+        assert!(e.to_string().starts_with("bad check_write response"), "{e}");
+        let r = PhoneLineResponse::from_value(
+            PhoneLineOp::ListItems,
+            json!({"items": [{"id": "a", "label": "A", "brief": "b", "x": 1}], "total": 1}),
+        )
+        .unwrap();
+        match r {
+            PhoneLineResponse::ListItems(l) => {
+                assert_eq!(l.items[0].extra.get("x"), Some(&json!(1)))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn unsupported_ops_have_the_spec_outcomes() {
+        use OpOutcome::*;
+        let want = [
+            PairingFails,
+            ContributesNothing,
+            Allow,
+            Allow,
+            ToolError,
+            ToolError,
+            ToolError,
+            ToolError,
+        ];
+        for (op, want) in PhoneLineOp::ALL.into_iter().zip(want) {
+            assert_eq!(op.outcome(false), want, "{op}");
+            assert_eq!(op.outcome(true), UseResponse, "{op}");
+            assert_eq!(op.is_required(), op == PhoneLineOp::Describe);
+            assert_eq!(op.as_str().parse::<PhoneLineOp>().unwrap(), op);
+            assert_eq!(serde_json::to_value(op).unwrap(), json!(op.as_str()));
+        }
+    }
+
+    #[test]
+    fn character_id_follows_the_surface_scope() {
+        let m = SurfaceManifest::from_value(json!({
+            "extension": {"id": "x", "name": "X"},
+            "surfaces": [
+                {"id": "per", "label": "P", "scope": "per_character"},
+                {"id": "glob", "label": "G", "scope": {"kind": "global"}}
+            ]
+        }))
+        .unwrap();
+        let req = |v: Value| PhoneLineRequest::from_value(v).unwrap();
+        let ok =
+            req(json!({"op": "list_items", "userId": "u", "surfaceId": "per", "characterId": "c"}));
+        assert_eq!(ok.surface_problem(&m), None);
+        let missing =
+            req(json!({"op": "grep_items", "userId": "u", "surfaceId": "per", "pattern": "x"}));
+        assert!(missing
+            .surface_problem(&m)
+            .unwrap()
+            .contains("characterId is required"));
+        let extra = req(
+            json!({"op": "list_items", "userId": "u", "surfaceId": "glob", "characterId": "c"}),
+        );
+        assert!(extra
+            .surface_problem(&m)
+            .unwrap()
+            .contains("must be absent"));
+        let nosuch =
+            req(json!({"op": "read_item", "userId": "u", "surfaceId": "nope", "itemId": "i"}));
+        assert!(nosuch
+            .surface_problem(&m)
+            .unwrap()
+            .contains("no surface \"nope\""));
+        let describe = req(json!({"op": "describe"}));
+        assert_eq!(describe.surface_problem(&m), None);
+    }
+
+    #[test]
+    fn recognises_unknown_op_errors() {
+        assert_eq!(
+            unsupported_op_in_error("Error: unknown op: grep_items"),
+            Some(PhoneLineOp::GrepItems)
+        );
+        assert_eq!(
+            unsupported_op_in_error("rpc failed: unknown op: check_read (lumirealm)"),
+            Some(PhoneLineOp::CheckRead)
+        );
+        assert_eq!(unsupported_op_in_error("not authorised"), None);
+        assert_eq!(unsupported_op_in_error("unknown op: frobnicate"), None);
+    }
+}
