@@ -1,4 +1,4 @@
-//! Criterion benches of the dial log (`src/dials/`): ingest throughput (memory only, and with
+//! Criterion benches of the dial log (`crates/dials/src/`): ingest throughput (memory only, and with
 //! batched SQLite writes until flushed) and query/stats over 100 000 held dials.
 //!
 //! Run: `cargo bench -p switchboard --bench dial_log`.
@@ -179,7 +179,7 @@ fn bench_query(c: &mut Criterion) {
             .unwrap_or_else(|e| panic!("{e}"))
         })
     });
-    // Spec conformance (src/phone_line/conformance.rs): each dial is checked once, the first
+    // Spec conformance (crates/domain/src/dial/conformance.rs): each dial is checked once, the first
     // time a row, a "not to spec" filter or the stats ask, then cached. The cold figure is what
     // the first look at 100 000 dials costs; the warm one every look after it.
     g.bench_function("not_to_spec_filter_warm", |b| {

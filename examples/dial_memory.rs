@@ -1,5 +1,5 @@
 //! Resident memory of the whole process holding 100 000 realistic dials (~600 bytes of text each)
-//! in the dial log, with SQLite persistence on (`src/dials/`; issue 19's target: at most 80 MB).
+//! in the dial log, with SQLite persistence on (`crates/dials/src/`; issue 19's target: at most 80 MB).
 //! The log keeps the newest dials in memory (its default ring, 25 000) and every stored one in
 //! SQLite; the history count printed shows they are there to search (the sample's ~10 %
 //! `transient` dials are never stored: those older than the ring are gone, as they should be).

@@ -58,7 +58,7 @@ pub fn target(name: &str) -> Option<Target> {
 /// The device id the fuzzed phone is connected as (links and dial shortcut).
 const PHONE: &str = "dev_phone_a1b2";
 
-/// The frame validator and envelope (`src/ifp/validate.rs`, `envelope.rs`): `validate_frame` on
+/// The frame validator and envelope (`crates/wire/src/ifp/validate.rs`, `envelope.rs`): `validate_frame` on
 /// the bytes; for an accepted frame, the event rules on it, and its timestamps read back to
 /// themselves. Any text is also tried as a timestamp.
 pub fn ifp_frame(data: &[u8]) {
@@ -151,7 +151,7 @@ pub fn dial_shortcut(data: &[u8]) {
     }
 }
 
-/// The host-error parser (`src/host_error.rs`) on the bytes as text (lossy UTF-8, as a pasted
+/// The host-error parser (`crates/domain/src/host_error.rs`) on the bytes as text (lossy UTF-8, as a pasted
 /// text would be), and the banner the bridge derives from it.
 pub fn host_error(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
@@ -162,7 +162,7 @@ pub fn host_error(data: &[u8]) {
     assert_eq!(switchboard_domain::host_error::parse(&text), e);
 }
 
-/// The manifest and describe loaders of phone lines (`src/phone_line/manifest.rs`): a describe
+/// The manifest and describe loaders of phone lines (`crates/domain/src/phone_line/manifest.rs`): a describe
 /// answer read as LumiAgent reads it; for a manifest, its hash equals `manifest_hash` of the
 /// raw answer, and its trusted value read again gives the same hash (a stored manifest
 /// re-hashes to what was stored).
@@ -194,7 +194,7 @@ pub fn surface_manifest(data: &[u8]) {
     }
 }
 
-/// The OpenPhone runtime-protocol manifest loader (`src/runtime/manifest/load.rs`), and the
+/// The OpenPhone runtime-protocol manifest loader (`crates/domain/src/runtime/manifest/load.rs`), and the
 /// check `switchboard manifest check` prints, which must agree with it.
 pub fn runtime_manifest(data: &[u8]) {
     let Ok(value) = serde_json::from_slice::<Value>(data) else {
@@ -216,7 +216,7 @@ pub fn runtime_manifest(data: &[u8]) {
     }
 }
 
-/// The pairings reader (`src/phone_line/pairings.rs`), strict and as LumiAgent reads it: the
+/// The pairings reader (`crates/domain/src/phone_line/pairings.rs`), strict and as LumiAgent reads it: the
 /// two agree whenever LumiAgent reads records all of the right shape, the strict reader refuses
 /// a file with a record LumiAgent keeps with problems, and a file read and written reads back to the
 /// same text (writing is a fixed point).
@@ -267,7 +267,7 @@ pub fn pairings(data: &[u8]) {
     }
 }
 
-/// The scenario reader (`src/phone/scenario.rs`): parse, then resolve every line once as the
+/// The scenario reader (`crates/link/src/phone/scenario.rs`): parse, then resolve every line once as the
 /// reference phone does (placeholders, filled fields, params_hash); a resolved frame is JSON.
 pub fn scenario(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -296,7 +296,7 @@ pub fn scenario(data: &[u8]) {
     assert_eq!(n, total, "the resolver gave fewer frames than it said");
 }
 
-/// JSON Lines import (`src/dials/jsonl.rs`): parse; imported dials exported and imported again
+/// JSON Lines import (`crates/dials/src/jsonl.rs`): parse; imported dials exported and imported again
 /// are the same dials.
 pub fn jsonl_import(data: &[u8]) {
     let path = Path::new("fuzz.jsonl");
@@ -334,7 +334,7 @@ fn runtime() -> Option<&'static tokio::runtime::Runtime> {
 
 /// The link after hello fed a peer's message sequence, no socket in between: the input split at
 /// `\n` is what one paired phone (`dev_phone_a1b2`) sends after a valid hello, each line one text
-/// frame. Every frame goes the way the connection sends it (`src/link/connection.rs`): the dial
+/// frame. Every frame goes the way the connection sends it (`crates/link/src/connection.rs`): the dial
 /// shortcut first, consecutive dials together as one `LinkEvent::Dials`; else the validator,
 /// ping and pong answered, the after-hello refusals (`wire::refusal_after_hello`), then one
 /// `LinkEvent::Message`. A hub over an in-memory dial log, a bridge-status store and a

@@ -77,7 +77,13 @@ async fn start_on_login_writes_and_removes_the_xdg_autostart_entry() {
     // On: the entry exists, whole, and starts this program hidden.
     let mut on = settings.clone();
     on.start_on_login = true;
-    assert!(desk.save_settings(on).unwrap().start_on_login);
+    assert!(
+        desk.change()
+            .unwrap()
+            .save_settings(on)
+            .unwrap()
+            .start_on_login
+    );
     let text = std::fs::read_to_string(&entry).unwrap();
     assert!(text.starts_with("[Desktop Entry]\n"), "{text}");
     assert!(text.contains("\nType=Application\n"), "{text}");
@@ -110,27 +116,34 @@ async fn start_on_login_writes_and_removes_the_xdg_autostart_entry() {
     // On again, then off: the entry is gone; off when already off is fine.
     let mut s = desk.get_settings();
     s.start_on_login = true;
-    desk.save_settings(s.clone()).unwrap();
+    desk.change().unwrap().save_settings(s.clone()).unwrap();
     assert!(entry.is_file());
     s.start_on_login = false;
-    assert!(!desk.save_settings(s.clone()).unwrap().start_on_login);
+    assert!(
+        !desk
+            .change()
+            .unwrap()
+            .save_settings(s.clone())
+            .unwrap()
+            .start_on_login
+    );
     assert!(!entry.exists());
-    desk.save_settings(s).unwrap();
+    desk.change().unwrap().save_settings(s).unwrap();
     assert!(!entry.exists());
 
     // The demo phone never touches the real app's entry, and says why it cannot turn it on.
     let mut real = desk.get_settings();
     real.start_on_login = true;
-    desk.save_settings(real).unwrap();
+    desk.change().unwrap().save_settings(real).unwrap();
     let demo_home = tempfile::tempdir().unwrap();
     let demo = app(demo_home.path(), true, None);
     assert_eq!(demo.diagnostics().autostart_entry, None);
     let mut s = demo.get_settings();
     assert!(!s.start_on_login);
-    demo.save_settings(s.clone()).unwrap();
+    demo.change().unwrap().save_settings(s.clone()).unwrap();
     assert!(entry.is_file(), "the demo's save removed the real entry");
     s.start_on_login = true;
-    let err = demo.save_settings(s).unwrap_err();
+    let err = demo.change().unwrap().save_settings(s).unwrap_err();
     assert_eq!(err.kind, IpcErrorKind::InvalidInput);
     assert!(err.message.contains("demo"), "{}", err.message);
     assert!(entry.is_file());
@@ -144,7 +157,7 @@ async fn start_on_login_writes_and_removes_the_xdg_autostart_entry() {
     let mut s = before.clone();
     s.start_on_login = true;
     s.close_to_tray = !s.close_to_tray;
-    let err = desk.save_settings(s).unwrap_err();
+    let err = desk.change().unwrap().save_settings(s).unwrap_err();
     assert_eq!(err.kind, IpcErrorKind::Io);
     assert!(err.message.contains(ENTRY_FILE_NAME), "{}", err.message);
     assert_eq!(
@@ -233,7 +246,13 @@ async fn start_on_login_writes_and_removes_the_launch_agent() {
     // On: a whole property list that launchd runs at login, hidden, the path escaped.
     let mut on = settings.clone();
     on.start_on_login = true;
-    assert!(desk.save_settings(on).unwrap().start_on_login);
+    assert!(
+        desk.change()
+            .unwrap()
+            .save_settings(on)
+            .unwrap()
+            .start_on_login
+    );
     let text = std::fs::read_to_string(&plist).unwrap();
     for needle in [
         "<key>Label</key>\n\t<string>dev.switchboard.desktop</string>",
@@ -262,9 +281,16 @@ async fn start_on_login_writes_and_removes_the_launch_agent() {
     // On again, then off: the agent is gone.
     let mut s = desk.get_settings();
     s.start_on_login = true;
-    desk.save_settings(s.clone()).unwrap();
+    desk.change().unwrap().save_settings(s.clone()).unwrap();
     assert!(plist.is_file());
     s.start_on_login = false;
-    assert!(!desk.save_settings(s).unwrap().start_on_login);
+    assert!(
+        !desk
+            .change()
+            .unwrap()
+            .save_settings(s)
+            .unwrap()
+            .start_on_login
+    );
     assert!(!plist.exists());
 }

@@ -585,7 +585,10 @@ fn app_in_namespace() {
         .unwrap();
         let shown = phone.pair_start(&me, &invite.code, vec![]).await.unwrap();
         let pending = app.phones.snapshot().pending.unwrap();
-        app.phones.confirm_pairing(&pending.id, true).unwrap();
+        app.change()
+            .unwrap()
+            .confirm_pairing(&pending.id, true)
+            .unwrap();
         phone.pair_confirm(&me, &shown, true, (1, 1)).await.unwrap();
         let mut ws = phone.into_ws();
         let mut outbox = Outbox::default();

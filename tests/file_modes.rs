@@ -224,7 +224,10 @@ async fn every_file_and_folder_the_app_creates_is_private_whatever_the_umask() {
     );
 
     // Settings, exports (relative, nested, absolute), and a path leaving the export folder.
-    desk.save_settings(desk.get_settings()).unwrap();
+    desk.change()
+        .unwrap()
+        .save_settings(desk.get_settings())
+        .unwrap();
     let s = dials
         .dials_export(None, "all.jsonl".into(), None)
         .await
@@ -265,8 +268,14 @@ async fn every_file_and_folder_the_app_creates_is_private_whatever_the_umask() {
     )
     .unwrap();
     loosen(&pairings, 0o600); // the test wrote it (under umask 0); the app rewrites it
-    desk.open_pairings_file(pairings.to_str().unwrap()).unwrap();
-    desk.revoke_phone_line("lumirealm", true).unwrap();
+    desk.change()
+        .unwrap()
+        .open_pairings_file(pairings.to_str().unwrap())
+        .unwrap();
+    desk.change()
+        .unwrap()
+        .revoke_phone_line("lumirealm", true)
+        .unwrap();
 
     let running = [
         "config/settings.json",

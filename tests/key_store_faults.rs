@@ -372,7 +372,10 @@ async fn pair(app: &App, label: &str) -> (PhoneIdentity, PhoneClient) {
         .snapshot()
         .pending
         .expect("the Phones view shows the pending pairing");
-    app.phones.confirm_pairing(&pending.id, true).unwrap();
+    app.change()
+        .unwrap()
+        .confirm_pairing(&pending.id, true)
+        .unwrap();
     phone
         .pair_confirm(&me, &shown, true, (1, 1))
         .await

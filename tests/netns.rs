@@ -682,14 +682,14 @@ fn app_desktop_in_namespace() {
             assert!(tokio::time::Instant::now() < end, "the link did not start");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let invite = app.phones.open_pairing().unwrap();
+        let invite = app.change().unwrap().open_pairing().unwrap();
         write(&dir, "invite.json", &serde_json::to_value(&invite).unwrap());
         let mut changes: Vec<Value> = Vec::new();
         let mut was: Option<bool> = None;
         while tokio::time::Instant::now() < end && !dir.join("stop").exists() {
             let snap = app.phones.snapshot();
             if let Some(p) = &snap.pending {
-                let _ = app.phones.confirm_pairing(&p.id, true);
+                let _ = app.change().unwrap().confirm_pairing(&p.id, true);
             }
             let now = snap.phones.first().map(|p| p.connected);
             if now.is_some() && now != was {

@@ -4,9 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use switchboard::app::tray::TraySummary;
 use switchboard::app::{AppEvent, Host};
 use switchboard::confirmations::notify::Notification;
-use switchboard::support::tray::TraySummary;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::notify::Notifier;
@@ -169,7 +169,7 @@ impl<R: Runtime> Host for TauriHost<R> {
             let open = self
                 .app
                 .try_state::<Arc<switchboard::app::App>>()
-                .is_some_and(|core| core.viewing().is_some());
+                .is_some_and(|core| core.bundle_open());
             crate::menu::sync(&self.app, open);
         }
     }

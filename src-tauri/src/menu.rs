@@ -68,7 +68,7 @@ pub struct FileMenu<R: Runtime> {
 pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let open = app
         .try_state::<Arc<App>>()
-        .is_some_and(|core| core.viewing().is_some());
+        .is_some_and(|core| core.bundle_open());
     let mut items = Vec::new();
     for (id, label, accel) in FILE_ITEMS {
         items.push(MenuItem::with_id(app, id, label, enabled(id, open), accel)?);

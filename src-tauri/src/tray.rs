@@ -1,9 +1,9 @@
 //! The tray icon at a glance: its tooltip and icon say how many phones are connected, banners
 //! raised and confirmations waiting on a phone (the core computes the summary:
-//! [`switchboard::support::tray`]); its menu lists them, each opening its view, then Show and
+//! [`switchboard::app::tray`]); its menu lists them, each opening its view, then Show and
 //! Quit.
 
-use switchboard::support::tray::{TraySummary, TrayView};
+use switchboard::app::tray::{TraySummary, TrayView};
 use tauri::menu::{IsMenuItem, Menu, MenuItem, PredefinedMenuItem};
 use tauri::tray::{MouseButton, MouseButtonState, TrayIconBuilder, TrayIconEvent};
 use tauri::{AppHandle, Runtime};
@@ -242,7 +242,7 @@ pub fn set_summary<R: Runtime>(app: &AppHandle<R>, summary: &TraySummary) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchboard::support::tray::TrayEntry;
+    use switchboard::app::tray::TrayEntry;
 
     #[test]
     fn entries_open_their_views() {

@@ -166,7 +166,7 @@ pub fn open<R: Runtime>(app: &AppHandle<R>, view: Option<&str>, show: bool) {
         }
         // A window already there hears which view to open; a new one reads it from the place.
         if let (Some(v), Some(core)) = (
-            view.and_then(switchboard::support::tray::TrayView::from_id),
+            view.and_then(switchboard::app::tray::TrayView::from_id),
             app.try_state::<Arc<App>>(),
         ) {
             core.host().emit(&switchboard::app::AppEvent::OpenView(v));

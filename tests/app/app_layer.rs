@@ -101,11 +101,16 @@ async fn pair(desk: &Desk, label: &str) -> (PhoneIdentity, PhoneClient) {
         .any(|p| p.record.device_id == me.device_id()));
     let stale = desk
         .app
-        .phones
+        .change()
+        .unwrap()
         .confirm_pairing("pairing_0", true)
         .unwrap_err();
     assert_eq!(stale.kind, switchboard::error::IpcErrorKind::NotFound);
-    desk.app.phones.confirm_pairing(&pending.id, true).unwrap();
+    desk.app
+        .change()
+        .unwrap()
+        .confirm_pairing(&pending.id, true)
+        .unwrap();
     phone
         .pair_confirm(&me, &shown, true, (1, 1))
         .await
@@ -408,10 +413,19 @@ async fn revoke_refuses_a_file_changed_on_disk_and_writes_nothing() {
     }))
     .unwrap();
     std::fs::write(&file, &original).unwrap();
-    desk.app.open_pairings_file(file.to_str().unwrap()).unwrap();
+    desk.app
+        .change()
+        .unwrap()
+        .open_pairings_file(file.to_str().unwrap())
+        .unwrap();
     let id = "lumirealm".to_string();
 
-    let e = desk.app.revoke_phone_line(&id, false).unwrap_err();
+    let e = desk
+        .app
+        .change()
+        .unwrap()
+        .revoke_phone_line(&id, false)
+        .unwrap_err();
     assert_eq!(e.kind, IpcErrorKind::InvalidInput);
 
     // Someone else changes the file after it was opened.
@@ -419,14 +433,23 @@ async fn revoke_refuses_a_file_changed_on_disk_and_writes_nothing() {
     changed["note"] = json!("edited elsewhere");
     let changed = serde_json::to_string_pretty(&changed).unwrap();
     std::fs::write(&file, &changed).unwrap();
-    let e = desk.app.revoke_phone_line(&id, true).unwrap_err();
+    let e = desk
+        .app
+        .change()
+        .unwrap()
+        .revoke_phone_line(&id, true)
+        .unwrap_err();
     assert_eq!(e.kind, IpcErrorKind::Conflict, "{e}");
     assert!(e.message.contains("changed on disk"), "{e}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), changed);
     assert!(!dir.path().join("phoneline-pairings.json.bak").exists());
 
     // Now shown as it is, a second revoke goes through and keeps the previous file.
-    desk.app.revoke_phone_line(&id, true).unwrap();
+    desk.app
+        .change()
+        .unwrap()
+        .revoke_phone_line(&id, true)
+        .unwrap();
     let after: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(after["note"], "edited elsewhere");
     assert_eq!(after["pairings"]["lumirealm"]["allowed"], false);
@@ -467,7 +490,12 @@ async fn a_file_lumiagent_treats_as_empty_shows_nothing_paired_and_is_never_writ
         ),
     ] {
         std::fs::write(&file, &text).unwrap();
-        let snap = desk.app.open_pairings_file(file.to_str().unwrap()).unwrap();
+        let snap = desk
+            .app
+            .change()
+            .unwrap()
+            .open_pairings_file(file.to_str().unwrap())
+            .unwrap();
         let src = serde_json::to_value(&snap.source).unwrap();
         let words = src["treated_as_empty"].as_str().unwrap();
         assert!(
@@ -488,11 +516,18 @@ async fn a_file_lumiagent_treats_as_empty_shows_nothing_paired_and_is_never_writ
             .iter()
             .all(|l| l.state != switchboard::phone_line::pairing::PhoneLineState::Paired));
 
-        let e = desk.app.revoke_phone_line("lumirealm", true).unwrap_err();
+        let e = desk
+            .app
+            .change()
+            .unwrap()
+            .revoke_phone_line("lumirealm", true)
+            .unwrap_err();
         assert_eq!(e.kind, IpcErrorKind::InvalidInput, "{e}");
         assert!(e.message.contains(want), "{e}");
         let e = desk
             .app
+            .change()
+            .unwrap()
             .attach_describe("lumirealm", &describe)
             .unwrap_err();
         assert_eq!(e.kind, IpcErrorKind::InvalidInput, "{e}");
@@ -509,7 +544,12 @@ async fn a_file_lumiagent_treats_as_empty_shows_nothing_paired_and_is_never_writ
         json!({"version": 1, "pairings": {"lumirealm": record}}).to_string(),
     )
     .unwrap();
-    let snap = desk.app.open_pairings_file(file.to_str().unwrap()).unwrap();
+    let snap = desk
+        .app
+        .change()
+        .unwrap()
+        .open_pairings_file(file.to_str().unwrap())
+        .unwrap();
     assert!(snap.can_revoke);
     let src = serde_json::to_value(&snap.source).unwrap();
     assert_eq!(src["treated_as_empty"], Value::Null);
@@ -653,7 +693,7 @@ async fn a_flapping_banner_notifies_the_desktop_once() {
 /// confirmations soonest expiry first although they came the other way round.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tray_summary_is_the_one_the_views_snapshots_give() {
-    use switchboard::support::tray::{summarize, TrayView};
+    use switchboard::app::tray::{summarize, TrayView};
     let desk = start().await;
     let (me, mut phone) = pair(&desk, "Tray phone").await;
     let session = "ses_trayline00000001";
@@ -708,7 +748,7 @@ async fn the_tray_summary_is_the_one_the_views_snapshots_give() {
     .await;
     let live = desk.app.tray_summary();
     let from_views = summarize(
-        &desk.app.phones.snapshot(),
+        &desk.app.phones.snapshot().tray_phones(),
         &desk.app.bridge_snapshot(),
         &desk.app.confirmations_snapshot(),
     );
@@ -1272,7 +1312,7 @@ async fn a_locked_key_store_is_said_in_words_and_unlocking_recovers_without_a_re
     store
         .locked
         .store(true, std::sync::atomic::Ordering::SeqCst);
-    desk.app.phones.open_pairing().unwrap();
+    desk.app.change().unwrap().open_pairing().unwrap();
     until("the Phones view to say the key store went away", || {
         desk.app.phones.snapshot().key_store_problem.is_some()
     })
@@ -1308,12 +1348,12 @@ async fn a_locked_key_store_is_said_in_words_and_unlocking_recovers_without_a_re
     store
         .locked
         .store(false, std::sync::atomic::Ordering::SeqCst);
-    desk.app.phones.open_pairing().unwrap();
+    desk.app.change().unwrap().open_pairing().unwrap();
     until("the key-store words to go away", || {
         desk.app.phones.snapshot().key_store_problem.is_none()
     })
     .await;
-    desk.app.phones.close_pairing();
+    desk.app.change().unwrap().close_pairing();
 
     // Nothing under the app's folders holds a private part in plain text.
     let mut stack = vec![desk.home.path().to_path_buf()];
@@ -1446,7 +1486,7 @@ async fn a_taken_port_is_skipped_and_named_and_a_fixed_one_is_said() {
         port > usual && port < usual + 10,
         "{usual} taken, {port} bound"
     );
-    let invite = app.phones.open_pairing().unwrap();
+    let invite = app.change().unwrap().open_pairing().unwrap();
     assert_eq!(invite.port, port);
     assert!(
         invite.link.contains(&format!("&port={port}&")),
@@ -1470,10 +1510,14 @@ async fn a_taken_port_is_skipped_and_named_and_a_fixed_one_is_said() {
     );
     let mut s = fixed.get_settings();
     s.link_port = Some(80);
-    let e = fixed.save_settings(s.clone()).unwrap_err();
+    let e = fixed
+        .change()
+        .unwrap()
+        .save_settings(s.clone())
+        .unwrap_err();
     assert!(e.message.contains("below 1024"), "{e:?}");
     s.link_port = Some(usual);
-    fixed.save_settings(s).unwrap();
+    fixed.change().unwrap().save_settings(s).unwrap();
     fixed.start_link();
     until("the link error", || {
         fixed.phones.snapshot().link_error.is_some()

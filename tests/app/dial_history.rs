@@ -1,4 +1,4 @@
-//! The whole dial history (`src/dials/history.rs`, `history_sql.rs`): pages over the ring and
+//! The whole dial history (`crates/dials/src/history.rs`, `history_sql.rs`): pages over the ring and
 //! SQLite by a filter line, beyond the ring, after a restart, within retention and gone after
 //! (full-text index in step), follow a call, connection events in the timeline, redacted
 //! export, and the migration of a version 2 file (the schema and inserts of the code before).
@@ -495,7 +495,7 @@ fn redacted_export_keeps_keys_and_shapes() {
 }
 
 /// The version 2 schema and insert of the code before history search (main's
-/// `src/dials/store.rs`), verbatim.
+/// `crates/dials/src/store.rs`), verbatim.
 const V2_SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS dials (
     id          TEXT NOT NULL,

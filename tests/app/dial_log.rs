@@ -1,4 +1,4 @@
-//! Behaviour of the dial log (`src/dials/`): retention by ifp/1 label, pruning, dedup on replay,
+//! Behaviour of the dial log (`crates/dials/src/`): retention by ifp/1 label, pruning, dedup on replay,
 //! export/import, filters and stats, ring eviction, and subscriptions.
 #![allow(
     clippy::unwrap_used,

@@ -106,7 +106,11 @@ async fn pair(desk: &Desk, label: &str) -> (PhoneIdentity, PhoneClient, String) 
         .unwrap();
     let shown = phone.pair_start(&me, &invite.code, vec![]).await.unwrap();
     let pending = desk.app.phones.snapshot().pending.unwrap();
-    desk.app.phones.confirm_pairing(&pending.id, true).unwrap();
+    desk.app
+        .change()
+        .unwrap()
+        .confirm_pairing(&pending.id, true)
+        .unwrap();
     phone.pair_confirm(&me, &shown, true, (1, 1)).await.unwrap();
     let proof = phone.hello_frame(&me, (1, 1))["payload"]["proof"]
         .as_str()
@@ -273,6 +277,8 @@ async fn no_secret_leaves_a_bundle_of_a_running_app() {
 
     let saved = desk
         .app
+        .change()
+        .unwrap()
         .save_support_bundle("bundle.tar.gz", BundleOptions::default())
         .await
         .unwrap();
@@ -352,6 +358,8 @@ async fn no_secret_leaves_a_bundle_of_a_running_app() {
     // Ticked in, the parameter value is there: the redaction is what hid it.
     let with = desk
         .app
+        .change()
+        .unwrap()
         .save_support_bundle(
             "with-params.tar.gz",
             BundleOptions {
@@ -413,6 +421,8 @@ async fn a_bundle_opens_into_the_same_views_and_nothing_can_be_changed() {
     );
     let saved = desk
         .app
+        .change()
+        .unwrap()
         .save_support_bundle("", BundleOptions::default())
         .await
         .unwrap();
@@ -431,24 +441,30 @@ async fn a_bundle_opens_into_the_same_views_and_nothing_can_be_changed() {
     assert_eq!(info.app_version, env!("CARGO_PKG_VERSION"));
     assert_eq!(info.source, BundleSource::RunningApp);
     assert_eq!(info.dials, 3);
-    let b = desk.app.viewing().unwrap();
-    let live_phones = serde_json::to_value(desk.app.phones.snapshot()).unwrap();
-    assert_eq!(b.phones["phones"], live_phones["phones"]);
-    let live_banners = serde_json::to_value(desk.app.bridge_snapshot()).unwrap();
-    assert_eq!(b.banners, live_banners);
-    let live_lines = serde_json::to_value(desk.app.phone_lines_snapshot()).unwrap();
-    assert_eq!(b.phone_lines, live_lines);
+    // The views answer from the bundle (the core decides, `App::*_shown`), which holds what
+    // the live app showed when it was saved.
+    let app = &desk.app;
+    let live_phones = serde_json::to_value(app.phones.snapshot()).unwrap();
+    assert_eq!(app.phones_shown().unwrap()["phones"], live_phones["phones"]);
+    let live_banners = serde_json::to_value(app.bridge_snapshot()).unwrap();
+    assert_eq!(app.bridge_shown().unwrap(), live_banners);
+    let live_lines = serde_json::to_value(app.phone_lines_snapshot()).unwrap();
+    assert_eq!(app.phone_lines_shown().unwrap(), live_lines);
     assert_eq!(
-        b.confirmations["waiting"],
-        serde_json::to_value(desk.app.confirmations_snapshot()).unwrap()["waiting"]
+        app.confirmations_shown().unwrap()["waiting"],
+        serde_json::to_value(app.confirmations_snapshot()).unwrap()["waiting"]
     );
-    let page = b.dials.query(&switchboard::dials::DialFilter {
+    let notify = switchboard::dials::DialFilter {
         op: Some("notify".into()),
         ..Default::default()
-    });
+    };
+    let page = app.dials_query_shown(Some(notify), None).await.unwrap();
     assert_eq!(page.dials.len(), 3);
-    assert!(b
-        .dial_banner(&page.dials[0].id, Some(page.dials[0].start_ms))
+    let first = &page.dials[0];
+    assert!(app
+        .dial_banner_shown(&first.id, Some(first.start_ms), None, None)
+        .await
+        .unwrap()
         .is_some());
     // The spec marks are the ones checked on the values the phone sent, not on the markers.
     let not_to_spec = |to_spec| switchboard::dials::DialFilter {
@@ -465,20 +481,27 @@ async fn a_bundle_opens_into_the_same_views_and_nothing_can_be_changed() {
         .unwrap()
         .dials
         .len();
-    assert_eq!(b.dials.query(&not_to_spec(false)).dials.len(), live_off);
-    assert_eq!(b.conformance.len(), 3);
+    let shown_off = app
+        .dials_query_shown(Some(not_to_spec(false)), None)
+        .await
+        .unwrap();
+    assert_eq!(shown_off.dials.len(), live_off);
+    for d in &page.dials {
+        let c = app
+            .dial_conformance_shown(d.id.to_string(), Some(d.start_ms), None, None)
+            .await
+            .unwrap();
+        assert!(c.is_some(), "the bundle keeps dial {}'s conformance", d.id);
+    }
 
-    let e = desk.app.read_only().unwrap_err();
+    // Nothing can be changed while the bundle is open: the one way to change anything
+    // (`App::change`) says so, naming the bundle.
+    let e = desk.app.change().unwrap_err();
     assert_eq!(e.kind, switchboard::error::IpcErrorKind::ReadOnly);
     assert!(e.message.contains("read only"), "{}", e.message);
-    let e = desk
-        .app
-        .save_support_bundle("again.tar.gz", BundleOptions::default())
-        .await
-        .unwrap_err();
-    assert_eq!(e.kind, switchboard::error::IpcErrorKind::ReadOnly);
+    assert!(e.message.contains(&saved.path), "{}", e.message);
     assert!(desk.app.close_bundle());
-    assert!(desk.app.read_only().is_ok());
+    assert!(desk.app.change().is_ok());
     assert!(desk.host.event_names().contains(&"switchboard://bundle"));
     phone.close().await;
     desk.app.shutdown().await;
@@ -786,7 +809,7 @@ fn damaged_or_foreign_archives_are_refused_naming_what_is_wrong() {
 /// tooltip has counts only, its entries name them and open their views.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tray_counts_banners_and_waiting_confirmations() {
-    use switchboard::support::tray::TrayView;
+    use switchboard::app::tray::TrayView;
     let home = tempfile::tempdir().unwrap();
     let config = AppConfig::new(AppPaths::under(home.path()), false);
     let host = Arc::new(RecordingHost::new());
@@ -949,9 +972,16 @@ async fn an_opened_bundle_shows_the_senders_counts_settings_phone_lines_and_foll
     assert_eq!((sender_tray.connected, sender_tray.banners), (2, 1));
     let mut sender_settings = desk.app.get_settings();
     sender_settings.dial_ring_capacity = 20_000;
-    let sender_settings = desk.app.save_settings(sender_settings).unwrap();
+    let sender_settings = desk
+        .app
+        .change()
+        .unwrap()
+        .save_settings(sender_settings)
+        .unwrap();
     let saved = desk
         .app
+        .change()
+        .unwrap()
         .save_support_bundle("leftovers.tar.gz", BundleOptions::default())
         .await
         .unwrap();
@@ -972,7 +1002,7 @@ async fn an_opened_bundle_shows_the_senders_counts_settings_phone_lines_and_foll
     until("phone B gone", || desk.app.tray_summary().connected == 1).await;
     let mut mine = desk.app.get_settings();
     mine.dial_ring_capacity = 7_000;
-    let mine = desk.app.save_settings(mine).unwrap();
+    let mine = desk.app.change().unwrap().save_settings(mine).unwrap();
 
     desk.app.open_bundle(&saved.path).await.unwrap();
     // The glance line: the sender's counts, not the live app's; the tray stays live.
@@ -1016,12 +1046,23 @@ async fn an_opened_bundle_shows_the_senders_counts_settings_phone_lines_and_foll
     assert!(of(b.device_id()).2.contains(&"lumirealm".to_string()));
 
     // Following call "cf" inside the bundle: its three dials, oldest first, as live.
-    let bundle = desk.app.viewing().unwrap();
-    let middle = bundle
-        .dial("event.phoneline.dial-ses_dialsA00000001-3", None)
+    let middle = desk
+        .app
+        .dials_get_shown(
+            "event.phoneline.dial-ses_dialsA00000001-3".into(),
+            None,
+            None,
+            None,
+        )
+        .await
+        .unwrap()
         .unwrap();
     assert_eq!((&*middle.call_id, &*middle.op), ("cf", "read_item"));
-    let page = switchboard::app::dials::follow_in(&bundle.dials, &middle, FollowBy::Call).unwrap();
+    let page = desk
+        .app
+        .dials_follow_shown(&middle.id, None, FollowBy::Call, None)
+        .await
+        .unwrap();
     let rows = followed(&page);
     assert_eq!(
         rows.iter()
@@ -1033,11 +1074,17 @@ async fn an_opened_bundle_shows_the_senders_counts_settings_phone_lines_and_foll
     assert_eq!(page.filter, "call:cf");
     assert_eq!(rows, followed(&live_follow));
     // The other call is followed to its own two dials.
-    let other = bundle
-        .dial("event.phoneline.dial-ses_dialsA00000001-4", None)
-        .unwrap();
     let rows = followed(
-        &switchboard::app::dials::follow_in(&bundle.dials, &other, FollowBy::Call).unwrap(),
+        &desk
+            .app
+            .dials_follow_shown(
+                "event.phoneline.dial-ses_dialsA00000001-4",
+                None,
+                FollowBy::Call,
+                None,
+            )
+            .await
+            .unwrap(),
     );
     assert_eq!(
         rows.iter()

@@ -83,7 +83,10 @@ async fn pair(app: &App, label: &str, offset_ms: i64) -> (PhoneIdentity, PhoneCl
         .await
         .unwrap_or_else(|e| panic!("{label}: pairing refused: {e}"));
     let pending = app.phones.snapshot().pending.expect("the pending pairing");
-    app.phones.confirm_pairing(&pending.id, true).unwrap();
+    app.change()
+        .unwrap()
+        .confirm_pairing(&pending.id, true)
+        .unwrap();
     phone
         .pair_confirm(&me, &shown, true, (1, 1))
         .await

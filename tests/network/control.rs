@@ -286,7 +286,8 @@ async fn pair_json_is_answered_in_the_app_window() {
         serde_json::from_str(&line_with(&mut rx, &mut seen, |l| l.contains("\"pending\"")).await)
             .unwrap();
     // The person says "Codes match" in the window.
-    app.phones
+    app.change()
+        .unwrap()
         .confirm_pairing(pending["id"].as_str().unwrap(), true)
         .unwrap();
     let done: Value =

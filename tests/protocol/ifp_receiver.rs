@@ -1,4 +1,4 @@
-//! Receiver choices beyond the corpus (documented in `src/ifp/receiver.rs`): lifecycle edges,
+//! Receiver choices beyond the corpus (documented in `crates/wire/src/ifp/receiver.rs`): lifecycle edges,
 //! the fence on action messages, typing of every accepted corpus message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -418,49 +418,49 @@ fn pinned_hello_vectors_match_the_derivation() {
 /// Refusal places that forward a text made elsewhere (file, detail expression, where it is made).
 const PASS_THROUGH: &[(&str, &str, &str)] = &[
     (
-        "src/link/connection.rs",
+        "crates/link/src/connection.rs",
         "rej.reason.clone()",
         "the validator's rejection (src/ifp)",
     ),
     (
-        "src/link/connection.rs",
+        "crates/link/src/connection.rs",
         "detail",
         "refuse / refuse_frame's parameter: their callers are read",
     ),
     (
-        "src/link/connection.rs",
+        "crates/link/src/connection.rs",
         "detail.clone()",
         "wire::refusal_after_hello's tuples, read as ErrorClass pairs",
     ),
     (
-        "src/hub/mod.rs",
+        "crates/app/src/hub/mod.rs",
         "words.clone()",
         "a payload that does not type (PhoneEventError: serde's words), documented as a form",
     ),
     (
-        "src/ifp/validate.rs",
+        "crates/wire/src/ifp/validate.rs",
         "reason",
         "Rejection::invalid's own parameter",
     ),
     (
-        "src/ifp/receiver.rs",
+        "crates/wire/src/ifp/receiver.rs",
         "rejection.reason",
         "Outcome::from_rejection: the validator's rejection",
     ),
     (
-        "src/ifp/receiver.rs",
+        "crates/wire/src/ifp/receiver.rs",
         "self.reason.clone().unwrap_or_default()",
         "Outcome::rejection: a rejection made at a read place",
     ),
     (
-        "src/link/connection/pair.rs",
+        "crates/link/src/connection/pair.rs",
         "detail",
-        "HelloBinding::from_ext's refusal of an unknown ext.x-ifp-binding (src/link/binding.rs)",
+        "HelloBinding::from_ext's refusal of an unknown ext.x-ifp-binding (crates/link/src/binding.rs)",
     ),
     (
-        "src/link/connection/hello.rs",
+        "crates/link/src/connection/hello.rs",
         "detail",
-        "HelloBinding::from_ext's refusal of an unknown ext.x-ifp-binding (src/link/binding.rs)",
+        "HelloBinding::from_ext's refusal of an unknown ext.x-ifp-binding (crates/link/src/binding.rs)",
     ),
 ];
 
@@ -478,7 +478,11 @@ fn desktop_sources() -> Vec<(String, String)> {
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for d in ["src/link", "src/hub", "src/ifp"] {
+    for d in [
+        "crates/link/src",
+        "crates/app/src/hub",
+        "crates/wire/src/ifp",
+    ] {
         walk(&root.join(d), &mut files);
     }
     files.sort();
@@ -490,7 +494,7 @@ fn desktop_sources() -> Vec<(String, String)> {
             .to_string_lossy()
             .replace('\\', "/");
         // The phone's side of the link, and the corpus harness, send nothing from the desktop.
-        if rel == "src/link/phone_client.rs" || rel == "src/ifp/conformance.rs" {
+        if rel == "crates/link/src/phone_client.rs" || rel == "crates/wire/src/ifp/conformance.rs" {
             continue;
         }
         out.push((rel, without_tests(&std::fs::read_to_string(&f).unwrap())));
@@ -812,7 +816,7 @@ fn source_refusals() -> (Vec<Refusal>, Vec<String>) {
                     continue;
                 }
                 match kind {
-                    ".refuse(" if file.starts_with("src/hub/") => continue, // an Outcome, read at its place
+                    ".refuse(" if file.starts_with("crates/app/src/hub/") => continue, // an Outcome, read at its place
                     ".refuse(" => (class_of(&args[0]), args[1].clone()),
                     ".refuse_frame(" => (Some("invalid_envelope".into()), args[0].clone()),
                     "Rejection::invalid(" => (Some("invalid_envelope".into()), args[0].clone()),
@@ -856,7 +860,9 @@ fn source_refusals() -> (Vec<Refusal>, Vec<String>) {
         if src.contains("ErrorPayload {")
             && !matches!(
                 file.as_str(),
-                "src/link/connection.rs" | "src/ifp/outgoing.rs" | "src/ifp/payload.rs"
+                "crates/link/src/connection.rs"
+                    | "crates/wire/src/ifp/outgoing.rs"
+                    | "crates/wire/src/ifp/payload.rs"
             )
         {
             unread.push(format!("{file}: makes an ErrorPayload itself"));

@@ -36,6 +36,33 @@ impl Default for BridgeState {
     }
 }
 
+/// What is wrong with a file of sample call results ([`BridgeState::record_demo`]).
+#[derive(Debug, thiserror::Error)]
+pub enum DemoBridgeError {
+    /// The file cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a JSON array of calls.
+    #[error("{}: {source}", path.display())]
+    NotJson {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Where and why.
+        source: serde_json::Error,
+    },
+    /// Call `index` (from 0) has no whole-number `at_ms`.
+    #[error("call {index}: at_ms is missing or not a whole number")]
+    NoTime {
+        /// The call's place in the array, from 0.
+        index: usize,
+    },
+}
+
 impl BridgeState {
     /// An empty store and the embedded manifests.
     pub fn new() -> Self {
@@ -51,11 +78,18 @@ impl BridgeState {
     /// shell's `SWITCHBOARD_DEMO_BRIDGE`, debug builds only).
     ///
     /// # Errors
-    /// The file and what is wrong in it (unreadable, not JSON, entry `i` without `at_ms`).
-    pub fn record_demo(&self, file: &Path) -> Result<(), String> {
-        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    /// [`DemoBridgeError`]: the file and what is wrong in it (unreadable, not JSON, entry `i`
+    /// without `at_ms`).
+    pub fn record_demo(&self, file: &Path) -> Result<(), DemoBridgeError> {
+        let text = std::fs::read_to_string(file).map_err(|source| DemoBridgeError::Read {
+            path: file.to_path_buf(),
+            source,
+        })?;
         let calls: Vec<serde_json::Value> =
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+            serde_json::from_str(&text).map_err(|source| DemoBridgeError::NotJson {
+                path: file.to_path_buf(),
+                source,
+            })?;
         let mut store = self.lock_store();
         for (i, call) in calls.iter().enumerate() {
             let field = |k: &str| call.get(k).and_then(|v| v.as_str()).unwrap_or("");
@@ -64,7 +98,7 @@ impl BridgeState {
             let at_ms = call
                 .get("at_ms")
                 .and_then(serde_json::Value::as_u64)
-                .ok_or_else(|| format!("call {i}: at_ms is missing or not a whole number"))?;
+                .ok_or(DemoBridgeError::NoTime { index: i })?;
             match call.get("error").and_then(|v| v.as_str()) {
                 Some(error) => {
                     store.record_failure(phone, &path, error, at_ms, &self.extensions);
@@ -154,6 +188,7 @@ mod tests {
         assert_eq!(snap.history.len(), 1);
         std::fs::write(&file, r#"[{"caller":"a","endpoint":"b"}]"#).unwrap();
         let e = BridgeState::new().record_demo(&file).unwrap_err();
-        assert!(e.contains("call 0: at_ms"), "{e}");
+        assert!(matches!(e, DemoBridgeError::NoTime { index: 0 }), "{e}");
+        assert!(e.to_string().contains("call 0: at_ms"), "{e}");
     }
 }

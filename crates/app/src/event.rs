@@ -8,8 +8,8 @@ use serde::Serialize;
 use serde_json::Value;
 use ts_rs::TS;
 
-use crate::bundle::tray::TrayView;
 use crate::hub::HubNotice;
+use crate::tray::TrayView;
 
 /// An event for the window.
 #[derive(Debug, Clone, PartialEq)]

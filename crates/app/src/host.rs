@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use crate::bundle::tray::TraySummary;
+use crate::tray::TraySummary;
 use switchboard_domain::confirmations::notify::Notification;
 use switchboard_wire::sync::lock;
 

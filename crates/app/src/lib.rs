@@ -1,4 +1,8 @@
-//! The application layer: everything the desktop app does that has nothing to do with Tauri.
+//! # switchboard-app: the application layer
+//!
+//! Everything the desktop app does that has nothing to do with Tauri. It may use the crates
+//! below it (`switchboard-wire`, `-domain`, `-dials`, `-link`) and must not know Tauri, the
+//! control channel (which attaches itself: [`App::attach`]) or any user interface.
 //!
 //! The shell (`src-tauri/`) builds one [`App`] at start, hands it a [`Host`] (the few things
 //! only the shell can do: emit an event to the window, show a desktop notification, set the
@@ -16,7 +20,11 @@
 //! - [`confirmations`]: the Confirmations view (mirror, autonomy table).
 //! - [`run`]: the loops: the link's start (identity, bind, demo phone), the hub applying the
 //!   link's events, and [`App::shutdown`].
-//! - [`support`]: support bundles (save, preview, open read only) and the tray's summary.
+//! - [`support`]: the app's support-bundle and tray calls (save, preview, open read only,
+//!   the tray's summary).
+//! - [`bundle`]: what a support bundle holds: collecting, redacting, opening one read only.
+//! - [`tray`]: the tray model: counts and entries from plain snapshots, no app state.
+//! - [`hub`]: applies what phones mirror (settings, dials, banners, proposals) in one task.
 //! - [`sample`]: sample dials and confirmations for looking at the views without a phone.
 //!
 //! ## Data flow
@@ -32,8 +40,10 @@
 pub mod autostart;
 pub mod bridge;
 pub mod bundle;
+pub mod change;
 pub mod confirmations;
 pub mod dials;
+pub mod dials_shown;
 pub mod event;
 pub mod host;
 pub mod hub;
@@ -45,6 +55,7 @@ pub mod run;
 pub mod sample;
 pub mod settings;
 pub mod support;
+pub mod tray;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -53,6 +64,7 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use ts_rs::TS;
 
+pub use change::Change;
 pub use event::{AppEvent, MenuAction};
 pub use host::{Host, HostCall, RecordingHost};
 pub use paths::AppPaths;
@@ -188,7 +200,7 @@ pub struct App {
     dials: Option<dials::DialsState>,
     host: Arc<dyn Host>,
     /// The support bundle opened for reading, if any: while it is, the views show it and
-    /// nothing can be changed ([`App::read_only`]).
+    /// nothing can be changed ([`App::change`]).
     viewing: Mutex<Option<Arc<crate::bundle::open::OpenedBundle>>>,
     hub: Mutex<Option<Hub>>,
     rt: tokio::runtime::Handle,
@@ -308,7 +320,7 @@ impl App {
     /// # Errors
     /// `invalid_input` for an out-of-range value or start on login where it is unavailable,
     /// `io` when the settings file or the autostart entry cannot be written.
-    pub fn save_settings(
+    pub(crate) fn save_settings(
         &self,
         settings: Settings,
     ) -> Result<Settings, switchboard_wire::error::IpcError> {

@@ -319,7 +319,7 @@ impl App {
     ///
     /// # Errors
     /// `io` when there is no file at the path. The source shown before stays.
-    pub fn open_pairings_file(&self, path: &str) -> Result<PhoneLinesSnapshot, IpcError> {
+    pub(crate) fn open_pairings_file(&self, path: &str) -> Result<PhoneLinesSnapshot, IpcError> {
         let (app, state) = (self, &self.phone_lines);
         let path = pairings_path(path)?;
         let (file, treated_as_empty) = load(&path)?;
@@ -335,7 +335,7 @@ impl App {
     }
 
     /// Stops showing the opened file (nothing is written).
-    pub fn close_pairings_file(&self) -> PhoneLinesSnapshot {
+    pub(crate) fn close_pairings_file(&self) -> PhoneLinesSnapshot {
         let (app, state) = (self, &self.phone_lines);
         {
             let mut source = state.lock();
@@ -354,7 +354,7 @@ impl App {
     /// no record to compare with), the text is too long, or it is not JSON (with line and
     /// column). A JSON answer that is not a manifest is accepted and shown as "describe
     /// failed" with the reason.
-    pub fn attach_describe(
+    pub(crate) fn attach_describe(
         &self,
         identifier: &str,
         text: &str,
@@ -411,7 +411,7 @@ impl App {
     /// when a phone's settings are shown but the link cannot ask the phone; `not_found` without a record for
     /// `identifier`; `conflict` when the file changed on disk since it was opened (the view then
     /// shows the file as it is now; nothing is written); `io` when reading or writing fails.
-    pub fn revoke_phone_line(
+    pub(crate) fn revoke_phone_line(
         &self,
         identifier: &str,
         confirm: bool,
@@ -497,7 +497,11 @@ impl App {
     ///
     /// # Errors
     /// `not_found` when no line has that identifier or its describe manifest is not known.
-    pub fn test_exclusion(&self, identifier: &str, path: &str) -> Result<ExclusionTest, IpcError> {
+    pub(crate) fn test_exclusion(
+        &self,
+        identifier: &str,
+        path: &str,
+    ) -> Result<ExclusionTest, IpcError> {
         let snap = current(self);
         let line = snap
             .lines
@@ -536,7 +540,7 @@ impl App {
     /// # Errors
     /// `invalid_input` for a bad identifier (letters, digits, `_`, `-`), an empty name or an
     /// identifier already known; `io` when the settings cannot be saved.
-    pub fn add_known_phone_line(
+    pub(crate) fn add_known_phone_line(
         &self,
         identifier: &str,
         name: &str,
@@ -559,7 +563,7 @@ impl App {
     /// # Errors
     /// `invalid_input` for a built-in line; `not_found` when no added line has that identifier;
     /// `io` when the settings cannot be saved.
-    pub fn remove_known_phone_line(
+    pub(crate) fn remove_known_phone_line(
         &self,
         identifier: &str,
     ) -> Result<PhoneLinesSnapshot, IpcError> {

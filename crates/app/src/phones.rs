@@ -93,6 +93,21 @@ pub struct PhonesSnapshot {
     pub troubleshoot: Option<switchboard_link::troubleshoot::Troubleshoot>,
 }
 
+impl PhonesSnapshot {
+    /// The paired phones as the tray lists them (label, connected or not), for
+    /// [`crate::tray::summarize`].
+    pub fn tray_phones(&self) -> Vec<crate::tray::TrayPhone> {
+        self.phones
+            .iter()
+            .map(|p| crate::tray::TrayPhone {
+                device_id: p.record.device_id.clone(),
+                label: p.record.label.clone(),
+                connected: p.connected,
+            })
+            .collect()
+    }
+}
+
 #[derive(Debug, Default)]
 struct Live {
     /// device id -> (address, version)
@@ -234,14 +249,14 @@ impl PhonesState {
     /// and the live connections only, none of the snapshot's diagnostics or network addresses
     /// (reading those enumerates the interfaces and reads the routing table). Empty when the
     /// link is not running.
-    pub fn tray_phones(&self) -> Vec<crate::bundle::tray::TrayPhone> {
+    pub fn tray_phones(&self) -> Vec<crate::tray::TrayPhone> {
         let Some(link) = self.link() else {
             return Vec::new();
         };
         let live = lock(&self.live);
         link.paired_phones()
             .into_iter()
-            .map(|r| crate::bundle::tray::TrayPhone {
+            .map(|r| crate::tray::TrayPhone {
                 connected: live.connections.contains_key(&r.device_id),
                 device_id: r.device_id,
                 label: r.label,
@@ -359,7 +374,7 @@ impl PhonesState {
     ///
     /// # Errors
     /// `link` when the link is not running.
-    pub fn open_pairing(&self) -> Result<PairingInvite, IpcError> {
+    pub(crate) fn open_pairing(&self) -> Result<PairingInvite, IpcError> {
         self.open_pairing_on(None)
     }
 
@@ -370,7 +385,7 @@ impl PhonesState {
     /// # Errors
     /// `link` when the link is not running; `invalid_input` when none of `networks` has an
     /// address to offer now (naming the ones that do).
-    pub fn open_pairing_on(
+    pub(crate) fn open_pairing_on(
         &self,
         networks: Option<Vec<String>>,
     ) -> Result<PairingInvite, IpcError> {
@@ -389,7 +404,7 @@ impl PhonesState {
     }
 
     /// Closes the pairing window; the code stops working at once.
-    pub fn close_pairing(&self) {
+    pub(crate) fn close_pairing(&self) {
         if let Some(link) = self.link() {
             link.close_pairing();
         }
@@ -402,7 +417,7 @@ impl PhonesState {
     /// # Errors
     /// `link` when the link is not running; `not_found` when that pairing ended meanwhile
     /// (confirmed, refused, expired, or the phone went away).
-    pub fn confirm_pairing(&self, id: &str, codes_match: bool) -> Result<(), IpcError> {
+    pub(crate) fn confirm_pairing(&self, id: &str, codes_match: bool) -> Result<(), IpcError> {
         let link = self.running()?;
         link.confirm_pairing(id, codes_match)
             .map_err(|e| IpcError::new(IpcErrorKind::NotFound, e.to_string()))
@@ -413,7 +428,7 @@ impl PhonesState {
     ///
     /// # Errors
     /// `link` when the link is not running or the trust file cannot be written.
-    pub fn unpair(&self, device_id: &str) -> Result<bool, IpcError> {
+    pub(crate) fn unpair(&self, device_id: &str) -> Result<bool, IpcError> {
         let link = self.running()?;
         link.unpair(device_id)
             .map_err(|e| IpcError::new(IpcErrorKind::Link, e.to_string()))

@@ -343,17 +343,19 @@ impl App {
             }
             other => StartError::Other(other.to_string()),
         })?;
-        self.start_link_with(identity)
-            .await
-            .map_err(StartError::Other)
+        self.start_link_with(identity).await
     }
 
-    async fn start_link_with(self: &Arc<Self>, identity: DesktopIdentity) -> Result<(), String> {
+    async fn start_link_with(
+        self: &Arc<Self>,
+        identity: DesktopIdentity,
+    ) -> Result<(), StartError> {
         let cfg = &self.config;
         let dir = cfg.paths.link_dir(cfg.demo);
         let mut link_config = LinkConfig::new(dir.clone());
         link_config.mdns = cfg.mdns;
-        let (link, events) = Link::new(identity, link_config).map_err(|e| e.to_string())?;
+        let (link, events) =
+            Link::new(identity, link_config).map_err(|e| StartError::Other(e.to_string()))?;
         let (ip, port) = cfg.listen;
         // A port fixed in Settings (for firewall rules) replaces the range; taken, it is said.
         let choice = match self.settings.get().link_port {
@@ -367,11 +369,14 @@ impl App {
         } else {
             ip
         };
-        let bound = switchboard_link::bind_port(bind_ip, any, choice).map_err(|e| match e {
-            switchboard_link::LinkError::PortTaken { .. } => e.to_string(),
-            e => format!(
-                "{e}. Close the other program using these ports, or fix another port in Settings."
-            ),
+        let bound = switchboard_link::bind_port(bind_ip, any, choice).map_err(|e| {
+            StartError::Other(match e {
+                switchboard_link::LinkError::PortTaken { .. } => e.to_string(),
+                e => format!(
+                    "{e}. Close the other program using these ports, or fix another port in \
+                     Settings."
+                ),
+            })
         })?;
         if !bound.taken.is_empty() {
             tracing::warn!(taken = ?bound.taken, "ports taken by another program; the link uses the next free one");
@@ -388,7 +393,9 @@ impl App {
         tracing::info!(addr = ?link.local_addr(), demo = cfg.demo, "link listening");
 
         let Some(dials) = self.dials.as_ref() else {
-            return Err("the dial log did not start, so phone messages cannot be applied".into());
+            return Err(StartError::Other(
+                "the dial log did not start, so phone messages cannot be applied".into(),
+            ));
         };
         let mut parts = HubParts::new(
             dials.log.clone(),

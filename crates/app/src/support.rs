@@ -3,16 +3,16 @@
 //!
 //! **Read only while a bundle is open.** [`App::open_bundle`] keeps the bundle; the shell's
 //! view commands then answer from it and every command that changes anything is refused with
-//! `read_only` ([`App::read_only`]) until [`App::close_bundle`]. Nothing in a bundle reaches the
+//! `read_only` ([`App::change`], [`crate::change`]) until [`App::close_bundle`]. Nothing in a bundle reaches the
 //! link, the hub or a file.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use crate::bundle::open::{open_bundle, BundleDetails, BundleInfo, OpenedBundle};
-use crate::bundle::tray::TraySummary;
 use crate::bundle::{BundleOptions, BundlePreview, SavedBundle};
-use switchboard_wire::error::{IpcError, IpcErrorKind};
+use crate::tray::TraySummary;
+use switchboard_wire::error::IpcError;
 use switchboard_wire::sync::lock;
 
 use super::{App, AppEvent};
@@ -22,8 +22,10 @@ impl App {
     ///
     /// # Errors
     /// `read_only` while a bundle is open; `internal` when the dial log has shut down.
-    pub async fn support_preview(&self, options: BundleOptions) -> Result<BundlePreview, IpcError> {
-        self.read_only()?;
+    pub(crate) async fn support_preview(
+        &self,
+        options: BundleOptions,
+    ) -> Result<BundlePreview, IpcError> {
         let bundle = crate::bundle::collect::from_app(self, options).await?;
         Ok(bundle.preview()?)
     }
@@ -35,12 +37,11 @@ impl App {
     /// # Errors
     /// `read_only` while a bundle is open; `invalid_input` for a relative path leaving the
     /// export folder; `io` naming the file when it cannot be written.
-    pub async fn save_support_bundle(
+    pub(crate) async fn save_support_bundle(
         &self,
         path: &str,
         options: BundleOptions,
     ) -> Result<SavedBundle, IpcError> {
-        self.read_only()?;
         let bundle = crate::bundle::collect::from_app(self, options).await?;
         let target = self.bundle_target(path, bundle.manifest.saved_at_ms)?;
         let saved = tokio::task::spawn_blocking(move || bundle.save(&target))
@@ -122,32 +123,13 @@ impl App {
     }
 
     /// The open bundle, if any.
-    pub fn viewing(&self) -> Option<Arc<OpenedBundle>> {
+    pub(crate) fn viewing(&self) -> Option<Arc<OpenedBundle>> {
         lock(&self.viewing).clone()
     }
 
     /// The open bundle's summary for the window's banner, or `None` (live).
     pub fn bundle_info(&self) -> Option<BundleInfo> {
         self.viewing().map(|b| b.info())
-    }
-
-    /// `Ok` when no bundle is open; else the `read_only` error every command that would change
-    /// something answers.
-    ///
-    /// # Errors
-    /// `read_only` while a bundle is open.
-    pub fn read_only(&self) -> Result<(), IpcError> {
-        match self.viewing() {
-            None => Ok(()),
-            Some(b) => Err(IpcError::new(
-                IpcErrorKind::ReadOnly,
-                format!(
-                    "a support bundle is open ({}, from Switchboard {} saved {}): it is read \
-                     only; close it to change anything",
-                    b.path, b.manifest.app_version, b.manifest.saved_at
-                ),
-            )),
-        }
     }
 
     /// The window's "at a glance" line: while a bundle is open, what the sender's tray showed
@@ -171,9 +153,9 @@ impl App {
     /// task, and a flapping banner raises and clears one many times a second.
     pub fn tray_summary(&self) -> TraySummary {
         let phones = self.phones.tray_phones();
-        let banners = crate::bundle::tray::banner_lines(self.bridge.lock_store().banners());
-        let waiting = crate::bundle::tray::waiting_lines(self.confirmations.lock().waiting());
-        let mut s = crate::bundle::tray::summarize_parts(&phones, &banners, &waiting);
+        let banners = crate::tray::banner_lines(self.bridge.lock_store().banners());
+        let waiting = crate::tray::waiting_lines(self.confirmations.lock().waiting());
+        let mut s = crate::tray::summarize_parts(&phones, &banners, &waiting);
         s.storage_problem = self.dials.as_ref().and_then(|d| d.log.disk_full());
         s
     }

@@ -224,7 +224,7 @@ mod windows {
             let theirs = server_pid(pipe.as_raw_handle())
                 .and_then(|pid| process_user_sid(Some(pid)))
                 .map_err(|e| io("check the server of", e))?;
-            peer_sid_allowed(&theirs, &own).map_err(ControlError::Protocol)?;
+            peer_sid_allowed(&theirs, &own).map_err(|e| ControlError::Protocol(e.to_string()))?;
             Ok(Self {
                 path: path.to_path_buf(),
                 rt,

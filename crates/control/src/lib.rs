@@ -367,15 +367,27 @@ pub struct UnpairAnswer {
 /// same user.
 ///
 /// # Errors
-/// Words naming both uids, sent to the peer before the connection is closed.
-pub fn peer_allowed(peer_uid: u32, own_uid: u32) -> Result<(), String> {
+/// [`PeerRefused`] naming both uids, sent to the peer before the connection is closed.
+pub fn peer_allowed(peer_uid: u32, own_uid: u32) -> Result<(), PeerRefused> {
     if peer_uid == own_uid {
         Ok(())
     } else {
-        Err(format!(
-            "refused: this control socket serves uid {own_uid} only, not uid {peer_uid}"
-        ))
+        Err(PeerRefused {
+            own: own_uid.to_string(),
+            peer: peer_uid.to_string(),
+        })
     }
+}
+
+/// A peer of another user than the app's, refused ([`peer_allowed`]; on Windows the users'
+/// SIDs, `pipe::peer_sid_allowed`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("refused: this control channel serves user {own} only, not {peer}")]
+pub struct PeerRefused {
+    /// The app's user: a uid, or a SID on Windows.
+    pub own: String,
+    /// The peer's user, as `own`.
+    pub peer: String,
 }
 
 /// The data folder as both ends name it: canonical when it exists (so `SWITCHBOARD_HOME=./h`
@@ -480,7 +492,9 @@ mod tests {
     fn only_the_same_uid_gets_in() {
         assert!(peer_allowed(1000, 1000).is_ok());
         let e = peer_allowed(1001, 1000).unwrap_err();
-        assert!(e.contains("uid 1000") && e.contains("uid 1001"), "{e}");
+        assert_eq!((e.own.as_str(), e.peer.as_str()), ("1000", "1001"));
+        let words = e.to_string();
+        assert!(words.contains("1000") && words.contains("1001"), "{words}");
         assert!(peer_allowed(0, 1000).is_err(), "not even root's CLI");
     }
 

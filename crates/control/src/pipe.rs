@@ -296,14 +296,15 @@ pub fn server_pid(handle: RawHandle) -> io::Result<u32> {
 /// the same user.
 ///
 /// # Errors
-/// Words naming both SIDs.
-pub fn peer_sid_allowed(peer_sid: &str, own_sid: &str) -> Result<(), String> {
+/// [`crate::PeerRefused`] naming both SIDs.
+pub fn peer_sid_allowed(peer_sid: &str, own_sid: &str) -> Result<(), crate::PeerRefused> {
     if peer_sid == own_sid {
         Ok(())
     } else {
-        Err(format!(
-            "refused: this control pipe serves user {own_sid} only, not {peer_sid}"
-        ))
+        Err(crate::PeerRefused {
+            own: own_sid.to_string(),
+            peer: peer_sid.to_string(),
+        })
     }
 }
 
@@ -365,7 +366,11 @@ async fn serve(app: Weak<App>, mut pipe: NamedPipeServer, own_sid: &str) {
     };
     if let Err(why) = peer_sid_allowed(&peer, own_sid) {
         tracing::warn!("control pipe: {why}");
-        let _ = write_answer(&mut pipe, &failed(IpcErrorKind::InvalidInput, why)).await;
+        let _ = write_answer(
+            &mut pipe,
+            &failed(IpcErrorKind::InvalidInput, why.to_string()),
+        )
+        .await;
         return;
     }
     serve_requests(app, pipe).await;

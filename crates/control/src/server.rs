@@ -30,7 +30,6 @@ use super::{
     StatusAnswer, UnpairAnswer, IDLE_TIMEOUT, MAX_LINE, WRITE_TIMEOUT,
 };
 use switchboard_app::App;
-use switchboard_wire::clock::Clock as _;
 use switchboard_wire::error::{IpcError, IpcErrorKind};
 use switchboard_wire::sync::lock;
 
@@ -335,7 +334,11 @@ async fn serve(app: Weak<App>, mut stream: UnixStream, own: u32) {
     };
     if let Err(why) = peer_allowed(peer, own) {
         tracing::warn!("control socket: {why}");
-        let _ = write_answer(&mut stream, &failed(IpcErrorKind::InvalidInput, why)).await;
+        let _ = write_answer(
+            &mut stream,
+            &failed(IpcErrorKind::InvalidInput, why.to_string()),
+        )
+        .await;
         return;
     }
     serve_requests(app, stream).await;
@@ -443,9 +446,8 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
             })
         }
         Request::Pair => {
-            app.read_only()?;
-            let opened_at_ms = switchboard_wire::clock::SystemClock.now_ms();
-            let inv = app.phones.open_pairing()?;
+            let opened_at_ms = app.config.clock.now_ms();
+            let inv = app.change()?.open_pairing()?;
             app.host().emit(&switchboard_app::AppEvent::Phones);
             json(PairAnswer {
                 code: inv.code,
@@ -469,8 +471,7 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
             })
         }
         Request::ConfirmPairing { id, codes_match } => {
-            app.read_only()?;
-            app.phones.confirm_pairing(&id, codes_match)?;
+            app.change()?.confirm_pairing(&id, codes_match)?;
             app.host().emit(&switchboard_app::AppEvent::Phones);
             Ok(serde_json::Value::Null)
         }
@@ -509,15 +510,16 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
                 ));
             }
             json(
-                app.save_support_bundle(
-                    &path,
-                    switchboard_app::bundle::BundleOptions { include_params },
-                )
-                .await?,
+                app.change()?
+                    .save_support_bundle(
+                        &path,
+                        switchboard_app::bundle::BundleOptions { include_params },
+                    )
+                    .await?,
             )
         }
         Request::Unpair { device } => {
-            app.read_only()?;
+            let change = app.change()?;
             let link = app.phones.running()?;
             let phones = link.paired_phones();
             let by_id = phones.iter().find(|p| p.device_id == device);
@@ -561,7 +563,7 @@ pub async fn answer(app: &App, request: Request) -> Result<serde_json::Value, Ip
                 device_id: phone.device_id.clone(),
                 label: phone.label.clone(),
             };
-            app.phones.unpair(&out.device_id)?;
+            change.unpair(&out.device_id)?;
             app.host().emit(&switchboard_app::AppEvent::Phones);
             json(out)
         }

@@ -30,8 +30,7 @@ pub fn save_settings<R: tauri::Runtime>(
     core: Core<'_>,
     settings: Settings,
 ) -> Result<Settings, IpcError> {
-    core.read_only()?;
-    let saved = core.save_settings(settings)?;
+    let saved = core.change()?.save_settings(settings)?;
     if let Some(apply) = tauri::Manager::try_state::<crate::ThemeApplier>(&app) {
         (apply.0)(saved.theme);
     }

@@ -9,9 +9,7 @@ use super::Core;
 /// The current banners, the retired ones and the failed calls that raised no banner.
 #[tauri::command]
 pub fn bridge_snapshot(core: Core<'_>) -> Result<serde_json::Value, IpcError> {
-    super::shown(core.viewing().map(|b| b.banners.clone()), || {
-        core.bridge_snapshot()
-    })
+    core.bridge_shown()
 }
 
 /// Explains a pasted error text and the banner it would raise, with the app's known

@@ -13,9 +13,7 @@ use crate::notify::{NotificationStatus, Notifier};
 /// Everything the Confirmations view shows: waiting, ended, stray messages.
 #[tauri::command]
 pub fn confirmations_snapshot(core: Core<'_>) -> Result<serde_json::Value, IpcError> {
-    super::shown(core.viewing().map(|b| b.confirmations.clone()), || {
-        core.confirmations_snapshot()
-    })
+    core.confirmations_shown()
 }
 
 /// The autonomy table for `phone` at its autonomy level (`ask_before_action` when unknown).
@@ -24,14 +22,7 @@ pub fn confirmations_snapshot(core: Core<'_>) -> Result<serde_json::Value, IpcEr
 /// `invalid_input` for an empty phone name; `not_found` when no tool list is loaded.
 #[tauri::command]
 pub fn autonomy_table(core: Core<'_>, phone: String) -> Result<serde_json::Value, IpcError> {
-    if let Some(b) = core.viewing() {
-        return b.autonomy.get(&phone).cloned().ok_or_else(|| {
-            IpcError::not_found(format!(
-                "the support bundle holds no autonomy table for {phone}"
-            ))
-        });
-    }
-    super::to_json(&core.autonomy_table(&phone)?)
+    core.autonomy_shown(&phone)
 }
 
 /// Whether desktop notifications can be shown.

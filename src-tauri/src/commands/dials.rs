@@ -10,7 +10,6 @@ use switchboard::app::dials::{
     DialBanner, DialBatchMsg, DialClearScope, DialHistoryPage, DialSource, DialsStatus,
     ExportSummary, FollowBy, HistoryStats, ImportSummary,
 };
-use switchboard::dials::history::{seek, MAX_SKIP};
 use switchboard::dials::{Dial, DialFilter, DialPage, FilterCheck, HistoryQuery, OpStats};
 use switchboard::error::IpcError;
 use tauri::ipc::Channel;
@@ -27,10 +26,7 @@ pub async fn dials_query(
     filter: Option<DialFilter>,
     source: Option<DialSource>,
 ) -> Result<DialPage, IpcError> {
-    if let Some(b) = core.viewing() {
-        return Ok(b.dials.query(&filter.unwrap_or_default()));
-    }
-    core.dials()?.dials_query(filter, source).await
+    core.dials_query_shown(filter, source).await
 }
 
 /// Per-op stats over the dials matching `filter`, sorted by op.
@@ -43,10 +39,7 @@ pub async fn dials_stats(
     filter: Option<DialFilter>,
     source: Option<DialSource>,
 ) -> Result<Vec<OpStats>, IpcError> {
-    if let Some(b) = core.viewing() {
-        return Ok(b.dials.stats(&filter.unwrap_or_default()));
-    }
-    core.dials()?.dials_stats(filter, source).await
+    core.dials_stats_shown(filter, source).await
 }
 
 /// Per-op stats over the whole dial history matching the filter line `line` (the ring and
@@ -60,11 +53,7 @@ pub async fn dials_history_stats(
     line: String,
     source: Option<DialSource>,
 ) -> Result<HistoryStats, IpcError> {
-    if let Some(b) = core.viewing() {
-        let compiled = core.compile_filter(&line)?;
-        return Ok(HistoryStats::of_capture(&b.dials, &compiled));
-    }
-    core.dials_history_stats(line, source).await
+    core.dials_history_stats_shown(line, source).await
 }
 
 /// Starts a view of `filter` streamed over `channel` (a snapshot, then batches at most 30
@@ -81,20 +70,7 @@ pub async fn dials_subscribe(
     line: Option<String>,
     channel: Channel<DialBatchMsg>,
 ) -> Result<u64, IpcError> {
-    if let Some(b) = core.viewing() {
-        // A bundle does not change: its snapshot only, as for an imported capture.
-        let page = b.dials.query(&filter.unwrap_or_default());
-        channel
-            .send(DialBatchMsg::snapshot(0, &page))
-            .map_err(|e| IpcError::internal(format!("sending the snapshot: {e}")))?;
-        return Ok(0);
-    }
-    let line = match line {
-        Some(l) => Some(core.compile_filter(&l)?),
-        None => None,
-    };
-    core.dials()?
-        .dials_subscribe_with(filter, line, source, move |m| channel.send(m))
+    core.dials_subscribe_shown(filter, source, line, move |m| channel.send(m))
         .await
 }
 
@@ -109,28 +85,7 @@ pub async fn dials_history(
     query: HistoryQuery,
     source: Option<DialSource>,
 ) -> Result<DialHistoryPage, IpcError> {
-    if let Some(b) = core.viewing() {
-        // An opened bundle's dials, through the same filter line (and seek).
-        let compiled = core.compile_filter(&query.filter)?;
-        let skip = u64::from(query.skip.unwrap_or(0).min(MAX_SKIP));
-        let (cursor, skipped) = seek(query.cursor.clone(), skip, |c, limit| {
-            std::future::ready(b.dials.history(&compiled, c.as_deref(), Some(limit), false))
-        })
-        .await
-        .map_err(IpcError::invalid_input)?;
-        let mut page = b
-            .dials
-            .history(
-                &compiled,
-                cursor.as_deref(),
-                query.limit,
-                query.count.unwrap_or(true),
-            )
-            .map_err(IpcError::invalid_input)?;
-        page.skipped = skipped;
-        return Ok(DialHistoryPage::of(&page));
-    }
-    core.dials_history(query, source).await
+    core.dials_history_shown(query, source).await
 }
 
 /// Every dial of the same call (`by: "call"`) or ifp/1 session (`by: "session"`) as dial
@@ -146,15 +101,7 @@ pub async fn dials_follow(
     by: FollowBy,
     source: Option<DialSource>,
 ) -> Result<DialHistoryPage, IpcError> {
-    if let Some(b) = core.viewing() {
-        let Some(d) = b.dial(&id, start_ms) else {
-            return Err(IpcError::not_found(format!(
-                "dial {id} is not in the opened bundle"
-            )));
-        };
-        return switchboard::app::dials::follow_in(&b.dials, &d, by);
-    }
-    core.dials_follow(&id, start_ms, by, source).await
+    core.dials_follow_shown(&id, start_ms, by, source).await
 }
 
 /// Checks a filter line as it is typed: its canonical form, or the error with its position.
@@ -188,10 +135,7 @@ pub async fn dials_get(
     seq: Option<u64>,
     source: Option<DialSource>,
 ) -> Result<Option<Arc<Dial>>, IpcError> {
-    if let Some(b) = core.viewing() {
-        return Ok(b.dial(&id, start_ms));
-    }
-    core.dials()?.dials_get(id, start_ms, seq, source).await
+    core.dials_get_shown(id, start_ms, seq, source).await
 }
 
 /// One dial's spec conformance (`phone-line.md`): op class and findings, or `null` when the
@@ -207,17 +151,7 @@ pub async fn dial_conformance(
     seq: Option<u64>,
     source: Option<DialSource>,
 ) -> Result<Option<serde_json::Value>, IpcError> {
-    if let Some(b) = core.viewing() {
-        // As checked when the bundle was saved, on the values before redaction.
-        return Ok(b
-            .dial(&id, start_ms)
-            .and_then(|d| b.conformance.get(&*d.id).cloned()));
-    }
-    let c = core
-        .dials()?
-        .dial_conformance(id, start_ms, seq, source)
-        .await?;
-    c.map(|c| super::to_json(&c)).transpose()
+    core.dial_conformance_shown(id, start_ms, seq, source).await
 }
 
 /// Exports the dials matching `filter` (or, with a filter `line`, every matching dial of the
@@ -237,7 +171,7 @@ pub async fn dials_export(
     redact: Option<bool>,
     replace: Option<bool>,
 ) -> Result<ExportSummary, IpcError> {
-    core.read_only()?;
+    core.change()?;
     core.dials_export(filter, path, source, line, redact, replace)
         .await
 }
@@ -248,17 +182,13 @@ pub async fn dials_export(
 /// `invalid_input` for an empty path or bad lines; `io` when the file cannot be read.
 #[tauri::command]
 pub async fn dials_import(core: Core<'_>, path: String) -> Result<ImportSummary, IpcError> {
-    core.read_only()?;
-    core.dials()?.dials_import(path).await
+    core.change()?.dials_import(path).await
 }
 
 /// Closes the imported capture.
 #[tauri::command]
 pub fn dials_close_import(core: Core<'_>) -> Result<(), IpcError> {
-    core.read_only()?;
-    if let Ok(d) = core.dials() {
-        d.dials_close_import();
-    }
+    core.change()?.dials_close_import();
     Ok(())
 }
 
@@ -268,8 +198,7 @@ pub fn dials_close_import(core: Core<'_>) -> Result<(), IpcError> {
 /// `io` when the history file cannot be changed; `internal` when the log has shut down.
 #[tauri::command]
 pub async fn dials_clear(core: Core<'_>, scope: DialClearScope) -> Result<u64, IpcError> {
-    core.read_only()?;
-    core.dials()?.dials_clear(scope).await
+    core.change()?.dials_clear(scope).await
 }
 
 /// The live log's counters, storage trouble and the imported capture.
@@ -278,20 +207,7 @@ pub async fn dials_clear(core: Core<'_>, scope: DialClearScope) -> Result<u64, I
 /// `internal` when the log has shut down.
 #[tauri::command]
 pub async fn dials_status(core: Core<'_>) -> Result<DialsStatus, IpcError> {
-    if let Some(b) = core.viewing() {
-        let live = core.dials()?.dials_status().await?;
-        return Ok(DialsStatus {
-            storage_error: None,
-            recovery: None,
-            view_cleared_ms: None,
-            imported: Some(ImportSummary {
-                path: b.path.clone(),
-                dials: b.dials.len() as u64,
-            }),
-            ..live
-        });
-    }
-    core.dials()?.dials_status().await
+    core.dials_status_shown().await
 }
 
 /// The banner of dial `dial_id` when it failed on permissions, judged as the hub judged it
@@ -307,8 +223,6 @@ pub async fn dial_banner(
     seq: Option<u64>,
     source: Option<DialSource>,
 ) -> Result<Option<DialBanner>, IpcError> {
-    if let Some(b) = core.viewing() {
-        return Ok(b.dial_banner(&dial_id, start_ms));
-    }
-    core.dial_banner(&dial_id, start_ms, seq, source).await
+    core.dial_banner_shown(&dial_id, start_ms, seq, source)
+        .await
 }

@@ -24,33 +24,6 @@ pub mod support;
 mod ts;
 pub use ts::{ipc_bindings, CommandSpec};
 
-/// What a view command answers: the open support bundle's copy of the view (`bundle`), or
-/// else the live app's (`live`), as JSON of the same shape. The command list names the live
-/// type, which is the TypeScript type of both.
-///
-/// # Errors
-/// `internal` when the live value does not serialise (never for the app's types).
-pub(crate) fn shown<T: serde::Serialize>(
-    bundle: Option<serde_json::Value>,
-    live: impl FnOnce() -> T,
-) -> Result<serde_json::Value, switchboard::error::IpcError> {
-    match bundle {
-        Some(v) => Ok(v),
-        None => to_json(&live()),
-    }
-}
-
-/// `value` as JSON.
-///
-/// # Errors
-/// `internal` when it does not serialise (never for the app's types).
-pub(crate) fn to_json<T: serde::Serialize>(
-    value: &T,
-) -> Result<serde_json::Value, switchboard::error::IpcError> {
-    serde_json::to_value(value)
-        .map_err(|e| switchboard::error::IpcError::internal(format!("answer: {e}")))
-}
-
 /// The core app as the commands receive it (`manage()`d once by [`crate::init`]).
 pub type Core<'a> = tauri::State<'a, std::sync::Arc<switchboard::app::App>>;
 
@@ -84,6 +57,7 @@ use switchboard::app::dials::{
 };
 use switchboard::app::phone_lines::{ExclusionTest, PhoneLinesSnapshot};
 use switchboard::app::phones::PhonesSnapshot;
+use switchboard::app::tray::TraySummary;
 use switchboard::app::{confirmations::PhoneAutonomy, Diagnostics};
 use switchboard::app_info::AppInfo;
 use switchboard::bridge::explain::ErrorExplanation;
@@ -94,7 +68,6 @@ use switchboard::dials::{Dial, DialFilter, DialPage, FilterCheck, HistoryQuery, 
 use switchboard::link::PairingInvite;
 use switchboard::settings::Settings;
 use switchboard::support::open::{BundleDetails, BundleInfo};
-use switchboard::support::tray::TraySummary;
 use switchboard::support::{BundleOptions, BundlePreview, SavedBundle};
 
 commands! {
@@ -148,40 +121,3 @@ commands! {
     support::tray_summary() -> TraySummary;
     support::bundle_details() -> Option<BundleDetails>;
 }
-
-/// The commands that only read, and answer the same way whether a support bundle is open or
-/// not, or answer from the bundle while one is open. Every other command answers `read_only`
-/// while a bundle is open (`tests/protocol/confirmations.rs` drives them all in that mode).
-pub const READS_IN_BUNDLE_MODE: &[&str] = &[
-    "app_info",
-    "get_settings",
-    "diagnostics",
-    "window_place",
-    "save_window_place",
-    "window_painted",
-    "phones_snapshot",
-    "bridge_snapshot",
-    "explain_error",
-    "phone_lines_snapshot",
-    "dials_query",
-    "dials_stats",
-    "dials_subscribe",
-    "dials_unsubscribe",
-    "dials_get",
-    "dial_conformance",
-    "dials_status",
-    "dial_banner",
-    "dials_history",
-    "dials_history_stats",
-    "dials_follow",
-    "parse_dial_filter",
-    "dial_filter_help",
-    "confirmations_snapshot",
-    "autonomy_table",
-    "notification_status",
-    "open_bundle",
-    "close_bundle",
-    "bundle_info",
-    "tray_summary",
-    "bundle_details",
-];

@@ -11,9 +11,7 @@ use super::Core;
 /// The phone lines from the current source, with the registry.
 #[tauri::command]
 pub fn phone_lines_snapshot(core: Core<'_>) -> Result<serde_json::Value, IpcError> {
-    super::shown(core.viewing().map(|b| b.phone_lines.clone()), || {
-        core.phone_lines_snapshot()
-    })
+    core.phone_lines_shown()
 }
 
 /// Opens a `phoneline-pairings.json` (or a folder holding one); only reads.
@@ -22,15 +20,13 @@ pub fn phone_lines_snapshot(core: Core<'_>) -> Result<serde_json::Value, IpcErro
 /// `invalid_input` naming the field, line and column; `io` when it cannot be read.
 #[tauri::command]
 pub fn open_pairings_file(core: Core<'_>, path: String) -> Result<PhoneLinesSnapshot, IpcError> {
-    core.read_only()?;
-    core.open_pairings_file(&path)
+    core.change()?.open_pairings_file(&path)
 }
 
 /// Stops showing the opened file (nothing is written).
 #[tauri::command]
 pub fn close_pairings_file(core: Core<'_>) -> Result<PhoneLinesSnapshot, IpcError> {
-    core.read_only()?;
-    Ok(core.close_pairings_file())
+    Ok(core.change()?.close_pairings_file())
 }
 
 /// Uses a pasted `describe` response as the latest describe of line `identifier`.
@@ -43,8 +39,7 @@ pub fn attach_describe(
     identifier: String,
     text: String,
 ) -> Result<PhoneLinesSnapshot, IpcError> {
-    core.read_only()?;
-    core.attach_describe(&identifier, &text)
+    core.change()?.attach_describe(&identifier, &text)
 }
 
 /// Revokes line `identifier` (only with `confirm: true`).
@@ -58,8 +53,7 @@ pub fn revoke_phone_line(
     identifier: String,
     confirm: bool,
 ) -> Result<PhoneLinesSnapshot, IpcError> {
-    core.read_only()?;
-    core.revoke_phone_line(&identifier, confirm)
+    core.change()?.revoke_phone_line(&identifier, confirm)
 }
 
 /// Which `excludeFromSearch` prefix of line `identifier`, if any, covers `path`.
@@ -72,8 +66,7 @@ pub fn test_exclusion(
     identifier: String,
     path: String,
 ) -> Result<ExclusionTest, IpcError> {
-    core.read_only()?;
-    core.test_exclusion(&identifier, &path)
+    core.change()?.test_exclusion(&identifier, &path)
 }
 
 /// Adds a known phone line to the registry (saved in the settings).
@@ -86,8 +79,7 @@ pub fn add_known_phone_line(
     identifier: String,
     name: String,
 ) -> Result<PhoneLinesSnapshot, IpcError> {
-    core.read_only()?;
-    core.add_known_phone_line(&identifier, &name)
+    core.change()?.add_known_phone_line(&identifier, &name)
 }
 
 /// Removes a phone line added in settings from the registry (LumiRealm is built in).
@@ -99,6 +91,5 @@ pub fn remove_known_phone_line(
     core: Core<'_>,
     identifier: String,
 ) -> Result<PhoneLinesSnapshot, IpcError> {
-    core.read_only()?;
-    core.remove_known_phone_line(&identifier)
+    core.change()?.remove_known_phone_line(&identifier)
 }

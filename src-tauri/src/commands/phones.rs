@@ -10,9 +10,7 @@ use super::Core;
 /// Paired phones with their status, the open pairing window, and diagnostics.
 #[tauri::command]
 pub fn phones_snapshot(core: Core<'_>) -> Result<serde_json::Value, IpcError> {
-    super::shown(core.viewing().map(|b| b.phones.clone()), || {
-        core.phones_snapshot()
-    })
+    core.phones_shown()
 }
 
 /// Opens (or renews) the pairing window: a 6-digit code that lives 2 minutes, the
@@ -27,15 +25,13 @@ pub fn open_pairing(
     core: Core<'_>,
     networks: Option<Vec<String>>,
 ) -> Result<PairingInvite, IpcError> {
-    core.read_only()?;
-    core.phones.open_pairing_on(networks)
+    core.change()?.open_pairing_on(networks)
 }
 
 /// Closes the pairing window; the code stops working at once.
 #[tauri::command]
 pub fn close_pairing(core: Core<'_>) -> Result<(), IpcError> {
-    core.read_only()?;
-    core.phones.close_pairing();
+    core.change()?.close_pairing();
     Ok(())
 }
 
@@ -47,8 +43,7 @@ pub fn close_pairing(core: Core<'_>) -> Result<(), IpcError> {
 /// `link` when the link is not running; `not_found` when that pairing ended meanwhile.
 #[tauri::command]
 pub fn confirm_pairing(core: Core<'_>, id: String, codes_match: bool) -> Result<(), IpcError> {
-    core.read_only()?;
-    core.phones.confirm_pairing(&id, codes_match)
+    core.change()?.confirm_pairing(&id, codes_match)
 }
 
 /// Forgets a phone's pinned key and, when it is connected, tells it. Returns whether it was
@@ -58,6 +53,5 @@ pub fn confirm_pairing(core: Core<'_>, id: String, codes_match: bool) -> Result<
 /// `link` when the link is not running or the trust file cannot be written.
 #[tauri::command]
 pub fn unpair_phone(core: Core<'_>, device_id: String) -> Result<bool, IpcError> {
-    core.read_only()?;
-    core.phones.unpair(&device_id)
+    core.change()?.unpair(&device_id)
 }

@@ -3,9 +3,9 @@
 //! every command that would change something answers `read_only`). Nothing here can approve,
 //! reject or cancel anything on a phone.
 
+use switchboard::app::tray::TraySummary;
 use switchboard::error::IpcError;
 use switchboard::support::open::{BundleDetails, BundleInfo};
-use switchboard::support::tray::TraySummary;
 use switchboard::support::{BundleOptions, BundlePreview, SavedBundle};
 
 use super::Core;
@@ -19,7 +19,9 @@ pub async fn support_preview(
     core: Core<'_>,
     options: Option<BundleOptions>,
 ) -> Result<BundlePreview, IpcError> {
-    core.support_preview(options.unwrap_or_default()).await
+    core.change()?
+        .support_preview(options.unwrap_or_default())
+        .await
 }
 
 /// Saves a bundle of the app's state now to `path` (relative: in the export folder; empty: the
@@ -33,7 +35,8 @@ pub async fn save_support_bundle(
     path: String,
     options: Option<BundleOptions>,
 ) -> Result<SavedBundle, IpcError> {
-    core.save_support_bundle(&path, options.unwrap_or_default())
+    core.change()?
+        .save_support_bundle(&path, options.unwrap_or_default())
         .await
 }
 

@@ -32,7 +32,6 @@
 pub mod collect;
 pub mod open;
 pub mod redact;
-pub mod tray;
 
 use std::io::Write;
 use std::path::Path;

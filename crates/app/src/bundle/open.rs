@@ -164,8 +164,8 @@ impl OpenedBundle {
     /// What the sender's tray showed when the bundle was saved (the window's "at a glance"
     /// line in bundle mode): the counts of its `phones.json`, `banners.json` and
     /// `confirmations.json`.
-    pub fn summary(&self) -> crate::bundle::tray::TraySummary {
-        crate::bundle::tray::summarize_bundle(&self.phones, &self.banners, &self.confirmations)
+    pub fn summary(&self) -> crate::tray::TraySummary {
+        crate::tray::summarize_bundle(&self.phones, &self.banners, &self.confirmations)
     }
 
     /// The sender's app, settings and phone-line views as the bundle carries them.
@@ -294,7 +294,7 @@ pub fn open_bundle_with(path: &Path, limits: Limits) -> Result<OpenedBundle, Bun
                 limits.max_entries
             )));
         }
-        let name = entry_name(&entry).map_err(&refuse)?;
+        let name = entry_name(&entry).map_err(|e| refuse(e.to_string()))?;
         let kind = entry.header().entry_type();
         if !kind.is_file() {
             return Err(refuse(format!(
@@ -497,12 +497,17 @@ fn damaged_words(e: &std::io::Error, limits: Limits) -> String {
     }
 }
 
+/// A bundle entry's path that is not a plain relative UTF-8 path, in words.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BadEntryName(String);
+
 /// The entry's path as a bundle name (`a/b.json`), refusing absolute paths, `..`, `.` and
 /// anything but plain UTF-8 components.
-fn entry_name<R: Read>(entry: &tar::Entry<'_, R>) -> Result<String, String> {
+fn entry_name<R: Read>(entry: &tar::Entry<'_, R>) -> Result<String, BadEntryName> {
     let raw = entry.path_bytes();
     let text = std::str::from_utf8(&raw)
-        .map_err(|_| "an entry's path is not UTF-8".to_string())?
+        .map_err(|_| BadEntryName("an entry's path is not UTF-8".to_string()))?
         .to_string();
     let p = Path::new(&text);
     let mut parts = Vec::new();
@@ -510,18 +515,24 @@ fn entry_name<R: Read>(entry: &tar::Entry<'_, R>) -> Result<String, String> {
         match c {
             Component::Normal(s) => parts.push(s.to_string_lossy().into_owned()),
             Component::ParentDir => {
-                return Err(format!("the path {text} leaves the bundle (..)"));
+                return Err(BadEntryName(format!(
+                    "the path {text} leaves the bundle (..)"
+                )));
             }
             Component::RootDir | Component::Prefix(_) => {
-                return Err(format!("the path {text} is absolute"));
+                return Err(BadEntryName(format!("the path {text} is absolute")));
             }
             Component::CurDir => {
-                return Err(format!("the path {text} is not a plain relative path"));
+                return Err(BadEntryName(format!(
+                    "the path {text} is not a plain relative path"
+                )));
             }
         }
     }
     if parts.is_empty() || text.contains('\\') {
-        return Err(format!("the path {text:?} is not a plain relative path"));
+        return Err(BadEntryName(format!(
+            "the path {text:?} is not a plain relative path"
+        )));
     }
     Ok(parts.join("/"))
 }

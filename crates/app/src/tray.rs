@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
 
-use crate::phones::PhonesSnapshot;
 use switchboard_domain::bridge::store::BridgeSnapshot;
 use switchboard_domain::bridge::Banner;
 use switchboard_domain::confirmations::{ConfirmationView, ConfirmationsSnapshot};
@@ -153,24 +152,17 @@ fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// The tray's summary of the three views' snapshots. Phones are named by their pairing label
-/// (the device id when it is empty); confirmations by their summary and phone label.
+/// The tray's summary of the paired phones (the Phones view's, as
+/// [`crate::phones::PhonesSnapshot::tray_phones`] gives them) and the Bridge status and
+/// Confirmations views' snapshots. Phones are named by their pairing label (the device id when
+/// it is empty); confirmations by their summary and phone label.
 pub fn summarize(
-    phones: &PhonesSnapshot,
+    phones: &[TrayPhone],
     bridge: &BridgeSnapshot,
     confirmations: &ConfirmationsSnapshot,
 ) -> TraySummary {
-    let phones: Vec<TrayPhone> = phones
-        .phones
-        .iter()
-        .map(|p| TrayPhone {
-            device_id: p.record.device_id.clone(),
-            label: p.record.label.clone(),
-            connected: p.connected,
-        })
-        .collect();
     summarize_parts(
-        &phones,
+        phones,
         &banner_lines(&bridge.banners),
         &waiting_lines(&confirmations.waiting),
     )
