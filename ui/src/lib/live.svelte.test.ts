@@ -300,6 +300,23 @@ describe("live store", () => {
     s.stop();
   });
 
+  it("makes a refresh() asked before it listens its first read, once listening", async () => {
+    const host = fakeHost();
+    const r = handRead<number>();
+    const s = new Live(r.read, { on: [onEvent("switchboard://phones")], bus: host.bus, reconnect: null });
+    const started = s.start();
+    let done = false;
+    void s.refresh().then(() => (done = true));
+    expect(r.stats.started).toBe(0);
+    await started;
+    expect(r.stats.started).toBe(1);
+    await r.answer(1);
+    expect(done).toBe(true);
+    await settle();
+    expect(r.stats.started).toBe(1);
+    s.stop();
+  });
+
   it("keeps one host subscription per event for many stores, ended with the last", async () => {
     const host = fakeHost();
     const a = new Live(async () => 1, { on: [onEvent("switchboard://phones")], bus: host.bus, reconnect: null });

@@ -182,6 +182,9 @@ export class Live<T> {
   readonly #read: () => Promise<T>;
   readonly #opts: LiveOptions<T>;
   #started = false;
+  /** Listening: reads may start (none before, so no change is missed between a read and the
+   * listener). */
+  #ready = false;
   #stopped = false;
   #running = false;
   /** A read is wanted after the one running (or the gap). */
@@ -225,6 +228,7 @@ export class Live<T> {
       }
     }
     if (this.#stopped) return;
+    this.#ready = true;
     if (this.#opts.pollMs && this.#opts.pollMs > 0) {
       this.#poll = setInterval(() => {
         if (typeof document !== "undefined" && document.visibilityState === "hidden") return;
@@ -256,7 +260,8 @@ export class Live<T> {
   }
 
   /** Reads again (whether active or not); resolves once a read that started after this call
-   * ended (at once when the store is stopped). */
+   * ended (at once when the store is stopped). Called before the store listens, it is the
+   * store's first read, once it listens. */
   refresh(): Promise<void> {
     if (this.#stopped) return Promise.resolve();
     return new Promise((resolve) => {
@@ -285,7 +290,7 @@ export class Live<T> {
   }
 
   #kick() {
-    if (!this.#started || this.#stopped || this.#running || !this.#wanted || this.#gapTimer !== undefined) return;
+    if (!this.#ready || this.#stopped || this.#running || !this.#wanted || this.#gapTimer !== undefined) return;
     const wait = (this.#opts.gapMs ?? 0) - (Date.now() - this.#lastStart);
     if (wait > 0) {
       this.#gapTimer = setTimeout(() => {
