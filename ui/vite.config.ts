@@ -1,4 +1,3 @@
-import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
 import { svelte } from "@sveltejs/vite-plugin-svelte";
 
@@ -12,6 +11,6 @@ export default defineConfig({
     include: ["src/**/*.test.ts"],
     // Svelte's own functions (mount, onDestroy, untrack) as the window runs them: without the
     // browser build, tests that mount a view would get the server's, which only render HTML.
-    alias: [{ find: /^svelte$/, replacement: fileURLToPath(new URL("./node_modules/svelte/src/index-client.js", import.meta.url)) }],
+    alias: [{ find: /^svelte$/, replacement: decodeURIComponent(new URL("./node_modules/svelte/src/index-client.js", import.meta.url).pathname) }],
   },
 });

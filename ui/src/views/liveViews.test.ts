@@ -3,7 +3,7 @@
 // host, each reads after listening, again on its events and on a phone's reconnect, does not
 // poll data that has an event, and leaves no listener or timer behind when it goes.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { flushSync, mount, unmount } from "svelte";
+import { flushSync, mount, unmount, type Component } from "svelte";
 
 /** The stand-in host: the handlers listening per event, and the commands' answers. */
 const host = vi.hoisted(() => {
@@ -62,10 +62,10 @@ const connected = { kind: "phone_connected", device_id: "d1", label: "Pixel" };
 const settle = () => vi.advanceTimersByTimeAsync(0);
 
 /** Mounts `component`, lets it listen and read; returns how to unmount it. */
-async function show(component: Parameters<typeof mount>[0]) {
+async function show(component: Component<Record<string, never>>) {
   const target = document.createElement("div");
   document.body.append(target);
-  const view = mount(component, { target, props: {} });
+  const view = mount(component, { target });
   flushSync();
   await settle();
   return {
