@@ -207,6 +207,29 @@ describe("live store", () => {
     s.stop();
   });
 
+  it("says so, and keeps saying so, when an event cannot be heard; the others still work", async () => {
+    const host = fakeHost();
+    const failing: Listen = async (name, h) => {
+      if (name === "switchboard://confirmations") throw { kind: "internal", message: "event plugin refused the listener" };
+      return (host.bus as unknown as { on: Listen }).on(name, h);
+    };
+    let n = 0;
+    const s = new Live(async () => ++n, {
+      on: [onEvent("switchboard://confirmations"), onEvent("switchboard://phones")],
+      bus: new EventBus(failing),
+      reconnect: null,
+    });
+    await s.start();
+    await settle();
+    expect(s.value).toBe(1);
+    expect(s.error).toBe("Not kept up to date: event plugin refused the listener");
+    host.emit("switchboard://phones");
+    await settle();
+    expect(s.value).toBe(2);
+    expect(s.error).toBe("Not kept up to date: event plugin refused the listener");
+    s.stop();
+  });
+
   it("stops listening, polling and reading when its component goes", async () => {
     const host = fakeHost();
     const r = handRead<number>();

@@ -174,7 +174,8 @@ export interface LiveOptions<T> {
 export class Live<T> {
   /** The last value read or put; `undefined` before the first. */
   value = $state.raw<T | undefined>(undefined);
-  /** Why the last read failed, in words (the host's message); `null` after a good read. */
+  /** Why the last read failed, in words (the host's message); `null` after a good read, unless
+   * an event it needs cannot be heard ("Not kept up to date: ..."). */
   error = $state<string | null>(null);
   /** Whether a read is under way. */
   loading = $state(false);
@@ -197,6 +198,8 @@ export class Live<T> {
   /** Bumped by `put`: a read started before it would show older data than the put. */
   #epoch = 0;
   #unlisten: UnlistenFn[] = [];
+  /** Why an event cannot be heard (a host subscription failed); kept in `error` after reads. */
+  #deaf: string | null = null;
 
   /** A store reading with `read` (not started: `start()`, or use `live()` in a component). */
   constructor(read: () => Promise<T>, opts: LiveOptions<T> = {}) {
@@ -224,7 +227,8 @@ export class Live<T> {
         if (this.#stopped) r.value();
         else this.#unlisten.push(r.value);
       } else if (!this.#stopped) {
-        this.error = `Not kept up to date: ${toIpcError(r.reason).message}`;
+        this.#deaf = `Not kept up to date: ${toIpcError(r.reason).message}`;
+        this.error = this.#deaf;
       }
     }
     if (this.#stopped) return;
@@ -277,7 +281,7 @@ export class Live<T> {
     if (this.#stopped) return;
     this.#epoch++;
     this.#take(value);
-    this.error = null;
+    this.error = this.#deaf;
   }
 
   #isActive(): boolean {
@@ -314,7 +318,7 @@ export class Live<T> {
       const v = await untrack(() => this.#read());
       if (!this.#stopped && epoch === this.#epoch) {
         this.#take(v);
-        this.error = null;
+        this.error = this.#deaf;
       }
     } catch (e) {
       if (!this.#stopped) this.error = toIpcError(e).message;
