@@ -5,11 +5,11 @@
 #  2. type-checks the whole workspace, all targets (tests, benches, examples), for
 #     x86_64-pc-windows-gnu (RUSTC_BOOTSTRAP=1 -Zbuild-std=std,panic_abort: Debian ships no
 #     prebuilt Windows standard library);
-#  3. builds the core crate's tests for Windows and runs every one under wine, with the totals
+#  3. builds the core crates' tests for Windows and runs every one under wine, with the totals
 #     printed; wine 8 lacks bcryptprimitives.dll's ProcessPrng, which Rust's standard library
 #     needs for random bytes, so scripts/cross/bcryptprimitives.c (a forwarder to RtlGenRandom)
 #     is built with mingw and put beside the test programs;
-#  4. with --mac, type-checks the core crate (all targets) for aarch64-apple-darwin, zig cc (PyPI's
+#  4. with --mac, type-checks the core crates (all targets) for aarch64-apple-darwin, zig cc (PyPI's
 #     `ziglang`, in a virtual environment of its own) as the C compiler for ring and SQLite; the
 #     shell is not (Apple's SDK, see below).
 #
@@ -57,6 +57,9 @@ export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
 # No debug info: these builds are checked and run, never debugged, and linking ~50 test
 # programs with it is most of this script's time.
 export CARGO_PROFILE_DEV_DEBUG=0
+# The core: the layered crates under crates/ and the switchboard crate on top (not the shell).
+core=(-p switchboard-wire -p switchboard-domain -p switchboard-dials -p switchboard-link
+  -p switchboard-app -p switchboard-control -p switchboard)
 win=(--target x86_64-pc-windows-gnu -Zbuild-std=std,panic_abort --locked)
 echo "$(/usr/bin/rustc --version); $(/usr/bin/cargo --version); $(x86_64-w64-mingw32-gcc --version | head -1)"
 
@@ -76,8 +79,8 @@ if grep -E '^warning: `[^`]+` \([^)]*\) generated [0-9]+ warnings?' "$CARGO_TARG
 fi
 
 if [ "$wine_run" = 1 ]; then
-  step "build the core crate's tests for Windows"
-  nice -n 10 /usr/bin/cargo test -p switchboard --lib --bins --tests "${win[@]}" --no-run \
+  step "build the core crates' tests for Windows"
+  nice -n 10 /usr/bin/cargo test "${core[@]}" --lib --bins --tests "${win[@]}" --no-run \
     --message-format=json-render-diagnostics > "$CARGO_TARGET_DIR/win-tests.json"
   mapfile -t exes < <(python3 -c '
 import json, sys
@@ -89,7 +92,7 @@ for line in open(sys.argv[1]):
   x86_64-w64-mingw32-gcc -O2 -shared -o "$deps/deps/bcryptprimitives.dll" scripts/cross/bcryptprimitives.c -ladvapi32
   cp "$deps/deps/bcryptprimitives.dll" "$deps/bcryptprimitives.dll"
 
-  step "run the core crate's tests under wine (${#exes[@]} test programs)"
+  step "run the core crates' tests under wine (${#exes[@]} test programs)"
   export WINEPREFIX="$CARGO_TARGET_DIR/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
   # ts-rs writes the TypeScript bindings where TS_RS_EXPORT_DIR says (cargo sets it from
   # .cargo/config.toml, wine does not): a scratch folder, never the committed ones.
@@ -111,7 +114,7 @@ for line in open(sys.argv[1]):
     # checked on Linux by cargo test; wine has no Windows cargo to run. Said here, never silent.
     case "$name" in
       network-*) extra=("${skip_tap[@]}"); echo "  $name: skipping the Bun journey (no Windows Bun under wine)";;
-      app-*) extra=(--skip version::); echo "  $name: skipping its version module (cargo metadata; no Windows cargo under wine; run on Linux by cargo test)";;
+      app-*) extra=(--skip version:: --skip layers::); echo "  $name: skipping its version and layers modules (cargo metadata; no Windows cargo under wine; run on Linux by cargo test)";;
       licences-*) echo "  $name: not run under wine (cargo metadata; no Windows cargo under wine; run on Linux by cargo test)"; skipped_programs+=("$name"); continue;;
     esac
     if timeout 900 wine "$exe" --test-threads=2 "${extra[@]}" > "$log" 2>&1; then rc=0; else rc=$?; fi
@@ -135,7 +138,7 @@ for line in open(sys.argv[1]):
 fi
 
 if [ "$mac" = 1 ]; then
-  step "type-check the core crate for aarch64-apple-darwin (zig cc as the C compiler)"
+  step "type-check the core crates for aarch64-apple-darwin (zig cc as the C compiler)"
   # zig from PyPI (ziglang) in a virtual environment of this script's own: Debian's Python
   # refuses packages installed beside its own.
   venv="$CARGO_TARGET_DIR/zig-venv"
@@ -147,10 +150,10 @@ if [ "$mac" = 1 ]; then
   fi
   echo "zig $("$ZIG_PYTHON" -m ziglang version)"
   export CC_aarch64_apple_darwin="$repo/scripts/cross/zig-cc-macos"
-  # The core crate, all targets. The shell (src-tauri) is not: its notifications'
+  # The core crates, all targets. The shell (src-tauri) is not: its notifications'
   # mac-notification-sys compiles Objective-C against Cocoa.h, which only Apple's SDK has, and
   # that SDK may not be copied onto a Linux machine.
-  nice -n 10 /usr/bin/cargo check -p switchboard --all-targets --target aarch64-apple-darwin \
+  nice -n 10 /usr/bin/cargo check "${core[@]}" --all-targets --target aarch64-apple-darwin \
     -Zbuild-std=std,panic_abort --locked 2>&1 | tee "$CARGO_TARGET_DIR/mac-check.log"
   if grep -E '^warning: `[^`]+` \([^)]*\) generated [0-9]+ warnings?' "$CARGO_TARGET_DIR/mac-check.log"; then
     echo "the core has warnings when built for macOS (above): fix them" >&2

@@ -1,5 +1,5 @@
 //! Fuzz targets: one function per input reader, each taking the raw bytes a phone, a file or a
-//! person could hand it (issue 17, "Fuzzing").
+//! person could hand it.
 //!
 //! Why here and not in the fuzz crate: the coverage-guided fuzzer (`fuzz/`, AFL++ through the
 //! `afl` crate, run by `scripts/fuzz.sh TARGET EXECS`) and the plain test that replays the seed

@@ -1,4 +1,4 @@
-//! Crash-safe files (issue 17): the trust file, the settings, the pairings file (with its
+//! Crash-safe files: the trust file, the settings, the pairings file (with its
 //! `.bak`) and dial exports survive a kill at any moment of a write. After every kill the file
 //! is exactly its old or its new content, as the app's own writer wrote them — never a mix, an
 //! empty or a missing file — and the app's reader reads it. All four are written by

@@ -1,4 +1,4 @@
-//! Every folder and file a real [`App`] creates is private on Unix (issue 23, "Files"): folders
+//! Every folder and file a real [`App`] creates is private on Unix: folders
 //! `0700`, files `0600`, under the most permissive umask (`0o000`), and files an earlier version
 //! left readable are tightened at the next start.
 //!

@@ -1,4 +1,4 @@
-//! Pairing on the networks people have, in real Linux network namespaces (issue 15).
+//! Pairing on the networks people have, in real Linux network namespaces.
 //!
 //! Each test makes its own namespaces (`sbt<pid><n>d` for the desktop, `...p` for the phone)
 //! joined by a veth pair, with addresses from the documentation ranges only (192.0.2.0/24,
@@ -363,7 +363,7 @@ fn addresses(invite: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
-/// The desktop of issue 15: a container bridge listed before the LAN. The link offers the LAN
+/// A desktop whose container bridge is listed before the LAN. The link offers the LAN
 /// first (it holds the default route) and the bridge last, named as a container network; a
 /// phone on the LAN pairs through the link alone, over the LAN address.
 #[test]
@@ -1000,7 +1000,7 @@ fn stop(role: &Desktop) {
     let _ = std::fs::write(role.dir.join("stop"), b"");
 }
 
-/// The desktop of issue 15 (a container bridge listed before the LAN), paired through mDNS
+/// A desktop whose container bridge is listed before the LAN, paired through mDNS
 /// alone: the person types only the code on the phone; the phone browses
 /// `_switchboard._tcp.local.`, takes the address mDNS gave (the LAN's: the bridge's is not
 /// advertised on the LAN), trusts the certificate on first use (never mDNS's `fp`), and pairs;

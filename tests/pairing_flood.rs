@@ -1,4 +1,4 @@
-//! A flood of failed connections before hello (issue 23): a real failure stays visible in the
+//! A flood of failed connections before hello: a real failure stays visible in the
 //! diagnostics, and the failure events and log lines stay a few a minute, not one per attempt.
 //!
 //! A binary of its own: it installs a tracing subscriber for its thread and counts lines, which

@@ -2,7 +2,7 @@
 //! (`switchboard.log.YYYY-MM-DD`, UTC dates, the last [`MAX_FILES`] kept). `RUST_LOG` sets the
 //! level (default `info`).
 //!
-//! Bounded and private (issue 23, "Files" and "Floods"): a day's file grows to at most
+//! Bounded and private: a day's file grows to at most
 //! [`MAX_FILE_BYTES`]; past that one line says so and the rest of that day's lines go to stderr
 //! only, so the folder never holds more than about `MAX_FILES × MAX_FILE_BYTES` (112 MiB) however
 //! fast something writes. On Unix the log folder is `0700` and every log file `0600`, whatever

@@ -12,7 +12,7 @@
 //! a real-time thread then spins on, the yield never lets it run again until the kernel moves
 //! it to another CPU: on a 2-CPU desktop streaming live dials, `perf` showed the app's
 //! `ReceiveQueue` thread spinning in `pas_lock_lock_slow` for 80-140 ms at a time while the
-//! window drew nothing (docs/desktop-dials.md, session 18). Under RealtimeKit a spin that long
+//! window drew nothing (docs/desktop-dials.md). Under RealtimeKit a spin that long
 //! can even get the app killed: WebKit sets `RLIMIT_RTTIME` to RealtimeKit's maximum (200 ms by
 //! default), and the kernel sends SIGKILL at that hard limit. Upstream has since removed both the
 //! real-time threads on Linux and the `sched_yield` spin (WebKit bugs 319535 and 321012).

@@ -1532,7 +1532,7 @@ async fn tap_journey(j: &mut Journey) -> R<()> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Journey 7: a support bundle round trip (issue 20)
+// Journey 7: a support bundle round trip
 
 /// What the views show that a bundle must show the same: the phones' labels, the banners'
 /// texts, the confirmations' summaries with their states, and the dial count.
@@ -1946,7 +1946,7 @@ fn app_memory(j: &Journey) -> R<(measure::Mem, Vec<u32>)> {
 /// WebDriver (journey 8's figure at rest includes the automation session WebKitWebDriver
 /// keeps in the web process, which no user has), Live dials opened by its shortcut, the demo's
 /// first minute of dials played, then the web process's PSS and RSS against an empty WebKitGTK
-/// page in the same X server (issue 19: at most 1.2 times). Prints the figures; fails only when
+/// page in the same X server (at most 1.2 times). Prints the figures; fails only when
 /// the measurement itself cannot be made.
 ///
 /// `WEBKIT_DISABLE_COMPOSITING_MODE=1 cargo test --release -p switchboard-desktop --test e2e window_at_rest -- --ignored --nocapture`.

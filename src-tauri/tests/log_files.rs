@@ -1,6 +1,6 @@
 //! The shell's log files through [`switchboard_desktop::logging::init`], as the app starts
 //! logging: under the most permissive umask (`0o000`) the log folder is `0700` and the day's
-//! file `0600`, and it holds the line logged (issue 23, "Files").
+//! file `0600`, and it holds the line logged.
 //!
 //! The umask and the global subscriber are per process: this file holds one test.
 #![cfg(unix)]

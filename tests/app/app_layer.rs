@@ -687,7 +687,7 @@ async fn a_flapping_banner_notifies_the_desktop_once() {
 
 /// The tray's summary, which the app computes on every notice that may move a count (a
 /// flapping banner raises and clears one many times a second), is built from the parts it lists
-/// rather than the views' whole snapshots (session 12: those enumerated the network interfaces
+/// rather than the views' whole snapshots (those enumerated the network interfaces
 /// and read the routing table each time, a quarter of the app's CPU while a phone streamed);
 /// it is still the summary those snapshots give: the phone named, the banner, the waiting
 /// confirmations soonest expiry first although they came the other way round.
@@ -788,7 +788,7 @@ async fn the_tray_summary_is_the_one_the_views_snapshots_give() {
     assert_eq!(last, Some(live));
 }
 
-/// Banners per phone (issue 16): two phones on one hub, the same call path. A phone's result
+/// Banners per phone: two phones on one hub, the same call path. A phone's result
 /// raises and clears only that phone's banner; the dial inspector shows the banner the hub
 /// raised for a dial (and where it stands), and one derived from the text only for an imported
 /// capture, marked as derived.
@@ -1236,7 +1236,7 @@ impl LockableStore {
     }
 }
 
-/// Issue 17, "Key store going away": started while the key store is locked, the Phones view
+/// Key store going away: started while the key store is locked, the Phones view
 /// says so in words and nothing is written in its place; unlocking brings the link up without
 /// a restart; locking it again while the app runs leaves the link and its phones working (the
 /// keys are held in memory) and the Phones view says so when the pairing window opens (the
@@ -1329,7 +1329,7 @@ async fn a_locked_key_store_is_said_in_words_and_unlocking_recovers_without_a_re
     }
     // `switchboard status` (the control channel's status request) says the same words.
     let status =
-        switchboard::control::server::answer(&desk.app, switchboard::control::Request::Status)
+        switchboard::control::serve::answer(&desk.app, switchboard::control::Request::Status)
             .await
             .unwrap();
     assert_eq!(status["key_store_problem"], json!(words), "{status}");
@@ -1380,7 +1380,7 @@ async fn a_locked_key_store_is_said_in_words_and_unlocking_recovers_without_a_re
     desk.app.shutdown().await;
 }
 
-/// Issue 17, "Key store going away", the periodic check: a key store that stops answering while
+/// The key store going away, the periodic check: a key store that stops answering while
 /// the app runs is noticed without anyone pairing, the Phones view is told to reload and says
 /// so while the phone already connected keeps working; when the store answers again the words
 /// go away by themselves.

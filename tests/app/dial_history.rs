@@ -851,7 +851,7 @@ async fn full_first_page(log: &DialLogHandle, line: &str, want: &[String], exact
     }
 }
 
-/// Issue 19's sparse filters over a store far beyond the ring, after a restart: the compound
+/// The sparse filters over a store far beyond the ring, after a restart: the compound
 /// filter (one dial in 397 passes it, decoys pass all but one term) and far-back time windows
 /// (`before:`, `after:` + `before:`, a late dial whose start is far older than its neighbours',
 /// a time after the history) each answer a full first page of the right rows in order, counted

@@ -942,7 +942,7 @@ async fn the_ring_holds_at_most_its_byte_budget_and_sqlite_keeps_the_rest() {
     log.shutdown().await.unwrap();
 }
 
-/// Back-pressure to the SQLite writer (issue 17): a long stream of large dials never has more
+/// Back-pressure to the SQLite writer: a long stream of large dials never has more
 /// than `max_unwritten_bytes` (plus the one call being admitted) held and not yet written, the
 /// ring evicting them long before; ingest waits instead of dropping, so every dial is stored
 /// exactly once and the durable watermark reaches the last.

@@ -1,4 +1,4 @@
-//! Support bundles (issue 20): nothing secret leaves a bundle of a running app (every key-store
+//! Support bundles: nothing secret leaves a bundle of a running app (every key-store
 //! entry, an open pairing window, a pending verification code, a log line with a session
 //! proof, dial and parameter values); a bundle round-trips through `open_bundle` into the
 //! same views; a bundle of the app's files when it is not running; damaged and foreign
@@ -178,7 +178,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Issue 20, "Nothing secret leaves": a running app with every kind of secret (the key-store
+/// Nothing secret leaves: a running app with every kind of secret (the key-store
 /// entries its identity wrote, an open pairing window, a phone's session proof and the
 /// pairing code in a log line, secret values in a dial and in a proposal's parameters) saves a
 /// bundle, and none of those secrets, in any encoding, is anywhere in the decompressed
@@ -666,7 +666,7 @@ fn refused(dir: &Path, name: &str, bytes: &[u8], limits: Limits) -> String {
     }
 }
 
-/// Issue 20: a damaged or foreign archive gets a clear error naming what is wrong.
+/// A damaged or foreign archive gets a clear error naming what is wrong.
 #[test]
 fn damaged_or_foreign_archives_are_refused_naming_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,4 +1,4 @@
-//! The budget of connections without hello (issue 17): a host that is not paired opens
+//! The budget of connections without hello: a host that is not paired opens
 //! connections as fast as it can — half-open TCP, TLS without upgrade, upgraded and silent —
 //! and a paired phone still gets in; the host's connections stay bounded per address and in
 //! all; every stage before hello has its deadline; a peer that never reads is closed, not stuck.

@@ -1,4 +1,4 @@
-//! Hostile input against the real link and hub on loopback, and against the parsers (issue 17):
+//! Hostile input against the real link and hub on loopback, and against the parsers:
 //! JSON nested at and past the depth limit, numbers beyond f64, invalid UTF-8 in a text and in a
 //! binary frame, frames of exactly 1 MiB and one byte more, objects with 100 000 keys, a phone
 //! clock a day ahead or behind. Each gets a clear refusal or a correct result, never a panic,

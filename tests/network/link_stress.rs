@@ -1,6 +1,6 @@
 //! Thousands of connections on loopback with the reference phone client, as phone apps make
 //! them (paired phones connecting again and again: TLS, the WebSocket upgrade, the desktop's
-//! `control.hello`, the phone's): every one gets through (issue 21: about 1 in 50
+//! `control.hello`, the phone's): every one gets through (about 1 in 50
 //! upgrades failed after TLS with "did not receive a valid HTTP response"). Not reproduced here:
 //! 2000 connections, as many at a time as one address may hold before its hello
 //! (`LinkConfig::max_unauthenticated_per_source`, 4), all upgrade (a raw Python `ssl` client

@@ -1,4 +1,4 @@
-//! Pending pairing and the verification code (issue 23), on loopback: a code that passes the
+//! Pending pairing and the verification code, on loopback: a code that passes the
 //! window only makes a *pending* pairing; nothing is in the trust file until the person on the
 //! desktop and the phone both confirm that the verification codes match. "They differ", a
 //! timeout or a phone that leaves write nothing. A host in the middle that relays a code-only
@@ -264,7 +264,7 @@ async fn send_json(ws: &mut ServerWs, v: Value) {
     ws.send(Message::text(v.to_string())).await.unwrap();
 }
 
-/// A host in the middle, as issue 23 describes it: it answered mDNS first, so a phone that took
+/// A host in the middle: it answered mDNS first, so a phone that took
 /// the fingerprint from mDNS pins the middle's certificate and sends it the code the person
 /// typed. The middle pairs itself with the real desktop using that code (as a phone, with its
 /// own key) and plays the desktop towards the phone, forwarding the phone's confirmation.

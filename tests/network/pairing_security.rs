@@ -1,4 +1,4 @@
-//! Pairing and hello as an attacker on the same network sees them (issue 23), on loopback:
+//! Pairing and hello as an attacker on the same network sees them, on loopback:
 //! the attempt budget of a pairing window across many connections, a lifetime nothing extends,
 //! one answer for every refusal, no forged "identity changed". (The flood of failed
 //! connections is `tests/pairing_flood.rs`: it counts log lines, so it has a binary to itself.)

@@ -1288,6 +1288,7 @@ fn an_unreadable_history_file_is_moved_aside_and_kept() {
     let state = ConfirmationsState::with_history(
         ConfirmationMirror::with_bundled_catalogue(),
         file.clone(),
+        &switchboard::clock::SystemClock,
     );
     assert!(state.lock().snapshot().ended.is_empty());
     let names: Vec<String> = std::fs::read_dir(dir.path())

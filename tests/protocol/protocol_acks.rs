@@ -1,5 +1,5 @@
 //! What a phone app relies on from the desktop's acknowledgements and refusals, on the real link
-//! over loopback (issue 21): a refused message with a readable `id` is answered with `parent`
+//! over loopback: a refused message with a readable `id` is answered with `parent`
 //! and acknowledged in order; one without is answered without `parent` and never acknowledged;
 //! `applied` counts each message once and acknowledgements never go back during a replay; the
 //! generation fence (`stale_generation` after a higher generation, kept across a restart);
@@ -697,6 +697,7 @@ async fn a_proposal_waiting_at_a_restart_is_still_waiting_after_it_and_its_end_i
     let first = ConfirmationsState::with_history(
         ConfirmationMirror::with_bundled_catalogue(),
         file.clone(),
+        &switchboard::clock::SystemClock,
     );
     let mut d = desk_with(
         dir.path(),
@@ -744,6 +745,7 @@ async fn a_proposal_waiting_at_a_restart_is_still_waiting_after_it_and_its_end_i
     let second = Arc::new(ConfirmationsState::with_history(
         ConfirmationMirror::with_bundled_catalogue(),
         file,
+        &switchboard::clock::SystemClock,
     ));
     let after = second.lock().snapshot().waiting;
     assert_eq!(

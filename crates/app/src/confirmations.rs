@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use switchboard_wire::clock::Clock;
 
 use serde::Serialize;
 use ts_rs::TS;
@@ -91,7 +92,8 @@ impl ConfirmationsState {
     /// aside to `<file>.unreadable-<epoch ms>`, named in the log, and this run starts a new
     /// history: its content is never overwritten. When it cannot be moved (or cannot be read
     /// at all) this run keeps nothing, so the file stays as it is.
-    pub fn with_history(mut mirror: ConfirmationMirror, file: PathBuf) -> Self {
+    /// `clock` dates the name a file is moved aside under.
+    pub fn with_history(mut mirror: ConfirmationMirror, file: PathBuf, clock: &dyn Clock) -> Self {
         let mut keep = true;
         match switchboard_domain::confirmations::history::load(&file) {
             Ok(Some(kept)) => {
@@ -101,10 +103,7 @@ impl ConfirmationsState {
             }
             Ok(None) => {}
             Err(e) => {
-                let aside = aside_name(
-                    &file,
-                    switchboard_wire::clock::Clock::now_ms(&switchboard_wire::clock::SystemClock),
-                );
+                let aside = aside_name(&file, clock.now_ms());
                 match std::fs::rename(&file, &aside) {
                     Ok(()) => tracing::warn!(
                         "the confirmations of the last run are not shown: {e}; the file is kept as {}",

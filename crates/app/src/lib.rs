@@ -264,12 +264,13 @@ impl App {
             }
         };
         let app = Arc::new(Self {
-            phones: phones::PhonesState::new(config.demo),
+            phones: phones::PhonesState::new(config.demo, Arc::clone(&config.clock)),
             phone_lines: phone_lines::PhoneLinesState::new(),
             bridge: bridge::BridgeState::new(),
             confirmations: confirmations::ConfirmationsState::with_history(
                 mirror,
                 dials_dir.join(switchboard_domain::confirmations::history::HISTORY_FILE),
+                config.clock.as_ref(),
             ),
             settings,
             dials,

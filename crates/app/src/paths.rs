@@ -111,7 +111,7 @@ impl AppPaths {
             self.link_dir(demo)
                 .join(switchboard_link::trust::TRUST_FILE),
         ];
-        // What a write killed midway left behind (issue 17, crash-safe files): the app never
+        // What a write killed midway left behind: the app never
         // reads these, but they would pile up, one per crash.
         let exports = self.link_dir(demo).join(EXPORT_DIR);
         let stale = files

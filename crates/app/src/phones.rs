@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use ts_rs::TS;
@@ -15,7 +15,7 @@ use ts_rs::TS;
 use switchboard_link::{
     Link, LinkDiagnostics, LinkEvent, PairedPhone, PairingEnd, PairingInvite, PendingPairing,
 };
-use switchboard_wire::clock::Clock as _;
+use switchboard_wire::clock::Clock;
 use switchboard_wire::error::{IpcError, IpcErrorKind};
 use switchboard_wire::sync::lock;
 
@@ -125,6 +125,8 @@ pub struct PhonesState {
     link: Mutex<Option<Link>>,
     live: Mutex<Live>,
     demo: bool,
+    /// The app's one clock: when a pairing ended.
+    clock: Arc<dyn Clock>,
     /// Asks the key-store check ([`super::App::start_link`]) to look now (the pairing window
     /// opened).
     pub(super) check_key_store: tokio::sync::Notify,
@@ -143,12 +145,13 @@ pub enum PhonesChange {
 }
 
 impl PhonesState {
-    /// No link yet; `demo` when running with the built-in demo phone.
-    pub fn new(demo: bool) -> Self {
+    /// No link yet; `demo` when running with the built-in demo phone; `clock`: the app's.
+    pub fn new(demo: bool, clock: Arc<dyn Clock>) -> Self {
         Self {
             link: Mutex::new(None),
             live: Mutex::new(Live::default()),
             demo,
+            clock,
             check_key_store: tokio::sync::Notify::new(),
         }
     }
@@ -324,7 +327,7 @@ impl PhonesState {
                     device_id: device_id.clone(),
                     label: label.clone(),
                     ended: None,
-                    at_ms: switchboard_wire::clock::SystemClock.now_ms(),
+                    at_ms: self.clock.now_ms(),
                 });
             }
             LinkEvent::PairingEnded {
@@ -337,7 +340,7 @@ impl PhonesState {
                     device_id: device_id.clone(),
                     label: label.clone(),
                     ended: Some(*end),
-                    at_ms: switchboard_wire::clock::SystemClock.now_ms(),
+                    at_ms: self.clock.now_ms(),
                 });
             }
             LinkEvent::PairingClosed { .. }

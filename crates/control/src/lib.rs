@@ -1,3 +1,9 @@
+//! # switchboard-control: the channel the CLI asks the running app over
+//!
+//! An adapter on top of `switchboard-app`: it serves the app ([`start_control`] attaches
+//! itself, so the app never knows it) and holds the client the `switchboard` CLI uses. It must
+//! not know Tauri or any window.
+//!
 //! The local control socket: how the `switchboard` CLI asks the running app (`switchboard pair`,
 //! `switchboard phones`, `switchboard unpair DEVICE`), like `kdeconnect-cli` does for KDE
 //! Connect; for scripts, support and desktops reached over SSH.
@@ -60,6 +66,8 @@ use switchboard_wire::error::IpcError;
 pub mod client;
 #[cfg(windows)]
 pub mod pipe;
+#[cfg(any(unix, windows))]
+pub mod serve;
 #[cfg(any(unix, windows))]
 pub mod server;
 
@@ -180,7 +188,7 @@ pub enum ControlError {
 /// A request to the running app, one JSON object a line, tagged by `request`.
 ///
 /// To add one (e.g. the support bundle): a variant here, its name in [`REQUEST_NAMES`], its
-/// answer type below, and its arm in `server::answer`.
+/// answer type below, and its arm in `serve::answer`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "request", rename_all = "snake_case", deny_unknown_fields)]
 #[non_exhaustive]

@@ -1,6 +1,6 @@
 //! The control channel on Windows: a named pipe `\\.\pipe\switchboard-<16 hex>` (the hex as the
 //! Unix socket's folder: a SHA-256 of the app's data folder, [`super::socket_path`]) speaking
-//! the same JSON Lines requests as the Unix socket ([`super::server::answer`]).
+//! the same JSON Lines requests as the Unix socket ([`super::serve::answer`]).
 //!
 //! ## Who can open it
 //! - The pipe is created with a security descriptor whose DACL is protected and holds one entry:
@@ -38,7 +38,7 @@ use windows_sys::Win32::System::Threading::{
     GetCurrentProcess, OpenProcess, OpenProcessToken, PROCESS_QUERY_LIMITED_INFORMATION,
 };
 
-use super::server::{failed, refuse, serve_requests, write_answer};
+use super::serve::{failed, refuse, serve_requests, write_answer};
 use super::{ControlError, MAX_CONNECTIONS};
 use switchboard_app::App;
 use switchboard_wire::error::IpcErrorKind;

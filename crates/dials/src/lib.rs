@@ -1,4 +1,8 @@
-//! # Dials: the live log of phone-line calls
+//! # switchboard-dials: the dial store, the live log of phone-line calls
+//!
+//! It may use `switchboard-wire` and `switchboard-domain` (the [`Dial`] record itself lives
+//! there, with its conformance check). It must not know the LAN link, the app or any user
+//! interface: the app feeds it dials and forwards what it answers.
 //!
 //! A *dial* is one call of a phone line (`phone-line.md`, "Operations", "Request and response
 //! shapes"): the caller dials an extension's endpoint with an op and a request and gets a response,

@@ -1,4 +1,9 @@
-//! The link: pairing with a phone over the local network and talking ifp/1 with it.
+//! # switchboard-link: pairing with a phone over the local network and talking ifp/1 with it
+//!
+//! It may use `switchboard-wire` and `switchboard-domain`. It must not know how dials are
+//! stored, the app's state or any user interface: what a phone sends leaves as [`LinkEvent`]s
+//! for the app to apply. [`phone`] is the reference phone (`switchboard-phone`, the demo).
+//!
 //!
 //! Why: the phone is where actions happen and are confirmed; the desktop mirrors them. The link
 //! is the one channel between the two: WebSocket over TLS 1.3, every frame checked by the ifp/1
