@@ -381,8 +381,8 @@ pub fn peer_allowed(peer_uid: u32, own_uid: u32) -> Result<(), PeerRefused> {
         Ok(())
     } else {
         Err(PeerRefused {
-            own: own_uid.to_string(),
-            peer: peer_uid.to_string(),
+            own: format!("uid {own_uid}"),
+            peer: format!("uid {peer_uid}"),
         })
     }
 }
@@ -390,9 +390,9 @@ pub fn peer_allowed(peer_uid: u32, own_uid: u32) -> Result<(), PeerRefused> {
 /// A peer of another user than the app's, refused ([`peer_allowed`]; on Windows the users'
 /// SIDs, `pipe::peer_sid_allowed`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("refused: this control channel serves user {own} only, not {peer}")]
+#[error("refused: this control channel serves {own} only, not {peer}")]
 pub struct PeerRefused {
-    /// The app's user: a uid, or a SID on Windows.
+    /// The app's user: `uid N`, or `user SID` on Windows.
     pub own: String,
     /// The peer's user, as `own`.
     pub peer: String,
@@ -500,9 +500,9 @@ mod tests {
     fn only_the_same_uid_gets_in() {
         assert!(peer_allowed(1000, 1000).is_ok());
         let e = peer_allowed(1001, 1000).unwrap_err();
-        assert_eq!((e.own.as_str(), e.peer.as_str()), ("1000", "1001"));
+        assert_eq!((e.own.as_str(), e.peer.as_str()), ("uid 1000", "uid 1001"));
         let words = e.to_string();
-        assert!(words.contains("1000") && words.contains("1001"), "{words}");
+        assert!(words.contains("not uid 1001"), "{words}");
         assert!(peer_allowed(0, 1000).is_err(), "not even root's CLI");
     }
 

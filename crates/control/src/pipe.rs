@@ -302,7 +302,7 @@ pub fn peer_sid_allowed(peer_sid: &str, own_sid: &str) -> Result<(), crate::Peer
         Ok(())
     } else {
         Err(crate::PeerRefused {
-            own: own_sid.to_string(),
+            own: format!("user {own_sid}"),
             peer: peer_sid.to_string(),
         })
     }

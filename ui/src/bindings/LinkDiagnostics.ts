@@ -56,7 +56,7 @@ phone_attempts: Array<PhoneAttempts>,
  */
 recent_failures: Array<LinkFailure>, 
 /**
- * Ports of the range (from [`crate::link::DEFAULT_PORT`] on) another program held when the
+ * Ports of the range (from [`crate::DEFAULT_PORT`] on) another program held when the
  * link started: the link listens on the next free one, and a firewall rule for the usual
  * port does not cover it.
  */

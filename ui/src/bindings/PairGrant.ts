@@ -21,7 +21,7 @@ public_key: string,
 challenge: string, 
 /**
  * The desktop's commitment to the nonce it reveals in `pair.reveal`, unpadded base64url of
- * 32 bytes ([`crate::link::pairing::pairing_commitment`]).
+ * 32 bytes ([`switchboard_link::pairing::pairing_commitment`]).
  */
 commitment: string, 
 /**

@@ -27,9 +27,9 @@ protocol_version: number | null,
 key_fingerprint: string, 
 /**
  * Its clock minus this computer's at its last hello since the link started, in
- * milliseconds (negative: behind; [`crate::link::diagnostics::PhoneClockSkew`]); `None`
+ * milliseconds (negative: behind; [`switchboard_link::diagnostics::PhoneClockSkew`]); `None`
  * before it said hello. The view shows it when at least
- * [`crate::link::diagnostics::CLOCK_SKEW_SHOWN_MS`] off.
+ * [`switchboard_link::diagnostics::CLOCK_SKEW_SHOWN_MS`] off.
  */
 clock_skew_ms: number | null, 
 /**

@@ -28,7 +28,7 @@ key_store_problem: string | null,
 /**
  * Why dials are not being stored now (the disk holding the history is full, and where;
  * the same words as the tray and `switchboard status`), if so. Filled by
- * [`crate::app::App::phones_snapshot`]; `None` from [`PhonesState::snapshot`] alone.
+ * [`crate::App::phones_snapshot`]; `None` from [`PhonesState::snapshot`] alone.
  */
 storage_problem: string | null, 
 /**

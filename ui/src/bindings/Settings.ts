@@ -53,7 +53,7 @@ extra_phone_lines: Array<KnownLineSetting>,
 link_port: number | null, 
 /**
  * The Live dials view's filter line as last applied (empty: no filter; grammar in
- * `crate::dials::filter`), so the view opens on the same filter after a restart. Checked
+ * `crate::dial::filter`), so the view opens on the same filter after a restart. Checked
  * again by the filter parser when the view opens; a line that no longer parses is shown
  * with its error and not applied.
  */
