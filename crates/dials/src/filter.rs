@@ -45,10 +45,10 @@
 //! seconds else `ms`, relative times in the largest whole unit. Parsing the printed line gives the
 //! same query back (a property test holds it to that).
 //!
-//! The parts, one concept a file: [`ast`] what a parsed line is, `parse` reading a line (with
+//! The parts, one concept a file: `ast` what a parsed line is, `parse` reading a line (with
 //! its errors), `print` writing one back, `compiled` testing it against dials in memory.
 
-pub mod ast;
+mod ast;
 mod compiled;
 mod parse;
 mod print;

@@ -18,7 +18,7 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 
 /// A filter made ready to test dials and connection events in memory: phone names resolved,
 /// relative times fixed, regexes compiled, free-text words split. The SQLite side compiles the
-/// same [`DialQuery`] to SQL (`store::history`); both follow the rules in the module docs.
+/// same [`DialQuery`] to SQL (`history_sql`); both follow the rules in the module docs.
 #[derive(Debug, Clone)]
 pub struct CompiledQuery {
     /// The terms, compiled.
