@@ -1,0 +1,317 @@
+//! The writer thread: owns the writing connection, takes batches, prunes, clears and flushes
+//! in order, indexes when it has nothing else to do, and keeps a batch (rather than dropping
+//! it) while the disk is full, so SQLite stays off the log's hot path and nothing is reported
+//! durable that is not in the file.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::IndexPace;
+use super::{clear, index_some, indexed_upto, insert_batch, insert_connection, prune, storage};
+use crate::record::Dial;
+use crate::DialLogError;
+
+/// Work for the writer thread.
+pub(crate) enum WriterMsg {
+    /// Insert these dials; afterwards mark `upto` (the last arrival number in the batch) written
+    /// and, when the transaction committed, durable. An empty batch only moves the marks (dials
+    /// cleared before they were written). `bytes` is what the batch counts in
+    /// [`WriterShared::unwritten_bytes`]; the writer takes it off once the dials are dropped.
+    Insert {
+        dials: Vec<Arc<Dial>>,
+        upto: u64,
+        bytes: u64,
+    },
+    /// Prune at `now_ms`, reply with rows deleted.
+    Prune {
+        now_ms: i64,
+        reply: Option<oneshot::Sender<Result<usize, DialLogError>>>,
+    },
+    /// Delete all rows, reply with rows deleted.
+    Clear {
+        reply: oneshot::Sender<Result<usize, DialLogError>>,
+    },
+    /// Store one connection event (its `seq` is its rowid).
+    Connection(crate::history::ConnectionEvent),
+    /// Reply once everything sent before has been committed, with the first write error since the
+    /// last flush, if any.
+    Flush {
+        reply: oneshot::Sender<Result<(), DialLogError>>,
+    },
+}
+
+/// State the writer shares with the log actor.
+#[derive(Debug, Default)]
+pub(crate) struct WriterShared {
+    /// Highest arrival number whose batch has been committed (or failed and been reported).
+    pub written_upto: AtomicU64,
+    /// Highest arrival number up to which every persisting dial is committed (the durable
+    /// watermark acknowledgements wait for). It stops at the last batch before a failed write:
+    /// what follows a failure is never reported durable in this run.
+    pub committed: Arc<tokio::sync::watch::Sender<u64>>,
+    /// Batches sent and not yet processed.
+    pub in_flight: AtomicU64,
+    /// Total rows committed.
+    pub rows_written: AtomicU64,
+    /// First write error since the last flush.
+    pub error: Mutex<Option<String>>,
+    /// Bytes ([`crate::log::held_bytes`]) of the persisting dials held and not yet
+    /// written: waiting in the actor's batch or queued to the writer. Ingest waits while it is
+    /// past [`crate::DialLogConfig::max_unwritten_bytes`].
+    pub unwritten_bytes: AtomicU64,
+    /// The highest `unwritten_bytes` has been since start.
+    pub peak_unwritten_bytes: AtomicU64,
+    /// Notified (all waiters) each time the writer finished a batch, and when it stops.
+    pub progress: tokio::sync::Notify,
+    /// Set when the writer thread ended (nothing will be written any more: ingest stops
+    /// waiting for room).
+    pub stopped: std::sync::atomic::AtomicBool,
+    /// Rows up to this rowid are indexed for history search ([`index_some`]).
+    pub indexed_upto: AtomicU64,
+    /// Rows up to this rowid have their column blocks ([`crate::blocks`]).
+    pub cols_upto: AtomicU64,
+    /// Set while a batch waits for room on a full disk (SQLite's `SQLITE_FULL`): the words
+    /// the status, the tray and `switchboard status` show. Cleared once it is written.
+    pub disk_full: Mutex<Option<String>>,
+}
+
+impl WriterShared {
+    /// Counts `bytes` more unwritten.
+    pub(crate) fn add_unwritten(&self, bytes: u64) {
+        let now = self.unwritten_bytes.fetch_add(bytes, Ordering::AcqRel) + bytes;
+        self.peak_unwritten_bytes.fetch_max(now, Ordering::AcqRel);
+    }
+
+    /// Counts `bytes` fewer unwritten (written, failed, or cleared before writing).
+    pub(crate) fn sub_unwritten(&self, bytes: u64) {
+        let _ = self
+            .unwritten_bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                Some(b.saturating_sub(bytes))
+            });
+    }
+}
+
+/// Page cache of the writer's connection, in KiB.
+const WRITER_CACHE_KIB: i64 = 8 * 1024;
+/// WAL pages between automatic checkpoints (4 KiB pages: 16 MiB).
+const WRITER_CHECKPOINT_PAGES: i64 = 4096;
+
+/// First and longest wait between tries of a batch while the disk is full.
+const FULL_RETRY_FIRST: Duration = Duration::from_millis(100);
+const FULL_RETRY_MAX: Duration = Duration::from_secs(2);
+
+/// Whether `e` is SQLite saying the disk (or the file system's quota) is full.
+pub(crate) fn is_disk_full(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+}
+
+/// Runs the writer loop on the current (dedicated) thread until the sender side is dropped.
+///
+/// A batch that fails because the disk is full ([`is_disk_full`]) is not dropped: the writer
+/// keeps it and tries it again (every [`FULL_RETRY_FIRST`], doubling to [`FULL_RETRY_MAX`])
+/// until it is written, so nothing after it is reported durable meanwhile (acknowledgements
+/// wait, and the log stops taking dials once its unwritten bytes reach their limit) and
+/// writing resumes by itself once there is room. Meanwhile [`WriterShared::disk_full`] says
+/// so; a flush is answered at once with that error; other messages wait their turn. Any other
+/// write error drops the batch, is reported, and ends durability for the run as before.
+pub(crate) fn writer_loop(
+    mut conn: Connection,
+    path: PathBuf,
+    rx: std::sync::mpsc::Receiver<WriterMsg>,
+    shared: Arc<WriterShared>,
+) {
+    // The writer's page cache holds the id index's pages (ids are random, so inserts touch
+    // pages all over it); WAL checkpoints every WRITER_CHECKPOINT_PAGES pages rather than every
+    // 1000 (fewer fsyncs).
+    let tuned = conn
+        .pragma_update(None, "cache_size", -WRITER_CACHE_KIB)
+        .and_then(|_| conn.pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_PAGES));
+    if let Err(e) = tuned {
+        tracing::warn!(target: "switchboard::dials", "tuning the dial writer's connection: {e}");
+    }
+    let record_error = |msg: String| {
+        tracing::error!(target: "switchboard::dials", "{msg}");
+        switchboard_wire::sync::lock(&shared.error).get_or_insert(msg);
+    };
+    // Once a batch failed, no later arrival counts as durable (the failed dials are not in the
+    // file, and the watermark is a single number).
+    let mut failed = false;
+    // Whether rows may be waiting to be indexed (checked when the queue is empty).
+    let mut to_index = true;
+    let mut pace = IndexPace::default();
+    let mut dict = crate::blocks::Dict::default();
+    // Messages that came while a batch waited for room, in their order.
+    let mut deferred: std::collections::VecDeque<WriterMsg> = std::collections::VecDeque::new();
+    // The sender side was dropped while a batch waited for room.
+    let mut closing = false;
+    loop {
+        let msg = if let Some(m) = deferred.pop_front() {
+            m
+        } else if closing {
+            break;
+        } else if to_index {
+            match rx.try_recv() {
+                Ok(m) => m,
+                Err(std::sync::mpsc::TryRecvError::Empty) => {
+                    if let Some(wait) = pace.wait(Instant::now()) {
+                        // Dials are arriving: the next chunk waits, unless a message comes.
+                        match rx.recv_timeout(wait) {
+                            Ok(m) => m,
+                            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                        }
+                    } else {
+                        pace.indexed(Instant::now());
+                        match index_some(&mut conn, &path, &mut dict) {
+                            Ok(marks) => {
+                                shared.cols_upto.store(marks.cols_upto, Ordering::Release);
+                                shared
+                                    .indexed_upto
+                                    .store(marks.indexed_upto, Ordering::Release);
+                                to_index = marks.more;
+                            }
+                            Err(e) => {
+                                dict.forget();
+                                // A full disk only delays indexing (it runs again after the
+                                // next insert; queries match unindexed rows meanwhile): logged,
+                                // not a write error. SQLite's text for SQLITE_FULL.
+                                let text = e.to_string();
+                                if text.contains("database or disk is full") {
+                                    tracing::warn!(target: "switchboard::dials", "{text}");
+                                } else {
+                                    record_error(text);
+                                }
+                                to_index = false;
+                            }
+                        }
+                        continue;
+                    }
+                }
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+            }
+        } else {
+            match rx.recv() {
+                Ok(m) => m,
+                Err(_) => break,
+            }
+        };
+        match msg {
+            WriterMsg::Insert { dials, upto, bytes } => {
+                pace.inserted(Instant::now());
+                let mut wait = FULL_RETRY_FIRST;
+                loop {
+                    match insert_batch(&mut conn, &dials) {
+                        Ok(n) => {
+                            shared.rows_written.fetch_add(n as u64, Ordering::Relaxed);
+                            if switchboard_wire::sync::lock(&shared.disk_full)
+                                .take()
+                                .is_some()
+                            {
+                                tracing::warn!(target: "switchboard::dials", "{} has room again: dial history writing resumed", path.display());
+                            }
+                            if !failed {
+                                shared.committed.send_if_modified(|w| {
+                                    let newer = upto > *w;
+                                    if newer {
+                                        *w = upto;
+                                    }
+                                    newer
+                                });
+                            }
+                        }
+                        Err(e) if is_disk_full(&e) && !closing => {
+                            let folder = path.parent().unwrap_or(&path);
+                            let msg = format!(
+                                "the disk holding {} is full: {} dials wait in memory and are \
+                                 not acknowledged to the phone until there is room ({e})",
+                                folder.display(),
+                                dials.len()
+                            );
+                            let first = switchboard_wire::sync::lock(&shared.disk_full)
+                                .replace(msg.clone())
+                                .is_none();
+                            // Logged, not kept as the flush's error: once written, nothing was
+                            // lost (a flush meanwhile is answered with it, below).
+                            if first {
+                                tracing::error!(target: "switchboard::dials", "{msg}");
+                            }
+                            match rx.recv_timeout(wait) {
+                                Ok(WriterMsg::Flush { reply }) => {
+                                    let err = switchboard_wire::sync::lock(&shared.error)
+                                        .take()
+                                        .unwrap_or(msg);
+                                    let _ = reply.send(Err(DialLogError::Storage(err)));
+                                }
+                                Ok(other) => deferred.push_back(other),
+                                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                                // One last try, then the batch is reported lost below.
+                                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                                    closing = true;
+                                }
+                            }
+                            wait = (wait * 2).min(FULL_RETRY_MAX);
+                            continue;
+                        }
+                        Err(e) => {
+                            failed = true;
+                            record_error(format!(
+                                "writing {} dials to {}: {e}",
+                                dials.len(),
+                                path.display()
+                            ));
+                        }
+                    }
+                    break;
+                }
+                shared.written_upto.fetch_max(upto, Ordering::Release);
+                shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+                // The dials' memory goes with the batch (the ring may still hold some).
+                drop(dials);
+                shared.sub_unwritten(bytes);
+                shared.progress.notify_waiters();
+                to_index = true;
+            }
+            WriterMsg::Prune { now_ms, reply } => {
+                let r = prune(&conn, now_ms).map_err(|e| storage(&path, "pruning", e));
+                // Ids a failed prune added are rolled back.
+                dict.forget();
+                if let Err(e) = &r {
+                    record_error(e.to_string());
+                }
+                if let Some(reply) = reply {
+                    let _ = reply.send(r);
+                }
+            }
+            WriterMsg::Clear { reply } => {
+                let r = clear(&conn).map_err(|e| storage(&path, "clearing", e));
+                if let Ok(upto) = indexed_upto(&conn) {
+                    shared.indexed_upto.store(upto, Ordering::Release);
+                }
+                let _ = reply.send(r);
+            }
+            WriterMsg::Connection(ev) => {
+                if let Err(e) = insert_connection(&conn, &ev) {
+                    record_error(format!(
+                        "writing a connection event to {}: {e}",
+                        path.display()
+                    ));
+                }
+            }
+            WriterMsg::Flush { reply } => {
+                let err = switchboard_wire::sync::lock(&shared.error).take();
+                let _ = reply.send(match err {
+                    Some(e) => Err(DialLogError::Storage(e)),
+                    None => Ok(()),
+                });
+            }
+        }
+    }
+    shared.stopped.store(true, Ordering::Release);
+    shared.progress.notify_waiters();
+}
