@@ -184,14 +184,26 @@ pub struct HistoryPage {
 /// got to (saying how many it passed over).
 pub const SEEK_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// A cursor that no history page gave (a page's `next` is `s<seq>`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cursor {0:?} is not one a history page gave")]
+pub struct BadCursor(pub String);
+
+/// The words of a [`BadCursor`], as an `invalid_input` answer carries them.
+impl From<BadCursor> for String {
+    fn from(e: BadCursor) -> Self {
+        e.to_string()
+    }
+}
+
 /// Parses a cursor (`s<seq>`): rows with a lower sequence number come next.
 ///
 /// # Errors
-/// A message naming the cursor when it is not one this log gave.
-pub fn parse_cursor(c: &str) -> Result<u64, String> {
+/// [`BadCursor`] naming the cursor when it is not one this log gave.
+pub fn parse_cursor(c: &str) -> Result<u64, BadCursor> {
     c.strip_prefix('s')
         .and_then(|n| n.parse::<u64>().ok())
-        .ok_or_else(|| format!("cursor {c:?} is not one a history page gave"))
+        .ok_or_else(|| BadCursor(c.to_string()))
 }
 
 /// The cursor text of "rows below `seq`".

@@ -295,14 +295,14 @@ impl ImportedLog {
     /// cursor, the exact count.
     ///
     /// # Errors
-    /// A message naming a cursor no page gave.
+    /// [`crate::history::BadCursor`] for a cursor no page gave.
     pub fn history(
         &self,
         query: &crate::filter::CompiledQuery,
         cursor: Option<&str>,
         limit: Option<u32>,
         count: bool,
-    ) -> Result<crate::history::HistoryPage, String> {
+    ) -> Result<crate::history::HistoryPage, crate::history::BadCursor> {
         use crate::history::{self as h, MemRow};
         let before = match cursor {
             Some(c) => h::parse_cursor(c)?,

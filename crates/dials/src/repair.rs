@@ -288,14 +288,37 @@ fn record(dir: &Path, r: &HistoryRecovery) -> std::io::Result<()> {
 /// none.
 ///
 /// # Errors
-/// The file exists but cannot be read or parsed (the message names it).
-pub fn recoveries(dir: &Path) -> Result<Vec<HistoryRecovery>, String> {
+/// [`RecoveriesError`] when the file exists but cannot be read or parsed (naming it).
+pub fn recoveries(dir: &Path) -> Result<Vec<HistoryRecovery>, RecoveriesError> {
     let path = dir.join(RECOVERY_FILE);
     match std::fs::read(&path) {
-        Ok(b) => serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", path.display())),
+        Ok(b) => {
+            serde_json::from_slice(&b).map_err(|source| RecoveriesError::Parse { path, source })
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Err(source) => Err(RecoveriesError::Read { path, source }),
     }
+}
+
+/// The record of recoveries ([`RECOVERY_FILE`]) could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveriesError {
+    /// The file is there but unreadable.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not the list this app writes.
+    #[error("{}: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Where and why.
+        source: serde_json::Error,
+    },
 }
 
 /// What [`salvage`] got out of a broken file.

@@ -88,7 +88,7 @@ fn app_file(
             "data_dir": data_dir.display().to_string(),
             "dial_history_recoveries": match switchboard_dials::repair::recoveries(data_dir) {
                 Ok(r) => json!(r),
-                Err(e) => json!({ "unreadable": e }),
+                Err(e) => json!({ "unreadable": e.to_string() }),
             },
         }),
     )

@@ -275,7 +275,7 @@ impl DialLogHandle {
         count: bool,
     ) -> Result<HistoryPage, DialLogError> {
         let before = match cursor {
-            Some(c) => parse_cursor(c).map_err(DialLogError::Config)?,
+            Some(c) => parse_cursor(c).map_err(|e| DialLogError::Config(e.to_string()))?,
             None => u64::MAX,
         };
         let limit = limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE) as usize;
