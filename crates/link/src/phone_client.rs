@@ -386,3 +386,23 @@ fn verify(pk_b64: &str, msg: &[u8], sig_b64: &str) -> bool {
     };
     pk.verify(msg, &sig).is_ok()
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn an_envelope_is_stamped_at_the_time_given() {
+        let v = envelope_at(
+            "control.ping",
+            Some("ent_phone0001"),
+            json!({}),
+            1_784_595_600_123,
+        );
+        assert_eq!(v["ts"], "2026-07-21T01:00:00.123Z");
+        assert_eq!(v["type"], "control.ping");
+        assert_eq!(v["entity"], "ent_phone0001");
+        switchboard_wire::ifp::validate(&v).expect("a valid ifp/1 message");
+    }
+}

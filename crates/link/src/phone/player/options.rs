@@ -158,7 +158,8 @@ pub struct PlayOptions {
     pub on_paired: OnPaired,
     /// The clock the phone reads: the `ts` of the messages it builds itself (pairing, hello,
     /// pong) and the times of its link attempts (default the system clock; tests hand in a
-    /// `ManualClock`). [`PlayOptions::base_ms`] is read from it once, at [`PlayOptions::new`].
+    /// `ManualClock`, [`PlayOptions::with_clock`]). [`PlayOptions::base_ms`] is read from it
+    /// once, when the options are made.
     pub clock: Arc<dyn Clock>,
 }
 
@@ -170,9 +171,14 @@ pub const CUT_LOSES: usize = 3;
 
 impl PlayOptions {
     /// Defaults: recorded pace, one repetition, a random run seed, time 0 = now, 20 reconnects,
-    /// 30 s for the final acknowledgement, no cuts.
+    /// 30 s for the final acknowledgement, no cuts, the system clock.
     pub fn new() -> Self {
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        Self::with_clock(Arc::new(SystemClock))
+    }
+
+    /// The defaults of [`PlayOptions::new`] with the phone reading `clock`: time 0
+    /// ([`PlayOptions::base_ms`]) is `clock`'s now.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
         PlayOptions {
             rate: Rate::Recorded,
             count: 1,
@@ -202,4 +208,24 @@ pub fn random_run() -> String {
     use rand::Rng as _;
     let b: [u8; 8] = rand::rngs::OsRng.gen();
     hex::encode(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_wire::clock::ManualClock;
+
+    #[test]
+    fn time_zero_is_the_handed_clocks_now() {
+        let clock = Arc::new(ManualClock::new(1_784_595_600_000));
+        let opts = PlayOptions::with_clock(clock.clone());
+        assert_eq!(opts.base_ms, 1_784_595_600_000);
+        clock.advance(5_000);
+        assert_eq!(
+            opts.clock.now_ms(),
+            1_784_595_605_000,
+            "the phone reads that clock"
+        );
+        assert_eq!(opts.base_ms, 1_784_595_600_000, "time 0 stays where it was");
+    }
 }
