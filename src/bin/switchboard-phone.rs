@@ -160,7 +160,9 @@ async fn run(args: Args) -> Result<(), String> {
     // link (the QR code) or from what the person typed, never from mDNS (docs/protocol.md,
     // "Pairing"), or a host that answers mDNS first would receive the code.
     let typed = match &args.typed {
-        Some(line) => Some(switchboard::link::pairing::parse_typed_line(line)?),
+        Some(line) => {
+            Some(switchboard::link::pairing::parse_typed_line(line).map_err(|e| e.to_string())?)
+        }
         None => None,
     };
     if args.code.is_some()

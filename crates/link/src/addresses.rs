@@ -287,7 +287,8 @@ mod tests {
 
     #[test]
     fn bridge_listed_first_is_offered_after_the_lan() {
-        // As the OS lists them on the desktop of issue 15: the bridge first, the LAN second.
+        // As a desktop with Docker lists them: the bridge first, the LAN second. A phone cannot
+        // reach a container bridge, so it must not become the link's first address.
         let found = vec![
             ("lo".to_string(), ip("127.0.0.1")),
             ("docker0".to_string(), ip("203.0.113.1")),

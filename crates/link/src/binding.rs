@@ -56,19 +56,28 @@ impl HelloBinding {
     /// The binding an envelope's `ext` names ([`BINDING_EXT`]); absent is
     /// [`HelloBinding::Exporter`].
     ///
-    /// Errors: the refusal detail (`invalid_envelope`) when the value is not `"exporter"` or
-    /// `"pinned"`: `ext.x-ifp-binding: expected "exporter" or "pinned", got <json>`.
-    pub fn from_ext(ext: &Map<String, Value>) -> Result<Self, String> {
+    /// Errors: [`UnknownBinding`] when the value is not `"exporter"` or `"pinned"`; its text is
+    /// the refusal detail (`invalid_envelope`):
+    /// `ext.x-ifp-binding: expected "exporter" or "pinned", got <json>`.
+    pub fn from_ext(ext: &Map<String, Value>) -> Result<Self, UnknownBinding> {
         match ext.get(BINDING_EXT) {
             None => Ok(HelloBinding::Exporter),
             Some(Value::String(s)) if s == "exporter" => Ok(HelloBinding::Exporter),
             Some(Value::String(s)) if s == "pinned" => Ok(HelloBinding::Pinned),
-            Some(other) => Err(format!(
-                "ext.{BINDING_EXT}: expected \"exporter\" or \"pinned\", got {}",
-                truncated_json(other)
-            )),
+            Some(other) => Err(UnknownBinding {
+                got: truncated_json(other),
+            }),
         }
     }
+}
+
+/// An `ext.x-ifp-binding` ([`BINDING_EXT`]) naming neither binding; its text is the detail of
+/// the `invalid_envelope` refusal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("ext.{BINDING_EXT}: expected \"exporter\" or \"pinned\", got {got}")]
+pub struct UnknownBinding {
+    /// The value as JSON text, at most 80 characters (then `…`).
+    pub got: String,
 }
 
 /// At most 80 characters of `v`'s JSON text, so a refusal never echoes a large value back.
@@ -129,12 +138,23 @@ mod tests {
         );
         assert_eq!(
             HelloBinding::from_ext(&ext(json!({"x-ifp-binding": "Pinned"}))),
-            Err("ext.x-ifp-binding: expected \"exporter\" or \"pinned\", got \"Pinned\"".into())
+            Err(UnknownBinding {
+                got: "\"Pinned\"".into()
+            })
+        );
+        assert_eq!(
+            HelloBinding::from_ext(&ext(json!({"x-ifp-binding": "Pinned"})))
+                .map_err(|e| e.to_string()),
+            Err(
+                "ext.x-ifp-binding: expected \"exporter\" or \"pinned\", got \"Pinned\""
+                    .to_string()
+            )
         );
         let long = "x".repeat(500);
         let err = HelloBinding::from_ext(&ext(json!({"x-ifp-binding": [long]})));
         assert!(
-            err.as_ref().is_err_and(|e| e.chars().count() < 200),
+            err.as_ref()
+                .is_err_and(|e| e.to_string().chars().count() < 200),
             "{err:?}"
         );
     }

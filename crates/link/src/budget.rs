@@ -2,7 +2,8 @@
 //! total, apart from the phones' live sessions, with eviction instead of refusal.
 //!
 //! Why a file of its own: anyone on the network can open connections; a paired phone must get in
-//! whatever they do (issue 17). The listener ([`super::server`]) admits every accepted socket
+//! whatever they do, or a flood of half-open sockets from one host (or many) would lock the person
+//! out of their own phone. The listener ([`super::server`]) admits every accepted socket
 //! here before serving it, and a connection leaves the budget when its phone's hello verifies
 //! ([`PendingTicket::promote`]) or when it ends. `docs/protocol.md`, "Connection budget".
 //!

@@ -199,33 +199,66 @@ pub const MAX_ATTEMPT_REPORTS: usize = 8;
 /// Reads `ext.x-ifp-link-attempts` of a phone's `control.hello`: an array of at most
 /// [`MAX_REPORTED_ATTEMPTS`] objects `{addr, outcome, error, at_ms, after_ms}`.
 ///
-/// Errors: words naming the entry and field that is wrong (`[2].addr: expected ip:port ...`).
-pub fn parse_link_attempts(v: &serde_json::Value) -> Result<Vec<LinkAttempt>, String> {
-    let arr = v
-        .as_array()
-        .ok_or_else(|| "expected an array of attempts".to_string())?;
+/// Errors: [`AttemptsError`], naming the entry and field that is wrong
+/// (`[2].addr: expected ip:port ...`).
+pub fn parse_link_attempts(v: &serde_json::Value) -> Result<Vec<LinkAttempt>, AttemptsError> {
+    let arr = v.as_array().ok_or(AttemptsError::NotAnArray)?;
     if arr.len() > MAX_REPORTED_ATTEMPTS {
-        return Err(format!(
-            "{} attempts, at most {MAX_REPORTED_ATTEMPTS}",
-            arr.len()
-        ));
+        return Err(AttemptsError::TooMany(arr.len()));
     }
     let mut out = Vec::with_capacity(arr.len());
     for (i, item) in arr.iter().enumerate() {
-        let a: LinkAttempt = serde_json::from_value(item.clone()).map_err(|e| {
-            format!("[{i}]: {e} (expected {{addr, outcome, error, at_ms, after_ms}})")
-        })?;
+        let a: LinkAttempt =
+            serde_json::from_value(item.clone()).map_err(|e| AttemptsError::Entry {
+                index: i,
+                reason: e.to_string(),
+            })?;
         if a.addr.parse::<std::net::SocketAddr>().is_err() {
-            return Err(format!("[{i}].addr: expected ip:port, got {:?}", a.addr));
+            return Err(AttemptsError::Addr {
+                index: i,
+                got: a.addr,
+            });
         }
         if a.error.chars().count() > MAX_ATTEMPT_ERROR_CHARS {
-            return Err(format!(
-                "[{i}].error: longer than {MAX_ATTEMPT_ERROR_CHARS} characters"
-            ));
+            return Err(AttemptsError::ErrorTooLong { index: i });
         }
         out.push(a);
     }
     Ok(out)
+}
+
+/// Why a phone's `ext.x-ifp-link-attempts` report was not kept ([`parse_link_attempts`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AttemptsError {
+    /// The report is not a JSON array.
+    #[error("expected an array of attempts")]
+    NotAnArray,
+    /// More entries than [`MAX_REPORTED_ATTEMPTS`] (the count given).
+    #[error("{0} attempts, at most {MAX_REPORTED_ATTEMPTS}")]
+    TooMany(usize),
+    /// Entry `index` is not an attempt object.
+    #[error("[{index}]: {reason} (expected {{addr, outcome, error, at_ms, after_ms}})")]
+    Entry {
+        /// The entry's position, from 0.
+        index: usize,
+        /// What serde found wrong with it.
+        reason: String,
+    },
+    /// Entry `index`'s `addr` is not `ip:port`.
+    #[error("[{index}].addr: expected ip:port, got {got:?}")]
+    Addr {
+        /// The entry's position, from 0.
+        index: usize,
+        /// The `addr` it gave.
+        got: String,
+    },
+    /// Entry `index`'s `error` is longer than [`MAX_ATTEMPT_ERROR_CHARS`] characters.
+    #[error("[{index}].error: longer than {MAX_ATTEMPT_ERROR_CHARS} characters")]
+    ErrorTooLong {
+        /// The entry's position, from 0.
+        index: usize,
+    },
 }
 
 /// How far a phone's clock may be from this computer's before it is shown (the phone's
@@ -400,12 +433,17 @@ mod tests {
         assert_eq!(a[1].outcome, AttemptOutcome::Abandoned);
         let bad = serde_json::json!([{"addr": "nowhere", "outcome": "failed", "error": "", "at_ms": 1, "after_ms": 0}]);
         let e = parse_link_attempts(&bad).unwrap_err();
-        assert!(e.contains("[0].addr"), "{e}");
+        assert!(matches!(e, AttemptsError::Addr { index: 0, .. }), "{e}");
+        assert!(e.to_string().contains("[0].addr"), "{e}");
         let bad = serde_json::json!([{"addr": "192.0.2.1:1", "outcome": "maybe", "error": "", "at_ms": 1, "after_ms": 0}]);
-        assert!(parse_link_attempts(&bad).unwrap_err().contains("[0]"));
+        assert!(parse_link_attempts(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("[0]"));
         let many: Vec<_> = (0..17).map(|_| good[0].clone()).collect();
         assert!(parse_link_attempts(&serde_json::Value::from(many))
             .unwrap_err()
+            .to_string()
             .contains("at most 16"));
         assert!(parse_link_attempts(&serde_json::json!({})).is_err());
     }

@@ -32,6 +32,22 @@ pub fn host_name(device_id: &str) -> String {
     format!("{label}.local.")
 }
 
+/// Why the link is not advertised over mDNS; its text goes to diagnostics
+/// ([`crate::diagnostics::MdnsStatus::Unavailable`]) and never stops the listener.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum MdnsError {
+    /// The mDNS daemon could not start (no multicast socket, ...).
+    #[error("mDNS daemon: {0}")]
+    Daemon(mdns_sd::Error),
+    /// The service record could not be built from the name, addresses and TXT records.
+    #[error("mDNS service record: {0}")]
+    Record(mdns_sd::Error),
+    /// The daemon refused to register the service.
+    #[error("mDNS register: {0}")]
+    Register(mdns_sd::Error),
+}
+
 /// A running advertisement; dropped or [`Advertisement::stop`]ped to withdraw it.
 pub(crate) struct Advertisement {
     daemon: ServiceDaemon,
@@ -44,15 +60,17 @@ pub(crate) struct Advertisement {
 
 impl Advertisement {
     /// Starts advertising `port` with the addresses `addrs` (those the listener serves; every
-    /// address of the machine when empty); `Err` holds words for diagnostics.
+    /// address of the machine when empty).
+    ///
+    /// Errors: [`MdnsError`], for diagnostics.
     pub(crate) fn start(
         device_id: &str,
         port: u16,
         protocol: (u32, u32),
         fingerprint: &str,
         addrs: &[IpAddr],
-    ) -> Result<(Self, String), String> {
-        let daemon = ServiceDaemon::new().map_err(|e| format!("mDNS daemon: {e}"))?;
+    ) -> Result<(Self, String), MdnsError> {
+        let daemon = ServiceDaemon::new().map_err(MdnsError::Daemon)?;
         let mut ad = Self {
             daemon,
             fullname: String::new(),
@@ -68,7 +86,7 @@ impl Advertisement {
 
     /// Registers (or registers again: mdns-sd then announces the new records) the service with
     /// `addrs`; returns its full name.
-    fn register(&self, addrs: &[IpAddr]) -> Result<String, String> {
+    fn register(&self, addrs: &[IpAddr]) -> Result<String, MdnsError> {
         let host = host_name(&self.device_id);
         let props = [
             ("id", self.device_id.as_str()),
@@ -83,16 +101,14 @@ impl Advertisement {
             self.port,
             &props[..],
         )
-        .map_err(|e| format!("mDNS service record: {e}"))?;
+        .map_err(MdnsError::Record)?;
         let info = if addrs.is_empty() {
             info.enable_addr_auto()
         } else {
             info
         };
         let fullname = info.get_fullname().to_string();
-        self.daemon
-            .register(info)
-            .map_err(|e| format!("mDNS register: {e}"))?;
+        self.daemon.register(info).map_err(MdnsError::Register)?;
         Ok(fullname)
     }
 
@@ -100,11 +116,12 @@ impl Advertisement {
     /// changed while the link runs); same name, port and TXT records. The old daemon withdraws
     /// the service and a new one, bound to the interfaces of now, announces it (mdns-sd only
     /// looks for new interfaces every few seconds, and answers on an interface only with the
-    /// addresses of that interface's subnet). Returns the service's full name; `Err` holds
-    /// words for diagnostics (when the new daemon could not start, the old one still
-    /// advertises the old addresses; when registering failed, nothing is advertised).
-    pub(crate) fn readvertise(&mut self, addrs: &[IpAddr]) -> Result<String, String> {
-        let daemon = ServiceDaemon::new().map_err(|e| format!("mDNS daemon: {e}"))?;
+    /// addresses of that interface's subnet). Returns the service's full name.
+    ///
+    /// Errors: [`MdnsError`], for diagnostics (when the new daemon could not start, the old one
+    /// still advertises the old addresses; when registering failed, nothing is advertised).
+    pub(crate) fn readvertise(&mut self, addrs: &[IpAddr]) -> Result<String, MdnsError> {
+        let daemon = ServiceDaemon::new().map_err(MdnsError::Daemon)?;
         let old = std::mem::replace(&mut self.daemon, daemon);
         if let Ok(done) = old.unregister(&self.fullname) {
             // The goodbye goes out before the new announcement (bounded wait).

@@ -13,7 +13,9 @@
 //!
 //! The settings ([`LinkConfig`]), the events ([`LinkEvent`], [`MessageCredit`]) and the
 //! connection's limits ([`DRAIN_MAX`], [`MAX_UNAPPLIED`]) live in their own files and are
-//! re-exported here, so `link::server::*` names what it always did.
+//! re-exported here, so `link::server::*` names what it always did; so do binding the listener
+//! (`listen`: the port, the families, the socket options) and the handle's pairing side
+//! (`pairing`: windows, invitations, confirmations), each in a file of its own.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -35,8 +37,8 @@ use super::diagnostics::{listen_addresses, FailureKind, LinkDiagnostics, MdnsSta
 use super::flood::FloodGate;
 use super::identity::DesktopIdentity;
 use super::mdns::Advertisement;
-use super::pairing::{PairingBackoff, PairingInvite, PairingWindow};
-use super::shared::{lock, Command, Diag, Networks, OpenPairing, Shared};
+use super::pairing::PairingBackoff;
+use super::shared::{lock, Command, Diag, Shared};
 use super::trust::{PairedPhone, TrustError, TrustFile};
 use super::wire::{self, ifp};
 
@@ -45,9 +47,12 @@ pub use super::connection::DRAIN_MAX;
 pub use super::event::{
     LinkEvent, MessageCredit, PairingEnd, PendingPairing, MAX_UNAPPLIED, MAX_UNAPPLIED_BYTES,
 };
+pub use super::wire::FrameError;
 
-/// How many ports [`bind`] tries, starting at the preferred one.
-pub const PORT_TRIES: u16 = 10;
+mod listen;
+mod pairing;
+
+pub use listen::{bind, bind_dual_stack, bind_port, port_taken, Bound, PortChoice, PORT_TRIES};
 
 /// How long past [`LinkConfig::hello_timeout`] a connection without hello may linger before the
 /// listener aborts its task wherever it is stuck (its own deadline closes it cleanly first).
@@ -89,157 +94,10 @@ pub enum LinkError {
     NotConnected(String),
     /// The message was refused before sending.
     #[error("message refused: {0}")]
-    Refused(String),
+    Refused(FrameError),
     /// No pending pairing has that id (it was confirmed, refused or expired meanwhile).
     #[error("no pairing waits for confirmation under {0}: it ended meanwhile (confirmed, refused, expired, or the phone went away); open a new pairing window to try again")]
     NoPendingPairing(String),
-}
-
-/// How the listener's port is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PortChoice {
-    /// This port, or the next free one up to [`PORT_TRIES`] ports on (0: an ephemeral port).
-    Range(u16),
-    /// Exactly this port (the Settings' fixed port, for firewall rules): taken is an error.
-    Fixed(u16),
-}
-
-/// A bound listener and the ports of its range found taken by another program on the way.
-#[derive(Debug)]
-pub struct Bound {
-    /// The listener.
-    pub listener: TcpListener,
-    /// Ports tried before the bound one and found in use, in order (empty when the first was
-    /// free).
-    pub taken: Vec<u16>,
-}
-
-/// Binds `ip:port`, or the next free port up to [`PORT_TRIES`] ports on; port 0 binds an
-/// ephemeral port.
-pub async fn bind(ip: IpAddr, port: u16) -> Result<TcpListener, LinkError> {
-    Ok(bind_port(ip, false, PortChoice::Range(port))?.listener)
-}
-
-/// Binds a dual-stack listener on `[::]:port` (IPv6 with `IPV6_V6ONLY` off, so IPv4 phones
-/// reach it too as `::ffff:a.b.c.d`), or the next free port up to [`PORT_TRIES`] ports on
-/// (port 0: an ephemeral port). Where IPv6 is unavailable (disabled in the kernel), binds
-/// `0.0.0.0` instead, as [`bind`] does.
-///
-/// Errors: [`LinkError::NoFreePort`] when every port in the range is taken; the socket's error
-/// otherwise.
-pub async fn bind_dual_stack(port: u16) -> Result<TcpListener, LinkError> {
-    Ok(bind_port(
-        IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
-        true,
-        PortChoice::Range(port),
-    )?
-    .listener)
-}
-
-/// Binds `ip` (with `dual_stack` and `ip` = `::`, IPv6 with `IPV6_V6ONLY` off, falling back to
-/// `0.0.0.0` where IPv6 is unavailable) on the port `choice` says, and reports the ports found
-/// taken on the way (Troubleshoot names them).
-///
-/// Errors: [`LinkError::PortTaken`] for a fixed port in use, [`LinkError::NoFreePort`] when the
-/// whole range is; the socket's error otherwise.
-pub fn bind_port(ip: IpAddr, dual_stack: bool, choice: PortChoice) -> Result<Bound, LinkError> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    let open = |ip: IpAddr, p: u16, v6only_off: bool| -> std::io::Result<TcpListener> {
-        let domain = if ip.is_ipv6() {
-            Domain::IPV6
-        } else {
-            Domain::IPV4
-        };
-        let s = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
-        if v6only_off {
-            s.set_only_v6(false)?;
-        }
-        reuse_options(&s);
-        s.set_nonblocking(true)?;
-        s.bind(&SocketAddr::new(ip, p).into())?;
-        s.listen(1024)?;
-        TcpListener::from_std(s.into())
-    };
-    let (first, last) = match choice {
-        PortChoice::Range(0) | PortChoice::Fixed(0) => (0, 0),
-        PortChoice::Range(p) => (p, p.saturating_add(PORT_TRIES - 1)),
-        PortChoice::Fixed(p) => (p, p),
-    };
-    let mut ip = ip;
-    let mut v6only_off = dual_stack && ip.is_ipv6() && ip.is_unspecified();
-    let mut taken = Vec::new();
-    let mut p = first;
-    loop {
-        match open(ip, p, v6only_off) {
-            Ok(listener) => return Ok(Bound { listener, taken }),
-            Err(e) if v6only_off && ipv6_unavailable(&e) => {
-                ip = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
-                v6only_off = false;
-                continue;
-            }
-            Err(e) if port_taken(&e) && p != 0 => taken.push(p),
-            Err(e) => return Err(e.into()),
-        }
-        if p >= last {
-            break;
-        }
-        p += 1;
-    }
-    Err(match choice {
-        PortChoice::Fixed(port) => LinkError::PortTaken { ip, port },
-        PortChoice::Range(_) => LinkError::NoFreePort { ip, first, last },
-    })
-}
-
-/// Unix: `SO_REUSEADDR`, so a restart binds the port while the last run's connections are in
-/// `TIME_WAIT` (it never lets two listeners share a port there). Windows: never `SO_REUSEADDR`,
-/// which there lets a second listener (a second Switchboard, or any program) bind the same port
-/// and take connections; `SO_EXCLUSIVEADDRUSE` instead, so nobody can bind it over this one. A
-/// system that refuses the option gets the default (Windows already lets a restart bind past
-/// `TIME_WAIT`), logged.
-fn reuse_options(s: &socket2::Socket) {
-    #[cfg(not(windows))]
-    if let Err(e) = s.set_reuse_address(true) {
-        tracing::debug!("SO_REUSEADDR not set: {e}");
-    }
-    #[cfg(windows)]
-    {
-        use std::os::windows::io::AsRawSocket as _;
-        use windows_sys::Win32::Networking::WinSock::{
-            setsockopt, SOCKET_ERROR, SOL_SOCKET, SO_EXCLUSIVEADDRUSE,
-        };
-        let on: i32 = 1;
-        // SAFETY: an open socket, a 4-byte BOOL option value that outlives the call.
-        let r = unsafe {
-            setsockopt(
-                s.as_raw_socket() as usize,
-                SOL_SOCKET,
-                SO_EXCLUSIVEADDRUSE,
-                (&on as *const i32).cast::<u8>(),
-                std::mem::size_of::<i32>() as i32,
-            )
-        };
-        if r == SOCKET_ERROR {
-            tracing::debug!(
-                "SO_EXCLUSIVEADDRUSE not set: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-    }
-}
-
-/// Whether binding failed because another socket holds the port: `EADDRINUSE` everywhere, and
-/// on Windows also `WSAEACCES` (10013), which a port held with `SO_EXCLUSIVEADDRUSE` (or
-/// reserved by the system, e.g. Hyper-V's excluded ranges) gives instead.
-pub fn port_taken(e: &std::io::Error) -> bool {
-    e.kind() == std::io::ErrorKind::AddrInUse || (cfg!(windows) && e.raw_os_error() == Some(10013))
-}
-
-/// Whether opening an IPv6 socket failed because this machine has no IPv6 (Linux:
-/// `EAFNOSUPPORT` 97, or `EADDRNOTAVAIL` 99 when IPv6 is disabled by sysctl; elsewhere the error
-/// is returned as it is).
-fn ipv6_unavailable(e: &std::io::Error) -> bool {
-    cfg!(target_os = "linux") && matches!(e.raw_os_error(), Some(97) | Some(99))
 }
 
 /// The desktop end of the link (cheap to clone; all clones share one state).
@@ -352,7 +210,8 @@ impl Link {
                     lock(&self.shared.diag).mdns = MdnsStatus::Advertising { fullname };
                     Some(ad)
                 }
-                Err(reason) => {
+                Err(e) => {
+                    let reason = e.to_string();
                     lock(&self.shared.diag).mdns = MdnsStatus::Unavailable {
                         reason: reason.clone(),
                     };
@@ -460,8 +319,8 @@ impl Link {
             let served: Vec<IpAddr> = now.iter().filter_map(OfferedAddress::ip).collect();
             match ad.readvertise(&served) {
                 Ok(fullname) => lock(&self.shared.diag).mdns = MdnsStatus::Advertising { fullname },
-                Err(reason) => {
-                    let reason = format!("advertising the new addresses: {reason}");
+                Err(e) => {
+                    let reason = format!("advertising the new addresses: {e}");
                     lock(&self.shared.diag).mdns = MdnsStatus::Unavailable {
                         reason: reason.clone(),
                     };
@@ -509,115 +368,6 @@ impl Link {
             self.shared
                 .fail_before_hello(FailureKind::Evicted, words, None, Some(e.peer));
         }
-    }
-
-    /// Opens (or reopens) the pairing window; the link advertises `addr` (the address the
-    /// phone should dial, e.g. [`super::diagnostics::lan_address`]) and the bound port.
-    ///
-    /// Only the person does this: the window's lifetime (`pairing_ttl_ms`) and its budget of
-    /// [`MAX_WRONG_TRIES`](super::pairing::MAX_WRONG_TRIES) wrong codes are fixed here and
-    /// nothing a phone sends extends them. Reopening replaces the code and starts a new budget;
-    /// the backoff on wrong codes stays.
-    pub fn open_pairing(&self, addr: IpAddr) -> PairingInvite {
-        self.open_pairing_offering(vec![super::addresses::describe(addr)])
-    }
-
-    /// Opens (or reopens) the pairing window offering every address in `addrs` (most likely
-    /// first, e.g. [`super::addresses::offered_addresses`] of the bound address): the link
-    /// carries as many as fit ([`super::pairing::fit_addresses`]) and the invite names the ones
-    /// left out. With `addrs` empty the link names loopback. Otherwise as
-    /// [`Link::open_pairing`].
-    pub fn open_pairing_offering(&self, addrs: Vec<OfferedAddress>) -> PairingInvite {
-        self.open_window(addrs, None)
-    }
-
-    /// Opens (or reopens) the pairing window offering this machine's addresses
-    /// ([`Link::offered_addresses`]) on the interfaces named in `networks` (`None`: every
-    /// network), and keeps offering them as they change while the window is open (checked
-    /// every [`LinkConfig::address_check`]): the code stays, the link, its QR code and the typed
-    /// lines name the addresses of now. Otherwise as [`Link::open_pairing_offering`] (with no
-    /// address on those networks, the link names loopback; callers check first, as
-    /// `PhonesState::open_pairing_on` does).
-    pub fn open_pairing_on(&self, networks: Option<Vec<String>>) -> PairingInvite {
-        let follow = match networks {
-            None => Networks::All,
-            Some(names) => Networks::Only(names),
-        };
-        let addrs = follow.pick(&self.offered_addresses());
-        self.open_window(addrs, Some(follow))
-    }
-
-    fn open_window(&self, addrs: Vec<OfferedAddress>, follow: Option<Networks>) -> PairingInvite {
-        let now = self.shared.config.clock.now_ms();
-        let window = PairingWindow::open(now, self.shared.config.pairing_ttl_ms);
-        let addrs = if addrs.is_empty() {
-            vec![super::addresses::describe(IpAddr::V4(
-                std::net::Ipv4Addr::LOCALHOST,
-            ))]
-        } else {
-            addrs
-        };
-        let inv = self.shared.invite_for(&window, &addrs);
-        *lock(&self.shared.pairing) = Some(OpenPairing {
-            window,
-            addrs,
-            held_by: None,
-            follow,
-        });
-        inv
-    }
-
-    /// The addresses this desktop offers phones for the listener it runs: every address of
-    /// every interface that is up, of the families the listener serves, most likely first
-    /// ([`super::addresses::offered_addresses`]); empty before [`Link::run`].
-    pub fn offered_addresses(&self) -> Vec<OfferedAddress> {
-        self.local_addr()
-            .map(|b| super::addresses::offered_addresses(b.ip()))
-            .unwrap_or_default()
-    }
-
-    /// The pairing that waits for confirmation, if any: its signature verified, the person on
-    /// the desktop is to compare its verification code with the phone's screen. Nothing is in
-    /// the trust file until [`Link::confirm_pairing`] said the codes match and the phone sent its
-    /// own `pair.confirm`.
-    pub fn pending_pairing(&self) -> Option<PendingPairing> {
-        lock(&self.shared.pending).as_ref().map(|p| p.info.clone())
-    }
-
-    /// The person's answer to the pending pairing `id`: `codes_match` when the phone shows the
-    /// same verification code. With `true`, the phone's key is pinned once the phone confirmed
-    /// too (maybe already); with `false` the pending pairing is discarded, nothing is written,
-    /// and the pairing window closes (the person opens a new one, with the phone in view).
-    ///
-    /// Errors: [`LinkError::NoPendingPairing`] when no pending pairing has that id (it ended).
-    pub fn confirm_pairing(&self, id: &str, codes_match: bool) -> Result<(), LinkError> {
-        let pending = lock(&self.shared.pending);
-        let slot = pending
-            .as_ref()
-            .filter(|p| p.info.id == id)
-            .ok_or_else(|| LinkError::NoPendingPairing(id.to_string()))?;
-        slot.tx
-            .send(Command::PairDecision(codes_match))
-            .map_err(|_| LinkError::NoPendingPairing(id.to_string()))
-    }
-
-    /// Closes the pairing window, if open.
-    pub fn close_pairing(&self) {
-        *lock(&self.shared.pairing) = None;
-    }
-
-    /// The open pairing window's invite, if any: `None` once the window was used, expired, or
-    /// closed after its last allowed wrong code, and while a pairing made with its code waits
-    /// for confirmation ([`Link::pending_pairing`]).
-    pub fn pairing_invite(&self) -> Option<PairingInvite> {
-        let now = self.shared.config.clock.now_ms();
-        let mut p = lock(&self.shared.pairing);
-        if p.as_ref().is_some_and(|o| o.window.expired(now)) {
-            *p = None;
-        }
-        p.as_ref()
-            .filter(|o| !o.window.held())
-            .map(|o| self.shared.invite_for(&o.window, &o.addrs))
     }
 
     /// Sends an app message to the connected phone `device_id`.
@@ -759,51 +509,5 @@ impl Link {
             ports_taken,
             clock_skews,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use super::*;
-    use std::net::Ipv4Addr;
-
-    const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
-
-    /// A second Switchboard on the port the first holds takes the next one (on Windows too,
-    /// where `SO_REUSEADDR` would have let both bind it, and the refusal is `WSAEACCES`), and
-    /// names the port as taken; fixed, it is said.
-    #[tokio::test]
-    async fn a_second_listener_never_shares_the_port() {
-        let first = bind_port(LOOPBACK, false, PortChoice::Range(0)).unwrap();
-        let port = first.listener.local_addr().unwrap().port();
-        let second = bind_port(LOOPBACK, false, PortChoice::Range(port)).unwrap();
-        let got = second.listener.local_addr().unwrap().port();
-        assert_ne!(got, port, "two listeners on one port");
-        assert_eq!(second.taken.first(), Some(&port), "{:?}", second.taken);
-        assert!(matches!(
-            bind_port(LOOPBACK, false, PortChoice::Fixed(port)),
-            Err(LinkError::PortTaken { port: p, .. }) if p == port
-        ));
-    }
-
-    /// Another program binding with `SO_REUSEADDR` (what Windows lets hijack a port) cannot
-    /// take the port the link holds.
-    #[tokio::test]
-    async fn another_program_with_reuseaddr_cannot_take_the_port() {
-        let ours = bind_port(LOOPBACK, false, PortChoice::Range(0)).unwrap();
-        let port = ours.listener.local_addr().unwrap().port();
-        let other = socket2::Socket::new(
-            socket2::Domain::IPV4,
-            socket2::Type::STREAM,
-            Some(socket2::Protocol::TCP),
-        )
-        .unwrap();
-        other.set_reuse_address(true).unwrap();
-        let e = other
-            .bind(&SocketAddr::new(LOOPBACK, port).into())
-            .and_then(|()| other.listen(8))
-            .expect_err("the other program bound the link's port");
-        assert!(port_taken(&e), "{e:?}");
     }
 }

@@ -1,8 +1,8 @@
 //! Troubleshoot: from the link's diagnostics, what most likely keeps a phone from pairing or
 //! connecting, and the fix in words (the Phones view's Troubleshoot section).
 //!
-//! The classes are the ones the trackers of KDE Connect, GSConnect and LocalSend show most
-//! (issue 15): the offered interface is not the phone's network; the phone found the desktop but
+//! The classes are the ones the trackers of KDE Connect, GSConnect and LocalSend show most, so
+//! the person gets a named cause instead of "it does not connect": the offered interface is not the phone's network; the phone found the desktop but
 //! could not connect; inbound connections blocked by a firewall; a VPN holding the default
 //! route; a port conflict; a phone on another subnet; the desktop's certificate changed.
 //!

@@ -90,21 +90,34 @@ pub(crate) struct Sender {
 
 /// Frames `msg` from the desktop at `now_ms`, answering `parent`, with extensions `ext`.
 ///
-/// Errors: the ifp module's refusal in words (a bug in Switchboard, never peer input).
+/// Errors: [`FrameError`], the ifp module's refusal (a bug in Switchboard, never peer input).
 pub(crate) fn frame(
     from: &Sender,
     msg: &ifp::OutgoingMessage,
     now_ms: u64,
     parent: Option<String>,
     ext: Map<String, Value>,
-) -> Result<ifp::OutgoingFrame, String> {
-    let ts = ifp::Timestamp::parse(&rfc3339_ms(now_ms)).map_err(|e| format!("ts: {e}"))?;
+) -> Result<ifp::OutgoingFrame, FrameError> {
+    let ts = ifp::Timestamp::parse(&rfc3339_ms(now_ms))?;
     let mut h = ifp::OutgoingHeader::new(message_id(), ts);
     h.entity = Some(from.entity.clone());
     h.device = Some(from.device.clone());
     h.parent = parent;
     h.ext = ext;
-    msg.to_frame(&h).map_err(|e| e.to_string())
+    Ok(msg.to_frame(&h)?)
+}
+
+/// Why the link could not frame a message of its own ([`frame`]): always a bug in Switchboard,
+/// never the phone's input.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The link clock's time did not make an ifp/1 timestamp.
+    #[error("ts: {0}")]
+    Timestamp(#[from] switchboard_wire::ifp::envelope::TimestampError),
+    /// The ifp module refused the message (an `action.*` type, a payload that does not encode).
+    #[error(transparent)]
+    Outgoing(#[from] switchboard_wire::ifp::outgoing::OutgoingError),
 }
 
 #[cfg(test)]

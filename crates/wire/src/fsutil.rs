@@ -16,7 +16,8 @@
 //! kill leaves is the temporary file, which nothing reads ([`is_temp_file_name`]); the app
 //! removes those of its own folders at start ([`remove_stale_temp_files`]).
 //!
-//! Private files (issue 23, "Files"): what the app keeps is the person's own. On Unix every
+//! Private files: what the app keeps (pairing records, dial history, logs) is the person's own,
+//! and another account on the same machine must not read it. On Unix every
 //! folder this module creates is `0700` and every file it writes is `0600`, whatever the umask
 //! (the mode is set with `chmod` after creating, not left to the umask). The temporary file is
 //! created exclusively (`O_CREAT | O_EXCL`, by `tempfile`) under a random name, so another local

@@ -65,7 +65,8 @@ impl Conn {
         let presented = env.ext.get("x-ifp-public-key").and_then(Value::as_str);
         let binding = match HelloBinding::from_ext(&env.ext) {
             Ok(b) => b,
-            Err(detail) => {
+            Err(unknown) => {
+                let detail = unknown.to_string();
                 self.refuse(ifp::ErrorClass::InvalidEnvelope, detail, Some(env.id))
                     .await;
                 return Flow::Close;

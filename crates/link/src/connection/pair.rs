@@ -126,7 +126,8 @@ impl Conn {
         // Checked with the key, before the code: a malformed request costs the window nothing.
         let binding = match HelloBinding::from_ext(&env.ext) {
             Ok(b) => b,
-            Err(detail) => {
+            Err(unknown) => {
+                let detail = unknown.to_string();
                 self.refuse(ifp::ErrorClass::InvalidEnvelope, detail, Some(env.id))
                     .await;
                 return Flow::Continue;

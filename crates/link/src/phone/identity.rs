@@ -99,7 +99,11 @@ impl IdentityFile {
         if f.version != 1 {
             return Err(shape(format!("version: {} is not 1", f.version)));
         }
-        f.seed_bytes().map_err(shape)?;
+        if f.seed_bytes().is_none() {
+            return Err(shape(
+                "seed: expected 32 bytes as unpadded base64url (43 characters)".into(),
+            ));
+        }
         Ok(f)
     }
 
@@ -113,14 +117,13 @@ impl IdentityFile {
         Ok(f)
     }
 
-    fn seed_bytes(&self) -> Result<[u8; 32], String> {
+    /// The seed's 32 bytes, or `None` when [`IdentityFile::seed`] is not 32 bytes of unpadded
+    /// base64url ([`IdentityFile::load`] refuses such a file, naming the field).
+    fn seed_bytes(&self) -> Option<[u8; 32]> {
         URL_SAFE_NO_PAD
             .decode(&self.seed)
             .ok()
             .and_then(|b| <[u8; 32]>::try_from(b).ok())
-            .ok_or_else(|| {
-                "seed: expected 32 bytes as unpadded base64url (43 characters)".to_string()
-            })
     }
 
     /// The phone identity (key, device id, label).

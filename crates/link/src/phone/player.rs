@@ -12,203 +12,33 @@
 //! sends the latest `event.phoneline.settings` again (new id, `seq`, `dedup`);
 //! `revoke_phone_line` marks the line's pairing record `allowed: false` and sends the new
 //! settings; `unpair` makes the phone forget the desktop and stop. None of them confirms anything.
+//!
+//! The knobs of a play ([`PlayOptions`] and its parts) live in `options`, what the player does
+//! with each frame from the desktop in `incoming`; the play loop, connecting and reconnecting
+//! stay here.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::scenario::{Frame, Resolver, Scenario, ScenarioError, Sender};
-use crate::phone_client::{envelope, Paired, PendingPair, PhoneClient, PhoneError, PhoneIdentity};
-use switchboard_wire::clock::{Clock as _, SystemClock};
+use crate::phone_client::{Paired, PhoneClient, PhoneError, PhoneIdentity};
 use switchboard_wire::timefmt::rfc3339_ms;
 
 /// Frames queued before a flush at [`Rate::Max`].
 pub const BATCH: usize = 64;
 
-/// How fast to play.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Rate {
-    /// At the scenario's recorded times.
-    Recorded,
-    /// At most this many messages per second (> 0).
-    PerSecond(f64),
-    /// As fast as the connection takes them, in batches.
-    Max,
-}
+mod incoming;
+mod options;
 
-impl std::str::FromStr for Rate {
-    type Err = String;
-
-    /// `recorded`, `max`, `N` or `N/s` (N > 0, e.g. `200/s`).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "recorded" => Ok(Rate::Recorded),
-            "max" => Ok(Rate::Max),
-            other => {
-                let n = other.strip_suffix("/s").unwrap_or(other);
-                match n.parse::<f64>() {
-                    Ok(r) if r > 0.0 && r.is_finite() => Ok(Rate::PerSecond(r)),
-                    _ => Err(format!(
-                        "rate {other:?}: expected `recorded`, `max` or a number of messages per second like `200/s`"
-                    )),
-                }
-            }
-        }
-    }
-}
-
-/// How the phone proves itself on connect.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Join {
-    /// Already paired: the desktop's Ed25519 public key from pairing (checked on every hello).
-    Paired {
-        /// The desktop's public key, base64url.
-        desktop_public_key: String,
-    },
-    /// Pair first with this code (`123-456` or `123456`).
-    Pair {
-        /// The pairing code the desktop shows.
-        code: String,
-    },
-}
-
-/// How the phone's person answers "does the desktop show this verification code?" while
-/// pairing: `true` when it does. Called once per pairing, after the code is known.
-#[derive(Clone)]
-pub struct Confirmer(Arc<dyn Fn(&PendingPair) -> bool + Send + Sync>);
-
-impl Confirmer {
-    /// Answers with `f` (which may ask a person; it may block).
-    pub fn new(f: impl Fn(&PendingPair) -> bool + Send + Sync + 'static) -> Self {
-        Confirmer(Arc::new(f))
-    }
-
-    /// Always "the codes match", without asking (scripts and tests: the person on the desktop
-    /// still has to confirm there).
-    pub fn auto() -> Self {
-        Confirmer::new(|_| true)
-    }
-
-    /// The answer for `pending`.
-    pub fn confirm(&self, pending: &PendingPair) -> bool {
-        (self.0)(pending)
-    }
-}
-
-impl std::fmt::Debug for Confirmer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Confirmer(..)")
-    }
-}
-
-/// Told once the phone has paired, with what pairing gave, before anything is played: a caller
-/// that keeps the pairing (the demo phone's identity file) saves it at once, so it is kept
-/// even when the play is stopped before it ends (or never ends: [`PlayOptions::stay_connected`]).
-#[derive(Clone, Default)]
-pub struct OnPaired(Option<Arc<PairedFn>>);
-
-/// What [`OnPaired`] calls.
-type PairedFn = dyn Fn(&PairedInfo) + Send + Sync;
-
-impl OnPaired {
-    /// Calls `f` once the phone has paired.
-    pub fn new(f: impl Fn(&PairedInfo) + Send + Sync + 'static) -> Self {
-        OnPaired(Some(Arc::new(f)))
-    }
-
-    fn paired(&self, info: &PairedInfo) {
-        if let Some(f) = &self.0 {
-            f(info);
-        }
-    }
-}
-
-impl std::fmt::Debug for OnPaired {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "OnPaired(..)"
-        } else {
-            "OnPaired(none)"
-        })
-    }
-}
-
-/// What to play and how.
-#[derive(Debug, Clone)]
-pub struct PlayOptions {
-    /// How fast.
-    pub rate: Rate,
-    /// Repetitions of the scenario (>= 1).
-    pub count: u64,
-    /// Seed of the ids (a fresh random one per run unless reproducing a run).
-    pub run: String,
-    /// Epoch ms of the scenario's time 0.
-    pub base_ms: u64,
-    /// Reconnect attempts in a row before giving up.
-    pub max_reconnects: u32,
-    /// Longest wait for the final acknowledgement once everything is sent.
-    pub ack_wait: Duration,
-    /// For tests: cut the connection (no close frame) right after the frame with this 1-based
-    /// number is handed over, dropping the [`CUT_LOSES`] next frames as if lost in flight.
-    pub cut_after: Vec<u64>,
-    /// How the phone confirms the verification code when pairing (default
-    /// [`Confirmer::auto`]).
-    pub confirm: Confirmer,
-    /// Silence from the desktop after which the phone counts the link as dead, drops it without
-    /// a close and reconnects (default [`DEAD_AFTER`], 45 s: the desktop pings every 15 s, so
-    /// three pings missed). A link cut without a close (Wi-Fi lost) is noticed this way.
-    pub dead_after: Duration,
-    /// Other addresses of the same desktop (a pairing link's `alt`, mDNS), tried concurrently
-    /// with the first ([`PhoneClient::connect_any`]); the one that worked is tried first on
-    /// every reconnect.
-    pub also_try: Vec<SocketAddr>,
-    /// Once everything is sent and acknowledged, stay connected as an idle phone does
-    /// (answering pings and the desktop's requests, reconnecting when cut off) until the desktop
-    /// unpairs it or the task is stopped, instead of closing the connection and returning.
-    /// Default false.
-    pub stay_connected: bool,
-    /// Told once the phone has paired (default: nobody).
-    pub on_paired: OnPaired,
-}
-
-/// The default [`PlayOptions::dead_after`]: 45 s without a frame from the desktop.
-pub const DEAD_AFTER: Duration = Duration::from_secs(45);
-
-/// Frames "lost in flight" at a test cut: counted as sent, never written.
-pub const CUT_LOSES: usize = 3;
-
-impl PlayOptions {
-    /// Defaults: recorded pace, one repetition, a random run seed, time 0 = now, 20 reconnects,
-    /// 30 s for the final acknowledgement, no cuts.
-    pub fn new() -> Self {
-        PlayOptions {
-            rate: Rate::Recorded,
-            count: 1,
-            run: random_run(),
-            base_ms: SystemClock.now_ms(),
-            max_reconnects: 20,
-            ack_wait: Duration::from_secs(30),
-            cut_after: Vec::new(),
-            confirm: Confirmer::auto(),
-            dead_after: DEAD_AFTER,
-            also_try: Vec::new(),
-            stay_connected: false,
-            on_paired: OnPaired::default(),
-        }
-    }
-}
-
-impl Default for PlayOptions {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+pub use options::{
+    random_run, Confirmer, Join, OnPaired, PlayOptions, Rate, CUT_LOSES, DEAD_AFTER,
+};
 
 /// The `session` of a resolved frame, if it has one.
 fn session_of(f: &Frame) -> Option<String> {
@@ -225,13 +55,6 @@ fn answer_first(held: &Frame, extra: &VecDeque<Frame>) -> bool {
     }
     let session = session_of(held);
     session.is_none() || extra.iter().all(|f| session_of(f) != session)
-}
-
-/// A random run seed (16 hex characters).
-pub fn random_run() -> String {
-    use rand::Rng as _;
-    let b: [u8; 8] = rand::rngs::OsRng.gen();
-    hex::encode(b)
 }
 
 /// What happened in a play.
@@ -374,7 +197,12 @@ impl<'a> Player<'a> {
                 candidates.push(*a);
             }
         }
-        let mut c = PhoneClient::connect_any(&candidates, &self.cert_fp).await?;
+        let mut c = PhoneClient::connect_any_with_clock(
+            &candidates,
+            Some(&self.cert_fp),
+            self.opts.clock.clone(),
+        )
+        .await?;
         // Remember which one worked: it goes first on the next reconnect.
         if c.connected_to != self.addr {
             let old = std::mem::replace(&mut self.addr, c.connected_to);
@@ -678,117 +506,6 @@ impl<'a> Player<'a> {
             }
         }
     }
-
-    fn remember_settings(&mut self, f: &Frame) {
-        if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(&f.text) {
-            self.last_settings = Some(m);
-        }
-    }
-
-    /// Handles one incoming frame; returns false when the connection is gone.
-    async fn on_incoming(
-        &mut self,
-        ws: &mut Ws,
-        msg: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
-    ) -> bool {
-        if matches!(msg, Some(Ok(_))) {
-            self.last_rx = Instant::now();
-        }
-        let text = match msg {
-            None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return false,
-            Some(Ok(Message::Text(t))) => t.to_string(),
-            Some(Ok(_)) => return true,
-        };
-        let Ok(v) = serde_json::from_str::<Value>(&text) else {
-            return true;
-        };
-        match v["type"].as_str().unwrap_or("") {
-            "control.ack" => {
-                self.report.acks += 1;
-                if let Some(last) = v["payload"]["last_id"].as_str() {
-                    if let Some(pos) = self.outbox.iter().position(|f| f.id == last) {
-                        self.outbox.drain(..=pos);
-                    }
-                }
-            }
-            "control.ping" => {
-                let mut pong = envelope("control.pong", Some(&self.me.entity_id()), json!({}));
-                pong["parent"] = v["id"].clone();
-                if ws.send(Message::text(pong.to_string())).await.is_err() {
-                    return false;
-                }
-            }
-            "error" => {
-                self.report.desktop_errors.push(format!(
-                    "{}: {}",
-                    v["payload"]["class"].as_str().unwrap_or("?"),
-                    v["payload"]["detail"].as_str().unwrap_or("")
-                ));
-            }
-            "desktop.request" => {
-                let kind = v["payload"]["kind"].as_str().unwrap_or("").to_string();
-                self.report.requests.push(kind.clone());
-                match kind.as_str() {
-                    "unpair" => {
-                        self.report.unpaired = true;
-                    }
-                    "request_settings_snapshot" => self.queue_settings(None),
-                    "revoke_phone_line" => {
-                        let target = v["payload"]["target"].as_str().map(str::to_string);
-                        self.queue_settings(target.as_deref());
-                    }
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
-        true
-    }
-
-    /// Queues a fresh settings snapshot (after marking `revoke` revoked).
-    fn queue_settings(&mut self, revoke: Option<&str>) {
-        let Some(last) = &self.last_settings else {
-            return;
-        };
-        let now_rel = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(0);
-        let mut msg = Map::new();
-        msg.insert(
-            "type".into(),
-            Value::from(switchboard_domain::phone_events::SETTINGS_EVENT),
-        );
-        if let Some(s) = last.get("session") {
-            msg.insert("session".into(), s.clone());
-        }
-        let mut payload = last
-            .get("payload")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        payload.remove("seq");
-        payload.remove("dedup");
-        if let Some(id) = revoke {
-            let decided = self.opts.base_ms.saturating_add(now_rel);
-            let pairings = payload
-                .entry("pairings")
-                .or_insert_with(|| json!({"version": 1, "pairings": {}}));
-            if pairings.is_null() {
-                *pairings = json!({"version": 1, "pairings": {}});
-            }
-            if let Some(recs) = pairings.get_mut("pairings").and_then(Value::as_object_mut) {
-                let rec = recs.entry(id.to_string()).or_insert_with(|| {
-                    json!({"identifier": id, "displayName": id, "allowed": false, "manifestHash": "", "decidedAt": decided})
-                });
-                rec["allowed"] = Value::Bool(false);
-                rec["decidedAt"] = Value::from(decided);
-            }
-        }
-        msg.insert("payload".into(), Value::Object(payload));
-        let at = self.outbox.back().map_or(now_rel, |f| f.at_ms.max(now_rel));
-        match self.resolver.extra_frame(msg, at) {
-            Ok(f) => self.extra_pending.push_back(f),
-            Err(e) => tracing::warn!("could not build a settings snapshot: {e}"),
-        }
-    }
 }
 
 /// `ms` as the RFC 3339 text the scenarios use (re-exported for callers building messages).
@@ -800,6 +517,7 @@ pub fn timestamp_text(ms: u64) -> String {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use serde_json::json;
 
     fn frame(id: &str, session: Option<&str>) -> Frame {
         let mut v = json!({"id": id, "type": "event.phoneline.settings"});

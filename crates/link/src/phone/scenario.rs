@@ -30,8 +30,13 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use switchboard_wire::ifp::params_hash;
+use switchboard_wire::ifp::{params_hash, Rejection};
 use switchboard_wire::timefmt::rfc3339_ms;
+
+mod placeholder;
+
+pub use placeholder::PlaceholderError;
+use placeholder::{check_placeholders, offset, parse_placeholder, Placeholder};
 
 /// Errors reading a scenario.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,6 +50,16 @@ pub enum ScenarioError {
         /// What is wrong.
         problem: String,
     },
+    /// A line's message does not resolve (a placeholder, a field, or the ifp/1 message it
+    /// makes); `line` is 1-based, 0 for an extra message ([`Resolver::extra_frame`]).
+    #[error("scenario line {line}: {problem}")]
+    Message {
+        /// 1-based line number; 0 for an extra message.
+        line: usize,
+        /// What is wrong.
+        #[source]
+        problem: ResolveError,
+    },
     /// The file has no message at all.
     #[error("the scenario has no messages")]
     Empty,
@@ -56,6 +71,30 @@ pub enum ScenarioError {
         /// What the file system said.
         problem: String,
     },
+}
+
+/// Why a message of a scenario does not resolve into a frame.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResolveError {
+    /// A placeholder that is not one of the documented forms.
+    #[error(transparent)]
+    Placeholder(#[from] PlaceholderError),
+    /// `{{params_hash}}` in an `action.*` message whose `action_id` was not proposed before in
+    /// this repetition.
+    #[error(
+        "payload.params_hash: {{{{params_hash}}}} names no earlier proposal of this action_id"
+    )]
+    NoProposal,
+    /// `msg` did not stay an object (cannot happen with a parsed scenario; named anyway).
+    #[error("msg: not an object")]
+    NotAnObject,
+    /// `msg.payload` is present and not an object.
+    #[error("msg.payload: expected an object")]
+    PayloadNotAnObject,
+    /// The resolved message is not a valid ifp/1 message (the validator's refusal).
+    #[error("resolves to an invalid ifp/1 message: {0}")]
+    Invalid(Rejection),
 }
 
 /// One scenario line.
@@ -110,7 +149,12 @@ impl Scenario {
             if !msg.get("type").is_some_and(Value::is_string) {
                 return Err(err("msg.type: expected the message type as a string".into()));
             }
-            check_placeholders(&Value::Object(msg.clone())).map_err(err)?;
+            check_placeholders(&Value::Object(msg.clone())).map_err(|e| {
+                ScenarioError::Message {
+                    line: n,
+                    problem: e.into(),
+                }
+            })?;
             lines.push(ScenarioLine {
                 line: n,
                 at_ms,
@@ -250,7 +294,7 @@ impl<'a> Resolver<'a> {
         let key = format!("line{n}");
         let out = self
             .resolve(msg, at, &key)
-            .map_err(|problem| ScenarioError::Line { line: n, problem });
+            .map_err(|problem| ScenarioError::Message { line: n, problem });
         self.index += 1;
         if self.index >= self.scenario.lines.len() {
             self.index = 0;
@@ -271,10 +315,15 @@ impl<'a> Resolver<'a> {
         self.extra += 1;
         let key = format!("extra{}", self.extra);
         self.resolve(msg, at_ms, &key)
-            .map_err(|problem| ScenarioError::Line { line: 0, problem })
+            .map_err(|problem| ScenarioError::Message { line: 0, problem })
     }
 
-    fn resolve(&mut self, msg: Map<String, Value>, at_ms: u64, key: &str) -> Result<Frame, String> {
+    fn resolve(
+        &mut self,
+        msg: Map<String, Value>,
+        at_ms: u64,
+        key: &str,
+    ) -> Result<Frame, ResolveError> {
         let now = self.base_ms.saturating_add(at_ms);
         let kind = msg
             .get("type")
@@ -284,7 +333,7 @@ impl<'a> Resolver<'a> {
         let mut v = Value::Object(msg);
         self.substitute(&mut v, now, None)?;
         let Value::Object(mut m) = v else {
-            return Err("msg: not an object".into());
+            return Err(ResolveError::NotAnObject);
         };
         // params_hash of a proposal, remembered by action id.
         if kind.starts_with("action.") {
@@ -313,9 +362,7 @@ impl<'a> Resolver<'a> {
                 action_id.as_ref().and_then(|a| self.hashes.get(a).cloned())
             };
             if wants {
-                let h = hash.ok_or_else(|| {
-                    "payload.params_hash: {{params_hash}} names no earlier proposal of this action_id".to_string()
-                })?;
+                let h = hash.ok_or(ResolveError::NoProposal)?;
                 if let Some(Value::Object(p)) = m.get_mut("payload") {
                     p.insert("params_hash".into(), Value::from(h));
                 }
@@ -405,7 +452,7 @@ impl<'a> Resolver<'a> {
         let mut payload = match m.remove("payload") {
             Some(Value::Object(p)) => p,
             None => Map::new(),
-            Some(_) => return Err("msg.payload: expected an object".into()),
+            Some(_) => return Err(ResolveError::PayloadNotAnObject),
         };
         if is_event {
             let sess = session_name.unwrap_or_default();
@@ -435,8 +482,7 @@ impl<'a> Resolver<'a> {
             out.insert(k, v);
         }
         let value = Value::Object(out);
-        switchboard_wire::ifp::validate(&value)
-            .map_err(|r| format!("resolves to an invalid ifp/1 message: {r}"))?;
+        switchboard_wire::ifp::validate(&value).map_err(ResolveError::Invalid)?;
         Ok(Frame {
             id,
             kind,
@@ -445,7 +491,12 @@ impl<'a> Resolver<'a> {
         })
     }
 
-    fn substitute(&mut self, v: &mut Value, now: u64, _parent: Option<&str>) -> Result<(), String> {
+    fn substitute(
+        &mut self,
+        v: &mut Value,
+        now: u64,
+        _parent: Option<&str>,
+    ) -> Result<(), PlaceholderError> {
         match v {
             Value::String(s) if s.contains("{{") => {
                 *v = self.fill(s, now)?;
@@ -466,7 +517,7 @@ impl<'a> Resolver<'a> {
     }
 
     /// Replaces the placeholders of one string; a string that is only `{{ms...}}` becomes a number.
-    fn fill(&mut self, s: &str, now: u64) -> Result<Value, String> {
+    fn fill(&mut self, s: &str, now: u64) -> Result<Value, PlaceholderError> {
         let mut out = String::new();
         let mut rest = s;
         let mut only_number: Option<u64> = None;
@@ -479,7 +530,7 @@ impl<'a> Resolver<'a> {
             let after = &rest[start + 2..];
             let end = after
                 .find("}}")
-                .ok_or_else(|| format!("unclosed placeholder in {s:?}"))?;
+                .ok_or_else(|| PlaceholderError::Unclosed(s.to_string()))?;
             let name = &after[..end];
             pieces += 1;
             match parse_placeholder(name)? {
@@ -518,90 +569,6 @@ impl<'a> Resolver<'a> {
             }
         }
         Ok(Value::from(out))
-    }
-}
-
-fn offset(now: u64, off: i64) -> u64 {
-    if off >= 0 {
-        now.saturating_add(off.unsigned_abs())
-    } else {
-        now.saturating_sub(off.unsigned_abs())
-    }
-}
-
-enum Placeholder<'a> {
-    Id(&'a str, &'a str),
-    Ts(i64),
-    Ms(i64),
-    Device,
-    Entity,
-    ParamsHash,
-}
-
-fn parse_offset(rest: &str, whole: &str) -> Result<i64, String> {
-    if rest.is_empty() {
-        return Ok(0);
-    }
-    let (sign, digits) = match rest.split_at(1) {
-        ("+", d) => (1i64, d),
-        ("-", d) => (-1i64, d),
-        _ => {
-            return Err(format!(
-                "placeholder {{{{{whole}}}}}: expected +N or -N milliseconds"
-            ))
-        }
-    };
-    let n: i64 = digits.parse().map_err(|_| {
-        format!("placeholder {{{{{whole}}}}}: {digits:?} is not a number of milliseconds")
-    })?;
-    Ok(sign * n)
-}
-
-fn parse_placeholder(name: &str) -> Result<Placeholder<'_>, String> {
-    if let Some(rest) = name.strip_prefix("id:") {
-        let (prefix, what) = rest.split_once(':').ok_or_else(|| {
-            format!("placeholder {{{{{name}}}}}: expected {{{{id:PREFIX:NAME}}}}")
-        })?;
-        if prefix.is_empty() || !prefix.chars().all(|c| c.is_ascii_lowercase()) || what.is_empty() {
-            return Err(format!(
-                "placeholder {{{{{name}}}}}: PREFIX is lowercase letters (ses, act, dial...) and NAME is not empty"
-            ));
-        }
-        return Ok(Placeholder::Id(prefix, what));
-    }
-    if let Some(rest) = name.strip_prefix("ts") {
-        return Ok(Placeholder::Ts(parse_offset(rest, name)?));
-    }
-    if let Some(rest) = name.strip_prefix("ms") {
-        return Ok(Placeholder::Ms(parse_offset(rest, name)?));
-    }
-    match name {
-        "device" => Ok(Placeholder::Device),
-        "entity" => Ok(Placeholder::Entity),
-        "params_hash" => Ok(Placeholder::ParamsHash),
-        _ => Err(format!(
-            "unknown placeholder {{{{{name}}}}} (known: id:PREFIX:NAME, ts, ts+N, ms, ms+N, device, entity, params_hash)"
-        )),
-    }
-}
-
-fn check_placeholders(v: &Value) -> Result<(), String> {
-    match v {
-        Value::String(s) => {
-            let mut rest = s.as_str();
-            while let Some(start) = rest.find("{{") {
-                let after = &rest[start + 2..];
-                let end = after
-                    .find("}}")
-                    .ok_or_else(|| format!("unclosed placeholder in {s:?}"))?;
-                parse_placeholder(&after[..end])?;
-                rest = &after[end + 2..];
-            }
-            Ok(())
-        }
-        Value::Array(a) => a.iter().try_for_each(check_placeholders),
-        Value::Object(m) => m.values().try_for_each(check_placeholders),
-        _ => Ok(()),
     }
 }
 

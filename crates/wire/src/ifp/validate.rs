@@ -26,14 +26,17 @@
 //! - `action_id`, `tool`, `idempotency_key` are non-empty strings of at most 128 characters.
 //! - `generation` on `action.propose` is tolerated (the notes: "no generation" = not required).
 //! - Integers follow JavaScript: `1.0` is the integer 1.
+//!
+//! This file is the table: the envelope fields and the per-type rules. Reading one field and
+//! the words of a refusal live in `fields`, the identifier shapes in `patterns` (re-exported:
+//! [`is_message_id`], ...), an event's `provenance` and `labels` in `provenance`.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
 use super::envelope::{
-    ChainStage, Consent, Envelope, Labels, Provenance, Retention, Timestamp, ENTITY_OPTIONAL_TYPES,
-    ENVELOPE_FIELDS, IFP_VERSION, MAX_FRAME_BYTES,
+    Envelope, ENTITY_OPTIONAL_TYPES, ENVELOPE_FIELDS, IFP_VERSION, MAX_FRAME_BYTES,
 };
 use super::error_class::ErrorClass;
 
@@ -64,6 +67,24 @@ impl Rejection {
         Rejection::new(ErrorClass::InvalidEnvelope, reason)
     }
 }
+
+mod fields;
+mod patterns;
+mod provenance;
+
+use fields::{
+    check_pattern, expected, kind_of, non_negative_integer, optional, optional_str, payload_field,
+    payload_non_empty_str, payload_str, positive_integer, required_in, required_str, show,
+    show_key, show_str, timestamp_field,
+};
+use patterns::{DEVICE_PATTERN, ENTITY_PATTERN, ID_PATTERN, SESSION_PATTERN, TYPE_PATTERN};
+use provenance::{parse_labels, parse_provenance};
+
+pub use fields::js_u64;
+pub use patterns::{
+    is_b64url, is_device, is_ed25519_key_b64url, is_entity, is_message_id, is_params_hash,
+    is_session, is_type_name,
+};
 
 /// Longest `action_id`, `tool` or `idempotency_key` accepted, in characters (not pinned by the
 /// notes; bounds what the receiver keeps per action).
@@ -479,346 +500,6 @@ fn error_class_value(field: &str, v: &Value) -> Result<ErrorClass, Rejection> {
         .ok_or_else(|| expected(field, "one of the 14 ifp/1 error classes", v))
 }
 
-fn parse_provenance(v: &Value) -> Result<Provenance, Rejection> {
-    let obj = v
-        .as_object()
-        .ok_or_else(|| expected("provenance", "an object {sensor, captured_at, chain?}", v))?;
-    let sensor = match obj.get("sensor") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(other) => return Err(expected("provenance.sensor", "a non-empty string", other)),
-        None => return Err(Rejection::invalid("provenance.sensor: required")),
-    };
-    let captured_at = match obj.get("captured_at") {
-        Some(Value::String(s)) => timestamp_field("provenance.captured_at", s)?,
-        Some(other) => {
-            return Err(expected(
-                "provenance.captured_at",
-                "an RFC 3339 UTC time string",
-                other,
-            ))
-        }
-        None => return Err(Rejection::invalid("provenance.captured_at: required")),
-    };
-    let mut chain = Vec::new();
-    if let Some(c) = optional(obj, "chain") {
-        let items = c
-            .as_array()
-            .ok_or_else(|| expected("provenance.chain", "an array of {stage}", c))?;
-        for (i, item) in items.iter().enumerate() {
-            let at = format!("provenance.chain[{i}]");
-            let entry = item
-                .as_object()
-                .ok_or_else(|| expected(&at, "an object {stage}", item))?;
-            let stage = match entry.get("stage") {
-                Some(Value::String(s)) if !s.is_empty() => s.clone(),
-                Some(other) => {
-                    return Err(expected(
-                        &format!("{at}.stage"),
-                        "a non-empty string",
-                        other,
-                    ))
-                }
-                None => return Err(Rejection::invalid(format!("{at}.stage: required"))),
-            };
-            let mut extra = entry.clone();
-            extra.remove("stage");
-            chain.push(ChainStage { stage, extra });
-        }
-    }
-    Ok(Provenance {
-        sensor,
-        captured_at,
-        chain,
-    })
-}
-
-fn parse_labels(v: &Value) -> Result<Labels, Rejection> {
-    let obj = v
-        .as_object()
-        .ok_or_else(|| expected("labels", "an object {consent, retention}", v))?;
-    let consent_names: Vec<&str> = Consent::ALL.iter().map(|c| c.as_str()).collect();
-    let consent = match obj.get("consent") {
-        Some(c) => c.as_str().and_then(Consent::from_wire).ok_or_else(|| {
-            expected(
-                "labels.consent",
-                &format!("one of {}", consent_names.join(", ")),
-                c,
-            )
-        })?,
-        None => return Err(Rejection::invalid("labels.consent: required")),
-    };
-    let retention_names: Vec<&str> = Retention::ALL.iter().map(|c| c.as_str()).collect();
-    let retention = match obj.get("retention") {
-        Some(r) => r.as_str().and_then(Retention::from_wire).ok_or_else(|| {
-            expected(
-                "labels.retention",
-                &format!("one of {}", retention_names.join(", ")),
-                r,
-            )
-        })?,
-        None => return Err(Rejection::invalid("labels.retention: required")),
-    };
-    Ok(Labels { consent, retention })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Field access helpers. "Missing and null are the same" (ifp1-notes.md, "Envelope").
-
-fn optional<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    obj.get(key).filter(|v| !v.is_null())
-}
-
-fn required_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, Rejection> {
-    match optional(obj, key) {
-        Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(expected(key, "a string", other)),
-        None => Err(Rejection::invalid(format!("{key}: required"))),
-    }
-}
-
-fn optional_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, Rejection> {
-    match optional(obj, key) {
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(expected(key, "a string or null", other)),
-        None => Ok(None),
-    }
-}
-
-fn required_in<'a>(
-    obj: &'a Map<String, Value>,
-    at: &str,
-    key: &str,
-    what: &str,
-) -> Result<&'a Value, Rejection> {
-    optional(obj, key).ok_or_else(|| Rejection::invalid(format!("{at}.{key}: required ({what})")))
-}
-
-fn payload_field<'a>(
-    p: &'a Map<String, Value>,
-    key: &str,
-    what: &str,
-) -> Result<&'a Value, Rejection> {
-    required_in(p, "payload", key, what)
-}
-
-fn payload_str<'a>(p: &'a Map<String, Value>, key: &str) -> Result<&'a str, Rejection> {
-    let v = payload_field(p, key, "a string")?;
-    v.as_str()
-        .ok_or_else(|| expected(&format!("payload.{key}"), "a string", v))
-}
-
-fn payload_non_empty_str<'a>(
-    p: &'a Map<String, Value>,
-    key: &str,
-    max_chars: usize,
-) -> Result<&'a str, Rejection> {
-    let s = payload_str(p, key)?;
-    if s.is_empty() {
-        return Err(Rejection::invalid(format!(
-            "payload.{key}: expected a non-empty string"
-        )));
-    }
-    if max_chars != usize::MAX && s.chars().count() > max_chars {
-        return Err(Rejection::invalid(format!(
-            "payload.{key}: longer than {max_chars} characters"
-        )));
-    }
-    Ok(s)
-}
-
-fn timestamp_field(field: &str, text: &str) -> Result<Timestamp, Rejection> {
-    Timestamp::parse(text).map_err(|e| Rejection::invalid(format!("{field}: {e}")))
-}
-
-/// An integer as JavaScript sees it: `3`, `-1`, and `3.0` are integers, `3.5` is not.
-fn js_integer(v: &Value) -> Option<i128> {
-    let n = v.as_number()?;
-    if let Some(u) = n.as_u64() {
-        return Some(i128::from(u));
-    }
-    if let Some(i) = n.as_i64() {
-        return Some(i128::from(i));
-    }
-    let f = n.as_f64()?;
-    if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e30 {
-        Some(f as i128)
-    } else {
-        None
-    }
-}
-
-fn positive_integer(field: &str, v: &Value) -> Result<u64, Rejection> {
-    match js_integer(v) {
-        Some(i) if i >= 1 => {
-            u64::try_from(i).map_err(|_| Rejection::invalid(format!("{field}: {i} is too large")))
-        }
-        _ => Err(expected(field, "an integer >= 1", v)),
-    }
-}
-
-fn non_negative_integer(field: &str, v: &Value) -> Result<u64, Rejection> {
-    match js_integer(v) {
-        Some(i) if i >= 0 => {
-            u64::try_from(i).map_err(|_| Rejection::invalid(format!("{field}: {i} is too large")))
-        }
-        _ => Err(expected(field, "an integer >= 0", v)),
-    }
-}
-
-/// A JSON value as a non-negative JavaScript integer (`3` and `3.0` are 3), else `None`.
-pub fn js_u64(v: &Value) -> Option<u64> {
-    js_integer(v).and_then(|i| u64::try_from(i).ok())
-}
-
-fn check_pattern(
-    field: &str,
-    s: &str,
-    ok: fn(&str) -> bool,
-    pattern: &str,
-) -> Result<(), Rejection> {
-    if ok(s) {
-        Ok(())
-    } else {
-        Err(Rejection::invalid(format!(
-            "{field}: expected {pattern}, got {}",
-            show_str(s)
-        )))
-    }
-}
-
-fn expected(field: &str, what: &str, got: &Value) -> Rejection {
-    Rejection::invalid(format!("{field}: expected {what}, got {}", show(got)))
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// A short one-line rendering of a value for reasons (at most ~40 characters).
-fn show(v: &Value) -> String {
-    match v {
-        Value::String(s) => show_str(s),
-        Value::Array(_) | Value::Object(_) => kind_of(v).to_string(),
-        other => truncate(&other.to_string()),
-    }
-}
-
-fn show_str(s: &str) -> String {
-    truncate(&format!("{s:?}"))
-}
-
-fn show_key(k: &str) -> String {
-    let quoted = format!("{k:?}");
-    truncate(&quoted)
-}
-
-fn truncate(s: &str) -> String {
-    const MAX: usize = 40;
-    if s.chars().count() <= MAX {
-        s.to_string()
-    } else {
-        let head: String = s.chars().take(MAX).collect();
-        format!("{head}...")
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Patterns (ifp1-notes.md, "Envelope"). Hand-written matchers for the notes' regular expressions.
-
-const ID_PATTERN: &str = "^[a-z]+_[A-Za-z0-9]{6,64}$ (e.g. msg_ab12cd)";
-const TYPE_PATTERN: &str = "^[a-z][a-z0-9_.]*$";
-const ENTITY_PATTERN: &str = "^ent_[A-Za-z0-9]{6,64}$";
-const SESSION_PATTERN: &str = "^ses_[A-Za-z0-9]{6,64}$";
-const DEVICE_PATTERN: &str = "^dev_[A-Za-z0-9_]{4,64}$";
-
-fn count_in(s: &str, ok: fn(u8) -> bool, min: usize, max: usize) -> bool {
-    (min..=max).contains(&s.len()) && s.bytes().all(ok)
-}
-
-fn alnum(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
-}
-
-/// `^[a-z]+_[A-Za-z0-9]{6,64}$`.
-pub fn is_message_id(s: &str) -> bool {
-    match s.split_once('_') {
-        Some((prefix, rest)) => {
-            !prefix.is_empty()
-                && prefix.bytes().all(|b| b.is_ascii_lowercase())
-                && count_in(rest, alnum, 6, 64)
-        }
-        None => false,
-    }
-}
-
-/// `^[a-z][a-z0-9_.]*$`.
-pub fn is_type_name(s: &str) -> bool {
-    let mut bytes = s.bytes();
-    matches!(bytes.next(), Some(b) if b.is_ascii_lowercase())
-        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.')
-}
-
-/// `^ent_[A-Za-z0-9]{6,64}$`.
-pub fn is_entity(s: &str) -> bool {
-    s.strip_prefix("ent_")
-        .is_some_and(|r| count_in(r, alnum, 6, 64))
-}
-
-/// `^ses_[A-Za-z0-9]{6,64}$`.
-pub fn is_session(s: &str) -> bool {
-    s.strip_prefix("ses_")
-        .is_some_and(|r| count_in(r, alnum, 6, 64))
-}
-
-/// `^dev_[A-Za-z0-9_]{4,64}$`.
-pub fn is_device(s: &str) -> bool {
-    s.strip_prefix("dev_")
-        .is_some_and(|r| count_in(r, |b| alnum(b) || b == b'_', 4, 64))
-}
-
-/// `sha256:` followed by exactly 64 lowercase hex digits.
-pub fn is_params_hash(s: &str) -> bool {
-    s.strip_prefix("sha256:").is_some_and(|h| {
-        h.len() == 64
-            && h.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
-}
-
-fn b64url_value(b: u8) -> Option<u8> {
-    match b {
-        b'A'..=b'Z' => Some(b - b'A'),
-        b'a'..=b'z' => Some(b - b'a' + 26),
-        b'0'..=b'9' => Some(b - b'0' + 52),
-        b'-' => Some(62),
-        b'_' => Some(63),
-        _ => None,
-    }
-}
-
-/// Non-empty unpadded base64url whose length is a possible encoding (not 1 mod 4).
-pub fn is_b64url(s: &str) -> bool {
-    !s.is_empty() && s.len() % 4 != 1 && s.bytes().all(|b| b64url_value(b).is_some())
-}
-
-/// An Ed25519 public key as unpadded base64url: 43 characters encoding exactly 32 bytes (the
-/// last character's two spare bits are zero).
-pub fn is_ed25519_key_b64url(s: &str) -> bool {
-    s.len() == 43
-        && is_b64url(s)
-        && s.bytes()
-            .last()
-            .and_then(b64url_value)
-            .is_some_and(|v| v & 0b11 == 0)
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -827,26 +508,6 @@ mod tests {
 
     fn ping() -> Value {
         json!({"ifp":"1","id":"msg_ping000001","ts":"2026-07-21T00:00:00Z","type":"control.ping","entity":"ent_abc123","payload":{}})
-    }
-
-    #[test]
-    fn patterns_match_the_notes() {
-        assert!(is_message_id("msg_ping000001"));
-        assert!(!is_message_id("msg_12345"));
-        assert!(!is_message_id("Msg_123456"));
-        assert!(!is_message_id("_123456"));
-        assert!(is_device("dev_mac_a1b2"));
-        assert!(!is_device("dev_abc"));
-        assert!(is_type_name("event.text.message"));
-        assert!(!is_type_name("Event"));
-        assert!(!is_type_name(""));
-        assert!(is_ed25519_key_b64url(
-            "JDInBjWvZbYAt-lFQxZbV0jkyDrkejNzq5zA5PJ07UE"
-        ));
-        assert!(!is_ed25519_key_b64url(
-            "JDInBjWvZbYAt-lFQxZbV0jkyDrkejNzq5zA5PJ07UF"
-        ));
-        assert!(!is_params_hash(&format!("sha256:{}", "A".repeat(64))));
     }
 
     #[test]
