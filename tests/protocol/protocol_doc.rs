@@ -418,17 +418,17 @@ fn pinned_hello_vectors_match_the_derivation() {
 /// Refusal places that forward a text made elsewhere (file, detail expression, where it is made).
 const PASS_THROUGH: &[(&str, &str, &str)] = &[
     (
-        "crates/link/src/connection.rs",
+        "crates/link/src/connection/incoming.rs",
         "rej.reason.clone()",
         "the validator's rejection (src/ifp)",
     ),
     (
-        "crates/link/src/connection.rs",
+        "crates/link/src/connection/incoming.rs",
         "detail",
         "refuse / refuse_frame's parameter: their callers are read",
     ),
     (
-        "crates/link/src/connection.rs",
+        "crates/link/src/connection/incoming.rs",
         "detail.clone()",
         "wire::refusal_after_hello's tuples, read as ErrorClass pairs",
     ),
@@ -443,12 +443,12 @@ const PASS_THROUGH: &[(&str, &str, &str)] = &[
         "Rejection::invalid's own parameter",
     ),
     (
-        "crates/wire/src/ifp/receiver.rs",
+        "crates/wire/src/ifp/receiver/outcome.rs",
         "rejection.reason",
         "Outcome::from_rejection: the validator's rejection",
     ),
     (
-        "crates/wire/src/ifp/receiver.rs",
+        "crates/wire/src/ifp/receiver/outcome.rs",
         "self.reason.clone().unwrap_or_default()",
         "Outcome::rejection: a rejection made at a read place",
     ),
