@@ -2,9 +2,9 @@
 //! reported, so that a proposal shows the level it was made under. Kept apart from the state
 //! machine because it only annotates proposals; it never moves one.
 
-use super::super::texts::{self};
-use super::super::view::{AutonomySource, ConfirmationView, ProposalAutonomy};
-use super::*;
+use super::{ConfirmationMirror, MAX_SESSIONS};
+use crate::confirmations::texts;
+use crate::confirmations::view::{AutonomySource, ConfirmationView, ProposalAutonomy};
 use crate::runtime::{autonomy_table, Autonomy, AutonomyTable};
 
 impl ConfirmationMirror {

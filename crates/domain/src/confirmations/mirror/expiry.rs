@@ -1,9 +1,9 @@
 //! Proposals that end without a message from the phone: their `expires_at` passed, or their
 //! phone was unpaired. Both move the proposal to the ended history with words saying why.
 
-use super::super::texts::finish;
-use super::super::view::{ChangeKind, ConfirmationView, MirrorChange};
-use super::*;
+use super::{ConfirmationMirror, MAX_ENDED};
+use crate::confirmations::texts::finish;
+use crate::confirmations::view::{ChangeKind, ConfirmationView, MirrorChange};
 use switchboard_wire::ifp::ActionState;
 
 impl ConfirmationMirror {

@@ -2,10 +2,12 @@
 //! `action.cancel`): moves the proposal as the receiver judged the message and notes what was
 //! odd about it (a refused follow-up, a policy-auto approval, a stray message).
 
-use super::super::catalogue::PHONE_ACTION_TOOL;
-use super::super::texts::{self};
-use super::super::view::{AnomalyKind, ChangeKind, ConfirmedBy, MirrorChange, RejectReason};
-use super::*;
+use super::{cut_message, push_bounded, push_timeline, ConfirmationMirror, MAX_ANOMALIES};
+use crate::confirmations::catalogue::PHONE_ACTION_TOOL;
+use crate::confirmations::texts;
+use crate::confirmations::view::{
+    AnomalyKind, ChangeKind, ConfirmedBy, MirrorChange, RejectReason,
+};
 use crate::runtime::Autonomy;
 use switchboard_wire::ifp::envelope::Envelope;
 use switchboard_wire::ifp::payload::{ConfirmationMode as WireMode, IncomingAction};

@@ -1,8 +1,10 @@
 //! What a mirror keeps across restarts: the waiting proposals and the ended history, read out
 //! for the history file and put back from it, and the revision that says when to write it.
 
-use super::super::view::ConfirmationView;
-use super::*;
+use crate::confirmations::view::ConfirmationView;
+use std::collections::VecDeque;
+
+use super::{key_number, ConfirmationMirror, MAX_ENDED, MAX_WAITING};
 
 impl ConfirmationMirror {
     /// A number that moves whenever what is kept across restarts changes (a proposal came,
@@ -19,8 +21,8 @@ impl ConfirmationMirror {
     }
 
     /// The proposals waiting, in arrival order: what is kept across restarts with the ended
-    /// history ([`crate::confirmations::history`]), so that a proposal the desktop acknowledged before a
-    /// restart is still shown waiting after it, and its end is matched to it.
+    /// history ([`crate::confirmations::history`]), so that a proposal the desktop acknowledged
+    /// before a restart is still shown waiting after it, and its end is matched to it.
     pub fn waiting_history(&self) -> Vec<ConfirmationView> {
         self.waiting.clone()
     }

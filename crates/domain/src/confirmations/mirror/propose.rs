@@ -4,12 +4,12 @@
 
 use serde_json::Value;
 
-use super::super::catalogue::{tool_info, PHONE_ACTION_TOOL};
-use super::super::texts::{self, summary_of};
-use super::super::view::{
+use super::{push_bounded, push_timeline, ts_ms, ConfirmationMirror, MAX_ANOMALIES, MAX_WAITING};
+use crate::confirmations::catalogue::{tool_info, PHONE_ACTION_TOOL};
+use crate::confirmations::texts::{self, summary_of};
+use crate::confirmations::view::{
     AnomalyKind, ChangeKind, ConfirmationView, HashCheck, MirrorChange, PhoneActionView,
 };
-use super::*;
 use crate::phone_action;
 use switchboard_wire::ifp::envelope::Envelope;
 use switchboard_wire::ifp::{params_hash, ActionState, Outcome, Verdict};
