@@ -9,7 +9,7 @@ export type HashCheck = {
  */
 given: string, 
 /**
- * `sha256:` + hex of the canonical JSON of `params` ([`crate::ifp::params_hash()`]).
+ * `sha256:` + hex of the canonical JSON of `params` ([`switchboard_wire::ifp::params_hash()`]).
  */
 computed: string, 
 /**
