@@ -28,10 +28,10 @@
 use std::fmt;
 
 use serde::Serialize;
+use serde_json::Value;
 use ts_rs::TS;
 
 use crate::dial::{Dial, DialOutcome};
-use serde_json::Value;
 
 mod check;
 pub mod refs;
