@@ -18,7 +18,7 @@
 //! | [`AUTONOMY_EVENT`] `event.runtime.autonomy` | `autonomy` (for the envelope's `session`) | [`AutonomyEvent`] |
 //!
 //! Action proposals are not events: they travel as the ifp/1 `action.*` messages the phone saw,
-//! forwarded unchanged (see [`switchboard_app::hub`]).
+//! forwarded unchanged (see the app's hub, `switchboard_app::hub`, a layer above this crate).
 //!
 //! [`PhoneEvent::from_envelope`] types a validated [`Envelope`]; a payload that does not fit gives
 //! a [`PhoneEventError`] naming the event type and the payload field (`payload.lines[1].permissions`).

@@ -55,7 +55,7 @@ impl From<ProtocolError> for switchboard_wire::error::IpcError {
 #[serde(rename_all = "snake_case")]
 #[ts(export)]
 pub enum PhoneLineOp {
-    /// Required: returns the line's [`SurfaceManifest`].
+    /// Required: returns the line's [`SurfaceManifest`](super::manifest::SurfaceManifest).
     Describe,
     /// Optional: a per-character prompt fragment for LumiAgent's system prompt.
     SystemPrompt,
