@@ -146,7 +146,7 @@ impl ConfirmationsState {
             };
             (kept, m.kept_revision())
         };
-        switchboard_domain::confirmations::history::save(path, kept)?;
+        switchboard_domain::confirmations::history::save(path, kept).map_err(|e| e.to_string())?;
         self.saved_revision.send_replace(revision);
         Ok(true)
     }

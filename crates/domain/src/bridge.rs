@@ -53,6 +53,34 @@ pub const KNOWN_PHONELINES: &[(&str, &str)] =
 /// Largest manifest file read, in bytes (1 MiB); larger files are skipped.
 pub const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
 
+/// Why an extension's `spindle.json` manifest was not used; the words name what was wrong and
+/// go into [`SkippedFile::reason`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExtensionManifestError {
+    /// The text is not JSON (serde_json's words, with line and column).
+    #[error("not valid JSON: {0}")]
+    NotJson(serde_json::Error),
+    /// The JSON is not an object.
+    #[error("not a JSON object")]
+    NotAnObject,
+    /// No string `identifier`: not an extension manifest (e.g. a `describe` response).
+    #[error("not an extension manifest (no string \"identifier\")")]
+    NoIdentifier,
+    /// `permissions` is present but not a list (nor `null`).
+    #[error("\"permissions\" is not a list")]
+    PermissionsNotAList,
+    /// `permissions[i]` is not a string (0-based index).
+    #[error("\"permissions\"[{0}] is not a string")]
+    PermissionNotAString(usize),
+    /// The file is larger than [`MAX_MANIFEST_BYTES`] (its size in bytes).
+    #[error("larger than {MAX_MANIFEST_BYTES} bytes ({0} bytes)")]
+    TooLarge(u64),
+    /// The file could not be read (what the file system said).
+    #[error("could not read: {0}")]
+    Read(std::io::Error),
+}
+
 /// The parts of an extension's `spindle.json` manifest the banner needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[ts(export)]
@@ -71,17 +99,17 @@ impl ExtensionManifest {
     ///
     /// Errors: a text that is not JSON, not an object, has no string `identifier` (not an
     /// extension manifest, e.g. a `describe` response), or whose `permissions` is not a list of
-    /// strings; the message says which.
-    pub fn from_json(text: &str) -> Result<Self, String> {
+    /// strings; the [`ExtensionManifestError`] says which.
+    pub fn from_json(text: &str) -> Result<Self, ExtensionManifestError> {
         let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+            serde_json::from_str(text).map_err(ExtensionManifestError::NotJson)?;
         let obj = value
             .as_object()
-            .ok_or_else(|| "not a JSON object".to_string())?;
+            .ok_or(ExtensionManifestError::NotAnObject)?;
         let identifier = obj
             .get("identifier")
             .and_then(|v| v.as_str())
-            .ok_or_else(|| "not an extension manifest (no string \"identifier\")".to_string())?
+            .ok_or(ExtensionManifestError::NoIdentifier)?
             .to_string();
         let name = obj.get("name").and_then(|v| v.as_str()).map(str::to_string);
         let permissions = match obj.get("permissions") {
@@ -92,10 +120,10 @@ impl ExtensionManifest {
                 .map(|(i, v)| {
                     v.as_str()
                         .map(str::to_string)
-                        .ok_or_else(|| format!("\"permissions\"[{i}] is not a string"))
+                        .ok_or(ExtensionManifestError::PermissionNotAString(i))
                 })
                 .collect::<Result<Vec<_>, _>>()?,
-            Some(_) => return Err("\"permissions\" is not a list".to_string()),
+            Some(_) => return Err(ExtensionManifestError::PermissionsNotAList),
         };
         Ok(Self {
             identifier,
@@ -175,7 +203,10 @@ impl ExtensionDirectory {
                         });
                     }
                 }
-                Err(reason) => out.skipped.push(SkippedFile { file, reason }),
+                Err(e) => out.skipped.push(SkippedFile {
+                    file,
+                    reason: e.to_string(),
+                }),
             }
         }
         Ok(out)
@@ -211,16 +242,14 @@ impl ExtensionDirectory {
 }
 
 /// Reads one manifest file, capped at [`MAX_MANIFEST_BYTES`].
-fn read_manifest(path: &Path) -> Result<ExtensionManifest, String> {
+fn read_manifest(path: &Path) -> Result<ExtensionManifest, ExtensionManifestError> {
     let len = std::fs::metadata(path)
-        .map_err(|e| format!("could not read: {e}"))?
+        .map_err(ExtensionManifestError::Read)?
         .len();
     if len > MAX_MANIFEST_BYTES {
-        return Err(format!(
-            "larger than {MAX_MANIFEST_BYTES} bytes ({len} bytes)"
-        ));
+        return Err(ExtensionManifestError::TooLarge(len));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("could not read: {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(ExtensionManifestError::Read)?;
     ExtensionManifest::from_json(&text)
 }
 
@@ -579,16 +608,26 @@ mod tests {
 
     #[test]
     fn manifest_errors_name_what_is_wrong() {
-        assert!(ExtensionManifest::from_json("[1]")
-            .unwrap_err()
-            .contains("not a JSON object"));
-        assert!(
-            ExtensionManifest::from_json("{\"identifier\":\"a\",\"permissions\":[1]}")
-                .unwrap_err()
-                .contains("\"permissions\"[0]")
-        );
-        assert!(ExtensionManifest::from_json("{")
-            .unwrap_err()
-            .contains("not valid JSON"));
+        let not_object = ExtensionManifest::from_json("[1]").unwrap_err();
+        assert!(matches!(not_object, ExtensionManifestError::NotAnObject));
+        assert_eq!(not_object.to_string(), "not a JSON object");
+        let bad_permission =
+            ExtensionManifest::from_json("{\"identifier\":\"a\",\"permissions\":[1]}").unwrap_err();
+        assert!(matches!(
+            bad_permission,
+            ExtensionManifestError::PermissionNotAString(0)
+        ));
+        assert!(bad_permission.to_string().contains("\"permissions\"[0]"));
+        let not_json = ExtensionManifest::from_json("{").unwrap_err();
+        assert!(matches!(not_json, ExtensionManifestError::NotJson(_)));
+        assert!(not_json.to_string().contains("not valid JSON"));
+        assert!(matches!(
+            ExtensionManifest::from_json("{\"identifier\":\"a\",\"permissions\":\"x\"}"),
+            Err(ExtensionManifestError::PermissionsNotAList)
+        ));
+        assert!(matches!(
+            ExtensionManifest::from_json("{\"protocol\":\"phoneline/1\"}"),
+            Err(ExtensionManifestError::NoIdentifier)
+        ));
     }
 }

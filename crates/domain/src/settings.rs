@@ -68,9 +68,10 @@ pub struct Settings {
     /// default: where GL is software (no GPU, remote desktops, virtual machines, Xvfb) the
     /// compositor's layers cost the window's web process about 90 MB more resident memory
     /// (measured under Xvfb: 272 MB against 177 MB on the demo) for no smoother a table, and
-    /// compositing is the usual cause of blank WebKitGTK windows on some drivers (tauri-apps
-    /// issue 5143). Applies at the next start; `WEBKIT_DISABLE_COMPOSITING_MODE` set in the
-    /// environment wins. Ignored on macOS and Windows.
+    /// compositing is the usual cause of blank WebKitGTK windows on some drivers (reported
+    /// upstream as tauri-apps/tauri#5143). Applies at the next start;
+    /// `WEBKIT_DISABLE_COMPOSITING_MODE` set in the environment wins. Ignored on macOS and
+    /// Windows.
     pub window_gpu: bool,
     /// Desktop notifications per kind.
     pub notifications: NotificationSettings,
@@ -85,9 +86,9 @@ pub struct Settings {
     #[ts(type = "number | null")]
     pub link_port: Option<u16>,
     /// The Live dials view's filter line as last applied (empty: no filter; grammar in
-    /// `crate::dial::filter`), so the view opens on the same filter after a restart. Checked
-    /// again by the filter parser when the view opens; a line that no longer parses is shown
-    /// with its error and not applied.
+    /// `switchboard_dials::filter`), so the view opens on the same filter after a restart.
+    /// Checked again by the filter parser when the view opens; a line that no longer parses is
+    /// shown with its error and not applied.
     pub dials_filter_line: String,
 }
 

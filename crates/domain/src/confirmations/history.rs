@@ -12,11 +12,11 @@
 //! phone), beside the dial history, written atomically and private (`0600`,
 //! [`switchboard_wire::fsutil::write_atomic`]): `{"version": 2, "ended_dropped": <n>, "ended": [<the
 //! ended proposals as the view shows them, oldest first>], "waiting": [<the proposals
-//! waiting, in arrival order>]}`. Version 1 (before session 15) had no `waiting`; it is read
-//! as having none. It only records what the phones said; nothing in it (or anywhere in
+//! waiting, in arrival order>]}`. Version 1, written before waiting proposals were kept, has
+//! no `waiting`; it is read as having none, so an older file still gives its ended history. It only records what the phones said; nothing in it (or anywhere in
 //! Switchboard) answers a proposal.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +39,55 @@ struct FileBody {
     waiting: Vec<ConfirmationView>,
 }
 
+/// Why the history file could not be read or written; each names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HistoryError {
+    /// The file exists but could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What the file system said.
+        source: std::io::Error,
+    },
+    /// The file is not a history of this shape: `at` is the JSON path (`ended[0]`), `problem`
+    /// serde's words.
+    #[error("{}: {at}: {problem}", path.display())]
+    Shape {
+        /// The file.
+        path: PathBuf,
+        /// Where in the JSON.
+        at: String,
+        /// What is wrong there.
+        problem: String,
+    },
+    /// The file's `version` is neither 1 nor [`HISTORY_VERSION`].
+    #[error("{}: version: {version} is not 1 or {HISTORY_VERSION}", path.display())]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        version: u32,
+    },
+    /// The history could not be encoded as JSON (nothing was written).
+    #[error("{}: {source}", path.display())]
+    Encode {
+        /// The file.
+        path: PathBuf,
+        /// serde_json's words.
+        source: serde_json::Error,
+    },
+    /// The file could not be written; it is unchanged.
+    #[error("{}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What the file system said.
+        source: std::io::Error,
+    },
+}
+
 /// What a run keeps for the next ([`load`], [`save`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Kept {
@@ -54,22 +103,31 @@ pub struct Kept {
 ///
 /// # Errors
 /// The file cannot be read, or is not a history of this shape (the JSON path and the problem
-/// named), or of another version than 1 or 2, each with the file's path.
-pub fn load(path: &Path) -> Result<Option<Kept>, String> {
+/// named), or of another version than 1 or 2, each with the file's path
+/// ([`HistoryError::Read`], [`HistoryError::Shape`], [`HistoryError::Version`]).
+pub fn load(path: &Path) -> Result<Option<Kept>, HistoryError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(source) => {
+            return Err(HistoryError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
     };
     let mut de = serde_json::Deserializer::from_str(&text);
-    let body: FileBody = serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| format!("{}: {}: {}", path.display(), e.path(), e.inner()))?;
+    let body: FileBody =
+        serde_path_to_error::deserialize(&mut de).map_err(|e| HistoryError::Shape {
+            path: path.to_path_buf(),
+            at: e.path().to_string(),
+            problem: e.inner().to_string(),
+        })?;
     if !(1..=HISTORY_VERSION).contains(&body.version) {
-        return Err(format!(
-            "{}: version: {} is not 1 or {HISTORY_VERSION}",
-            path.display(),
-            body.version
-        ));
+        return Err(HistoryError::Version {
+            path: path.to_path_buf(),
+            version: body.version,
+        });
     }
     Ok(Some(Kept {
         ended: body.ended,
@@ -82,15 +140,20 @@ pub fn load(path: &Path) -> Result<Option<Kept>, String> {
 ///
 /// # Errors
 /// Any I/O error of [`switchboard_wire::fsutil::write_atomic`], with the file's path; `path` is then
-/// unchanged.
-pub fn save(path: &Path, kept: Kept) -> Result<(), String> {
+/// unchanged ([`HistoryError::Write`]; [`HistoryError::Encode`] should the JSON encoder fail).
+pub fn save(path: &Path, kept: Kept) -> Result<(), HistoryError> {
     let body = FileBody {
         version: HISTORY_VERSION,
         ended_dropped: kept.ended_dropped,
         ended: kept.ended,
         waiting: kept.waiting,
     };
-    let bytes = serde_json::to_vec(&body).map_err(|e| format!("{}: {e}", path.display()))?;
-    switchboard_wire::fsutil::write_atomic(path, &bytes)
-        .map_err(|e| format!("{}: {e}", path.display()))
+    let bytes = serde_json::to_vec(&body).map_err(|source| HistoryError::Encode {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    switchboard_wire::fsutil::write_atomic(path, &bytes).map_err(|source| HistoryError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }

@@ -21,7 +21,7 @@
 //! unpaired): many can lapse in the same second, the person can do nothing about it, and the
 //! view shows it.
 //!
-//! Escaping (issue 23, "Escaping"): the texts carry what a phone sent (its label, a proposal's
+//! Escaping: the texts carry what a phone sent (its label, a proposal's
 //! reason or summary, a tool name, a banner's message), and freedesktop notification servers may
 //! render the body as markup (`<b>`, `<a href>`, `&amp;`). So every phone-supplied part is first
 //! made one plain line ([`plain_line`]: control characters, newlines included, become one space;

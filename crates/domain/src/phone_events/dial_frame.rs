@@ -25,7 +25,8 @@ use serde::de::Visitor;
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::{epoch_ms, DIAL_EVENT};
+use super::dial_event::epoch_ms;
+use super::DIAL_EVENT;
 use crate::dial::{Dial, DialOutcome, JsonText, Retention};
 use switchboard_wire::ifp::envelope::{Consent, IFP_VERSION};
 use switchboard_wire::ifp::validate::{is_device, is_entity, is_message_id, is_session};

@@ -184,7 +184,7 @@ fn run(manifest: &Value, text: Option<&str>, attested_id: Option<&str>) -> Vec<M
                     ),
                     Some(scope) => {
                         if let Err(e) = SurfaceScope::from_json(scope) {
-                            c.problem(&at.key("scope"), e);
+                            c.problem(&at.key("scope"), e.to_string());
                         }
                     }
                 }

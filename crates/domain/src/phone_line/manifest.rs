@@ -28,6 +28,49 @@ pub enum ManifestError {
     /// The JSON is not a SurfaceManifest (serde's words name the field).
     #[error("not a phone-line describe manifest: {0}")]
     Shape(String),
+    /// LumiAgent drops the whole answer ([`normalise`]'s reason).
+    #[error("not a phone-line describe manifest: {0}")]
+    Dropped(#[from] NormaliseError),
+}
+
+/// Why a surface's `scope` is not one LumiAgent reads ([`SurfaceScope::from_json`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScopeError {
+    /// `{ "kind": ... }` whose `kind` is not a string (the JSON type found).
+    #[error("kind: expected a string, found {0}")]
+    KindNotAString(&'static str),
+    /// An object without `kind`.
+    #[error("an object scope needs a \"kind\"")]
+    NoKind,
+    /// Neither a string nor an object (the JSON type found).
+    #[error("expected \"global\" or \"per_character\" (or {{\"kind\": ...}}), found {0}")]
+    NotAScope(&'static str),
+    /// A string naming no scope (the name found).
+    #[error("expected \"global\" or \"per_character\", found {0:?}")]
+    UnknownName(String),
+}
+
+/// Why LumiAgent drops a whole describe answer ([`normalise`]); each names the member and the
+/// JSON type found there (`nothing` when absent).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NormaliseError {
+    /// The answer is not a JavaScript object.
+    #[error("the answer is {0}, not an object")]
+    NotAnObject(&'static str),
+    /// `extension` is not an object.
+    #[error("extension: expected an object, found {0}")]
+    ExtensionNotAnObject(&'static str),
+    /// `extension.id` is not a string.
+    #[error("extension.id: expected a string, found {0}")]
+    IdNotAString(&'static str),
+    /// `extension.name` is not a string.
+    #[error("extension.name: expected a string, found {0}")]
+    NameNotAString(&'static str),
+    /// `surfaces` is not an array.
+    #[error("surfaces: expected an array, found {0}")]
+    SurfacesNotAnArray(&'static str),
 }
 
 impl From<ManifestError> for switchboard_wire::error::IpcError {
@@ -73,30 +116,26 @@ impl SurfaceScope {
         }
     }
 
-    /// Reads either form: `"per_character"` or `{ "kind": "per_character" }`. Errors in words
+    /// Reads either form: `"per_character"` or `{ "kind": "per_character" }`.
+    ///
+    /// # Errors
+    /// A [`ScopeError`] whose words say what was found
     /// (`expected "global" or "per_character", found "weekly"`).
-    pub fn from_json(value: &Value) -> Result<Self, String> {
+    pub fn from_json(value: &Value) -> Result<Self, ScopeError> {
         let name = match value {
             Value::String(s) => s,
             Value::Object(map) => match map.get("kind") {
                 Some(Value::String(s)) => s,
                 Some(other) => {
-                    return Err(format!(
-                        "kind: expected a string, found {}",
-                        super::json_path::type_words(other)
-                    ))
+                    return Err(ScopeError::KindNotAString(super::json_path::type_words(
+                        other,
+                    )))
                 }
-                None => return Err("an object scope needs a \"kind\"".to_string()),
+                None => return Err(ScopeError::NoKind),
             },
-            other => {
-                return Err(format!(
-                    "expected \"global\" or \"per_character\" (or {{\"kind\": ...}}), found {}",
-                    super::json_path::type_words(other)
-                ))
-            }
+            other => return Err(ScopeError::NotAScope(super::json_path::type_words(other))),
         };
-        Self::from_name(name)
-            .ok_or_else(|| format!("expected \"global\" or \"per_character\", found {name:?}"))
+        Self::from_name(name).ok_or_else(|| ScopeError::UnknownName(name.clone()))
     }
 }
 
@@ -152,11 +191,11 @@ pub struct SurfaceManifest {
 impl SurfaceManifest {
     /// Reads a describe answer as LumiAgent does: every answer [`normalise`] accepts is
     /// accepted, its dropped and changed parts listed in `notes`. Errors
-    /// ([`ManifestError::Shape`], in [`normalise`]'s words) only when LumiAgent drops the whole
+    /// ([`ManifestError::Dropped`], in [`normalise`]'s words) only when LumiAgent drops the whole
     /// answer. Use [`super::check::check_manifest`] for a full list of problems with the answer
     /// as received.
     pub fn from_value(raw: Value) -> Result<Self, ManifestError> {
-        let n = normalise(&raw).map_err(ManifestError::Shape)?;
+        let n = normalise(&raw)?;
         let fields: ManifestFields = serde_json::from_value(n.value.clone())
             .map_err(|e| ManifestError::Shape(e.to_string()))?;
         Ok(Self {
@@ -245,11 +284,9 @@ fn member<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     }
 }
 
-fn found(v: Option<&Value>) -> String {
-    v.map_or_else(
-        || "nothing".to_string(),
-        |v| super::json_path::type_words(v).to_string(),
-    )
+/// The JSON type of a member, or `nothing` when it is absent.
+fn found(v: Option<&Value>) -> &'static str {
+    v.map_or("nothing", super::json_path::type_words)
 }
 
 fn dropped_members(v: &Value, keep: &[&str], at: &str, notes: &mut Vec<String>) {
@@ -356,40 +393,24 @@ fn normalise_surface(s: &Value, i: usize, notes: &mut Vec<String>) -> Option<Val
 /// entries and is left out when not an array; nothing else survives.
 ///
 /// # Errors
-/// In words, when LumiAgent drops the whole answer: it is not an object, `extension` is not an
-/// object or lacks a string `id` or `name`, or `surfaces` is not an array.
-pub fn normalise(raw: &Value) -> Result<Normalised, String> {
+/// A [`NormaliseError`], when LumiAgent drops the whole answer: it is not an object,
+/// `extension` is not an object or lacks a string `id` or `name`, or `surfaces` is not an array.
+pub fn normalise(raw: &Value) -> Result<Normalised, NormaliseError> {
     if !is_js_object(raw) {
-        return Err(format!("the answer is {}, not an object", found(Some(raw))));
+        return Err(NormaliseError::NotAnObject(found(Some(raw))));
     }
     let ext = member(raw, "extension");
     let Some(ext) = ext.filter(|e| is_js_object(e)) else {
-        return Err(format!(
-            "extension: expected an object, found {}",
-            found(ext)
-        ));
+        return Err(NormaliseError::ExtensionNotAnObject(found(ext)));
     };
     let (id, name) = match (member(ext, "id"), member(ext, "name")) {
         (Some(Value::String(id)), Some(Value::String(name))) => (id, name),
-        (Some(Value::String(_)), name) => {
-            return Err(format!(
-                "extension.name: expected a string, found {}",
-                found(name)
-            ))
-        }
-        (id, _) => {
-            return Err(format!(
-                "extension.id: expected a string, found {}",
-                found(id)
-            ))
-        }
+        (Some(Value::String(_)), name) => return Err(NormaliseError::NameNotAString(found(name))),
+        (id, _) => return Err(NormaliseError::IdNotAString(found(id))),
     };
     let surfaces = member(raw, "surfaces");
     let Some(Value::Array(surfaces)) = surfaces else {
-        return Err(format!(
-            "surfaces: expected an array, found {}",
-            found(surfaces)
-        ));
+        return Err(NormaliseError::SurfacesNotAnArray(found(surfaces)));
     };
     let mut notes = Vec::new();
     let mut extension = Map::new();
@@ -462,11 +483,21 @@ mod tests {
             SurfaceScope::from_json(&json!({"kind": "per_character"})),
             Ok(SurfaceScope::PerCharacter)
         );
-        assert!(SurfaceScope::from_json(&json!("weekly"))
-            .unwrap_err()
-            .contains("found \"weekly\""));
-        assert!(SurfaceScope::from_json(&json!({"type": "global"})).is_err());
-        assert!(SurfaceScope::from_json(&json!(3)).is_err());
+        let weekly = SurfaceScope::from_json(&json!("weekly")).unwrap_err();
+        assert_eq!(weekly, ScopeError::UnknownName("weekly".into()));
+        assert!(weekly.to_string().contains("found \"weekly\""));
+        assert_eq!(
+            SurfaceScope::from_json(&json!({"type": "global"})),
+            Err(ScopeError::NoKind)
+        );
+        assert_eq!(
+            SurfaceScope::from_json(&json!({"kind": 1})),
+            Err(ScopeError::KindNotAString("a number"))
+        );
+        assert!(matches!(
+            SurfaceScope::from_json(&json!(3)),
+            Err(ScopeError::NotAScope(_))
+        ));
     }
 
     #[test]

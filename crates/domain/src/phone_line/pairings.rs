@@ -23,6 +23,12 @@ use serde_json::{Map, Value};
 
 use super::json_path::{type_words, JsonPath, Position};
 
+mod js_pretty;
+mod lumiagent;
+
+pub use js_pretty::js_pretty;
+pub use lumiagent::{load_as_lumiagent, read_as_lumiagent, LumiAgentRead};
+
 /// The file's usual name in LumiAgent's storage.
 pub const PAIRINGS_FILE_NAME: &str = "phoneline-pairings.json";
 
@@ -454,117 +460,6 @@ fn is_version_one(v: &Value) -> bool {
     v.as_u64() == Some(PAIRINGS_VERSION) || v.as_f64() == Some(1.0)
 }
 
-/// A `phoneline-pairings.json` as LumiAgent reads it (upstream-behaviour.md, "LumiAgent's
-/// registry and pairing records"): a file it cannot read, whose `version` is not 1 or whose
-/// `pairings` is not an object is treated as empty.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LumiAgentRead {
-    /// The file's records (read as [`PairingsFile::parse`] reads them).
-    Records(PairingsFile),
-    /// LumiAgent treats the file as empty: nothing is paired by it.
-    TreatedAsEmpty {
-        /// What was wrong, in words (`its version is 2, not 1`).
-        reason: String,
-    },
-}
-
-impl LumiAgentRead {
-    /// The records LumiAgent sees: the file's, or none.
-    pub fn records_or_empty(&self) -> PairingsFile {
-        match self {
-            LumiAgentRead::Records(file) => file.clone(),
-            LumiAgentRead::TreatedAsEmpty { .. } => PairingsFile::new(),
-        }
-    }
-
-    /// Why LumiAgent treats the file as empty; `None` when it reads its records.
-    pub fn empty_reason(&self) -> Option<&str> {
-        match self {
-            LumiAgentRead::Records(_) => None,
-            LumiAgentRead::TreatedAsEmpty { reason } => Some(reason),
-        }
-    }
-}
-
-/// Reads a pairings file's text as LumiAgent does: empty text, text that is not JSON, a top
-/// level that is not an object, a `version` other than the number 1 (JavaScript's
-/// `version === 1`, so `1.0` counts) and a `pairings` that is missing, `null` or not an object
-/// (an array included) give [`LumiAgentRead::TreatedAsEmpty`] naming what was wrong. Otherwise
-/// every record is read as LumiAgent reads it, whatever its shape: LumiAgent only asks whether a
-/// record's `allowed` is true and its `manifestHash` still matches (it keeps it unchanged) or not
-/// (it rewrites it on its next discovery). A record of the wrong shape is kept, verbatim, with
-/// its problems in words naming the field and its line and column ([`PairingRecord::problems`]);
-/// one that is not an object or has no boolean `allowed` is not a decision
-/// ([`PairingRecord::is_decision`]).
-///
-/// # Errors
-/// None today (kept for the file reader's signature): every text gives a [`LumiAgentRead`].
-pub fn read_as_lumiagent(text: &str) -> Result<LumiAgentRead, PairingsError> {
-    let empty = |reason: String| Ok(LumiAgentRead::TreatedAsEmpty { reason });
-    if text.is_empty() {
-        return empty("the file is empty".into());
-    }
-    let value: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => {
-            let full = e.to_string();
-            let suffix = format!(" at line {} column {}", e.line(), e.column());
-            let message = full.strip_suffix(&suffix).unwrap_or(&full);
-            return empty(format!(
-                "it is not JSON: {message} (line {}, column {})",
-                e.line(),
-                e.column()
-            ));
-        }
-    };
-    let Value::Object(top) = &value else {
-        return empty(format!(
-            "its top level is {}, not an object with version 1",
-            type_words(&value)
-        ));
-    };
-    match top.get("version") {
-        None => return empty("it has no version (LumiAgent reads version 1 only)".into()),
-        Some(v) if is_version_one(v) => {}
-        Some(Value::Number(n)) => return empty(format!("its version is {n}, not 1")),
-        Some(other) => {
-            return empty(format!(
-                "its version is {} ({}), not the number 1",
-                type_words(other),
-                switchboard_wire::js_json::stringify(other)
-            ))
-        }
-    }
-    match top.get("pairings") {
-        Some(Value::Object(_)) => Ok(LumiAgentRead::Records(lenient(text, value.clone()))),
-        None => empty("it has no pairings object".into()),
-        Some(other) => empty(format!(
-            "its pairings is {}, not an object",
-            type_words(other)
-        )),
-    }
-}
-
-/// Reads the pairings file at `path` as LumiAgent does ([`read_as_lumiagent`]); a file that
-/// exists but cannot be read (permissions, not UTF-8, a folder) is
-/// [`LumiAgentRead::TreatedAsEmpty`] with the I/O error's words.
-///
-/// # Errors
-/// [`PairingsError::Read`] when there is no file at `path` (most likely a mistyped path);
-/// [`PairingsError::Shape`] for a record of the wrong shape.
-pub fn load_as_lumiagent(path: &Path) -> Result<LumiAgentRead, PairingsError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => read_as_lumiagent(&text),
-        Err(source) if source.kind() == io::ErrorKind::NotFound => Err(PairingsError::Read {
-            path: path.to_path_buf(),
-            source,
-        }),
-        Err(e) => Ok(LumiAgentRead::TreatedAsEmpty {
-            reason: format!("it cannot be read: {e}"),
-        }),
-    }
-}
-
 /// Where [`PairingsFile::save`] keeps the previous file: `path` with `.bak` appended
 /// (`phoneline-pairings.json.bak`).
 pub fn backup_path(path: &Path) -> PathBuf {
@@ -573,73 +468,32 @@ pub fn backup_path(path: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn whole_ms(v: &Value) -> Result<u64, String> {
+/// Why a `decidedAt` is not a time LumiAgent keeps: the words a record's problem list shows.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum EpochMsError {
+    /// A number, but negative, fractional or past JavaScript's exact integers (2^53).
+    #[error(
+        "expected a whole, non-negative number of milliseconds since the Unix epoch, found {0}"
+    )]
+    NotWhole(serde_json::Number),
+    /// Not a number at all (the JSON type's words).
+    #[error("expected a number (epoch milliseconds), found {0}")]
+    NotANumber(&'static str),
+}
+
+/// `v` as whole epoch milliseconds: an integer, or a float with no fraction below 2^53 (what
+/// JavaScript's `Date.now()` can have written).
+fn whole_ms(v: &Value) -> Result<u64, EpochMsError> {
     if let Some(n) = v.as_u64() {
         return Ok(n);
     }
     match v {
         Value::Number(n) => match n.as_f64() {
             Some(f) if f >= 0.0 && f.fract() == 0.0 && f < 9.007_199_254_740_992e15 => Ok(f as u64),
-            _ => Err(format!(
-                "expected a whole, non-negative number of milliseconds since the Unix epoch, found {n}"
-            )),
+            _ => Err(EpochMsError::NotWhole(n.clone())),
         },
-        other => Err(format!(
-            "expected a number (epoch milliseconds), found {}",
-            type_words(other)
-        )),
+        other => Err(EpochMsError::NotANumber(type_words(other))),
     }
-}
-
-/// The records of `value` (a top-level object whose `pairings` is an object), each read as
-/// LumiAgent reads it: problems collected, nothing refused.
-fn lenient(text: &str, value: Value) -> PairingsFile {
-    let Value::Object(mut top) = value else {
-        return PairingsFile::new();
-    };
-    let root = JsonPath::root();
-    let pairings_path = root.key("pairings");
-    let map = match top.insert("pairings".into(), Value::Object(Map::new())) {
-        Some(Value::Object(map)) => map,
-        _ => Map::new(),
-    };
-    // `pairings.lumirealm.allowed: expected a boolean, found a string (line 8, column 18)`.
-    let words = |path: &JsonPath, msg: &str| {
-        let p = path
-            .locate_nearest(text)
-            .unwrap_or(Position { line: 1, column: 1 });
-        format!("{path}: {msg} ({p})")
-    };
-    let mut records = Vec::with_capacity(map.len());
-    for (id, record) in map {
-        let at = pairings_path.key(&id);
-        let rec = match record {
-            Value::Object(fields) => {
-                let problems = record_problems(&fields, &at)
-                    .into_iter()
-                    .map(|(path, msg)| words(&path, &msg))
-                    .collect();
-                PairingRecord {
-                    fields,
-                    problems,
-                    not_object: None,
-                }
-            }
-            other => PairingRecord {
-                fields: Map::new(),
-                problems: vec![words(
-                    &at,
-                    &format!(
-                        "expected a pairing record object, found {}",
-                        type_words(&other)
-                    ),
-                )],
-                not_object: Some(other),
-            },
-        };
-        records.push((id, rec));
-    }
-    PairingsFile { top, records }
 }
 
 /// Every field of a record that is missing or of the wrong shape, in the format's order.
@@ -659,7 +513,7 @@ fn field_problem(key: &str, v: Option<&Value>) -> Option<String> {
         "allowed" if !v.is_boolean() => {
             Some(format!("expected a boolean, found {}", type_words(v)))
         }
-        "decidedAt" => whole_ms(v).err(),
+        "decidedAt" => whole_ms(v).err().map(|e| e.to_string()),
         "identifier" | "displayName" | "manifestHash" if !v.is_string() => {
             Some(format!("expected a string, found {}", type_words(v)))
         }
@@ -671,53 +525,6 @@ fn check_record(fields: &Map<String, Value>, at: &JsonPath) -> Result<(), (JsonP
     match record_problems(fields, at).into_iter().next() {
         Some(first) => Err(first),
         None => Ok(()),
-    }
-}
-
-/// `JSON.stringify(value, null, 2)`: two-space indentation, `"key": value`, empty objects and
-/// arrays as `{}` / `[]`, keys in JavaScript's order, strings and numbers as JavaScript writes
-/// them.
-pub fn js_pretty(value: &Value) -> String {
-    let mut out = String::new();
-    write_pretty(&mut out, value, 0);
-    out
-}
-
-fn write_pretty(out: &mut String, value: &Value, depth: usize) {
-    let indent = |out: &mut String, d: usize| {
-        for _ in 0..d {
-            out.push_str("  ");
-        }
-    };
-    match value {
-        Value::Object(map) if !map.is_empty() => {
-            out.push('{');
-            for (i, (k, v)) in switchboard_wire::js_json::js_key_order(map)
-                .into_iter()
-                .enumerate()
-            {
-                out.push_str(if i == 0 { "\n" } else { ",\n" });
-                indent(out, depth + 1);
-                switchboard_wire::js_json::write_string(out, k);
-                out.push_str(": ");
-                write_pretty(out, v, depth + 1);
-            }
-            out.push('\n');
-            indent(out, depth);
-            out.push('}');
-        }
-        Value::Array(items) if !items.is_empty() => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                out.push_str(if i == 0 { "\n" } else { ",\n" });
-                indent(out, depth + 1);
-                write_pretty(out, v, depth + 1);
-            }
-            out.push('\n');
-            indent(out, depth);
-            out.push(']');
-        }
-        other => out.push_str(&switchboard_wire::js_json::stringify(other)),
     }
 }
 

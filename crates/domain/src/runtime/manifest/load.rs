@@ -29,7 +29,23 @@ pub fn is_runtime_manifest(value: &Value) -> bool {
     obj.contains_key("version") && !obj.contains_key("ifp") && detect_kind(obj).is_ok()
 }
 
-fn detect_kind(obj: &Map<String, Value>) -> Result<ManifestKind, String> {
+/// Why a document's kind cannot be told from its top-level lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum KindError {
+    /// None of `commands`, `events`, `capabilities`.
+    #[error(
+        "not a runtime manifest: expected a top-level `commands`, `events` or `capabilities` list"
+    )]
+    NoList,
+    /// More than one of them: which kind is meant is not for the loader to guess.
+    #[error(
+        "ambiguous manifest: more than one of `commands`, `events`, `capabilities` at top level"
+    )]
+    Ambiguous,
+}
+
+/// The manifest's kind, told by the one top-level list it has.
+fn detect_kind(obj: &Map<String, Value>) -> Result<ManifestKind, KindError> {
     let found: Vec<ManifestKind> = [
         ("commands", ManifestKind::Commands),
         ("events", ManifestKind::Events),
@@ -41,8 +57,8 @@ fn detect_kind(obj: &Map<String, Value>) -> Result<ManifestKind, String> {
     .collect();
     match found.as_slice() {
         [one] => Ok(*one),
-        [] => Err("not a runtime manifest: expected a top-level `commands`, `events` or `capabilities` list".to_string()),
-        _ => Err("ambiguous manifest: more than one of `commands`, `events`, `capabilities` at top level".to_string()),
+        [] => Err(KindError::NoList),
+        _ => Err(KindError::Ambiguous),
     }
 }
 
@@ -85,8 +101,8 @@ pub fn parse_manifest(value: &Value, file: &str) -> Result<Manifest, RuntimeErro
     };
     let kind = match detect_kind(obj) {
         Ok(k) => k,
-        Err(msg) => {
-            c.push("", msg);
+        Err(e) => {
+            c.push("", e.to_string());
             return Err(RuntimeError::Invalid {
                 problems: c.into_problems(),
             });

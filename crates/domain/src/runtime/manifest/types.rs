@@ -165,7 +165,7 @@ pub struct CapabilitiesManifest {
     pub capabilities: Vec<Capability>,
 }
 
-/// Any of the three manifests, as [`parse_manifest`] returns it.
+/// Any of the three manifests, as [`parse_manifest`](super::parse_manifest) returns it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Manifest {

@@ -1,0 +1,93 @@
+//! Proposals that end without a message from the phone: their `expires_at` passed, or their
+//! phone was unpaired. Both move the proposal to the ended history with words saying why.
+
+use super::{ConfirmationMirror, MAX_ENDED};
+use crate::confirmations::texts::finish;
+use crate::confirmations::view::{ChangeKind, ConfirmationView, MirrorChange};
+use switchboard_wire::ifp::ActionState;
+
+impl ConfirmationMirror {
+    /// Ends every proposal still `requested` whose `expires_at` is before `now_ms` (Unix epoch
+    /// milliseconds): state `expired`, "expired: no answer from the phone". The phone can no
+    /// longer approve it (an approval after `expires_at` is `action_expired`), so waiting on it
+    /// is over. An approved proposal waiting for its result is left waiting. Returns one
+    /// [`ChangeKind::Lapsed`] change per proposal ended (never notified: `notify.rs`).
+    pub fn expire_due(&mut self, now_ms: i64) -> Vec<MirrorChange> {
+        let due: Vec<(String, String)> = self
+            .waiting
+            .iter()
+            .filter(|c| c.state == ActionState::Requested && now_ms > c.expires_at_ms)
+            .map(|c| (c.phone.clone(), c.action_id.clone()))
+            .collect();
+        due.into_iter()
+            .filter_map(|(phone, action_id)| {
+                self.lapse(&phone, &action_id, now_ms, |c| {
+                    format!("expired: no answer from the phone by {}", c.expires_at)
+                })
+            })
+            .collect()
+    }
+
+    /// Ends every waiting proposal of `phone` (it was unpaired, so it will never answer): a
+    /// `requested` one as `expired`, an `approved` one staying `approved`, both with "ended:
+    /// the phone was unpaired before it answered". One [`ChangeKind::Lapsed`] change each.
+    pub fn end_for_phone(&mut self, phone: &str, now_ms: i64) -> Vec<MirrorChange> {
+        let due: Vec<String> = self
+            .waiting
+            .iter()
+            .filter(|c| c.phone == phone)
+            .map(|c| c.action_id.clone())
+            .collect();
+        due.into_iter()
+            .filter_map(|action_id| {
+                self.lapse(phone, &action_id, now_ms, |_| {
+                    "ended: the phone was unpaired before it answered".to_string()
+                })
+            })
+            .collect()
+    }
+
+    /// The earliest `expires_at` (epoch ms) of a proposal still `requested`, if any.
+    pub fn next_expiry_ms(&self) -> Option<i64> {
+        self.waiting
+            .iter()
+            .filter(|c| c.state == ActionState::Requested)
+            .map(|c| c.expires_at_ms)
+            .min()
+    }
+
+    /// Moves one waiting proposal to the ended history without a message from the phone.
+    fn lapse(
+        &mut self,
+        phone: &str,
+        action_id: &str,
+        now_ms: i64,
+        words: impl Fn(&ConfirmationView) -> String,
+    ) -> Option<MirrorChange> {
+        let i = self
+            .waiting
+            .iter()
+            .position(|c| c.phone == phone && c.action_id == action_id)?;
+        let mut view = self.waiting.remove(i);
+        if view.state == ActionState::Requested {
+            view.state = ActionState::Expired;
+        }
+        view.ended_at_ms = Some(now_ms);
+        view.updated_at_ms = now_ms;
+        finish(&mut view);
+        if view.phone_action.is_none() {
+            view.ended_text = Some(words(&view));
+        }
+        if self.ended.len() >= MAX_ENDED {
+            self.ended.pop_front();
+            self.ended_dropped = self.ended_dropped.saturating_add(1);
+        }
+        self.ended.push_back(view.clone());
+        self.kept_revision = self.kept_revision.wrapping_add(1);
+        Some(MirrorChange {
+            kind: ChangeKind::Lapsed,
+            confirmation: Some(view),
+            anomaly: None,
+        })
+    }
+}
