@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use switchboard_domain::confirmations::history::HistoryError;
 use switchboard_wire::clock::Clock;
 
 use serde::Serialize;
@@ -127,8 +128,9 @@ impl ConfirmationsState {
     /// last write (blocking file I/O: call it off the async threads). Returns whether it wrote.
     ///
     /// # Errors
-    /// The file could not be written (its path and the reason); the next change tries again.
-    pub fn save_history(&self) -> Result<bool, String> {
+    /// [`HistoryError`]: the file could not be written (its path and the reason); the next
+    /// change tries again.
+    pub fn save_history(&self) -> Result<bool, HistoryError> {
         let Some(path) = &self.history else {
             return Ok(false);
         };
@@ -146,7 +148,7 @@ impl ConfirmationsState {
             };
             (kept, m.kept_revision())
         };
-        switchboard_domain::confirmations::history::save(path, kept).map_err(|e| e.to_string())?;
+        switchboard_domain::confirmations::history::save(path, kept)?;
         self.saved_revision.send_replace(revision);
         Ok(true)
     }
