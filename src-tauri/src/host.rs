@@ -59,6 +59,9 @@ pub struct TauriHost<R: Runtime> {
     notifier: Arc<Notifier>,
     tray: Arc<Mutex<TrayQueue>>,
     banners: Arc<Mutex<NoticeQueue>>,
+    /// "The Bridge status changed", spaced as banner notices are (a stream of failing dials
+    /// moves it with every batch), in a queue of its own so neither hides the other.
+    bridge: Arc<Mutex<NoticeQueue>>,
 }
 
 impl<R: Runtime> TauriHost<R> {
@@ -69,6 +72,7 @@ impl<R: Runtime> TauriHost<R> {
             notifier,
             tray: Arc::default(),
             banners: Arc::default(),
+            bridge: Arc::default(),
         }
     }
 
@@ -146,10 +150,18 @@ impl<R: Runtime> Host for TauriHost<R> {
         ) {
             return;
         }
-        // Banner notices: at most one per `BANNER_NOTICE_GAP`, the newest last.
-        if is_banner_notice(event) {
+        // Banner notices and bridge changes: at most one of each per `BANNER_NOTICE_GAP`, the
+        // newest last.
+        let spaced = if is_banner_notice(event) {
+            Some(&self.banners)
+        } else if *event == AppEvent::Bridge {
+            Some(&self.bridge)
+        } else {
+            None
+        };
+        if let Some(queue) = spaced {
             {
-                let mut q = switchboard::sync::lock(&self.banners);
+                let mut q = switchboard::sync::lock(queue);
                 if q.flushing {
                     q.held = Some(event.clone());
                     return;
@@ -157,10 +169,7 @@ impl<R: Runtime> Host for TauriHost<R> {
                 q.flushing = true;
             }
             self.send(event);
-            tauri::async_runtime::spawn(flush_banner_notices(
-                self.app.clone(),
-                Arc::clone(&self.banners),
-            ));
+            tauri::async_runtime::spawn(flush_banner_notices(self.app.clone(), Arc::clone(queue)));
             return;
         }
         self.send(event);

@@ -685,6 +685,64 @@ async fn a_flapping_banner_notifies_the_desktop_once() {
     );
 }
 
+/// The Bridge status view reads again when the bridge store changed, and only then: a failing
+/// dial raises a banner, the same failure again changes its count (no notice of its own says
+/// so), and a success on a path with no banner changes nothing the view shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_window_hears_of_every_bridge_change_and_nothing_else() {
+    let desk = start().await;
+    let (a, mut phone) = pair(&desk, "Phone A").await;
+    let hub = desk.app.hub().unwrap();
+    let session = "ses_bridgeevent000001";
+    let bridge_events = |host: &switchboard::app::RecordingHost| {
+        host.event_names()
+            .into_iter()
+            .filter(|n| *n == "switchboard://bridge")
+            .count()
+    };
+    let mut sent = 0u64;
+    // (fails, whether the view changes): raised, seen again, cleared, a success with none.
+    for (fails, changes) in [(true, true), (true, true), (false, true), (false, false)] {
+        let before = bridge_events(&desk.host);
+        let dial_counts = |host: &switchboard::app::RecordingHost| {
+            notices(host)
+                .iter()
+                .filter(|n| matches!(n, HubNotice::DialCount { .. }))
+                .count()
+        };
+        let counts_before = dial_counts(&desk.host);
+        let count_before = desk.app.bridge_snapshot().banners.first().map(|b| b.count);
+        sent += 1;
+        phone
+            .send_value(&event(
+                &a,
+                "event.phoneline.dial",
+                session,
+                sent,
+                dial_on_the_line(sent, fails),
+            ))
+            .await
+            .unwrap();
+        until("the dial applied", || {
+            hub.phone(a.device_id()).is_some_and(|p| p.dials == sent)
+        })
+        .await;
+        // The app decides on the bridge event before it passes the dial's count notice on
+        // (synchronously, in the hub's task), so once that notice is here the event is too.
+        until("the dial's count notice", || {
+            dial_counts(&desk.host) > counts_before
+        })
+        .await;
+        let after = bridge_events(&desk.host);
+        assert_eq!(
+            after > before,
+            changes,
+            "dial {sent} (fails: {fails}): bridge events {before} -> {after}, banner count {count_before:?} -> {:?}",
+            desk.app.bridge_snapshot().banners.first().map(|b| b.count)
+        );
+    }
+}
+
 /// The tray's summary, which the app computes on every notice that may move a count (a
 /// flapping banner raises and clears one many times a second), is built from the parts it lists
 /// rather than the views' whole snapshots (those enumerated the network interfaces

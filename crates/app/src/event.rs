@@ -35,6 +35,9 @@ pub enum AppEvent {
     /// window's File menu that the window carries out (the shell closes a bundle and quits
     /// itself).
     Menu(MenuAction),
+    /// `switchboard://bridge`, no payload: what the Bridge status view shows changed (a banner
+    /// raised, seen again or cleared, a diagnostic added); the view reads it again.
+    Bridge,
 }
 
 /// A File menu entry the window carries out. None of them acts on a phone.
@@ -59,7 +62,7 @@ pub struct AppEventSpec {
 
 impl AppEvent {
     /// Every event name with its payload type, in a fixed order.
-    pub const ALL: [AppEventSpec; 7] = [
+    pub const ALL: [AppEventSpec; 8] = [
         AppEventSpec {
             name: "switchboard://phones",
             payload: "null",
@@ -88,6 +91,10 @@ impl AppEvent {
             name: "switchboard://menu",
             payload: "MenuAction",
         },
+        AppEventSpec {
+            name: "switchboard://bridge",
+            payload: "null",
+        },
     ];
 
     /// The event's name (one of [`AppEvent::ALL`]).
@@ -100,6 +107,7 @@ impl AppEvent {
             AppEvent::Bundle => 4,
             AppEvent::OpenView(_) => 5,
             AppEvent::Menu(_) => 6,
+            AppEvent::Bridge => 7,
         };
         Self::ALL[i].name
     }

@@ -102,6 +102,9 @@ struct Observer {
     app: Weak<App>,
     /// Which raised banners notify (a flapping banner notifies once per quiet period).
     banner_notices: std::sync::Mutex<BannerNotices>,
+    /// The bridge store's [`changes`](switchboard_domain::bridge::store::BridgeStatusStore::changes)
+    /// the window was last told of.
+    bridge_seen: std::sync::atomic::AtomicU64,
 }
 
 impl HubObserver for Observer {
@@ -177,6 +180,21 @@ impl HubObserver for Observer {
                 | HubNotice::ProposalsLapsed { .. }
         ) {
             app.refresh_tray();
+        }
+        // The Bridge status view reads again when what it shows changed: the notices that come
+        // from call results (a banner seen again, a failure that raises none, change nothing
+        // else the window hears of).
+        if matches!(
+            notice,
+            HubNotice::DialCount { .. }
+                | HubNotice::BannerRaised { .. }
+                | HubNotice::BannerCleared { .. }
+                | HubNotice::SettingsUpdated { .. }
+        ) {
+            let now = app.bridge.lock_store().changes();
+            if self.bridge_seen.swap(now, Ordering::Relaxed) != now {
+                app.host.emit(&AppEvent::Bridge);
+            }
         }
         app.host.emit(&AppEvent::Notice(notice.clone()));
     }
@@ -409,6 +427,7 @@ impl App {
         parts.observer = Some(Arc::new(Observer {
             app: Arc::downgrade(self),
             banner_notices: std::sync::Mutex::default(),
+            bridge_seen: std::sync::atomic::AtomicU64::new(0),
         }));
         let hub = Hub::new(parts);
         *lock(&self.hub) = Some(hub.clone());

@@ -105,6 +105,7 @@ export type AppEvents = {
   "switchboard://bundle": null;
   "switchboard://open-view": TrayView;
   "switchboard://menu": MenuAction;
+  "switchboard://bridge": null;
 };
 
 /** An event's name. */

@@ -189,6 +189,8 @@ pub struct BridgeStatusStore {
     latest_order: VecDeque<Key>,
     dials: HashMap<(String, String), DialJudgement>,
     dial_order: VecDeque<(String, String)>,
+    /// How many times what the Bridge status view shows changed ([`BridgeStatusStore::changes`]).
+    changes: u64,
 }
 
 impl BridgeStatusStore {
@@ -207,6 +209,8 @@ impl BridgeStatusStore {
         at_ms: u64,
         dir: &ExtensionDirectory,
     ) -> FailureRecorded {
+        // A failure always changes the view: a banner raised or seen again, or a diagnostic.
+        self.changes = self.changes.wrapping_add(1);
         self.touch_latest(phone, path, at_ms);
         let error = host_error::parse(error_text);
         match derive_banner(path, &error, dir, at_ms) {
@@ -268,7 +272,19 @@ impl BridgeStatusStore {
     /// left alone.
     pub fn record_success(&mut self, phone: &str, path: &CallPath, at_ms: u64) -> bool {
         self.touch_latest(phone, path, at_ms);
-        self.retire_path(phone, path, at_ms, RetireReason::CallSucceeded)
+        let cleared = self.retire_path(phone, path, at_ms, RetireReason::CallSucceeded);
+        if cleared {
+            self.changes = self.changes.wrapping_add(1);
+        }
+        cleared
+    }
+
+    /// A number that moves whenever what the Bridge status view shows changes (a banner raised,
+    /// seen again or cleared, a diagnostic added), and only then: the app compares it after each
+    /// notice to tell the window to read the view again (successes that clear nothing, the
+    /// common case, do not move it).
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// Records a result that arrives as part of a snapshot (a phone's settings repeat the last
