@@ -1494,7 +1494,7 @@ async fn a_taken_port_is_skipped_and_named_and_a_fixed_one_is_said() {
 /// with the values redacted, and a filter line that does not parse answered with its column.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_by_filter_line_follow_and_redacted_export() {
-    use switchboard::app::dials::{FollowBy, HistoryRow};
+    use switchboard::app::dials::{ExportRequest, FollowBy, HistoryRow};
     use switchboard::dials::HistoryQuery;
     let desk = start().await;
     let (me, mut phone) = pair(&desk, "Demo phone").await;
@@ -1580,14 +1580,12 @@ async fn history_by_filter_line_follow_and_redacted_export() {
     assert_eq!(followed.filter, "session:ses_first000000001");
     // Export the line, redacted.
     let out = app
-        .dials_export(
-            None,
-            "red.jsonl".into(),
-            None,
-            Some("session:ses_second00000001".into()),
-            Some(true),
-            None,
-        )
+        .dials_export(ExportRequest {
+            path: "red.jsonl".into(),
+            line: Some("session:ses_second00000001".into()),
+            redact: Some(true),
+            ..ExportRequest::default()
+        })
         .await
         .unwrap();
     assert_eq!(out.lines, 2);
@@ -1598,14 +1596,12 @@ async fn history_by_filter_line_follow_and_redacted_export() {
     );
     // The same name again: the file is left alone unless the person chose to replace it.
     let again = |replace| {
-        app.dials_export(
-            None,
-            "red.jsonl".into(),
-            None,
-            Some("session:ses_first000000001".into()),
-            None,
+        app.dials_export(ExportRequest {
+            path: "red.jsonl".into(),
+            line: Some("session:ses_first000000001".into()),
             replace,
-        )
+            ..ExportRequest::default()
+        })
     };
     let err = again(None).await.unwrap_err();
     assert_eq!(err.kind, IpcErrorKind::Conflict, "{}", err.message);
