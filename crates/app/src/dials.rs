@@ -5,8 +5,8 @@
 //! Why it exists: the dial log (`switchboard_dials`) is an actor on a tokio runtime with no notion
 //! of windows. This module starts it on the app's runtime (data folder = the link's folder,
 //! ring capacity = `settings.dial_ring_capacity`), keeps what the view's commands share
-//! ([`DialsState`]), and turns a [`Subscription`](switchboard_dials::Subscription) into messages for a sink such as the shell's
-//! `tauri::ipc::Channel` ([`forward`]).
+//! ([`DialsState`]), and turns a [`Subscription`](switchboard_dials::Subscription) into
+//! messages for a sink such as the shell's `tauri::ipc::Channel` ([`forward`]).
 //!
 //! Streaming (spec `phone-line.md`, "Operations"; rate as in the core's log docs): a new view gets
 //! one [`DialBatchMsg::Snapshot`], then [`DialBatchMsg::Batch`]es at most 30 times a second. The
@@ -17,7 +17,8 @@
 //! which drops the receiver and so ends the subscription in the log.
 //!
 //! Rows sent to the window are [`DialRow`]s (no request or response bodies): 100 000 of them fit
-//! comfortably in the page; the inspector fetches one whole [`Dial`](switchboard_dials::Dial) with `dials_get`.
+//! comfortably in the page; the inspector fetches one whole [`Dial`](switchboard_dials::Dial)
+//! with `dials_get`.
 //!
 //! Nothing here can approve, reject or cancel anything on a phone: the view only mirrors.
 //!
