@@ -269,6 +269,8 @@ async fn desk() -> R<Desk> {
     let identity = DesktopIdentity::load_or_create(&MemoryStore::new())?;
     let mut cfg = LinkConfig::new(dir.path());
     cfg.mdns = false;
+    // One clock for the desktop: the hub judges time by the link's.
+    let clock = Arc::clone(&cfg.clock);
     let (link, events) = Link::new(identity, cfg)?;
     let listener = bind(IpAddr::V4(Ipv4Addr::LOCALHOST), 0).await?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -281,7 +283,12 @@ async fn desk() -> R<Desk> {
         ..DialLogConfig::default()
     })?;
     let bridge = Arc::new(Mutex::new(BridgeStatusStore::new()));
-    let hub = Hub::new(HubParts::new(dials.clone(), bridge, Some(link.clone())));
+    let hub = Hub::new(HubParts::new(
+        dials.clone(),
+        bridge,
+        Some(link.clone()),
+        clock,
+    ));
     tokio::spawn(hub.run(events));
     Ok(Desk {
         link,

@@ -362,10 +362,13 @@ pub fn feed_link_after_hello(data: &[u8]) -> Option<LinkFeed> {
 }
 
 async fn feed_hub(data: &[u8]) -> Option<LinkFeed> {
+    // One clock for the log and the hub, fixed so a fuzz case replays the same way.
+    let clock: Arc<dyn switchboard_wire::clock::Clock> =
+        Arc::new(switchboard_wire::clock::ManualClock::new(1_784_595_600_000));
     let config = DialLogConfig {
         capacity: 4096,
         prune_interval: None,
-        clock: Arc::new(switchboard_wire::clock::ManualClock::new(1_784_595_600_000)),
+        clock: Arc::clone(&clock),
         ..DialLogConfig::default()
     };
     let log = DialLog::spawn(config).ok()?;
@@ -373,9 +376,9 @@ async fn feed_hub(data: &[u8]) -> Option<LinkFeed> {
         log.clone(),
         Arc::new(Mutex::new(BridgeStatusStore::new())),
         None,
+        clock,
     );
     parts.confirmations = Some(Arc::new(Mutex::new(mirror())));
-    parts.clock = Arc::new(switchboard_wire::clock::ManualClock::new(1_784_595_600_000));
     let hub = Hub::new(parts);
     hub.apply(LinkEvent::PhoneConnected {
         device_id: PHONE.into(),

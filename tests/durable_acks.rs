@@ -62,6 +62,8 @@ fn desk_process() {
         // A fresh trust file each start (the phone pairs again); the dials stay.
         let mut cfg = LinkConfig::new(dir.join(format!("link-{}", std::process::id())));
         cfg.mdns = false;
+        // One clock for the desktop: the hub judges time by the link's.
+        let clock = Arc::clone(&cfg.clock);
         let (link, events) = Link::new(identity, cfg).unwrap();
         let listener = bind(LOOPBACK, 0).await.unwrap();
         tokio::spawn(link.run(listener, std::future::pending::<()>()));
@@ -71,7 +73,7 @@ fn desk_process() {
         })
         .unwrap();
         let bridge = Arc::new(Mutex::new(BridgeStatusStore::new()));
-        let hub = Hub::new(HubParts::new(dials, bridge, Some(link.clone())));
+        let hub = Hub::new(HubParts::new(dials, bridge, Some(link.clone()), clock));
         tokio::spawn(hub.run(events));
         let invite = link.open_pairing(LOOPBACK);
         // The test's desktop stands in for its person: it confirms the phone's pending pairing

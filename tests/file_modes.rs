@@ -194,7 +194,6 @@ async fn every_file_and_folder_the_app_creates_is_private_whatever_the_umask() {
                "expires_at": rfc3339_ms(now + 300_000)}),
     );
     phone.send_value(&propose).await.unwrap();
-    let dials = desk.dials().unwrap();
     until("the dial to be held", || {
         desk.hub()
             .and_then(|h| h.phone(me.device_id()))
@@ -228,8 +227,14 @@ async fn every_file_and_folder_the_app_creates_is_private_whatever_the_umask() {
         .unwrap()
         .save_settings(desk.get_settings())
         .unwrap();
-    let s = dials
-        .dials_export(None, "all.jsonl".into(), None)
+    let s = desk
+        .change()
+        .unwrap()
+        .dials_export(switchboard::app::dials::ExportRequest {
+            path: "all.jsonl".into(),
+            replace: Some(true),
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(s.lines, 1, "{s:?}");
@@ -239,13 +244,24 @@ async fn every_file_and_folder_the_app_creates_is_private_whatever_the_umask() {
         .create(home.join("elsewhere"))
         .unwrap();
     let outside = home.join("elsewhere").join("out.jsonl");
-    dials
-        .dials_export(None, outside.display().to_string(), None)
+    desk.change()
+        .unwrap()
+        .dials_export(switchboard::app::dials::ExportRequest {
+            path: outside.display().to_string(),
+            replace: Some(true),
+            ..Default::default()
+        })
         .await
         .unwrap();
     for bad in ["../escape.jsonl", "sub/../../escape.jsonl", "./.."] {
-        let e = dials
-            .dials_export(None, bad.into(), None)
+        let e = desk
+            .change()
+            .unwrap()
+            .dials_export(switchboard::app::dials::ExportRequest {
+                path: bad.into(),
+                replace: Some(true),
+                ..Default::default()
+            })
             .await
             .unwrap_err();
         assert_eq!(e.kind, IpcErrorKind::InvalidInput, "{bad}: {e}");

@@ -971,12 +971,23 @@ async fn two_phones_on_one_path_raise_and_clear_only_their_own_banners() {
         );
     }
     // The same dials as an imported capture: derived from the text, said so.
-    let dials = desk.app.dials().unwrap();
-    let out = dials
-        .dials_export(None, "capture.jsonl".into(), None)
+    let out = desk
+        .app
+        .change()
+        .unwrap()
+        .dials_export(switchboard::app::dials::ExportRequest {
+            path: "capture.jsonl".into(),
+            replace: Some(true),
+            ..Default::default()
+        })
         .await
         .unwrap();
-    dials.dials_import(out.path).await.unwrap();
+    desk.app
+        .change()
+        .unwrap()
+        .dials_import(out.path)
+        .await
+        .unwrap();
     let d = failing[0];
     let shown = desk
         .app
@@ -1596,7 +1607,7 @@ async fn a_taken_port_is_skipped_and_named_and_a_fixed_one_is_said() {
 /// with the values redacted, and a filter line that does not parse answered with its column.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_by_filter_line_follow_and_redacted_export() {
-    use switchboard::app::dials::{FollowBy, HistoryRow};
+    use switchboard::app::dials::{ExportRequest, FollowBy, HistoryRow};
     use switchboard::dials::HistoryQuery;
     let desk = start().await;
     let (me, mut phone) = pair(&desk, "Demo phone").await;
@@ -1682,14 +1693,14 @@ async fn history_by_filter_line_follow_and_redacted_export() {
     assert_eq!(followed.filter, "session:ses_first000000001");
     // Export the line, redacted.
     let out = app
-        .dials_export(
-            None,
-            "red.jsonl".into(),
-            None,
-            Some("session:ses_second00000001".into()),
-            Some(true),
-            None,
-        )
+        .change()
+        .unwrap()
+        .dials_export(ExportRequest {
+            path: "red.jsonl".into(),
+            line: Some("session:ses_second00000001".into()),
+            redact: Some(true),
+            ..ExportRequest::default()
+        })
         .await
         .unwrap();
     assert_eq!(out.lines, 2);
@@ -1700,14 +1711,12 @@ async fn history_by_filter_line_follow_and_redacted_export() {
     );
     // The same name again: the file is left alone unless the person chose to replace it.
     let again = |replace| {
-        app.dials_export(
-            None,
-            "red.jsonl".into(),
-            None,
-            Some("session:ses_first000000001".into()),
-            None,
+        app.change().unwrap().dials_export(ExportRequest {
+            path: "red.jsonl".into(),
+            line: Some("session:ses_first000000001".into()),
             replace,
-        )
+            ..ExportRequest::default()
+        })
     };
     let err = again(None).await.unwrap_err();
     assert_eq!(err.kind, IpcErrorKind::Conflict, "{}", err.message);
@@ -1769,7 +1778,14 @@ async fn clear_view_hides_what_it_cleared_and_deletes_nothing() {
     let page = app.dials_history(hq("", None, None), None).await.unwrap();
     assert_eq!(page.rows.len(), 5);
 
-    assert_eq!(state.dials_clear(DialClearScope::Memory).await.unwrap(), 0);
+    assert_eq!(
+        app.change()
+            .unwrap()
+            .dials_clear(DialClearScope::Memory)
+            .await
+            .unwrap(),
+        0
+    );
     let page = app.dials_history(hq("", None, None), None).await.unwrap();
     assert!(page.rows.is_empty(), "{:?}", ids(&page.rows));
     let matched = page.matched.unwrap();
@@ -1825,7 +1841,13 @@ async fn clear_view_hides_what_it_cleared_and_deletes_nothing() {
 
     // "Clear and delete history" ends a view clear as well.
     let state = again.app.dials().unwrap();
-    state.dials_clear(DialClearScope::Memory).await.unwrap();
+    again
+        .app
+        .change()
+        .unwrap()
+        .dials_clear(DialClearScope::Memory)
+        .await
+        .unwrap();
     assert!(again
         .app
         .dials_history(hq("", None, None), None)
@@ -1833,7 +1855,13 @@ async fn clear_view_hides_what_it_cleared_and_deletes_nothing() {
         .unwrap()
         .rows
         .is_empty());
-    state.dials_clear(DialClearScope::All).await.unwrap();
+    again
+        .app
+        .change()
+        .unwrap()
+        .dials_clear(DialClearScope::All)
+        .await
+        .unwrap();
     state.log.ingest(recent_dial(9)).await.unwrap();
     let page = again
         .app
@@ -1900,8 +1928,9 @@ async fn a_seek_lands_where_walking_the_pages_does() {
     let path = desk.home.path().join("seek.jsonl");
     let file = std::fs::File::create(&path).unwrap();
     switchboard::dials::jsonl::write_jsonl(&dials, file).unwrap();
-    let state = desk.app.dials().unwrap();
-    state
+    desk.app
+        .change()
+        .unwrap()
         .dials_import(path.display().to_string())
         .await
         .unwrap();

@@ -47,6 +47,8 @@ async fn desk() -> Desk {
     let mut cfg = LinkConfig::new(dir.path());
     cfg.mdns = false;
     cfg.frame_log = Some(log.clone());
+    // One clock for the desktop: the hub judges time by the link's.
+    let clock = Arc::clone(&cfg.clock);
     let (link, events) = Link::new(identity, cfg).unwrap();
     let listener = bind(IpAddr::V4(Ipv4Addr::LOCALHOST), 0).await.unwrap();
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -61,7 +63,7 @@ async fn desk() -> Desk {
     .unwrap();
     let bridge = Arc::new(Mutex::new(BridgeStatusStore::new()));
     let confirmations = Arc::new(Mutex::new(ConfirmationMirror::new(None)));
-    let mut parts = HubParts::new(dials.clone(), bridge.clone(), Some(link.clone()));
+    let mut parts = HubParts::new(dials.clone(), bridge.clone(), Some(link.clone()), clock);
     parts.confirmations = Some(confirmations.clone());
     let hub = Hub::new(parts);
     let notices = hub.subscribe();

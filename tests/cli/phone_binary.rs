@@ -68,6 +68,8 @@ async fn binary_pairs_with_a_code_and_plays_a_scenario() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = LinkConfig::new(dir.path());
     cfg.mdns = false;
+    // One clock for the desktop: the hub judges time by the link's.
+    let clock = Arc::clone(&cfg.clock);
     let (link, events) = Link::new(
         DesktopIdentity::load_or_create(&MemoryStore::new()).unwrap(),
         cfg,
@@ -82,7 +84,7 @@ async fn binary_pairs_with_a_code_and_plays_a_scenario() {
     let dials = DialLog::spawn(DialLogConfig::default()).unwrap();
     let bridge = Arc::new(Mutex::new(BridgeStatusStore::new()));
     let confirmations = Arc::new(Mutex::new(ConfirmationMirror::new(None)));
-    let mut parts = HubParts::new(dials.clone(), bridge.clone(), Some(link.clone()));
+    let mut parts = HubParts::new(dials.clone(), bridge.clone(), Some(link.clone()), clock);
     parts.confirmations = Some(confirmations.clone());
     let hub = Hub::new(parts);
     let proposals = || {

@@ -237,6 +237,8 @@ async fn drive(runtime: &Path, missing: &str) {
     let identity = DesktopIdentity::load_or_create(&MemoryStore::new()).unwrap();
     let mut cfg = LinkConfig::new(dir.path().join("link"));
     cfg.mdns = false;
+    // One clock for the desktop: the hub judges time by the link's.
+    let clock = Arc::clone(&cfg.clock);
     let (link, events) = Link::new(identity, cfg).unwrap();
     let listener = bind(LOOPBACK, 0).await.unwrap();
     let link_addr = listener.local_addr().unwrap();
@@ -254,6 +256,7 @@ async fn drive(runtime: &Path, missing: &str) {
         dials.clone(),
         bridge.clone(),
         Some(link.clone()),
+        clock,
     ));
     tokio::spawn(hub.clone().run(events));
     let relay = Relay::start(link_addr).await;

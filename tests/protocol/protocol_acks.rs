@@ -69,10 +69,9 @@ async fn desk_with(
     }));
     let dials = DialLog::spawn(DialLogConfig::default()).unwrap();
     let bridge = Arc::new(Mutex::new(BridgeStatusStore::new()));
-    let mut parts = HubParts::new(dials, bridge, Some(link.clone()));
+    let mut parts = HubParts::new(dials, bridge, Some(link.clone()), clock.clone());
     parts.confirmations = Some(mirror.clone());
     parts.confirmations_saved = saved;
-    parts.clock = clock.clone();
     parts.generations_file = Some(dir.join(GENERATIONS_FILE));
     let hub = Hub::new(parts);
     let notices = hub.subscribe();

@@ -15,7 +15,7 @@ use switchboard_link::PairingInvite;
 use switchboard_wire::error::{IpcError, IpcErrorKind};
 
 use crate::bundle::{BundleOptions, BundlePreview, SavedBundle};
-use crate::dials::{DialClearScope, ImportSummary};
+use crate::dials::{DialClearScope, ExportRequest, ExportSummary, ImportSummary};
 use crate::phone_lines::{ExclusionTest, PhoneLinesSnapshot};
 use crate::App;
 
@@ -54,7 +54,7 @@ impl Change<'_> {
     /// # Errors
     /// `invalid_input` for an out-of-range value or start on login where it is unavailable,
     /// `io` when the settings file or the autostart entry cannot be written.
-    pub fn save_settings(&self, settings: Settings) -> Result<Settings, IpcError> {
+    pub fn save_settings(self, settings: Settings) -> Result<Settings, IpcError> {
         self.app.save_settings(settings)
     }
 
@@ -63,7 +63,7 @@ impl Change<'_> {
     ///
     /// # Errors
     /// `link` when the link is not running.
-    pub fn open_pairing(&self) -> Result<PairingInvite, IpcError> {
+    pub fn open_pairing(self) -> Result<PairingInvite, IpcError> {
         self.app.phones.open_pairing()
     }
 
@@ -81,7 +81,7 @@ impl Change<'_> {
     }
 
     /// Closes the pairing window; the code stops working at once.
-    pub fn close_pairing(&self) {
+    pub fn close_pairing(self) {
         self.app.phones.close_pairing();
     }
 
@@ -91,7 +91,7 @@ impl Change<'_> {
     ///
     /// # Errors
     /// `link` when the link is not running; `not_found` when that pairing ended meanwhile.
-    pub fn confirm_pairing(&self, id: &str, codes_match: bool) -> Result<(), IpcError> {
+    pub fn confirm_pairing(self, id: &str, codes_match: bool) -> Result<(), IpcError> {
         self.app.phones.confirm_pairing(id, codes_match)
     }
 
@@ -100,7 +100,7 @@ impl Change<'_> {
     ///
     /// # Errors
     /// `link` when the link is not running or the trust file cannot be written.
-    pub fn unpair(&self, device_id: &str) -> Result<bool, IpcError> {
+    pub fn unpair(self, device_id: &str) -> Result<bool, IpcError> {
         self.app.phones.unpair(device_id)
     }
 
@@ -108,12 +108,12 @@ impl Change<'_> {
     ///
     /// # Errors
     /// As [`App::phone_lines_snapshot`]'s source: `io` or `invalid_input` naming the file.
-    pub fn open_pairings_file(&self, path: &str) -> Result<PhoneLinesSnapshot, IpcError> {
+    pub fn open_pairings_file(self, path: &str) -> Result<PhoneLinesSnapshot, IpcError> {
         self.app.open_pairings_file(path)
     }
 
     /// Closes the opened pairings file; the view shows the app's own source again.
-    pub fn close_pairings_file(&self) -> PhoneLinesSnapshot {
+    pub fn close_pairings_file(self) -> PhoneLinesSnapshot {
         self.app.close_pairings_file()
     }
 
@@ -147,7 +147,7 @@ impl Change<'_> {
     ///
     /// # Errors
     /// `not_found` for an unknown line; `invalid_input` for a bad path.
-    pub fn test_exclusion(&self, identifier: &str, path: &str) -> Result<ExclusionTest, IpcError> {
+    pub fn test_exclusion(self, identifier: &str, path: &str) -> Result<ExclusionTest, IpcError> {
         self.app.test_exclusion(identifier, path)
     }
 
@@ -175,17 +175,30 @@ impl Change<'_> {
         self.app.remove_known_phone_line(identifier)
     }
 
+    /// Exports dials as JSON Lines as `request` asks: with a filter `line`, every matching dial
+    /// of the whole history; else `filter`'s held dials; `redact` replaces request and response
+    /// values by type markers; `replace` (default false) overwrites a file already at the path.
+    /// A relative path is written in the export folder and may not leave it.
+    ///
+    /// # Errors
+    /// `invalid_input` for an empty path, a path leaving the export folder or a filter line
+    /// that does not parse; `conflict` when the file exists and `replace` is not true; `io`
+    /// naming the file; `not_found` for an absent capture.
+    pub async fn dials_export(self, request: ExportRequest) -> Result<ExportSummary, IpcError> {
+        self.app.dials_export(request).await
+    }
+
     /// Imports a JSON Lines file of dials into the read-only `imported` view (all or nothing).
     ///
     /// # Errors
     /// `invalid_input` for an empty path or bad lines; `io` when the file cannot be read;
     /// `internal` when the dial log did not start.
-    pub async fn dials_import(&self, path: String) -> Result<ImportSummary, IpcError> {
+    pub async fn dials_import(self, path: String) -> Result<ImportSummary, IpcError> {
         self.app.dials()?.dials_import(path).await
     }
 
     /// Closes the imported capture (nothing when none is open or the log did not start).
-    pub fn dials_close_import(&self) {
+    pub fn dials_close_import(self) {
         if let Ok(d) = self.app.dials() {
             d.dials_close_import();
         }
@@ -195,7 +208,7 @@ impl Change<'_> {
     ///
     /// # Errors
     /// `io` when the history file cannot be changed; `internal` when the log has shut down.
-    pub async fn dials_clear(&self, scope: DialClearScope) -> Result<u64, IpcError> {
+    pub async fn dials_clear(self, scope: DialClearScope) -> Result<u64, IpcError> {
         self.app.dials()?.dials_clear(scope).await
     }
 
@@ -203,7 +216,7 @@ impl Change<'_> {
     ///
     /// # Errors
     /// `internal` when the dial log has shut down.
-    pub async fn support_preview(&self, options: BundleOptions) -> Result<BundlePreview, IpcError> {
+    pub async fn support_preview(self, options: BundleOptions) -> Result<BundlePreview, IpcError> {
         self.app.support_preview(options).await
     }
 

@@ -419,10 +419,10 @@ impl App {
             dials.log.clone(),
             Arc::clone(&self.bridge.store),
             Some(link.clone()),
+            Arc::clone(&cfg.clock),
         );
         parts.confirmations = Some(Arc::clone(&self.confirmations.mirror));
         parts.confirmations_saved = self.confirmations.saved_watch();
-        parts.clock = Arc::clone(&cfg.clock);
         parts.generations_file = Some(dir.join(crate::hub::GENERATIONS_FILE));
         parts.observer = Some(Arc::new(Observer {
             app: Arc::downgrade(self),

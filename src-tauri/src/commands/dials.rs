@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use switchboard::app::dials::{
     DialBanner, DialBatchMsg, DialClearScope, DialHistoryPage, DialSource, DialsStatus,
-    ExportSummary, FollowBy, HistoryStats, ImportSummary,
+    ExportRequest, ExportSummary, FollowBy, HistoryStats, ImportSummary,
 };
 use switchboard::dials::{Dial, DialFilter, DialPage, FilterCheck, HistoryQuery, OpStats};
 use switchboard::error::IpcError;
@@ -154,9 +154,10 @@ pub async fn dial_conformance(
     core.dial_conformance_shown(id, start_ms, seq, source).await
 }
 
-/// Exports the dials matching `filter` (or, with a filter `line`, every matching dial of the
-/// whole history) to `path` as JSON Lines, atomically; `redact` replaces request and response
-/// values by type markers (keys and shapes kept); `replace` overwrites a file already there.
+/// Exports dials as `request` asks ([`ExportRequest`]: the dials matching its `filter`, or, with
+/// a filter `line`, every matching dial of the whole history) to its `path` as JSON Lines,
+/// atomically; `redact` replaces request and response values by type markers (keys and shapes
+/// kept); `replace` overwrites a file already there.
 ///
 /// # Errors
 /// `invalid_input` for an empty path or a bad line; `conflict` when the file exists and
@@ -164,16 +165,9 @@ pub async fn dial_conformance(
 #[tauri::command]
 pub async fn dials_export(
     core: Core<'_>,
-    filter: Option<DialFilter>,
-    path: String,
-    source: Option<DialSource>,
-    line: Option<String>,
-    redact: Option<bool>,
-    replace: Option<bool>,
+    request: ExportRequest,
 ) -> Result<ExportSummary, IpcError> {
-    core.change()?;
-    core.dials_export(filter, path, source, line, redact, replace)
-        .await
+    core.change()?.dials_export(request).await
 }
 
 /// Imports a JSON Lines file of dials into the read-only `imported` view (all or nothing).

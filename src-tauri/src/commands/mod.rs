@@ -53,7 +53,7 @@ macro_rules! commands {
 
 use switchboard::app::dials::{
     DialBanner, DialBatchMsg, DialClearScope, DialHistoryPage, DialSource, DialsStatus,
-    ExportSummary, FollowBy, HistoryStats, ImportSummary,
+    ExportRequest, ExportSummary, FollowBy, HistoryStats, ImportSummary,
 };
 use switchboard::app::phone_lines::{ExclusionTest, PhoneLinesSnapshot};
 use switchboard::app::phones::PhonesSnapshot;
@@ -104,7 +104,7 @@ commands! {
     dials::dials_unsubscribe(id: u64) -> bool;
     dials::dials_get(id: String, start_ms: Option<i64>, seq: Option<u64>, source: Option<DialSource>) -> Option<Dial>;
     dials::dial_conformance(id: String, start_ms: Option<i64>, seq: Option<u64>, source: Option<DialSource>) -> Option<DialConformance>;
-    dials::dials_export(filter: Option<DialFilter>, path: String, source: Option<DialSource>, line: Option<String>, redact: Option<bool>, replace: Option<bool>) -> ExportSummary;
+    dials::dials_export(request: ExportRequest) -> ExportSummary;
     dials::dials_import(path: String) -> ImportSummary;
     dials::dials_close_import() -> ();
     dials::dials_clear(scope: DialClearScope) -> u64;

@@ -165,7 +165,7 @@ fn plausible_args(cmd: &str, home: &std::path::Path) -> Value {
         "dials_get" => json!({"id": "d1"}),
         "dial_banner" => json!({"dialId": "d1"}),
         "dial_conformance" => json!({"id": "d1"}),
-        "dials_export" => json!({"path": file("dials.jsonl")}),
+        "dials_export" => json!({"request": {"path": file("dials.jsonl")}}),
         "dials_import" => json!({"path": file("no-dials.jsonl")}),
         "dials_clear" => json!({"scope": "memory"}),
         "support_preview" => json!({"options": {"include_params": false}}),

@@ -200,7 +200,7 @@ fn dials_commands_answer_through_ipc() {
     // Export: a relative path lands in <data>/exports; one dial per line, newest first.
     let ex = call(
         "dials_export",
-        json!({ "filter": {}, "path": "capture.jsonl" }),
+        json!({ "request": { "filter": {}, "path": "capture.jsonl" } }),
     )
     .unwrap();
     let written = home.path().join("data/exports/capture.jsonl");
@@ -214,7 +214,7 @@ fn dials_commands_answer_through_ipc() {
     );
     let ex2 = call(
         "dials_export",
-        json!({ "filter": { "op": "describe" }, "path": "describe.jsonl" }),
+        json!({ "request": { "filter": { "op": "describe" }, "path": "describe.jsonl" } }),
     )
     .unwrap();
     assert_eq!(ex2["lines"], 2);
@@ -222,7 +222,7 @@ fn dials_commands_answer_through_ipc() {
     let again = |replace: bool| {
         call(
             "dials_export",
-            json!({ "filter": { "op": "read_item" }, "path": "describe.jsonl", "replace": replace }),
+            json!({ "request": { "filter": { "op": "read_item" }, "path": "describe.jsonl", "replace": replace } }),
         )
     };
     let described = home.path().join("data/exports/describe.jsonl");
@@ -236,11 +236,11 @@ fn dials_commands_answer_through_ipc() {
         std::fs::read_to_string(&described).unwrap().lines().count() as u64,
         ex3["lines"].as_u64().unwrap()
     );
-    let err = call("dials_export", json!({ "path": "  " })).unwrap_err();
+    let err = call("dials_export", json!({ "request": { "path": "  " } })).unwrap_err();
     assert_eq!(err["kind"], "invalid_input");
     let err = call(
         "dials_export",
-        json!({ "path": home.path().join("no/such/dir/x.jsonl") }),
+        json!({ "request": { "path": home.path().join("no/such/dir/x.jsonl") } }),
     )
     .unwrap_err();
     assert_eq!(err["kind"], "io");

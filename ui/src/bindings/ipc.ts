@@ -20,6 +20,7 @@ import type { DialSource } from "./DialSource";
 import type { DialsStatus } from "./DialsStatus";
 import type { ErrorExplanation } from "./ErrorExplanation";
 import type { ExclusionTest } from "./ExclusionTest";
+import type { ExportRequest } from "./ExportRequest";
 import type { ExportSummary } from "./ExportSummary";
 import type { FilterCheck } from "./FilterCheck";
 import type { FollowBy } from "./FollowBy";
@@ -75,7 +76,7 @@ export type Commands = {
   dials_unsubscribe: { args: { id: number }; ret: boolean };
   dials_get: { args: { id: string; startMs?: number | null; seq?: number | null; source?: DialSource | null }; ret: Dial | null };
   dial_conformance: { args: { id: string; startMs?: number | null; seq?: number | null; source?: DialSource | null }; ret: DialConformance | null };
-  dials_export: { args: { filter?: DialFilter | null; path: string; source?: DialSource | null; line?: string | null; redact?: boolean | null; replace?: boolean | null }; ret: ExportSummary };
+  dials_export: { args: { request: ExportRequest }; ret: ExportSummary };
   dials_import: { args: { path: string }; ret: ImportSummary };
   dials_close_import: { args: Record<string, never>; ret: void };
   dials_clear: { args: { scope: DialClearScope }; ret: number };

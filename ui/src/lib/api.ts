@@ -24,6 +24,7 @@ import type { DialPage } from "../bindings/DialPage";
 import type { HistoryQuery } from "../bindings/HistoryQuery";
 import type { DialSource } from "../bindings/DialSource";
 import type { DialsStatus } from "../bindings/DialsStatus";
+import type { ExportRequest } from "../bindings/ExportRequest";
 import type { ExportSummary } from "../bindings/ExportSummary";
 import type { ImportSummary } from "../bindings/ImportSummary";
 import type { OpStats } from "../bindings/OpStats";
@@ -123,9 +124,10 @@ export const api = {
   dialsGet: (id: string, startMs: number, source: DialSource, seq?: number) => call("dials_get", { id, startMs, seq, source }),
   dialBanner: (dialId: string, startMs: number, source: DialSource, seq?: number) => call("dial_banner", { dialId, startMs, seq, source }),
   dialConformance: (id: string, startMs: number, source: DialSource, seq?: number) => call("dial_conformance", { id, startMs, seq, source }),
-  /** Exports every dial of the history matching filter line `line` (newest first); `redact`
-   * replaces request and response values by type markers, keeping keys and shapes. */
-  dialsExport: (line: string, path: string, source: DialSource, redact = false, replace = false) => call("dials_export", { line, path, source, redact, replace }),
+  /** Exports dials as JSON Lines: with a filter `line`, every dial of the history matching it
+   * (newest first); `redact` replaces request and response values by type markers, keeping keys
+   * and shapes; `replace` overwrites a file already at `path`. */
+  dialsExport: (request: ExportRequest) => call("dials_export", { request }),
   /** A page of the timeline (dials and connection events) matching a filter line. */
   dialsHistory: (query: HistoryQuery, source: DialSource) => call("dials_history", { query, source }),
   dialsHistoryStats: (line: string, source: DialSource) => call("dials_history_stats", { line, source }),

@@ -45,12 +45,17 @@
 //!   the phone connects: acknowledged means durable (`acks.rs`).
 //!
 //! ## Files
-//! This file keeps the [`Hub`], its [`HubParts`], the per-phone state, [`Hub::run`] and the
-//! events that are neither dials nor bridge results (settings, autonomy). One concept a file:
+//! This file keeps the [`Hub`], its [`HubParts`], the per-phone state and what the hub answers
+//! about phones. One concept a file: `run.rs` (the loop: events in order, dials batched,
+//! acknowledgements taken), `link_events.rs` (what the link says about a phone: connections,
+//! pairing, refusals; the timeline's connection rows), `messages.rs` (ifp/1 messages taken in
+//! once, and the events that are neither dials nor bridge results: settings, autonomy),
 //! `dials.rs` (dials into the dial log, in batches), `bridge.rs` (results into the bridge-status
 //! store, banner notices), `actions.rs` (`action.*` messages into the Confirmations mirror),
-//! `acks.rs` (what is acknowledged to the phone, and when), `requests.rs` (what the desktop asks
-//! of a phone), `view.rs` (the notices and the per-phone view).
+//! `acks.rs` (what is acknowledged to the phone, and when), `expiry.rs` (waiting proposals
+//! ended at their `expires_at`), `generations.rs` (the generation fence kept across restarts),
+//! `requests.rs` (what the desktop asks of a phone), `view.rs` (the notices and the per-phone
+//! view).
 //!
 //! ## Locking
 //! The hub's own state is behind one `std` mutex, never held across an `.await`; the bridge store
@@ -62,14 +67,17 @@ mod bridge;
 mod dials;
 mod expiry;
 mod generations;
+mod link_events;
+mod messages;
 mod observer;
 mod requests;
+mod run;
 mod view;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
 pub use acks::{ACK_EVERY, MAX_WAITING_ACKS};
 pub use actions::{MAX_PROPOSALS, MAX_SEEN_IDS};
@@ -84,15 +92,18 @@ pub use view::{HubNotice, PhoneView, SessionAutonomy};
 use actions::ProposalRecord;
 use switchboard_dials::{DialLogHandle, Retention};
 use switchboard_domain::bridge::store::BridgeStatusStore;
-use switchboard_domain::bridge::{ExtensionDirectory, ExtensionManifest};
+use switchboard_domain::bridge::ExtensionDirectory;
 use switchboard_domain::confirmations::ConfirmationMirror;
-use switchboard_domain::phone_events::{
-    timestamp_ms, BridgeEvent, DialEvent, PhoneEvent, PhoneEventError, PhoneSettings,
-};
-use switchboard_domain::phone_line::summary::{summarize, DialResult, PhoneLineSummary};
+use switchboard_domain::phone_events::{BridgeEvent, DialEvent, PhoneSettings};
+use switchboard_domain::phone_line::summary::PhoneLineSummary;
 use switchboard_domain::runtime::autonomy::Autonomy;
-use switchboard_link::{Link, LinkEvent};
-use switchboard_wire::ifp::{Envelope, Outcome, Receiver, Verdict};
+#[cfg(doc)]
+use switchboard_domain::{phone_events::PhoneEvent, phone_line::summary::summarize};
+use switchboard_link::Link;
+#[cfg(doc)]
+use switchboard_link::LinkEvent;
+use switchboard_wire::clock::Clock;
+use switchboard_wire::ifp::{Outcome, Receiver};
 
 /// Most problems (refused or unreadable messages) kept per phone, in words.
 pub const MAX_PROBLEMS: usize = 64;
@@ -127,9 +138,10 @@ pub struct HubParts {
     /// without loss ([`HubObserver`]); the app layer's way to follow the hub.
     pub observer: Option<Arc<dyn HubObserver>>,
     /// The wall clock proposals are judged at in the Confirmations mirror (expiry shown
-    /// against it, and waiting proposals ended at their `expires_at`: `expiry.rs`). Default
-    /// [`SystemClock`](switchboard_wire::clock::SystemClock).
-    pub clock: Arc<dyn switchboard_wire::clock::Clock>,
+    /// against it, and waiting proposals ended at their `expires_at`: `expiry.rs`) and
+    /// connection rows are stamped with: the app's one clock, handed in to [`HubParts::new`]
+    /// (a `ManualClock` in tests), so every part of the app agrees on the time.
+    pub clock: Arc<dyn Clock>,
     /// Where the highest generation accepted from each phone is kept across restarts (the
     /// generation fence, `generations.rs`; normally [`GENERATIONS_FILE`] in the link's data
     /// folder). `None`: in memory only. Default `None`.
@@ -147,11 +159,13 @@ impl std::fmt::Debug for HubParts {
 }
 
 impl HubParts {
-    /// Parts with the defaults (no Confirmations mirror, `home_generation` 1, 1024 notices).
+    /// Parts with the defaults (no Confirmations mirror, `home_generation` 1, 1024 notices),
+    /// judging time by `clock` (the app's one clock; [`HubParts::clock`]).
     pub fn new(
         dials: DialLogHandle,
         bridge: Arc<Mutex<BridgeStatusStore>>,
         link: Option<Link>,
+        clock: Arc<dyn Clock>,
     ) -> Self {
         HubParts {
             dials,
@@ -162,7 +176,7 @@ impl HubParts {
             home_generation: 1,
             notice_capacity: 1024,
             observer: None,
-            clock: Arc::new(switchboard_wire::clock::SystemClock),
+            clock,
             generations_file: None,
         }
     }
@@ -289,7 +303,7 @@ struct Inner {
     state: Mutex<HubState>,
     notices: broadcast::Sender<HubNotice>,
     observer: Option<Arc<dyn HubObserver>>,
-    clock: Arc<dyn switchboard_wire::clock::Clock>,
+    clock: Arc<dyn Clock>,
     /// Notices waiting for the observer (raised under the state lock, delivered outside it).
     undelivered: Mutex<Vec<HubNotice>>,
 }
@@ -360,298 +374,6 @@ impl Hub {
         &self.inner.dials
     }
 
-    /// Applies link events until the channel closes. An acknowledgement point is taken every
-    /// [`ACK_EVERY`] messages and whenever the queue runs dry, and sent once the dials before it
-    /// are durable (the dial log's watermark is watched here; module `acks.rs`).
-    ///
-    /// Consecutive dials are handed to the dial log in batches (at most [`MAX_DIAL_BATCH`]): a
-    /// batch goes before any other event is applied, before an acknowledgement point is taken
-    /// (an acknowledged dial is always durable) and when the queue runs dry, so the effects
-    /// happen in the order the events came, as with [`Hub::apply`] one by one.
-    pub async fn run(self, link_events: mpsc::UnboundedReceiver<LinkEvent>) {
-        self.run_until(link_events, std::future::pending::<()>())
-            .await;
-    }
-
-    /// [`Hub::run`] until the channel closes or `stop` completes; then it stops taking new
-    /// events, applies those already queued, flushes its dials and acknowledgements, and
-    /// returns. The observer ([`HubParts::observer`]) hears each event before it is applied
-    /// and each notice after.
-    pub async fn run_until(
-        self,
-        mut link_events: mpsc::UnboundedReceiver<LinkEvent>,
-        stop: impl std::future::Future<Output = ()>,
-    ) {
-        let mut pending = Vec::new();
-        tokio::pin!(stop);
-        let mut stopping = false;
-        // Acknowledgements wait for the dial log's durable watermark (`acks.rs`).
-        let mut durable = self.inner.dials.durable_watch();
-        let mut watching = true;
-        // ... and for the Confirmations mirror to be written, when it is kept in a file.
-        let mut saved = self.inner.confirmations_saved.clone();
-        let mut watching_saved = saved.is_some();
-        let mut expiry = tokio::time::interval(EXPIRY_TICK);
-        expiry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            let event = if stopping {
-                link_events.recv().await
-            } else {
-                tokio::select! {
-                    e = link_events.recv() => e,
-                    _ = expiry.tick() => {
-                        self.expire_proposals();
-                        self.deliver();
-                        continue;
-                    }
-                    moved = durable.changed(), if watching => {
-                        // An error: the log is gone, nothing more becomes durable.
-                        watching = moved.is_ok();
-                        self.release_acks();
-                        continue;
-                    }
-                    moved = async {
-                        match saved.as_mut() {
-                            Some(s) => s.changed().await,
-                            None => std::future::pending().await,
-                        }
-                    }, if watching_saved => {
-                        watching_saved = moved.is_ok();
-                        self.release_acks();
-                        continue;
-                    }
-                    () = &mut stop => {
-                        stopping = true;
-                        // No new events; what is queued is still received below.
-                        link_events.close();
-                        continue;
-                    }
-                }
-            };
-            let Some(event) = event else { break };
-            self.observe_and_apply(event, &mut pending).await;
-            let mut burst = 0u32;
-            while burst < 1024 {
-                match link_events.try_recv() {
-                    Ok(e) => {
-                        self.observe_and_apply(e, &mut pending).await;
-                        burst += 1;
-                    }
-                    Err(_) => break,
-                }
-            }
-            self.flush_dials(&mut pending).await;
-            self.deliver();
-            self.flush_acks();
-        }
-        self.flush_dials(&mut pending).await;
-        self.deliver();
-        self.flush_acks();
-    }
-
-    async fn observe_and_apply(&self, event: LinkEvent, pending: &mut Vec<dials::PendingDial>) {
-        if let Some(o) = &self.inner.observer {
-            o.link_event(&event);
-        }
-        self.apply_deferring(event, pending).await;
-        self.deliver();
-    }
-
-    /// Hands the notices raised so far to the observer, oldest first (outside every lock).
-    fn deliver(&self) {
-        let Some(o) = &self.inner.observer else {
-            return;
-        };
-        loop {
-            let batch = std::mem::take(&mut *lock(&self.inner.undelivered));
-            if batch.is_empty() {
-                return;
-            }
-            for n in &batch {
-                o.notice(self, n);
-            }
-        }
-    }
-
-    /// Puts a connection event (connected, disconnected, pairing, unpaired) in the dial log's
-    /// timeline; other link events are not connection events.
-    fn record_connection(&self, event: &LinkEvent) {
-        use switchboard_dials::{ConnectionEvent, ConnectionKind};
-        let (phone, label, kind, detail) = match event {
-            LinkEvent::PhoneConnected {
-                device_id,
-                label,
-                address,
-                version,
-            } => (
-                device_id.clone(),
-                label.clone(),
-                ConnectionKind::Connected,
-                format!("hello from {address}, ifp/{version}"),
-            ),
-            LinkEvent::PhoneDisconnected { device_id, reason } => (
-                device_id.clone(),
-                self.label_of(device_id),
-                ConnectionKind::Disconnected,
-                reason.clone(),
-            ),
-            LinkEvent::Paired {
-                device_id,
-                label,
-                verification_code,
-            } => (
-                device_id.clone(),
-                label.clone(),
-                ConnectionKind::Paired,
-                format!("paired, verification code {verification_code}"),
-            ),
-            LinkEvent::PairingPending(p) => (
-                p.device_id.clone(),
-                p.label.clone(),
-                ConnectionKind::PairingPending,
-                // Who has confirmed first: it is what tells two such rows apart, and a
-                // narrow table cuts the end of the text.
-                format!(
-                    "{}; verification code {}",
-                    match (p.phone_confirmed, p.desktop_confirmed) {
-                        (false, false) => "neither side has confirmed yet",
-                        (true, false) => "the phone confirmed, the desktop not yet",
-                        (false, true) => "the desktop confirmed, the phone not yet",
-                        (true, true) => "both sides confirmed",
-                    },
-                    p.verification_code
-                ),
-            ),
-            LinkEvent::PairingEnded {
-                device_id,
-                label,
-                end,
-                ..
-            } => (
-                device_id.clone(),
-                label.clone(),
-                ConnectionKind::PairingEnded,
-                format!("{end:?}"),
-            ),
-            LinkEvent::Unpaired { device_id } => (
-                device_id.clone(),
-                self.label_of(device_id),
-                ConnectionKind::Unpaired,
-                "unpaired on the desktop".to_owned(),
-            ),
-            _ => return,
-        };
-        self.inner.dials.record_connection(ConnectionEvent {
-            seq: 0,
-            phone,
-            label,
-            at_ms: self.inner.clock.now_ms_i64(),
-            event: kind,
-            detail,
-        });
-    }
-
-    fn label_of(&self, device_id: &str) -> String {
-        lock(&self.inner.state)
-            .phones
-            .get(device_id)
-            .map(|p| p.label.clone())
-            .unwrap_or_default()
-    }
-
-    /// Applies one link event (module docs). Never fails: problems are answered to the phone
-    /// with an ifp/1 `error` when it can be, and kept in the phone's `problems`.
-    pub async fn apply(&self, event: LinkEvent) {
-        self.record_connection(&event);
-        match event {
-            LinkEvent::PhoneConnected {
-                device_id,
-                label,
-                address,
-                ..
-            } => {
-                let last = {
-                    let mut st = lock(&self.inner.state);
-                    let p = self.phone_mut(&mut st, &device_id);
-                    p.connected = true;
-                    p.label.clone_from(&label);
-                    p.address = Some(address);
-                    // Only what is durable; the rest follows when its dials are.
-                    p.durable_ack.clone()
-                };
-                self.notify(HubNotice::PhoneConnected {
-                    device_id: device_id.clone(),
-                    label,
-                });
-                if let Some((last_id, applied)) = last {
-                    self.send_ack(&device_id, last_id, applied);
-                }
-            }
-            LinkEvent::PhoneDisconnected { device_id, reason } => {
-                // A newer connection of the same phone may already have replaced this one.
-                let still = self
-                    .inner
-                    .link
-                    .as_ref()
-                    .is_some_and(|l| l.connected().contains(&device_id));
-                {
-                    let mut st = lock(&self.inner.state);
-                    if let Some(p) = st.phones.get_mut(&device_id) {
-                        p.connected = still;
-                    }
-                }
-                self.notify(HubNotice::PhoneDisconnected { device_id, reason });
-            }
-            LinkEvent::Paired {
-                device_id, label, ..
-            } => {
-                let mut st = lock(&self.inner.state);
-                let p = self.phone_mut(&mut st, &device_id);
-                p.label = label;
-            }
-            LinkEvent::Unpaired { device_id } => self.unpaired(&device_id),
-            LinkEvent::Refused {
-                device_id,
-                id,
-                class,
-                detail,
-                ..
-            } => {
-                let due = {
-                    let mut st = lock(&self.inner.state);
-                    let p = self.phone_mut(&mut st, &device_id);
-                    if p.seen_ids.contains(&id) {
-                        p.reack = true;
-                        false
-                    } else {
-                        p.remember_id(&id);
-                        p.problem(format!("{id} refused ({class}): {detail}"));
-                        p.took(&id);
-                        p.unacked >= ACK_EVERY
-                    }
-                };
-                if due {
-                    self.take_ack_point(&device_id);
-                }
-            }
-            LinkEvent::Message {
-                device_id,
-                envelope,
-                ..
-            } => self.apply_message(&device_id, *envelope).await,
-            LinkEvent::Dials {
-                device_id, frames, ..
-            } => {
-                let mut pending = Vec::new();
-                for frame in frames {
-                    self.apply_dial_frame(&device_id, frame, &mut pending).await;
-                }
-                self.flush_dials(&mut pending).await;
-            }
-            _ => {}
-        }
-    }
-
     fn phone_mut<'a>(&self, st: &'a mut HubState, device_id: &str) -> &'a mut PhoneState {
         st.phones.entry(device_id.to_string()).or_insert_with(|| {
             let kept = lock(&self.inner.generations).get(device_id);
@@ -674,19 +396,6 @@ impl Hub {
         }
     }
 
-    /// The phone was unpaired: its generation is forgotten and its waiting proposals end
-    /// (`expiry.rs`).
-    fn unpaired(&self, device_id: &str) {
-        lock(&self.inner.generations).forget(device_id);
-        {
-            let mut st = lock(&self.inner.state);
-            if let Some(p) = st.phones.get_mut(device_id) {
-                p.receiver.set_home_generation(self.inner.home_generation);
-            }
-        }
-        self.end_proposals_of(device_id);
-    }
-
     fn notify(&self, notice: HubNotice) {
         if self.inner.observer.is_some() {
             lock(&self.inner.undelivered).push(notice.clone());
@@ -701,196 +410,6 @@ impl Hub {
                 tracing::debug!("hub could not answer {env_id} of {device_id}: {e}");
             }
         }
-    }
-
-    async fn apply_message(&self, device_id: &str, env: Envelope) {
-        let after = self.apply_message_state(device_id, &env);
-        self.apply_after(device_id, after).await;
-        if self.ack_due(device_id) {
-            self.take_ack_point(device_id);
-        }
-    }
-
-    /// The part of applying a message done under the state lock; returns what is left to do.
-    fn apply_message_state(&self, device_id: &str, env: &Envelope) -> After {
-        let mut st = lock(&self.inner.state);
-        let p = self.phone_mut(&mut st, device_id);
-        if p.seen_ids.contains(&env.id) {
-            // Sent again: this run already took it in (refused, an action message, another
-            // type). Nothing changes, nothing is counted, the acknowledgement does not move
-            // (it is repeated).
-            p.reack = true;
-            return After::Nothing;
-        }
-        let (after, new) = if env.r#type.starts_with("action.") {
-            self.apply_action(device_id, p, env);
-            (After::Nothing, true)
-        } else if env.is_event() {
-            self.apply_event(device_id, p, env)
-        } else {
-            p.remember_id(&env.id);
-            (After::Nothing, true)
-        };
-        if new {
-            p.took(&env.id);
-        } else {
-            p.reack = true;
-        }
-        after
-    }
-
-    async fn apply_after(&self, device_id: &str, after: After) {
-        match after {
-            After::Nothing => {}
-            After::Dial {
-                dial,
-                session,
-                retention,
-            } => self.apply_dial(device_id, &dial, &session, retention).await,
-            After::Bridge(b, at_ms) => self.apply_bridge(device_id, &b, at_ms),
-            After::Describes(lines) => self.apply_describes(device_id, &lines),
-        }
-    }
-
-    /// Applies an event; also says whether it was new (taken in for the first time this run:
-    /// accepted or refused) rather than a duplicate by its `dedup` key.
-    fn apply_event(&self, device_id: &str, p: &mut PhoneState, env: &Envelope) -> (After, bool) {
-        let outcome = p.receiver.receive_at_ts(env);
-        match outcome.verdict {
-            Verdict::AcknowledgedDuplicate => {
-                let dedup = env.payload.get("dedup").and_then(serde_json::Value::as_str);
-                if dedup.is_some_and(|d| p.receiver.is_resend(env.session.as_deref(), d, &env.id)) {
-                    // The same event sent again: the acknowledgement covering it is repeated.
-                    return (After::Nothing, false);
-                }
-                // Another message repeating an event's dedup key: it changes nothing and is
-                // acknowledged by its own id like any new message (the event it repeats was
-                // taken in before it); its id is kept so that its own resends are recognised.
-                p.remember_id(&env.id);
-                return (After::Nothing, true);
-            }
-            Verdict::Rejected => {
-                p.problem(format!(
-                    "{} {} refused: {}",
-                    env.r#type,
-                    env.id,
-                    outcome.reason.clone().unwrap_or_default()
-                ));
-                p.remember_id(&env.id);
-                self.refuse(device_id, &env.id, &outcome);
-                return (After::Nothing, true);
-            }
-            Verdict::Accepted => self.raise_generation(device_id, p, env.generation),
-        }
-        (self.apply_accepted_event(device_id, p, env), true)
-    }
-
-    fn apply_accepted_event(&self, device_id: &str, p: &mut PhoneState, env: &Envelope) -> After {
-        let typed = match PhoneEvent::from_envelope(env) {
-            Ok(t) => t,
-            Err(PhoneEventError::NotPhoneEvent(_)) => return After::Nothing,
-            Err(e) => {
-                let words = e.to_string();
-                p.problem(format!("{} unreadable: {words}", env.id));
-                p.remember_id(&env.id);
-                let refusal = Outcome::from_rejection(switchboard_wire::ifp::Rejection::invalid(
-                    words.clone(),
-                ));
-                self.refuse(device_id, &env.id, &refusal);
-                self.notify(HubNotice::EventRefused {
-                    device_id: device_id.to_string(),
-                    message_id: env.id.clone(),
-                    detail: words,
-                });
-                return After::Nothing;
-            }
-        };
-        match typed {
-            PhoneEvent::Settings(s) => {
-                let described: Vec<_> = s
-                    .lines
-                    .iter()
-                    .filter(|l| l.last_describe.is_some())
-                    .cloned()
-                    .collect();
-                self.apply_settings(p, *s, env.ts.as_str());
-                self.notify(HubNotice::SettingsUpdated {
-                    device_id: device_id.to_string(),
-                    lines: p.summaries.len() as u64,
-                });
-                // Judged after the lock is released, with the directory these settings gave.
-                After::Describes(described)
-            }
-            PhoneEvent::Dial(d) => After::Dial {
-                dial: d,
-                session: env.session.clone().unwrap_or_default(),
-                retention: env
-                    .labels
-                    .map(|l| l.retention)
-                    .unwrap_or(Retention::Standard),
-            },
-            PhoneEvent::Bridge(b) => After::Bridge(b, ts_ms(env)),
-            PhoneEvent::Autonomy(a) => {
-                p.autonomy.insert(a.session.clone(), a.autonomy);
-                // The session's level goes beside its proposals; the Confirmations table
-                // shows the phone's latest session level.
-                if let Some(mirror) = &self.inner.confirmations {
-                    let at = self.inner.clock.now_ms_i64();
-                    let changed =
-                        lock(mirror).set_session_autonomy(device_id, &a.session, a.autonomy, at);
-                    for view in changed {
-                        self.notify(HubNotice::ConfirmationChanged {
-                            device_id: device_id.to_string(),
-                            change: Box::new(switchboard_domain::confirmations::MirrorChange {
-                                kind: switchboard_domain::confirmations::ChangeKind::Noted,
-                                confirmation: Some(view),
-                                anomaly: None,
-                            }),
-                        });
-                    }
-                }
-                self.notify(HubNotice::AutonomyChanged {
-                    device_id: device_id.to_string(),
-                    session: a.session,
-                    autonomy: a.autonomy,
-                });
-                After::Nothing
-            }
-        }
-    }
-
-    fn apply_settings(&self, p: &mut PhoneState, s: PhoneSettings, at: &str) {
-        let describes: Vec<DialResult> = s
-            .lines
-            .iter()
-            .filter_map(|l| {
-                l.last_describe.as_ref().map(|d| DialResult {
-                    namespace: l.identifier.clone(),
-                    outcome: d.outcome.clone(),
-                })
-            })
-            .collect();
-        p.summaries = summarize(&s.registry, s.pairings.as_ref(), &describes);
-        if let Some(reason) = &s.pairings_treated_as_empty {
-            for line in &mut p.summaries {
-                line.warnings.push(format!(
-                    "LumiAgent treats the phone's pairings file as empty because {reason}: no pairing record is read from it"
-                ));
-            }
-        }
-        let mut dir = ExtensionDirectory::new();
-        for l in &s.lines {
-            if let Some(perms) = &l.permissions {
-                dir.add_manifest(ExtensionManifest {
-                    identifier: l.identifier.clone(),
-                    name: l.name.clone(),
-                    permissions: perms.clone(),
-                });
-            }
-        }
-        p.directory = Arc::new(switchboard_domain::bridge::explain::with_builtin(dir));
-        p.settings = Some(s);
-        p.settings_at = Some(at.to_string());
     }
 
     /// Every phone the hub has heard of, by device id.
@@ -919,9 +438,4 @@ impl Hub {
         let st = lock(&self.inner.state);
         st.phones.get(device_id).and_then(|p| p.settings.clone())
     }
-}
-
-/// Epoch ms of the envelope's `ts` (0 before 1970).
-fn ts_ms(env: &Envelope) -> u64 {
-    u64::try_from(timestamp_ms(&env.ts)).unwrap_or(0)
 }

@@ -1,0 +1,111 @@
+//! What a subscribed view receives: one snapshot, then batches ([`DialBatchMsg`]), and how often
+//! and how large the batches of a filter line's view are ([`WINDOW_BATCH_INTERVAL`],
+//! [`WINDOW_BATCH_ROWS`]).
+//!
+//! Why apart: the message shape and its bounds are what keeps the page up with the log at
+//! 1 000 dials a second; the forwarder only carries them.
+
+use serde::Serialize;
+use ts_rs::TS;
+
+use switchboard_dials::{DialBatch, DialPage};
+
+use super::DialRow;
+
+/// One message on a dials channel, tagged by `kind`:
+///
+/// - `{ kind: "snapshot", id, rows, total }`: first message of a subscription: the matching
+///   dials held when it started, **oldest first** (`total` counts all matches, `rows` may be
+///   fewer when the filter has a `limit`).
+/// - `{ kind: "batch", rows, merged, skipped, left_out }`: new matching dials, oldest first;
+///   `merged` of them were held back from an earlier batch because the forwarder fell behind,
+///   `skipped` matching dials were dropped for this view (re-query to see them), `left_out` the
+///   sequence numbers of older matching dials of this batch not sent (a view's bound on rows
+///   per batch, [`WINDOW_BATCH_ROWS`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[ts(export)]
+pub enum DialBatchMsg {
+    /// The subscription's starting rows.
+    Snapshot {
+        /// The subscription id (for `dials_unsubscribe`).
+        #[ts(type = "number")]
+        id: u64,
+        /// Matching dials, oldest first.
+        rows: Vec<DialRow>,
+        /// All matching dials (before `limit`).
+        #[ts(type = "number")]
+        total: u64,
+    },
+    /// New dials since the last message.
+    Batch {
+        /// New matching dials, oldest first.
+        rows: Vec<DialRow>,
+        /// How many of `rows` were held back from an earlier batch.
+        #[ts(type = "number")]
+        merged: u64,
+        /// Matching dials dropped for this view since the last batch.
+        #[ts(type = "number")]
+        skipped: u64,
+        /// Sequence numbers ([`DialRow::seq`]) of this batch's matching dials left out to keep
+        /// it within the view's bound (older than `rows`, oldest first; read them from the
+        /// history when wanted). A view that read the history up to some `seq` counts only
+        /// the ones above it.
+        #[ts(type = "number[]")]
+        left_out: Vec<u64>,
+    },
+}
+
+impl DialBatchMsg {
+    /// The snapshot message of subscription `id`: the page's dials reversed to oldest first.
+    pub fn snapshot(id: u64, page: &DialPage) -> Self {
+        Self::Snapshot {
+            id,
+            rows: page
+                .dials
+                .iter()
+                .rev()
+                .map(|d| DialRow::from(&**d))
+                .collect(),
+            total: page.total,
+        }
+    }
+
+    /// A batch message from a core [`DialBatch`].
+    pub fn batch(b: &DialBatch) -> Self {
+        Self::batch_newest(b, None)
+    }
+
+    /// A batch message from a core [`DialBatch`] with at most `max_rows` of its newest dials
+    /// (`None`: all); the older ones are named by their sequence number in `left_out` (the
+    /// page reads them from the history when it wants them), and `merged` counts only rows
+    /// that are sent.
+    pub fn batch_newest(b: &DialBatch, max_rows: Option<usize>) -> Self {
+        let keep = max_rows.map_or(b.dials.len(), |m| m.min(b.dials.len()));
+        let cut = b.dials.len() - keep;
+        Self::Batch {
+            rows: b.dials[cut..].iter().map(|d| DialRow::from(&**d)).collect(),
+            merged: b.merged.min(keep as u64),
+            skipped: b.skipped,
+            left_out: b.dials[..cut].iter().map(|d| d.seq.0).collect(),
+        }
+    }
+}
+
+/// Shortest time between two batches of a filter line's view (`dials_subscribe` with `line`,
+/// the Live dials window): 5 a second. A Tauri channel hands a message over 8 KB to the page
+/// through a fetch of its own (tauri `ipc::channel`), the cost of which is per message: at 1 000
+/// dials a second, 30 batches of ~33 rows kept the page ~5 times behind (journey 8: the header
+/// counted ~200 dials/s), fewer and larger batches carry the same rows at a fraction of the
+/// cost, 200 ms late at most.
+pub const WINDOW_BATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Most rows in one batch of a filter line's view: the newest ones, the older ones of the batch
+/// named by sequence number in `left_out` ([`DialBatchMsg::batch_newest`]). The table shows at most about 80 rows
+/// (a 2 160 px high window) and follows the newest while at the top; scrolled down, it keeps the
+/// rows in view and needs none of the new ones. At 1 000 dials a second a batch holds ~200 rows:
+/// the rest were parsed and kept by the page only to be dropped from its cache, ~1.2 MB of
+/// script garbage a second. Rows that are wanted later come from the history, as after any
+/// `skipped`; their sequence numbers let a view that just read the history count only the
+/// ones it has not (a count alone would count some twice).
+pub const WINDOW_BATCH_ROWS: usize = 120;
