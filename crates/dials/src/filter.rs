@@ -53,9 +53,10 @@ mod compiled;
 mod parse;
 mod print;
 
+pub use ast::words;
 pub use ast::{Atom, Cmp, DialQuery, RowKind, SpecWant, Term, TextField, TimeSpec};
 pub(crate) use compiled::CAtom;
-pub use compiled::{words, CompiledQuery};
+pub use compiled::CompiledQuery;
 pub use parse::{FilterCheck, FilterError, MAX_FILTER_LEN};
 
 /// The help text the Dials view shows under its filter line (from `docs/dial-filter.md`).

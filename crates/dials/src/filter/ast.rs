@@ -235,3 +235,12 @@ impl DialQuery {
         })
     }
 }
+
+/// The words of `text` as free text matches them: maximal runs of alphanumeric characters and
+/// `_`, lower-cased. The SQLite full-text index uses the same rule (`unicode61` with
+/// `tokenchars '_'`, no diacritics removal), so the ring and the store agree.
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}

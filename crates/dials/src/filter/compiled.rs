@@ -3,18 +3,9 @@
 //! at the moment the query runs, regexes compiled once, free text split into words the way the
 //! SQLite full-text index splits them.
 
-use super::ast::{Atom, Cmp, DialQuery, RowKind, SpecWant, TextField};
+use super::ast::{words, Atom, Cmp, DialQuery, RowKind, SpecWant, TextField};
 use super::parse::FilterError;
 use crate::record::{Dial, DialOutcome};
-
-/// The words of `text` as free text matches them: maximal runs of alphanumeric characters and
-/// `_`, lower-cased. The SQLite full-text index uses the same rule (`unicode61` with
-/// `tokenchars '_'`, no diacritics removal), so the ring and the store agree.
-pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-}
 
 /// A filter made ready to test dials and connection events in memory: phone names resolved,
 /// relative times fixed, regexes compiled, free-text words split. The SQLite side compiles the

@@ -5,8 +5,9 @@
 use serde::Serialize;
 use ts_rs::TS;
 
-use super::ast::{Atom, Cmp, DialQuery, RowKind, SpecWant, Term, TextField, TimeSpec, UNITS};
-use super::compiled::words;
+use super::ast::{
+    words, Atom, Cmp, DialQuery, RowKind, SpecWant, Term, TextField, TimeSpec, UNITS,
+};
 use crate::record::DialOutcome;
 
 /// A filter line that does not parse: where and what was expected.
