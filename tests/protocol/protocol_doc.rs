@@ -433,7 +433,7 @@ const PASS_THROUGH: &[(&str, &str, &str)] = &[
         "wire::refusal_after_hello's tuples, read as ErrorClass pairs",
     ),
     (
-        "crates/app/src/hub/mod.rs",
+        "crates/app/src/hub/messages.rs",
         "words.clone()",
         "a payload that does not type (PhoneEventError: serde's words), documented as a form",
     ),

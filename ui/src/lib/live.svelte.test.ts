@@ -278,7 +278,7 @@ describe("live store", () => {
     s.stop();
   });
 
-  it("shows a value an event carries, and drops a read started before it", async () => {
+  it("shows a value an event carries, drops a read started before it and reads once more", async () => {
     const host = fakeHost();
     const r = handRead<string>();
     const s = new Live<string>(r.read, {
@@ -292,10 +292,35 @@ describe("live store", () => {
     expect(s.value).toBe("carried");
     await r.answer("older read");
     expect(s.value).toBe("carried");
-    host.emit("switchboard://notice", { kind: "banner_cleared", banner_id: "a>b" }); // no value: read
+    // What started the dropped read may be newer than the put: one more read follows it.
     expect(r.stats.started).toBe(2);
+    await r.answer("read after the put");
+    expect(s.value).toBe("read after the put");
+    host.emit("switchboard://notice", { kind: "banner_cleared", banner_id: "a>b" }); // no value: read
+    expect(r.stats.started).toBe(3);
     await r.answer("read");
     expect(s.value).toBe("read");
+    expect(r.waiting()).toBe(0);
+    s.stop();
+  });
+
+  it("an action's answer put while an event's read runs does not hide what the event announced", async () => {
+    // A revoke: the command answers the view as it was, while the phone's new settings (the
+    // event) already arrived and their read is under way.
+    const host = fakeHost();
+    const r = handRead<string>();
+    const s = new Live<string>(r.read, { on: [onEvent("switchboard://phone-lines")], bus: host.bus, reconnect: null });
+    await s.start();
+    await r.answer("before");
+    host.emit("switchboard://phone-lines");
+    expect(r.stats.started).toBe(2);
+    s.put("the command's answer");
+    await r.answer("new settings (read started before the put)");
+    expect(s.value).toBe("the command's answer");
+    expect(r.stats.started).toBe(3);
+    await r.answer("new settings");
+    expect(s.value).toBe("new settings");
+    expect(r.waiting()).toBe(0);
     s.stop();
   });
 

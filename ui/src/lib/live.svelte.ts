@@ -276,7 +276,7 @@ export class Live<T> {
   }
 
   /** Shows `value` without a read (what a command answered, or an event carried); a read
-   * under way, started before, is dropped when it ends. */
+   * under way, started before, is dropped when it ends and one more read follows it. */
   put(value: T): void {
     if (this.#stopped) return;
     this.#epoch++;
@@ -319,6 +319,10 @@ export class Live<T> {
       if (!this.#stopped && epoch === this.#epoch) {
         this.#take(v);
         this.error = this.#deaf;
+      } else if (!this.#stopped) {
+        // A put came while this read was under way: its data may be older than the put's,
+        // but what made it read (an event) may also be newer. Read once more, after the put.
+        this.#wanted = true;
       }
     } catch (e) {
       if (!this.#stopped) this.error = toIpcError(e).message;
