@@ -11,11 +11,12 @@
 //!   phone's device id, label and whether it is connected, the dial log's counters, the hub's
 //!   connected / disconnected notices, and the bridge view's banners and diagnostics (which
 //!   phone each names);
-//! - on `finish` (a file) it counts each phone's dials through the history (`phone:<device>`,
-//!   as the Live dials filter line does), shuts the app down (which writes every dial held),
-//!   then counts the rows of `dials.sqlite3` per phone (rows, distinct dial ids, distinct call
-//!   ids, outcomes other than `ok`) and its connection events, and writes `final.json`; on `stop` it only shuts down. At
-//!   `MAX_SECS` (at most 7200) it shuts down whatever happens.
+//! - on `finish` (a file) it waits for history search to have indexed every stored dial,
+//!   counts each phone's dials through the history (`phone:<device> kind:dial`, as the Live
+//!   dials filter line does), shuts the app down (which writes every dial held), then counts
+//!   the rows of `dials.sqlite3` per phone (rows, distinct dial ids, distinct call ids, outcomes
+//!   other than `ok`) and its connection events, and writes `final.json`; on `stop` it only
+//!   shuts down. At `MAX_SECS` (at most 7200) it shuts down whatever happens.
 //!
 //! Every loop is bounded by `MAX_SECS`. Errors end the program with a message naming the step.
 
@@ -171,12 +172,30 @@ fn run(dir: PathBuf, secs: u64) -> R<()> {
                     "storage_problem": snap.storage_problem,
                 }),
             )?;
-            tokio::time::sleep(Duration::from_millis(250)).await;
+            // Quicker while phones pair: each waits for the person's confirmation.
+            let pairing = dir.join("pairing").exists();
+            tokio::time::sleep(Duration::from_millis(if pairing { 50 } else { 250 })).await;
         }
         if !finish {
             app.shutdown().await;
             return Ok(());
         }
+        // History search indexes the stored dials behind the writer (a chunk per 100 ms while
+        // dials arrive, as fast as it can once they stop): a count over rows not indexed yet is
+        // an estimate, so the counts wait until the index has caught up.
+        let waited = tokio::time::Instant::now();
+        let log = &app.dials().map_err(|e| format!("the dial log: {e}"))?.log;
+        while !log
+            .history_indexed()
+            .await
+            .map_err(|e| format!("the history's index: {e}"))?
+        {
+            if tokio::time::Instant::now() >= end {
+                return Err("the history's index did not catch up in time".into());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let index_caught_up_ms = waited.elapsed().as_millis() as u64;
         // Each phone's dials as the history shows them (the filter line's `phone:` term; its
         // connection events are rows of the history too, not dials).
         let mut by_api: BTreeMap<String, Value> = BTreeMap::new();
@@ -249,6 +268,7 @@ fn run(dir: PathBuf, secs: u64) -> R<()> {
             &dir,
             "final.json",
             &json!({"history": by_api, "stored": stored, "connection_events": events,
+                    "index_caught_up_ms": index_caught_up_ms,
                     "shutdown_ms": shut.took_ms, "shutdown_in_time": shut.in_time}),
         )?;
         Ok(())
