@@ -12,8 +12,9 @@
 //!   connected / disconnected notices, and the bridge view's banners and diagnostics (which
 //!   phone each names);
 //! - on `finish` (a file) it waits for history search to have indexed every stored dial,
-//!   counts each phone's dials through the history (`phone:<device> kind:dial`, as the Live
-//!   dials filter line does), shuts the app down (which writes every dial held), then counts
+//!   pages through each phone's dials in the history (`phone:<device> kind:dial`, as the Live
+//!   dials filter line shows them: rows, distinct ids, rows of another phone, and the first
+//!   page's count), shuts the app down (which writes every dial held), then counts
 //!   the rows of `dials.sqlite3` per phone (rows, distinct dial ids, distinct call ids, outcomes
 //!   other than `ok`) and its connection events, and writes `final.json`; on `stop` it only
 //!   shuts down. At `MAX_SECS` (at most 7200) it shuts down whatever happens.
@@ -26,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use switchboard::app::dials::HistoryRow;
 use switchboard::app::{
     App, AppConfig, AppEvent, AppPaths, HostCall, IdentityStore, RecordingHost,
 };
@@ -197,27 +199,59 @@ fn run(dir: PathBuf, secs: u64) -> R<()> {
         }
         let index_caught_up_ms = waited.elapsed().as_millis() as u64;
         // Each phone's dials as the history shows them (the filter line's `phone:` term; its
-        // connection events are rows of the history too, not dials).
+        // connection events are rows of the history too, not dials): the first page's count
+        // (exact, or an estimate when counting them all takes too long), then every page, as
+        // the window scrolls down, counting the rows, their distinct ids and any row of
+        // another phone. Bounded: each page moves the cursor down (or the history ends), at
+        // most 10^5 pages of 2000 rows a phone, and by `MAX_SECS`.
         let mut by_api: BTreeMap<String, Value> = BTreeMap::new();
         for p in app.phones_snapshot().phones {
             let id = p.record.device_id.clone();
-            let page = app
-                .dials_history(
-                    HistoryQuery {
-                        filter: format!("phone:{id} kind:dial"),
-                        cursor: None,
-                        limit: Some(1),
-                        count: Some(true),
-                        skip: None,
-                    },
-                    None,
-                )
-                .await
-                .map_err(|e| format!("the history of {id}: {e}"))?;
+            let started = tokio::time::Instant::now();
+            let mut cursor: Option<String> = None;
+            let mut estimate = None;
+            let (mut rows, mut foreign, mut pages) = (0u64, 0u64, 0u64);
+            let mut ids: std::collections::HashSet<std::sync::Arc<str>> = Default::default();
+            for _ in 0..100_000u32 {
+                if tokio::time::Instant::now() >= end {
+                    return Err(format!("paging the history of {id} did not end in time").into());
+                }
+                let page = app
+                    .dials_history(
+                        HistoryQuery {
+                            filter: format!("phone:{id} kind:dial"),
+                            cursor: cursor.clone(),
+                            limit: Some(2000),
+                            count: Some(cursor.is_none()),
+                            skip: None,
+                        },
+                        None,
+                    )
+                    .await
+                    .map_err(|e| format!("the history of {id}: {e}"))?;
+                if cursor.is_none() {
+                    estimate = page.matched;
+                }
+                pages += 1;
+                for row in &page.rows {
+                    if let HistoryRow::Dial(d) = row {
+                        rows += 1;
+                        if *d.phone != *id {
+                            foreign += 1;
+                        }
+                        ids.insert(std::sync::Arc::clone(&d.id));
+                    }
+                }
+                cursor = page.next;
+                if cursor.is_none() {
+                    break;
+                }
+            }
             by_api.insert(
                 id,
-                json!({"count": page.matched.map(|m| m.count),
-                       "exact": page.matched.map(|m| m.exact)}),
+                json!({"count": estimate.map(|m| m.count), "exact": estimate.map(|m| m.exact),
+                       "rows": rows, "distinct_ids": ids.len(), "other_phones": foreign,
+                       "pages": pages, "ms": started.elapsed().as_millis() as u64}),
             );
         }
         let shut = app.shutdown().await;

@@ -13,9 +13,11 @@
 #
 # Checked at the end (exit 1 and the reason in words when one fails):
 #   - all PHONES phones were connected at once while streaming, and none reconnected;
-#   - nothing lost or doubled: each phone's dials, as the history's `phone:<device>` filter
-#     counts them and as dials.sqlite3 holds them (rows, distinct dial ids, distinct call ids),
-#     are exactly the dials the phone played, and it ended with 0 unacknowledged;
+#   - nothing lost or doubled: each phone's dials, as the history's `phone:<device> kind:dial`
+#     pages list them (rows, distinct ids, none of another phone) and as dials.sqlite3 holds
+#     them (rows, distinct dial ids, distinct call ids), are exactly the dials the phone played,
+#     and it ended with 0 unacknowledged (the history's own count is printed; an estimate when
+#     counting takes too long, judged only when exact);
 #   - each phone's banners and health its own: every bridge banner and diagnostic names the
 #     troubled phone, at least one banner does, only its dials have outcomes other than ok, and
 #     each phone has connection events of its own in the history (none under another name);
@@ -164,13 +166,20 @@ done
 # four times the run and two minutes more (a loaded machine makes the phones late, never this
 # loop endless).
 MAXCONN=0
+PHONE_TICKS=()
 STREAMING_SAMPLES=()
 : > "$WORK/samples.txt"
 END=$((START + SECS * 4 + 120))
 NEXT=$((START + EVERY))
 while :; do
   running=0
-  for p in "${PHONE_PIDS[@]}"; do kill -0 "$p" 2> /dev/null && running=$((running + 1)); done
+  for i in "${!PHONE_PIDS[@]}"; do
+    # Each phone's CPU time (utime + stime, clock ticks) while it runs: the last reading counts.
+    if read -r -a st 2> /dev/null < "/proc/${PHONE_PIDS[$i]}/stat" && [ "${st[1]}" = "(switchboard-pho)" ]; then
+      running=$((running + 1))
+      PHONE_TICKS[$i]=$((st[13] + st[14]))
+    fi
+  done
   c=$(state 's["connected"]' 2> /dev/null || echo 0)
   [ "$c" -gt "$MAXCONN" ] && MAXCONN=$c
   [ "$running" = 0 ] && break
@@ -210,6 +219,8 @@ for i in $(seq 1 "$PHONES"); do
   echo "$(device "$i") $PLAYED $SECS_PLAYED" >> "$WORK/played.txt"
 done
 echo "    dials/s reached per phone: ${RATES[*]} (asked $RATE)"
+PHONES_CPU_S=$(( ($(printf '%s+' "${PHONE_TICKS[@]}")0) / 100 ))
+echo "    CPU time over the $STREAMED s: the phones ${PHONES_CPU_S} s together, the desktop $(python3 -c "print(round($(cpu_s) - $CPU0))") s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 CPU1=$(cpu_s)
 # The same counts as before once the runtime's idle blocking threads have ended (at most 10 s
@@ -289,8 +300,13 @@ for dev, n in played.items():
         bad(f"{dev}: played {n} dials; stored {st['rows']} rows, {st['distinct_ids']} distinct ids, "
             f"{st['distinct_calls']} distinct call ids (lost or doubled)")
     h = final["history"].get(dev, {})
-    if h.get("exact") is not True or h.get("count") != n:
-        bad(f"{dev}: the history's `phone:{dev} kind:dial` shows {h.get('count')} (exact: {h.get('exact')}), played {n}")
+    if not (h.get("rows") == h.get("distinct_ids") == n) or h.get("other_phones") != 0:
+        bad(f"{dev}: played {n} dials; the history's `phone:{dev} kind:dial` pages hold {h.get('rows')} rows, "
+            f"{h.get('distinct_ids')} distinct ids, {h.get('other_phones')} of another phone")
+    if h.get("exact") and h.get("count") != n:
+        bad(f"{dev}: the history counts {h.get('count')} dials (exact), played {n}")
+    print(f"{dev}: played {n}; history {h.get('rows')} rows in {h.get('pages')} pages ({h.get('ms')} ms), "
+          f"its count {h.get('count')} ({'exact' if h.get('exact') else 'estimate'}); stored {st['rows']}, not ok {st['not_ok']}")
     if dev == troubled and st["not_ok"] == 0:
         bad(f"the troubled phone {dev} has no failed dial stored")
     if dev != troubled and st["not_ok"] != 0:
