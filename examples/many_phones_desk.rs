@@ -107,7 +107,7 @@ fn run(dir: PathBuf, secs: u64) -> R<()> {
             }
             let snap = app.phones_snapshot();
             if let Some(p) = &snap.pending {
-                let _ = app.phones.confirm_pairing(&p.id, true);
+                let _ = app.change().and_then(|c| c.confirm_pairing(&p.id, true));
             }
             let paired = snap.phones.len();
             if snap.pending.is_none()
@@ -115,8 +115,8 @@ fn run(dir: PathBuf, secs: u64) -> R<()> {
                 && dir.join("pairing").exists()
             {
                 let invite = app
-                    .phones
-                    .open_pairing()
+                    .change()
+                    .and_then(|c| c.open_pairing())
                     .map_err(|e| format!("open the pairing window: {e}"))?;
                 window_after = Some(paired);
                 write(
