@@ -2414,13 +2414,13 @@ fn wall_ms() -> f64 {
 
 /// What the page's probe recorded since the last read (`[start_ms, dom_ms, paint_ms]` per dial
 /// shown; `ui/src/lib/rowPainter.ts`), and whether the table is at the top (following the
-/// newest row).
+/// newest row; before the first dial the view shows no table, which counts as at the top).
 async fn dial_to_pixel_read(ui: &Ui) -> R<(Vec<[f64; 3]>, bool)> {
     let v = ui
         .js(
             "const p = window.__dialToPixel; if (!p) return null; const out = p.out; p.out = []; \
              const g = document.querySelector('[role=grid]'); \
-             return { out, top: !!g && g.scrollTop === 0 };",
+             return { out, top: !g || g.scrollTop === 0 };",
             vec![],
         )
         .await?;
