@@ -2523,11 +2523,13 @@ async fn dial_to_pixel_journey(j: &mut Journey) -> R<()> {
         // This stream's dials only (the phone's stamps are after `t0`).
         got.retain(|r| r[0] >= t0.floor());
         let newest = got.iter().map(|r| r[0]).fold(f64::NAN, f64::max);
+        // NaN (nothing painted) is not at or after the due time either.
+        let due = (t0 + last_at as f64).floor();
+        let followed = newest.partial_cmp(&due).is_some_and(|o| o.is_ge());
         ensure!(
-            newest >= (t0 + (last_at as f64)).floor(),
+            followed,
             "the last dial of the {rate}/s stream was never painted (newest painted stamp {newest}, \
-             due at or after {}): the view did not follow to the end",
-            t0 + last_at as f64
+             due at or after {due}): the view did not follow to the end"
         );
         let mut total: Vec<f64> = got.iter().map(|r| r[2] - r[0]).collect();
         let mut to_dom: Vec<f64> = got.iter().map(|r| r[1] - r[0]).collect();
