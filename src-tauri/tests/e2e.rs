@@ -2330,3 +2330,243 @@ fn save_shot_file(name: &str, text: &str) -> Result<(), String> {
     let path = ui::shots_dir().join(name);
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
+
+// Dial to pixel: a dial leaving the phone to its row painted in Live dials (docs/performance.md,
+// `dial_to_pixel_p99_ms`; figures printed, the view's following checked, the goal not asserted).
+
+/// A measurement (about a minute of streaming), run on its own, release build, drawn as the
+/// app draws by default:
+/// `WEBKIT_DISABLE_COMPOSITING_MODE=1 cargo test --release -p switchboard-desktop --test e2e dial_to_pixel -- --ignored --nocapture`
+/// (`scripts/bench.sh` runs it; it needs `switchboard-phone` built next to the app).
+/// `DIAL_TO_PIXEL_S` sets the seconds streamed at each rate (default 20).
+#[test]
+#[ignore = "measurement: WEBKIT_DISABLE_COMPOSITING_MODE=1 cargo test --release -p switchboard-desktop --test e2e dial_to_pixel -- --ignored --nocapture"]
+fn journey_9_dial_to_pixel() {
+    run_journey("9-dial-to-pixel", |j| Box::pin(dial_to_pixel_journey(j)));
+}
+
+/// The rates measured, dials a second; `dial_to_pixel_p99_ms` is the last one's p99.
+const DIAL_TO_PIXEL_RATES: [u64; 2] = [100, 1000];
+
+/// Time before a stream's first dial, ms: the phone connects and says hello in it, so no dial
+/// is sent later than its stamp for want of a connection.
+const DIAL_TO_PIXEL_LEAD_MS: u64 = 1500;
+
+/// The scenario of one stream: `rate` dials a second for `secs` seconds after
+/// [`DIAL_TO_PIXEL_LEAD_MS`], each `started_at` its own line's time (`{{ts}}`: the phone's
+/// clock when it is due to be sent) with a duration of 0, so a dial's `start_ms` is the moment
+/// the phone sends it. Returns the file, the dials in it and the last one's time from the
+/// phone's start, ms.
+fn dial_to_pixel_scenario(
+    dir: &std::path::Path,
+    rate: u64,
+    secs: u64,
+) -> R<(std::path::PathBuf, u64, u64)> {
+    let n = rate * secs;
+    let mut text = String::new();
+    let mut last = 0;
+    for i in 0..n {
+        last = DIAL_TO_PIXEL_LEAD_MS + i * 1000 / rate;
+        let call = format!("{{{{id:call:c{i}}}}}");
+        let line = serde_json::json!({
+            "at_ms": last,
+            "msg": {
+                "type": "event.phoneline.dial",
+                "session": "{{id:ses:dtp}}",
+                "payload": {
+                    "call_id": call,
+                    "caller": "lumiagent",
+                    "callee": "lumirealm",
+                    "endpoint": "lumirealm.phoneline",
+                    "op": "read_item",
+                    "request": { "op": "read_item", "userId": "user_demo", "itemId": format!("item_{i}"), "callId": call },
+                    "started_at": "{{ts}}",
+                    "duration_ms": 0,
+                    "outcome": "ok",
+                    "response": { "item": { "id": format!("item_{i}"), "label": "A lorebook entry" } }
+                }
+            }
+        });
+        text.push_str(&line.to_string());
+        text.push('\n');
+    }
+    let path = dir.join(format!("dial-to-pixel-{rate}.jsonl"));
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((path, n, last))
+}
+
+/// Nearest-rank percentile `p` (0..=1) of sorted `v`.
+fn percentile(v: &[f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
+}
+
+/// Wall clock, epoch ms (the clock the phone stamps its dials with and the page reads).
+fn wall_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .unwrap_or(0.0)
+}
+
+/// What the page's probe recorded since the last read (`[start_ms, dom_ms, paint_ms]` per dial
+/// shown; `ui/src/lib/rowPainter.ts`), and whether the table is at the top (following the
+/// newest row; before the first dial the view shows no table, which counts as at the top).
+async fn dial_to_pixel_read(ui: &Ui) -> R<(Vec<[f64; 3]>, bool)> {
+    let v = ui
+        .js(
+            "const p = window.__dialToPixel; if (!p) return null; const out = p.out; p.out = []; \
+             const g = document.querySelector('[role=grid]'); \
+             return { out, top: !g || g.scrollTop === 0 };",
+            vec![],
+        )
+        .await?;
+    ensure!(
+        !v.is_null(),
+        "the probe is gone (the page was loaded again?)"
+    );
+    let out = v["out"]
+        .as_array()
+        .ok_or_else(|| format!("the probe gave no records: {v}"))?
+        .iter()
+        .map(|r| {
+            let f = |k: usize| r[k].as_f64().unwrap_or(f64::NAN);
+            [f(0), f(1), f(2)]
+        })
+        .collect();
+    Ok((out, v["top"].as_bool().unwrap_or(false)))
+}
+
+async fn dial_to_pixel_journey(j: &mut Journey) -> R<()> {
+    let secs = std::env::var("DIAL_TO_PIXEL_S")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(20)
+        .clamp(1, 600);
+    let graphics = match std::env::var("WEBKIT_DISABLE_COMPOSITING_MODE").as_deref() {
+        Ok("1") => "without accelerated compositing (the app's default)",
+        _ => "with accelerated compositing (software GL under Xvfb; not the app's default)",
+    };
+    // Pair the phone first (it only pairs), then open Live dials: the table is at the top
+    // with nothing in it before the first dial arrives.
+    j.ui().view('1', "Phones").await?;
+    let invite = open_pairing(j.ui(), false).await?;
+    let pairing = j.phone(
+        "dtp-pair",
+        vec![
+            s("--link"),
+            invite.link(),
+            s("--label"),
+            s("Bench phone"),
+            s("--confirm-code"),
+            s("--pair-only"),
+        ],
+    )?;
+    confirm_codes(j, pairing, false).await?;
+    j.phones[pairing].finish(Duration::from_secs(30))?;
+    j.ui().view('4', "Live dials").await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let mut raw = serde_json::Map::new();
+    let mut summary = Vec::new();
+    let mut last_p99 = f64::NAN;
+    for rate in DIAL_TO_PIXEL_RATES {
+        let (path, sent, last_at) = dial_to_pixel_scenario(j.env.root.path(), rate, secs)?;
+        j.ui()
+            .js(
+                "window.__dialToPixel = { seen: new Set(), out: [] }; return true;",
+                vec![],
+            )
+            .await?;
+        let steal = measure::StealSampler::start();
+        let t0 = wall_ms();
+        let phone = j.phone(
+            &format!("dtp-{rate}"),
+            vec![
+                s("--scenario"),
+                path.display().to_string(),
+                s("--rate"),
+                s("recorded"),
+            ],
+        )?;
+        let deadline = Instant::now() + Duration::from_secs(secs + 120);
+        let mut got: Vec<[f64; 3]> = Vec::new();
+        let mut off_top = 0u32;
+        let mut ended: Option<Instant> = None;
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let (out, top) = dial_to_pixel_read(j.ui()).await?;
+            got.extend(out);
+            off_top += u32::from(!top);
+            if ended.is_none() && !j.phones[phone].running() {
+                ended = Some(Instant::now());
+            }
+            // Two reads after the phone ended: the last batch is painted by then.
+            if ended.is_some_and(|e| e.elapsed() >= Duration::from_secs(2)) {
+                break;
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "the {rate}/s stream did not end within {} s",
+                secs + 120
+            );
+        }
+        j.phones[phone].finish(Duration::from_secs(30))?;
+        let (stolen_ms, sampled_s) = steal.stop().total();
+        ensure!(
+            off_top == 0,
+            "the table left the top {off_top} times at {rate}/s: the view did not follow the newest row"
+        );
+        // This stream's dials only (the phone's stamps are after `t0`).
+        got.retain(|r| r[0] >= t0.floor());
+        let newest = got.iter().map(|r| r[0]).fold(f64::NAN, f64::max);
+        // NaN (nothing painted) is not at or after the due time either.
+        let due = (t0 + last_at as f64).floor();
+        let followed = newest.partial_cmp(&due).is_some_and(|o| o.is_ge());
+        ensure!(
+            followed,
+            "the last dial of the {rate}/s stream was never painted (newest painted stamp {newest}, \
+             due at or after {due}): the view did not follow to the end"
+        );
+        let mut total: Vec<f64> = got.iter().map(|r| r[2] - r[0]).collect();
+        let mut to_dom: Vec<f64> = got.iter().map(|r| r[1] - r[0]).collect();
+        let mut dom_to_paint: Vec<f64> = got.iter().map(|r| r[2] - r[1]).collect();
+        for v in [&mut total, &mut to_dom, &mut dom_to_paint] {
+            v.sort_by(f64::total_cmp);
+        }
+        let fig = |v: &[f64]| {
+            format!(
+                "p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+                percentile(v, 0.5),
+                percentile(v, 0.99),
+                v.last().copied().unwrap_or(f64::NAN)
+            )
+        };
+        let line = format!(
+            "dial to pixel at {rate} dials/s: {} ({} of {sent} dials painted as the newest rows; \
+             phone to DOM {}; DOM to painted {}; host steal {stolen_ms} ms in {sampled_s:.0} s)",
+            fig(&total),
+            got.len(),
+            fig(&to_dom),
+            fig(&dom_to_paint),
+        );
+        eprintln!("{line}");
+        summary.push(line);
+        last_p99 = percentile(&total, 0.99);
+        raw.insert(
+            rate.to_string(),
+            serde_json::json!({ "t0": t0, "sent": sent, "records": got }),
+        );
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+    save_shot_file("dial-to-pixel.json", &Value::Object(raw).to_string())?;
+    eprintln!("dial to pixel: drawn {graphics}; {secs} s a rate");
+    for l in &summary {
+        println!("{l}");
+    }
+    println!("dial_to_pixel_p99_ms={last_p99:.0}");
+    Ok(())
+}

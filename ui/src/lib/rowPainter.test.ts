@@ -1,5 +1,5 @@
 // @vitest-environment jsdom
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { RowPainter } from "./rowPainter";
 import type { HistoryRow } from "../bindings/HistoryRow";
 
@@ -138,5 +138,47 @@ describe("RowPainter", () => {
     painter.paint(rows, { ...ctx, start: 5, selected: null });
     expect(root.children[0].id).toBe("dial-row-5");
     expect(root.children[0].getAttribute("aria-rowindex")).toBe("7");
+  });
+
+  describe("the dial-to-pixel probe", () => {
+    afterEach(() => {
+      vi.unstubAllGlobals();
+    });
+
+    it("records each dial once, with the DOM time and the time after the next frame", async () => {
+      const frames: FrameRequestCallback[] = [];
+      vi.stubGlobal("requestAnimationFrame", (cb: FrameRequestCallback) => frames.push(cb));
+      const probe = { seen: new Set<string>(), out: [] as number[][] };
+      vi.stubGlobal("__dialToPixel", probe);
+      const tasks = () => new Promise((r) => setTimeout(r, 20));
+      const root = document.createElement("div");
+      const painter = new RowPainter(root);
+      const conn = { kind: "connection", seq: 9, phone: "dev_a", label: "", at_ms: 5, event: "connected", detail: "" } as HistoryRow;
+      painter.paint([dial(2), conn, dial(1)], ctx);
+      await tasks();
+      expect(probe.out).toEqual([]); // not before the frame
+      const before = Date.now();
+      frames.shift()?.(0);
+      await tasks();
+      expect(probe.out.map((o) => o[0])).toEqual([dial(2), dial(1)].map((d) => (d as { start_ms: number }).start_ms));
+      for (const [, dom, painted] of probe.out) {
+        expect(dom).toBeLessThanOrEqual(before);
+        expect(painted).toBeGreaterThanOrEqual(before);
+      }
+      // A newer dial pushes the others down: only it is new.
+      painter.paint([dial(3), dial(2), dial(1)], ctx);
+      frames.shift()?.(0);
+      await tasks();
+      expect(probe.out.length).toBe(3);
+      expect(probe.out[2][0]).toBe((dial(3) as { start_ms: number }).start_ms);
+      expect(frames.length).toBe(0);
+    });
+
+    it("asks for no frame when the harness has not set it", () => {
+      const raf = vi.fn();
+      vi.stubGlobal("requestAnimationFrame", raf);
+      new RowPainter(document.createElement("div")).paint([dial(1)], ctx);
+      expect(raf).not.toHaveBeenCalled();
+    });
   });
 });

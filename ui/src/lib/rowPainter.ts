@@ -98,6 +98,41 @@ function cell(cls: string): HTMLDivElement {
   return c;
 }
 
+/** The dial-to-pixel probe's record (`dial_to_pixel_p99_ms`, docs/performance.md). A harness
+ * that measures sets `window.__dialToPixel = { seen: new Set(), out: [] }` and reads `out`;
+ * nothing else ever sets it, so a person's window only pays one property read per paint. */
+interface DialToPixel {
+  /** Ids of the dials already recorded (a row moved down by newer ones is not new). */
+  seen: Set<string>;
+  /** `[start_ms, dom_ms, paint_ms]` per dial shown: the phone's stamp of the dial, when its row
+   * was put in the DOM and when the frame that shows it was rendered (wall clock, epoch ms:
+   * the phone runs on the same machine). */
+  out: [number, number, number][];
+}
+
+/** Records the dials of `rows` not shown before: the DOM time now, and the paint time in a
+ * task posted from the next animation frame's callback (it runs once that frame, the first
+ * with the rows, is rendered). */
+function probePaint(probe: DialToPixel, rows: readonly (HistoryRow | undefined)[]) {
+  const dom = Date.now();
+  const fresh: number[] = [];
+  for (const r of rows) {
+    if (!r || r.kind !== "dial" || probe.seen.has(r.id)) continue;
+    probe.seen.add(r.id);
+    fresh.push(r.start_ms);
+  }
+  if (fresh.length === 0) return;
+  requestAnimationFrame(() => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      const painted = Date.now();
+      for (const start of fresh) probe.out.push([start, dom, painted]);
+    };
+    channel.port2.postMessage(0);
+  });
+}
+
 /** Paints rows into `root` (the table's `.rows` element), reusing one element per slot. */
 export class RowPainter {
   private slots: Slot[] = [];
@@ -124,6 +159,8 @@ export class RowPainter {
       s?.el.remove();
     }
     rows.forEach((r, k) => this.paintOne(this.slots[k], r, ctx.start + k, ctx));
+    const probe = (globalThis as { __dialToPixel?: DialToPixel }).__dialToPixel;
+    if (probe) probePaint(probe, rows);
   }
 
   private reshape(s: Slot, kind: Kind) {
