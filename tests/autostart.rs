@@ -193,7 +193,13 @@ async fn start_on_login_writes_and_removes_the_run_key_value() {
 
     let mut on = desk.get_settings();
     on.start_on_login = true;
-    assert!(desk.change().unwrap().save_settings(on).unwrap().start_on_login);
+    assert!(
+        desk.change()
+            .unwrap()
+            .save_settings(on)
+            .unwrap()
+            .start_on_login
+    );
     let value = registry::get(&key, RUN_VALUE).unwrap().unwrap();
     let text: Vec<u16> = value
         .chunks_exact(2)
@@ -220,7 +226,14 @@ async fn start_on_login_writes_and_removes_the_run_key_value() {
 
     // Off: the value is gone; off again is fine.
     s.start_on_login = false;
-    assert!(!desk.change().unwrap().save_settings(s.clone()).unwrap().start_on_login);
+    assert!(
+        !desk
+            .change()
+            .unwrap()
+            .save_settings(s.clone())
+            .unwrap()
+            .start_on_login
+    );
     assert_eq!(registry::get(&key, RUN_VALUE).unwrap(), None);
     desk.change().unwrap().save_settings(s).unwrap();
     assert!(!desk.get_settings().start_on_login);
