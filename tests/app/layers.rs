@@ -5,9 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::process::Command;
-
-use serde_json::Value;
 
 /// Each crate and the Switchboard crates it may depend on (normal, dev or build).
 const ALLOWED: &[(&str, &[&str])] = &[
@@ -56,23 +53,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
 
 /// Each workspace crate and the Switchboard crates it names as dependencies.
 fn workspace_edges() -> BTreeMap<String, Vec<String>> {
-    let out = Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let meta = crate::version::metadata();
     meta["packages"]
         .as_array()
         .unwrap()

@@ -22,8 +22,8 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// `cargo metadata` of the workspace (offline, no dependencies).
-fn metadata() -> Value {
+/// `cargo metadata` of the workspace (offline, no dependencies); the layers module reads it too.
+pub(crate) fn metadata() -> Value {
     let out = Command::new(env!("CARGO"))
         .args([
             "metadata",
