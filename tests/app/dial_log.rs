@@ -274,6 +274,87 @@ async fn replays_beyond_the_ring_are_caught_after_restart_by_the_stored_keys() {
     log.shutdown().await.unwrap();
 }
 
+/// A dial from `phone` with id `id` (standard retention).
+fn from_phone(phone: &str, id: &str, start_ms: i64) -> Dial {
+    let mut d = simple(id, Retention::Standard, start_ms);
+    d.phone = phone.into();
+    d
+}
+
+#[tokio::test]
+async fn each_phone_keeps_its_newest_keys_through_another_phones_flood_and_a_restart() {
+    // A ring of 4 and 50 keys a phone: memory for the keys is bounded by the phones, not by
+    // the history, and a quiet phone's last dials are still recognised after a busy phone
+    // sent twenty times its window and the desktop restarted.
+    let dir = tempfile::tempdir().unwrap();
+    let small = || DialLogConfig {
+        capacity: 4,
+        dedup_keys_per_phone: 50,
+        ..disk_config(dir.path())
+    };
+    let log = DialLog::spawn(small()).unwrap();
+    for i in 0..5 {
+        let d = from_phone("dev_quiet01", &format!("evt_quiet_{i}"), T0 + i);
+        assert_eq!(log.ingest(d).await.unwrap(), IngestVerdict::Held);
+    }
+    for i in 0..1000 {
+        let d = from_phone("dev_busy01", &format!("evt_busy_{i}"), T0 + 10 + i);
+        assert_eq!(log.ingest(d).await.unwrap(), IngestVerdict::Held);
+    }
+    // In the same run: the quiet phone's five and the busy phone's newest 50 + 4 in the ring.
+    for i in 0..5 {
+        let d = from_phone("dev_quiet01", &format!("evt_quiet_{i}"), T0 + i);
+        assert_eq!(
+            log.ingest(d).await.unwrap(),
+            IngestVerdict::Duplicate,
+            "evt_quiet_{i}"
+        );
+    }
+    for i in 946..1000 {
+        let d = from_phone("dev_busy01", &format!("evt_busy_{i}"), T0 + 10 + i);
+        assert_eq!(
+            log.ingest(d).await.unwrap(),
+            IngestVerdict::Duplicate,
+            "evt_busy_{i}"
+        );
+    }
+    log.shutdown().await.unwrap();
+
+    // After a restart the loader reads each phone's newest keys back from dial_keys.
+    let log = DialLog::spawn(small()).unwrap();
+    for i in 0..5 {
+        let d = from_phone("dev_quiet01", &format!("evt_quiet_{i}"), T0 + i);
+        assert_eq!(
+            log.ingest(d).await.unwrap(),
+            IngestVerdict::Duplicate,
+            "evt_quiet_{i} after restart"
+        );
+    }
+    for i in 946..1000 {
+        let d = from_phone("dev_busy01", &format!("evt_busy_{i}"), T0 + 10 + i);
+        assert_eq!(
+            log.ingest(d).await.unwrap(),
+            IngestVerdict::Duplicate,
+            "evt_busy_{i} after restart"
+        );
+    }
+    log.flush().await.unwrap();
+    assert_eq!(db_ids(dir.path()).len(), 1005, "nothing stored twice");
+    // The window is a bound, not a set of everything: the busy phone's oldest dial is past it
+    // (a phone resends only what it has not seen acknowledged: docs/protocol.md).
+    let oldest = from_phone("dev_busy01", "evt_busy_0", T0 + 10);
+    assert_eq!(log.ingest(oldest).await.unwrap(), IngestVerdict::Held);
+    log.shutdown().await.unwrap();
+    let conn =
+        rusqlite::Connection::open(dir.path().join(switchboard::dials::store::DB_FILE)).unwrap();
+    let missing: i64 = conn
+        .query_row("SELECT count(*) FROM dial_keys WHERE p IS NULL", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(missing, 0, "every key is stored with its phone's");
+}
+
 #[tokio::test]
 async fn a_file_of_the_first_schema_is_migrated_with_its_rows_and_dedup() {
     let dir = tempfile::tempdir().unwrap();
@@ -333,8 +414,8 @@ async fn a_file_of_the_first_schema_is_migrated_with_its_rows_and_dedup() {
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
     assert_eq!(
-        version, 4,
-        "migrated through version 2 to the history schema (version 4: column blocks)"
+        version, 5,
+        "migrated through version 2 to the current schema (version 5: each key's phone)"
     );
     let keys: i64 = conn
         .query_row("SELECT count(*) FROM dial_keys", [], |r| r.get(0))

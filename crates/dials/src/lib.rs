@@ -26,8 +26,8 @@
 //!
 //! ## Dedup
 //! The dial id is the event's `dedup` key. A dial whose id is in the ring, in a batch not yet
-//! committed, or in SQLite (known by its 64-bit key, [`store`]'s `dial_keys`, held in memory) is
-//! a replay ([`IngestVerdict::Duplicate`]): not held, not written, not sent to subscribers. A
+//! committed, or in SQLite (known by its 64-bit key, [`store`]'s `dial_keys`: the newest
+//! [`DialLogConfig::dedup_keys_per_phone`] of each phone are held in memory) is a replay ([`IngestVerdict::Duplicate`]): not held, not written, not sent to subscribers. A
 //! `transient` dial is recognised only while the ring holds it.
 //!
 //! ## Who does what

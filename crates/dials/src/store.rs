@@ -8,9 +8,10 @@
 //! `DELETE`. Rows are read back in rowid (arrival) order, so there is no start-time index to keep
 //! up on every insert (an older file's `dials_start` index is dropped). There is no index on the
 //! dial id (ifp/1 `dedup` key) either: ids are random, so an index of them takes a write to a
-//! random page per dial. Instead each row's 64-bit `id_key` is appended to `dial_keys`, which
-//! the dial log reads whole at start and keeps in memory; its dedup treats a known key as a
-//! replay, so a replayed dial is never stored twice, even across restarts.
+//! random page per dial. Instead each row's 64-bit `id_key` (and its phone's) is appended to
+//! `dial_keys`, whose newest keys of each phone the dial log reads at start and keeps in memory
+//! (a bounded window a phone); its dedup treats a known key as a replay, so a resent dial is
+//! not stored twice, even across restarts.
 //!
 //! The parts, one concept a file: `schema` (tables, versions, opening and migrating a file),
 //! `rows` (reading and writing dials and connection events, pruning), `index` (the history
@@ -29,8 +30,8 @@ mod writer;
 pub(crate) use index::{index_some, IndexPace};
 pub use rows::load_newest;
 pub(crate) use rows::{
-    clear, dial_from_row, for_each_id_key, indexed_upto, insert_batch, insert_connection, max_seq,
-    prune, DIAL_COLS,
+    clear, dial_from_row, for_each_key_newest_first, indexed_upto, insert_batch, insert_connection,
+    max_seq, prune, DIAL_COLS,
 };
 pub use schema::open;
 pub(crate) use schema::{by_key, id_key, tag};

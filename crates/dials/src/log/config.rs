@@ -49,6 +49,14 @@ pub struct DialLogConfig {
     /// Default bound of the dials waiting for one subscriber; beyond it the oldest waiting dials
     /// are dropped and counted as `skipped`. Default 10 000.
     pub subscriber_max_pending: usize,
+    /// Stored dials' dedup keys kept in memory for each phone once the dials have left the ring
+    /// (the newest of that phone's): a resent dial is recognised among them, or in the ring, or
+    /// on its way to SQLite, and is not stored twice. What a phone resends after a cut or a
+    /// desktop restart is its outbox, the dials it has not seen acknowledged, which is what it
+    /// sent in the last moments before the cut (`docs/protocol.md`, "Acknowledgement and
+    /// replay"). About 24 bytes a key, so memory stays bounded however large the history grows.
+    /// Default 65 536 (about 1.5 MiB a phone).
+    pub dedup_keys_per_phone: usize,
     /// The wall clock retention is judged by (pruning at start and every `prune_interval`).
     /// Default [`SystemClock`](switchboard_wire::clock::SystemClock).
     pub clock: std::sync::Arc<dyn switchboard_wire::clock::Clock>,
@@ -69,6 +77,7 @@ impl Default for DialLogConfig {
             batch_interval: Duration::from_micros(33_334),
             subscriber_queue: 4,
             subscriber_max_pending: 10_000,
+            dedup_keys_per_phone: 65_536,
             clock: std::sync::Arc::new(switchboard_wire::clock::SystemClock),
         }
     }

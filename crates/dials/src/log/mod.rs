@@ -6,8 +6,9 @@
 //! [`Dial`], carried by an ifp/1 `event.*` message (`ifp1-notes.md`, "Events"). The log:
 //!
 //! 1. drops a dial whose id (the event's `dedup` key) it has already seen: in the ring, in a batch
-//!    not yet written, or in SQLite (by its stored 64-bit key, `dial_keys`, read at start on the
-//!    loader thread and kept in memory, so a replay after a restart is also caught);
+//!    not yet written, or in SQLite (by its stored 64-bit key, `dial_keys`: the newest
+//!    [`DialLogConfig::dedup_keys_per_phone`] of each phone, read at start on the loader thread
+//!    and kept in memory, so a replay after a restart is also caught and memory stays bounded);
 //! 2. holds the dial: pushes it into the bounded ring (evicting the oldest arrival when full) and
 //!    queues it for every matching subscriber. A dial is *held* from this point;
 //! 3. later, off the hot path, hands a batch of persisting dials (retention not `transient`) to a

@@ -10,7 +10,7 @@
 //! `db` (the actor's side of SQLite: the batch waiting for the writer and the stored ids' keys)
 //! and `history_part` (the ring's share of a history page or of the stats over the history).
 
-use foldhash::{HashMap, HashMapExt as _, HashSet, HashSetExt as _};
+use foldhash::{HashMap, HashMapExt as _};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +30,7 @@ use crate::DialLogError;
 mod actor;
 mod db;
 mod history_part;
+mod recent;
 
 pub(in crate::log) use actor::Actor;
 use db::Db;
@@ -149,8 +150,8 @@ pub(super) fn start(
                 let _ = done_tx.send(());
             })
             .map_err(|e| DialLogError::Storage(format!("starting the writer thread: {e}")))?;
+        drop(read);
         actor.db = Some(Db {
-            read,
             writer: wtx,
             shared,
             pending: Vec::new(),
@@ -158,9 +159,8 @@ pub(super) fn start(
             pending_since: None,
             pending_upto: 0,
             evicted_unwritten: HashMap::new(),
-            outside: HashSet::new(),
-            // Filled by the loader ([`Actor::install`]); no rebuild before.
-            outside_rebuild_at: usize::MAX,
+            // Filled by the loader ([`Actor::install`]).
+            outside: recent::RecentKeys::new(config.dedup_keys_per_phone),
             done: Some(done_rx),
         });
         to_load = Some(path);
@@ -182,10 +182,11 @@ pub(super) fn start(
     });
     if let Some(path) = to_load {
         let (capacity, max_bytes) = (config.capacity, config.max_bytes);
+        let per_phone = config.dedup_keys_per_phone;
         let loader = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("dial-log-loader".into())
-            .spawn(move || load(&loader, &path, capacity, max_bytes))
+            .spawn(move || load(&loader, &path, capacity, max_bytes, per_phone))
             .map_err(|e| DialLogError::Storage(format!("starting the loader thread: {e}")))?;
     }
     tokio::spawn(run(Arc::clone(&shared), rx));
@@ -206,21 +207,35 @@ pub(super) enum Load {
     Failed(String),
 }
 
-/// The loader thread: reads the newest `capacity` dials (within `max_bytes`) and every stored
-/// dial's key ([`store::id_key`]) on a read-only connection of its own, then installs them
-/// under the lock ([`Actor::install`]) and says so in [`Shared::loaded`]. Nothing is ingested
-/// meanwhile (ingest waits), so what it read is still the whole stored set when it installs it.
-fn load(shared: &Shared, path: &std::path::Path, capacity: usize, max_bytes: usize) {
-    let read = || -> Result<(Vec<Dial>, HashSet<i64>), DialLogError> {
+/// The loader thread: reads the newest `capacity` dials (within `max_bytes`) and, for the
+/// stored dials older than those, the newest `per_phone` keys ([`store::id_key`]) of each
+/// phone, on a read-only connection of its own, then installs them under the lock
+/// ([`Actor::install`]) and says so in [`Shared::loaded`]. Nothing is ingested meanwhile
+/// (ingest waits), so what it read is still the newest of the stored set when it installs it.
+fn load(
+    shared: &Shared,
+    path: &std::path::Path,
+    capacity: usize,
+    max_bytes: usize,
+    per_phone: usize,
+) {
+    let read = || -> Result<(Vec<Dial>, Vec<(i64, i64)>), DialLogError> {
         let conn = Connection::open_with_flags(
             path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|e| DialLogError::Storage(format!("opening {} to load: {e}", path.display())))?;
         let dials = store::load_newest(&conn, path, capacity, max_bytes)?;
-        let mut keys = HashSet::new();
-        store::for_each_id_key(&conn, |k| {
-            keys.insert(k);
+        // The ring's own dials are found by id; the keys are for the ones before it.
+        let below = dials.first().map_or(u64::MAX, |d| d.seq.0);
+        let mut taken: HashMap<i64, usize> = HashMap::new();
+        let mut keys = Vec::new();
+        store::for_each_key_newest_first(&conn, below, |phone, key| {
+            let n = taken.entry(phone).or_insert(0);
+            if *n < per_phone {
+                *n += 1;
+                keys.push((phone, key));
+            }
         })
         .map_err(|e| {
             DialLogError::Storage(format!("reading the dial keys of {}: {e}", path.display()))

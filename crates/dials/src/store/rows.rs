@@ -134,15 +134,21 @@ pub(crate) fn indexed_upto(conn: &Connection) -> rusqlite::Result<u64> {
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
-/// Calls `each` with the [`id_key`] of every stored dial (from `dial_keys`, a few bytes a row).
-pub(crate) fn for_each_id_key(
+/// Calls `each` with `(phone key, dial key)` ([`id_key`] of the dial's phone and of its id,
+/// from `dial_keys`, a few bytes a row) of every stored dial whose rowid is below `below`,
+/// newest first. Rows written before the phone key was kept (schema version 4 and older) give
+/// phone key 0: they share one window.
+pub(crate) fn for_each_key_newest_first(
     conn: &Connection,
-    mut each: impl FnMut(i64),
+    below: u64,
+    mut each: impl FnMut(i64, i64),
 ) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached("SELECT k FROM dial_keys")?;
-    let mut rows = stmt.query([])?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT coalesce(p, 0), k FROM dial_keys WHERE rowid < ?1 ORDER BY rowid DESC",
+    )?;
+    let mut rows = stmt.query([i64::try_from(below).unwrap_or(i64::MAX)])?;
     while let Some(row) = rows.next()? {
-        each(row.get(0)?);
+        each(row.get(0)?, row.get(1)?);
     }
     Ok(())
 }
@@ -165,8 +171,9 @@ pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqli
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
                 ?17, ?18)",
         )?;
-        let mut key =
-            tx.prepare_cached("INSERT INTO dial_keys (rowid, k) VALUES (last_insert_rowid(), ?1)")?;
+        let mut key = tx.prepare_cached(
+            "INSERT INTO dial_keys (rowid, k, p) VALUES (last_insert_rowid(), ?1, ?2)",
+        )?;
         for d in dials.iter().filter(|d| d.retention.persists()) {
             n += stmt.execute(params![
                 &*d.id,
@@ -189,7 +196,7 @@ pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqli
                 (d.seq.0 > 0).then(|| i64::try_from(d.seq.0).unwrap_or(i64::MAX)),
                 d.spec.get().map(i64::from),
             ])?;
-            key.execute(params![id_key(&d.id)])?;
+            key.execute(params![id_key(&d.id), id_key(&d.phone)])?;
         }
     }
     tx.commit()?;

@@ -28,7 +28,10 @@ use crate::DialLogError;
 /// Version 4 adds the column blocks (`dial_blocks`, `dial_dict`, `dial_meta.cols_upto`:
 /// [`crate::blocks`]), written with the other indexes; a version 3 file gets its blocks in the
 /// background (its queries use the version 3 plans until they are complete).
-const SCHEMA_VERSION: i64 = 4;
+/// Version 5 adds `dial_keys.p`, the [`id_key`] of each dial's phone, so the log can keep the
+/// newest keys of each phone in memory rather than every key; rows of older files have none
+/// (`NULL`) and share one window.
+const SCHEMA_VERSION: i64 = 5;
 
 /// Field tags of `dial_by` keys: `<tag>\u{1f}<value>`.
 pub(crate) mod tag {
@@ -72,7 +75,8 @@ CREATE TABLE IF NOT EXISTS dials (
     spec        INTEGER
 );
 CREATE TABLE IF NOT EXISTS dial_keys (
-    k           INTEGER NOT NULL
+    k           INTEGER NOT NULL,
+    p           INTEGER
 );
 DROP INDEX IF EXISTS dials_start;
 CREATE INDEX IF NOT EXISTS dials_expires ON dials(expires_ms) WHERE expires_ms IS NOT NULL;
@@ -146,7 +150,7 @@ pub fn open(dir: &Path) -> Result<(Connection, PathBuf), DialLogError> {
     }
     migrate(&mut conn).map_err(|e| storage(&path, "upgrading", e))?;
     conn.execute_batch(SCHEMA)
-        .and_then(|_| add_v3_columns(&conn))
+        .and_then(|_| add_columns(&conn))
         .and_then(|_| conn.execute_batch(SCHEMA_V3))
         .and_then(|_| conn.execute_batch(crate::blocks::SCHEMA))
         .and_then(|_| conn.pragma_update(None, "user_version", SCHEMA_VERSION))
@@ -154,9 +158,9 @@ pub fn open(dir: &Path) -> Result<(Connection, PathBuf), DialLogError> {
     Ok((conn, path))
 }
 
-/// Adds the version 3 columns (`session`, `spec`) to a version 2 `dials` table; nothing when
-/// they are there.
-fn add_v3_columns(conn: &Connection) -> rusqlite::Result<()> {
+/// Adds the version 3 columns (`session`, `spec`) to a version 2 `dials` table and the version 5
+/// column (`p`) to `dial_keys`; nothing when they are there.
+fn add_columns(conn: &Connection) -> rusqlite::Result<()> {
     let mut have = std::collections::HashSet::new();
     {
         let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('dials')")?;
@@ -170,6 +174,14 @@ fn add_v3_columns(conn: &Connection) -> rusqlite::Result<()> {
     }
     if !have.contains("spec") {
         conn.execute_batch("ALTER TABLE dials ADD COLUMN spec INTEGER;")?;
+    }
+    let has_phone_key: bool = conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('dial_keys') WHERE name = 'p'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if !has_phone_key {
+        conn.execute_batch("ALTER TABLE dial_keys ADD COLUMN p INTEGER;")?;
     }
     Ok(())
 }
@@ -222,13 +234,14 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     tx.execute_batch("ALTER TABLE dials RENAME TO dials_v1;")?;
     tx.execute_batch(SCHEMA)?;
     {
-        let mut read = tx.prepare("SELECT rowid, id FROM dials_v1 ORDER BY rowid")?;
-        let mut key = tx.prepare("INSERT INTO dial_keys (rowid, k) VALUES (?1, ?2)")?;
+        let mut read = tx.prepare("SELECT rowid, id, phone FROM dials_v1 ORDER BY rowid")?;
+        let mut key = tx.prepare("INSERT INTO dial_keys (rowid, k, p) VALUES (?1, ?2, ?3)")?;
         let mut rows = read.query([])?;
         while let Some(row) = rows.next()? {
             let rowid: i64 = row.get(0)?;
             let id: String = row.get(1)?;
-            key.execute(params![rowid, id_key(&id)])?;
+            let phone: String = row.get(2)?;
+            key.execute(params![rowid, id_key(&id), id_key(&phone)])?;
         }
         tx.execute_batch(
             "INSERT INTO dials (rowid, id, phone, call_id, caller, callee, endpoint, op, request,

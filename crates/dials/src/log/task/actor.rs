@@ -73,17 +73,15 @@ impl Actor {
     }
 
     /// Puts the loaded ring (`dials`, oldest first, already stored: each one's arrival is its
-    /// rowid) and the stored dials' keys in place ([`load`]).
-    pub(super) fn install(&mut self, dials: Vec<Dial>, keys: HashSet<i64>) {
+    /// rowid) and the stored dials' keys older than the ring (`(phone key, dial key)`, newest
+    /// first, at most the window of each phone) in place ([`load`]).
+    pub(super) fn install(&mut self, dials: Vec<Dial>, keys: Vec<(i64, i64)>) {
         for d in dials {
             let arrival = d.seq.0;
             self.push_ring(d, arrival);
         }
         if let Some(db) = self.db.as_mut() {
-            let mut keys = keys;
-            keys.extend(db.outside.drain());
-            db.outside_rebuild_at = (keys.len() * 2).max(self.cfg.capacity);
-            db.outside = keys;
+            db.outside.prepend_newest_first(keys);
         }
     }
 
@@ -305,10 +303,8 @@ impl Actor {
                     db.evicted_unwritten
                         .insert(Arc::clone(&e.dial.id), e.arrival);
                 }
-                db.outside.insert(store::id_key(&e.dial.id));
-                if db.outside.len() > db.outside_rebuild_at {
-                    db.rebuild_outside(self.cfg.capacity);
-                }
+                db.outside
+                    .insert(store::id_key(&e.dial.phone), store::id_key(&e.dial.id));
             }
         }
     }

@@ -1,15 +1,15 @@
 //! The actor's side of SQLite: the batch of persisting dials waiting for the writer thread,
 //! and the dedup keys of the ids stored or on their way there (the file keeps no index of ids,
-//! so the log remembers their 64-bit keys instead).
+//! so the log remembers the newest of each phone's 64-bit keys instead: [`RecentKeys`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use foldhash::{HashMap, HashSet, HashSetExt as _};
-use rusqlite::Connection;
+use foldhash::HashMap;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::recent::RecentKeys;
 use crate::record::Dial;
 use crate::store::{self, WriterMsg, WriterShared};
 
@@ -17,7 +17,6 @@ use crate::store::{self, WriterMsg, WriterShared};
 const MAX_WRITER_BATCHES_IN_FLIGHT: u64 = 4;
 
 pub(super) struct Db {
-    pub(super) read: Connection,
     pub(super) writer: std::sync::mpsc::Sender<WriterMsg>,
     pub(super) shared: Arc<WriterShared>,
     pub(super) pending: Vec<Arc<Dial>>,
@@ -27,14 +26,12 @@ pub(super) struct Db {
     pub(super) pending_upto: u64,
     /// Persisting dials that left the ring before the writer committed them: id -> arrival.
     pub(super) evicted_unwritten: HashMap<Arc<str>, u64>,
-    /// Keys ([`store::id_key`], 64-bit hashes) of every stored id that is not in the ring (and
-    /// maybe of some in the ring or pruned since): the dedup check for ids in SQLite. Two
-    /// different ids share a key with probability about 2^-64 per pair, so treating a known key
-    /// as a replay wrongly drops about one dial in 10^13 for a million stored; the file has no id
-    /// index to keep up instead ([`store`]).
-    pub(super) outside: HashSet<i64>,
-    /// `outside` is rebuilt from SQLite when it grows past this (stale hashes of pruned rows).
-    pub(super) outside_rebuild_at: usize,
+    /// Keys ([`store::id_key`], 64-bit hashes) of each phone's newest stored ids that are not
+    /// in the ring: the dedup check for ids in SQLite. Two different ids share a key with
+    /// probability about 2^-64 per pair, so treating a known key as a replay wrongly drops
+    /// about one dial in 10^13 for a million kept; the file has no id index to keep up instead
+    /// ([`store`]).
+    pub(super) outside: RecentKeys,
     pub(super) done: Option<oneshot::Receiver<()>>,
 }
 
@@ -79,29 +76,8 @@ impl Db {
         self.evicted_unwritten.retain(|_, a| *a > upto);
     }
 
-    /// Rebuilds `outside` from SQLite's `dial_keys` (every stored id), plus the evicted dials
-    /// whose write may still be on its way.
-    pub(super) fn rebuild_outside(&mut self, capacity: usize) {
-        let mut outside = HashSet::new();
-        let read = store::for_each_id_key(&self.read, |k| {
-            outside.insert(k);
-        });
-        match read {
-            Ok(()) => {
-                outside.extend(self.evicted_unwritten.keys().map(|id| store::id_key(id)));
-                self.outside_rebuild_at = (outside.len() * 2).max(capacity);
-                self.outside = outside;
-            }
-            Err(e) => {
-                // Keep the old (larger, still complete) set and try again later.
-                tracing::warn!(target: "switchboard::dials", "reading the stored dial ids failed: {e}");
-                self.outside_rebuild_at = self.outside.len() * 2;
-            }
-        }
-    }
-
     /// Whether `id` (not in the ring) is stored or on its way to SQLite.
     pub(super) fn seen(&self, id: &str) -> bool {
-        self.evicted_unwritten.contains_key(id) || self.outside.contains(&store::id_key(id))
+        self.evicted_unwritten.contains_key(id) || self.outside.contains(store::id_key(id))
     }
 }
