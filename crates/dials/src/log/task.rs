@@ -207,6 +207,9 @@ pub(super) enum Load {
     Failed(String),
 }
 
+/// A stored dial's phone key and its own ([`store::id_key`] of each).
+type PhoneKey = (i64, i64);
+
 /// The loader thread: reads the newest `capacity` dials (within `max_bytes`) and, for the
 /// stored dials older than those, the newest `per_phone` keys ([`store::id_key`]) of each
 /// phone, on a read-only connection of its own, then installs them under the lock
@@ -219,7 +222,7 @@ fn load(
     max_bytes: usize,
     per_phone: usize,
 ) {
-    let read = || -> Result<(Vec<Dial>, Vec<(i64, i64)>), DialLogError> {
+    let read = || -> Result<(Vec<Dial>, Vec<PhoneKey>), DialLogError> {
         let conn = Connection::open_with_flags(
             path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
