@@ -120,6 +120,7 @@ pub(crate) fn sample_dials(prefix: &str, n: usize) -> Vec<Dial> {
                 spec: Default::default(),
                 session: "".into(),
                 seq: Default::default(),
+                arrived: Default::default(),
             };
             d.normalise();
             d

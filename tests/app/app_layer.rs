@@ -1910,6 +1910,7 @@ fn capture_dial(i: usize) -> switchboard::dials::Dial {
         slow: false,
         spec: Default::default(),
         seq: Default::default(),
+        arrived: Default::default(),
     };
     d.normalise();
     d

@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde_json::json;
 use switchboard::clock::ManualClock;
 use switchboard::dials::{
-    CompiledQuery, ConnectionEvent, ConnectionKind, Dial, DialLog, DialLogConfig, DialLogHandle,
-    DialOutcome, HistoryEntry, HistoryPage, JsonText, Retention,
+    CompiledQuery, ConnectionEvent, ConnectionKind, Dial, DialFilter, DialLog, DialLogConfig,
+    DialLogHandle, DialOutcome, HistoryEntry, HistoryPage, IngestVerdict, JsonText, Retention,
 };
 
 const T0: i64 = 1_790_000_000_000;
@@ -61,6 +61,8 @@ fn dial(i: usize, start_ms: i64, retention: Retention) -> Dial {
         slow: false,
         spec: Default::default(),
         seq: Default::default(),
+        // A phone whose clock agrees with the desktop's: it arrived when it started.
+        arrived: switchboard::dials::Arrival(Some(start_ms)),
     };
     d.normalise();
     d
@@ -866,7 +868,8 @@ async fn sparse_filters_answer_full_first_pages_beyond_the_ring() {
     let mut all: Vec<Dial> = (0..n)
         .map(|i| block_dial(i, T0 + i as i64 * 1000))
         .collect();
-    // A late dial: it arrives among the newest but started in the history's first minute.
+    // A dial from a phone whose clock is a day behind: it arrives among the newest but says it
+    // started in the history's first minute. Time terms judge its arrival.
     all[95_000].start_ms = T0 + 30_500;
     for chunk in all.chunks(1000) {
         log.ingest_batch(chunk.to_vec()).await.unwrap();
@@ -897,11 +900,21 @@ async fn sparse_filters_answer_full_first_pages_beyond_the_ring() {
     });
     full_first_page(&log, cols, &want_cols, true).await;
 
-    // Far back: the first 300 s (and the late dial, first by arrival).
+    // Far back: the first 300 s by arrival (not the skewed phone's dial, which only says it
+    // started then; the blocks of its time hold its arrival).
     let before = format!("before:{}", rfc(T0 + 300_000));
-    let want = expected(&all, |d| d.start_ms < T0 + 300_000);
-    assert_eq!(want.len(), 301);
-    assert_eq!(want[0], "dial-95000", "the late dial, newest by arrival");
+    let want = expected(&all, |d| d.arrived_or_started_ms() < T0 + 300_000);
+    assert_eq!(want.len(), 300);
+    assert!(
+        !want.contains(&"dial-95000".to_owned()),
+        "the skewed phone's dial arrived later"
+    );
+    let late = format!(
+        "after:{} before:{}",
+        rfc(T0 + 94_999_500),
+        rfc(T0 + 95_000_500)
+    );
+    full_first_page(&log, &late, &["dial-95000".to_owned()], true).await;
     full_first_page(&log, &before, &want, true).await;
     let (got, _) = all_pages(&log, &before, 200).await;
     assert_eq!(ids(&got), want, "{before}: every page");
@@ -912,7 +925,8 @@ async fn sparse_filters_answer_full_first_pages_beyond_the_ring() {
         rfc(T0 + 3_600_000)
     );
     let want = expected(&all, |d| {
-        d.start_ms >= T0 + 60_000 && d.start_ms < T0 + 3_600_000 && d.outcome != DialOutcome::Ok
+        let t = d.arrived_or_started_ms();
+        (T0 + 60_000..T0 + 3_600_000).contains(&t) && d.outcome != DialOutcome::Ok
     });
     assert!(want.len() > 200);
     full_first_page(&log, &window, &want, true).await;
@@ -964,5 +978,78 @@ async fn a_version_3_file_gets_its_column_blocks() {
             .unwrap()
     };
     assert!(blocks >= 3000 / 256, "the blocks were written ({blocks})");
+    log.shutdown().await.unwrap();
+}
+
+/// Phones whose clocks are wrong (an hour behind, a day ahead) beside one that is right: the
+/// desktop stamps each dial's arrival by its own clock, lists them in arrival order, and the
+/// time terms judge arrival, in the ring and in SQLite, before and after a restart. The
+/// phone's own start and the duration are kept as it sent them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dials_of_phones_with_wrong_clocks_are_ordered_and_filtered_by_arrival() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0 as u64));
+    let log = DialLog::spawn(config(dir.path(), 100, Arc::clone(&clock))).unwrap();
+    // (id, phone, the phone's idea of the start): sent one second apart by the desktop's clock.
+    let sent = [
+        ("dial-00001", "dev_right1", T0 - 1_000),
+        ("dial-00002", "dev_behind", T0 + 1_000 - 3_600_000),
+        ("dial-00003", "dev_ahead1", T0 + 2_000 + DAY),
+        ("dial-00004", "dev_right1", T0 + 2_000),
+    ];
+    for (i, (id, phone, start)) in sent.iter().enumerate() {
+        let mut d = dial(i + 1, *start, Retention::Standard);
+        d.id = (*id).into();
+        d.phone = (*phone).into();
+        d.duration_ms = 250 + i as u64;
+        d.arrived = switchboard::dials::Arrival(None);
+        assert_eq!(log.ingest(d).await.unwrap(), IngestVerdict::Held);
+        clock.advance(1_000);
+    }
+    let newest_first = ["dial-00004", "dial-00003", "dial-00002", "dial-00001"];
+    let page = log.query(DialFilter::default()).await.unwrap();
+    let order: Vec<&str> = page.dials.iter().map(|d| &*d.id).collect();
+    assert_eq!(
+        order, newest_first,
+        "arrival order, whatever the phones' clocks say"
+    );
+    for d in &page.dials {
+        let (_, _, start) = sent.iter().find(|s| s.0 == &*d.id).unwrap();
+        assert_eq!(d.start_ms, *start, "{}: the phone's start is kept", d.id);
+    }
+    // The four arrived in [T0, T0 + 4 s): all of them, whatever start they carry.
+    let arrived = format!("after:{} before:{}", rfc(T0), rfc(T0 + 4_000));
+    let early = format!("before:{}", rfc(T0));
+    let middle = format!("after:{} before:{}", rfc(T0 + 1_000), rfc(T0 + 3_000));
+    let check = |log: DialLogHandle, when: &'static str| {
+        let (arrived, early, middle) = (arrived.clone(), early.clone(), middle.clone());
+        async move {
+            let p = log
+                .history(q(&arrived), None, Some(50), true)
+                .await
+                .unwrap();
+            assert_eq!(ids(&p.entries), newest_first, "{when}: {arrived}");
+            let p = log.history(q(&early), None, Some(50), true).await.unwrap();
+            assert_eq!(ids(&p.entries), Vec::<String>::new(), "{when}: {early}");
+            let p = log.history(q(&middle), None, Some(50), true).await.unwrap();
+            assert_eq!(
+                ids(&p.entries),
+                ["dial-00003", "dial-00002"],
+                "{when}: {middle}"
+            );
+        }
+    };
+    check(log.clone(), "in the ring, not yet indexed").await;
+    wait_indexed(&log).await;
+    log.shutdown().await.unwrap();
+
+    // After a restart with a ring of one: the rest answer from SQLite and the column blocks.
+    let log = DialLog::spawn(config(dir.path(), 1, Arc::clone(&clock))).unwrap();
+    check(log.clone(), "from SQLite after a restart").await;
+    let stored = log.stored_dial(2).await.unwrap().unwrap();
+    assert_eq!(&*stored.id, "dial-00002");
+    assert_eq!(stored.arrived.0, Some(T0 + 1_000), "the arrival is stored");
+    assert_eq!(stored.start_ms, T0 + 1_000 - 3_600_000);
+    assert_eq!(stored.duration_ms, 251, "the duration is the phone's");
     log.shutdown().await.unwrap();
 }

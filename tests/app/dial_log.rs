@@ -50,6 +50,7 @@ fn dial(
         spec: Default::default(),
         session: "".into(),
         seq: Default::default(),
+        arrived: Default::default(),
     };
     d.normalise();
     d

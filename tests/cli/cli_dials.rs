@@ -27,6 +27,7 @@ fn dial(id: &str, op: &str, duration_ms: u64, outcome: DialOutcome) -> Arc<Dial>
         spec: Default::default(),
         session: "".into(),
         seq: Default::default(),
+        arrived: Default::default(),
     };
     d.normalise();
     Arc::new(d)

@@ -1,12 +1,13 @@
 //! The history's column blocks: the filterable columns of the stored dials (op, caller, callee,
-//! endpoint, phone, outcome, spec mark, duration, start), packed 256 rows to a `dial_blocks` row
-//! keyed by `rowid >> 8`, with the block's earliest and latest start.
+//! endpoint, phone, outcome, spec mark, duration, arrival), packed 256 rows to a `dial_blocks` row
+//! keyed by `rowid >> 8`, with the block's earliest and latest arrival (for a row stored before
+//! arrivals were kept, its start: [`Dial::arrived_or_started_ms`]).
 //!
 //! Why: a filter made only of such terms (`op:grep_items -outcome:ok duration>1s phone:X`,
 //! `-spec:broken`, `before:T`) matches rows spread over the whole history. Read from `dials`
 //! (about 1.5 KB a row, no index on the columns) a sparse one reads every row; from the blocks
 //! (about 10 bytes a row) it reads 1 000 000 rows' columns in a few tens of milliseconds, and a
-//! time term skips every block whose start range it excludes without reading it. Only the rows
+//! time term skips every block whose time range it excludes without reading it. Only the rows
 //! that match every column term are read whole (for the page, and for the terms only the text
 //! has: free text, regex, `call:`, `session:`).
 //!
@@ -136,10 +137,12 @@ pub(crate) struct ColRow {
     /// Whether the dial breaks the spec.
     pub broken: bool,
     pub duration_ms: u64,
-    pub start_ms: i64,
+    /// The time the filter's time terms judge: arrival, or the start for a row stored before
+    /// arrivals were kept ([`Dial::arrived_or_started_ms`]).
+    pub at_ms: i64,
 }
 
-/// Appends `r` (of the block whose first row started at `base_ms`) to `out`.
+/// Appends `r` (of the block whose first row's time is `base_ms`) to `out`.
 fn encode(out: &mut Vec<u8>, r: &ColRow, base_ms: i64) {
     out.push((r.seq & 0xff) as u8);
     out.push(r.outcome | if r.broken { 4 } else { 0 });
@@ -147,7 +150,7 @@ fn encode(out: &mut Vec<u8>, r: &ColRow, base_ms: i64) {
         put_varint(out, id);
     }
     put_varint(out, r.duration_ms);
-    put_varint(out, zigzag(r.start_ms.wrapping_sub(base_ms)));
+    put_varint(out, zigzag(r.at_ms.wrapping_sub(base_ms)));
 }
 
 /// The rows of a block (`None`: the blob is damaged; the caller reads those rows whole).
@@ -163,14 +166,14 @@ pub(crate) fn decode(block: u64, base_ms: i64, b: &[u8]) -> Option<Vec<ColRow>> 
             *id = get_varint(b, &mut at)?;
         }
         let duration_ms = get_varint(b, &mut at)?;
-        let start_ms = base_ms.wrapping_add(unzigzag(get_varint(b, &mut at)?));
+        let at_ms = base_ms.wrapping_add(unzigzag(get_varint(b, &mut at)?));
         out.push(ColRow {
             seq: (block << BLOCK_SHIFT) | off,
             ids,
             outcome: flags & 3,
             broken: flags & 4 != 0,
             duration_ms,
-            start_ms,
+            at_ms,
         });
     }
     Some(out)
@@ -190,7 +193,7 @@ fn col_row(conn: &Connection, dict: &mut Dict, d: &Dial, broken: bool) -> rusqli
         outcome: outcome_code(d.outcome),
         broken,
         duration_ms: d.duration_ms,
-        start_ms: d.start_ms,
+        at_ms: d.arrived_or_started_ms(),
     })
 }
 
@@ -231,13 +234,13 @@ impl Appender {
                 .query_row([b], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
                 .optional()?;
             let (base, mut lo, mut hi, mut blob) = old.unwrap_or_else(|| {
-                let s = part.first().map_or(0, |r| r.start_ms);
+                let s = part.first().map_or(0, |r| r.at_ms);
                 (s, s, s, Vec::new())
             });
             for r in part {
                 encode(&mut blob, r, base);
-                lo = lo.min(r.start_ms);
-                hi = hi.max(r.start_ms);
+                lo = lo.min(r.at_ms);
+                hi = hi.max(r.at_ms);
             }
             conn.prepare_cached(
                 "INSERT OR REPLACE INTO dial_blocks (block, base_ms, min_ms, max_ms, rows)
@@ -263,7 +266,8 @@ impl Appender {
     ) -> rusqlite::Result<Option<u64>> {
         let mut stmt = conn.prepare_cached(
             "SELECT rowid, op, caller, callee, endpoint, phone, outcome, spec, duration_ms,
-                start_ms FROM dials WHERE rowid >= ?1 AND rowid <= ?2 ORDER BY rowid LIMIT ?3",
+                coalesce(arrived_ms, start_ms) FROM dials WHERE rowid >= ?1 AND rowid <= ?2
+                ORDER BY rowid LIMIT ?3",
         )?;
         let mut rows = stmt.query(params![
             i64::try_from(lo).unwrap_or(i64::MAX),
@@ -294,7 +298,7 @@ impl Appender {
                 outcome: DialOutcome::parse(&outcome).map_or(0, outcome_code),
                 broken: r.get::<_, Option<i64>>(7)?.unwrap_or(0) > 0,
                 duration_ms: u64::try_from(r.get::<_, i64>(8)?).unwrap_or(0),
-                start_ms: r.get(9)?,
+                at_ms: r.get(9)?,
             });
             last = Some(seq);
         }
@@ -360,7 +364,7 @@ pub(crate) struct ColFilter {
     tests: Vec<(bool, Test)>,
     /// Whether some term needs the whole row (free text, regex, `call:`, `session:`).
     pub needs_row: bool,
-    /// The start range every matching row is in: `[after, before)`.
+    /// The time range ([`ColRow::at_ms`]) every matching row is in: `[after, before)`.
     after: i64,
     before: i64,
 }
@@ -441,7 +445,8 @@ impl ColFilter {
         !self.tests.is_empty()
     }
 
-    /// Whether a block whose rows started in `[min_ms, max_ms]` may hold a match.
+    /// Whether a block whose rows' times ([`ColRow::at_ms`]) are in `[min_ms, max_ms]` may hold a
+    /// match.
     pub(crate) fn may_match_block(&self, min_ms: i64, max_ms: i64) -> bool {
         max_ms >= self.after && min_ms < self.before
     }
@@ -455,8 +460,8 @@ impl ColFilter {
                 Test::Broken(b) => r.broken == *b,
                 Test::Const(c) => *c,
                 Test::Duration(c, ms) => c.holds(r.duration_ms, *ms),
-                Test::After(a) => r.start_ms >= *a,
-                Test::Before(b) => r.start_ms < *b,
+                Test::After(a) => r.at_ms >= *a,
+                Test::Before(b) => r.at_ms < *b,
             };
             hit != *neg
         })
@@ -476,7 +481,7 @@ mod tests {
                 outcome: 3,
                 broken: true,
                 duration_ms: 15_000,
-                start_ms: 1_760_000_000_000,
+                at_ms: 1_760_000_000_000,
             },
             ColRow {
                 seq: 0x3ff,
@@ -485,17 +490,14 @@ mod tests {
                 broken: false,
                 duration_ms: 0,
                 // Earlier than the block's first row (a late dial).
-                start_ms: 1_759_000_000_000,
+                at_ms: 1_759_000_000_000,
             },
         ];
         let mut blob = Vec::new();
         for r in &rows {
-            encode(&mut blob, r, rows[0].start_ms);
+            encode(&mut blob, r, rows[0].at_ms);
         }
-        assert_eq!(
-            decode(3, rows[0].start_ms, &blob).as_deref(),
-            Some(&rows[..])
-        );
+        assert_eq!(decode(3, rows[0].at_ms, &blob).as_deref(), Some(&rows[..]));
         // A cut blob is refused, never read past its end.
         assert_eq!(decode(3, 0, &blob[..blob.len() - 1]), None);
         assert_eq!(decode(3, 0, &[0x01]), None);

@@ -27,7 +27,9 @@
 //! Terms are ANDed. Field values match exactly (`phone:` also matches a phone's name, which the
 //! app resolves to its device ids, case-insensitive); `outcome:` takes `ok`, `tool_error`,
 //! `error`, `timed_out`; `spec:` takes `ok` (follows `phone-line.md`) or `broken`; `kind:` takes
-//! `dial` or `connection`; `after:` is inclusive, `before:` exclusive, both on the dial's start.
+//! `dial` or `connection`; `after:` is inclusive, `before:` exclusive, both on when the dial
+//! reached this desktop (its start, by the phone's clock, only for dials stored before arrival
+//! times were kept), so a phone with a wrong clock does not hide its dials from a time term.
 //! Free text matches **words**: the text is split into words (runs of letters, digits and `_`,
 //! case folded) and each word of the query must start a word of the request, response or error
 //! text, a quoted phrase's words in a row (the last one as a prefix). `/regex/` searches the
@@ -66,7 +68,8 @@ Terms are ANDed; put - before a term to negate it.
   phone:dev_...  phone:\"Demo phone\"  call:<callId>  session:ses_...
   outcome:ok|tool_error|error|timed_out   spec:ok|broken   kind:dial|connection
   duration>1s  duration<=250ms  (> >= < <= =, units ms or s)
-  after:-1h  before:2026-12-01T10:00:00Z  after:2026-12-01  (after inclusive, before exclusive)
+  after:-1h  before:2026-12-01T10:00:00Z  after:2026-12-01  (when the dial arrived here;
+    after inclusive, before exclusive)
   word  \"a phrase\"   free text: words of the request, response and error (prefix of a word)
   /regex/  /regex/i    a regex over the compact JSON text instead
 Connection events show when every term is phone:, after:, before: or kind:.";

@@ -180,12 +180,14 @@ fn conn_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ConnectionEvent> {
     })
 }
 
-/// The oldest stored time: the start of the first stored dials (by arrival; the first 1000
-/// looked at, as dials arrive about in start order) and the first connection event.
+/// The oldest stored time, as the filter's time terms judge it: the first stored dials' arrival
+/// (their start when stored before arrivals were kept; the first 1000 looked at, as the older
+/// rows' starts are about in arrival order) and the first connection event.
 fn oldest(conn: &Connection) -> rusqlite::Result<Option<i64>> {
     conn.query_row(
         "SELECT min(t) FROM (
-            SELECT min(start_ms) AS t FROM (SELECT start_ms FROM dials ORDER BY rowid LIMIT 1000)
+            SELECT min(t) AS t FROM (
+                SELECT coalesce(arrived_ms, start_ms) AS t FROM dials ORDER BY rowid LIMIT 1000)
             UNION ALL SELECT min(at_ms) FROM conn_events)",
         [],
         |r| r.get(0),

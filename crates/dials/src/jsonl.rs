@@ -252,8 +252,10 @@ fn missing_field(message: &str) -> Option<String> {
 #[derive(Debug, Clone, Default)]
 pub struct ImportedLog {
     dials: Vec<Arc<Dial>>,
-    /// Indices into `dials` by timeline place: oldest start first (a tie: the later line, as
-    /// an export is newest first). A dial's `seq` is its place here plus one.
+    /// Indices into `dials` by timeline place: oldest arrival first
+    /// ([`Dial::arrived_or_started_ms`]: a file written before arrivals were kept orders by
+    /// start); a tie: the later line, as an export is newest first. A dial's `seq` is its place
+    /// here plus one.
     order: Vec<usize>,
 }
 
@@ -278,7 +280,12 @@ impl ImportedLog {
     pub fn from_reader<R: BufRead>(input: R, path: &Path) -> Result<Self, ImportError> {
         let mut dials = parse_jsonl(input, path)?;
         let mut order: Vec<usize> = (0..dials.len()).collect();
-        order.sort_by_key(|&i| (dials.get(i).map_or(0, |d| d.start_ms), std::cmp::Reverse(i)));
+        order.sort_by_key(|&i| {
+            (
+                dials.get(i).map_or(0, Dial::arrived_or_started_ms),
+                std::cmp::Reverse(i),
+            )
+        });
         for (place, &i) in order.iter().enumerate() {
             if let Some(d) = dials.get_mut(i) {
                 d.seq = crate::record::Seq(place as u64 + 1);
@@ -351,7 +358,7 @@ impl ImportedLog {
 
     /// The page matching `filter`, newest first (file order counts as arrival order for ties).
     pub fn query(&self, filter: &DialFilter) -> DialPage {
-        run_query(self.dials.iter(), filter)
+        run_query(self.order.iter().filter_map(|&i| self.dials.get(i)), filter)
     }
 
     /// Per-op stats over the dials matching `filter`.

@@ -60,7 +60,7 @@ pub use log::{
 };
 pub use query::{nearest_rank, DialFilter, DialPage, OpStats, StatsTally};
 pub use record::{
-    Dial, DialOutcome, JsonText, JsonTextError, Retention, Seq, SpecMark, SLOW_DIAL_MS,
+    Arrival, Dial, DialOutcome, JsonText, JsonTextError, Retention, Seq, SpecMark, SLOW_DIAL_MS,
 };
 
 /// Errors of the dial log.

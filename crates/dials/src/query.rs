@@ -21,7 +21,8 @@ use super::record::{Dial, DialOutcome, SLOW_DIAL_MS};
 
 /// Which dials to show. Every set field must match (AND); unset fields match everything.
 ///
-/// Results are newest first: by `start_ms` descending, then by arrival in the log (latest first).
+/// Results are newest first: by arrival in the log (latest first), as the history and the window
+/// order them, so a phone whose clock is wrong does not move its dials in the list.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(default)]
 #[ts(export)]
@@ -223,15 +224,13 @@ pub struct DialPage {
 }
 
 /// Runs `filter` over dials given in arrival order (oldest first) and returns a page, newest
-/// first (by `start_ms` descending, ties by later arrival first).
+/// arrival first.
 pub(crate) fn run_query<'d, I>(dials: I, filter: &DialFilter) -> DialPage
 where
     I: DoubleEndedIterator<Item = &'d Arc<Dial>>,
 {
     let m = Matcher::new(filter);
-    // Newest arrival first, then a stable sort by start time keeps arrival order within ties.
-    let mut hits: Vec<&Arc<Dial>> = dials.rev().filter(|d| m.matches(d)).collect();
-    hits.sort_by_key(|d| std::cmp::Reverse(d.start_ms));
+    let hits: Vec<&Arc<Dial>> = dials.rev().filter(|d| m.matches(d)).collect();
     let total = hits.len() as u64;
     let offset = usize::try_from(filter.offset.unwrap_or(0)).unwrap_or(usize::MAX);
     let limit = filter

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::record::Dial;
-use super::store::{self, DB_FILE, DIAL_COLS};
+use super::store::{self, DB_FILE};
 use super::DialLogError;
 
 /// File beside the history that lists the recoveries made ([`HistoryRecovery`], JSON array,
@@ -464,9 +464,10 @@ fn scan(
     each: &mut dyn FnMut(Dial),
 ) -> Result<(), (i64, String)> {
     let mut last = after;
+    let cols = store::dial_cols_of(conn);
     let mut stmt = conn
         .prepare(&format!(
-            "SELECT {DIAL_COLS} FROM dials d WHERE d.rowid > ?1 ORDER BY d.rowid"
+            "SELECT {cols} FROM dials d WHERE d.rowid > ?1 ORDER BY d.rowid"
         ))
         .map_err(|e| (last, e.to_string()))?;
     let mut rows = stmt
@@ -490,9 +491,9 @@ fn scan(
 
 /// The dial at rowid `id`, if it reads and decodes.
 fn point(conn: &Connection, old: &Path, id: i64) -> rusqlite::Result<Option<Dial>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {DIAL_COLS} FROM dials d WHERE d.rowid = ?1"
-    ))?;
+    let cols = store::dial_cols_of(conn);
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT {cols} FROM dials d WHERE d.rowid = ?1"))?;
     let mut rows = stmt.query(params![id])?;
     Ok(match rows.next()? {
         Some(r) => salvaged(r, old),

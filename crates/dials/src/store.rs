@@ -30,8 +30,8 @@ mod writer;
 pub(crate) use index::{index_some, IndexPace};
 pub use rows::load_newest;
 pub(crate) use rows::{
-    clear, dial_from_row, for_each_key_newest_first, indexed_upto, insert_batch, insert_connection,
-    max_seq, prune, DIAL_COLS,
+    clear, dial_cols_of, dial_from_row, for_each_key_newest_first, indexed_upto, insert_batch,
+    insert_connection, max_seq, prune, DIAL_COLS,
 };
 pub use schema::open;
 pub(crate) use schema::{by_key, id_key, tag};

@@ -236,7 +236,43 @@ pub struct Dial {
     #[serde(skip)]
     #[ts(skip)]
     pub seq: Seq,
+    /// When the dial reached this desktop, in milliseconds since the Unix epoch (UTC) by the
+    /// desktop's clock: set by the dial log when it holds the dial, `None` for a dial not (yet)
+    /// in a log or stored before the time was kept. Dials are ordered by arrival (their
+    /// [`Seq`]) and the filter's time terms judge it ([`Dial::arrived_or_started_ms`]), so a
+    /// phone whose clock is wrong still has its dials where they happened for the person at
+    /// the desktop; `start_ms` stays the phone's own. Written as `arrived_ms` when known.
+    /// Equality ignores it (two records of one dial are equal whenever each arrived).
+    #[serde(
+        default,
+        rename = "arrived_ms",
+        skip_serializing_if = "Arrival::is_unknown"
+    )]
+    #[ts(optional, rename = "arrived_ms", as = "Option<f64>")]
+    pub arrived: Arrival,
 }
+
+/// When a dial reached this desktop ([`Dial::arrived`]): milliseconds since the Unix epoch (UTC)
+/// by the desktop's clock, `None` when unknown. Serialised as the number or omitted; equality
+/// ignores it.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Arrival(pub Option<i64>);
+
+impl Arrival {
+    /// Whether the arrival time is unknown (the field is then omitted from JSON).
+    pub fn is_unknown(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
+impl PartialEq for Arrival {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Arrival {}
 
 /// A row's place in the dial log's timeline ([`Dial::seq`]): dials and connection events share
 /// one increasing sequence, which is also the SQLite rowid of a stored row. Equality ignores it
@@ -338,6 +374,13 @@ impl Dial {
             .min(SPEC_UNKNOWN - 1);
         self.spec.0.store(n, Ordering::Relaxed);
         n
+    }
+
+    /// The time the filter's `after:`/`before:` judge (epoch ms): when the dial reached this
+    /// desktop ([`Dial::arrived`]), or its start by the phone's clock when that is unknown (a
+    /// dial stored before arrival times were kept, or read from a file without them).
+    pub fn arrived_or_started_ms(&self) -> i64 {
+        self.arrived.0.unwrap_or(self.start_ms)
     }
 
     /// Whether the dial has outlived its retention label at `now_ms` (epoch ms): its start plus

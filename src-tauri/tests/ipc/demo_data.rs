@@ -29,6 +29,7 @@ fn dial(id: &str) -> Dial {
         spec: Default::default(),
         session: "".into(),
         seq: Default::default(),
+        arrived: Default::default(),
     }
 }
 

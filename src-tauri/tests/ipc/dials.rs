@@ -51,6 +51,7 @@ fn dial(
         spec: Default::default(),
         session: "".into(),
         seq: Default::default(),
+        arrived: Default::default(),
     }
 }
 

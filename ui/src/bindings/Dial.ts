@@ -79,4 +79,14 @@ retention: Retention,
 /**
  * Derived: `duration_ms > 1000`.
  */
-slow: boolean, };
+slow: boolean, 
+/**
+ * When the dial reached this desktop, in milliseconds since the Unix epoch (UTC) by the
+ * desktop's clock: set by the dial log when it holds the dial, `None` for a dial not (yet)
+ * in a log or stored before the time was kept. Dials are ordered by arrival (their
+ * [`Seq`]) and the filter's time terms judge it ([`Dial::arrived_or_started_ms`]), so a
+ * phone whose clock is wrong still has its dials where they happened for the person at
+ * the desktop; `start_ms` stays the phone's own. Written as `arrived_ms` when known.
+ * Equality ignores it (two records of one dial are equal whenever each arrived).
+ */
+arrived_ms?: number, };

@@ -4,7 +4,8 @@ import type { DialOutcome } from "./DialOutcome";
 /**
  * Which dials to show. Every set field must match (AND); unset fields match everything.
  *
- * Results are newest first: by `start_ms` descending, then by arrival in the log (latest first).
+ * Results are newest first: by arrival in the log (latest first), as the history and the window
+ * order them, so a phone whose clock is wrong does not move its dials in the list.
  */
 export type DialFilter = { 
 /**

@@ -250,6 +250,6 @@ export const GRAMMAR: readonly GrammarRow[] = [
   { example: "outcome:timed_out", meaning: "outcomes: ok, tool_error, error, timed_out" },
   { example: "spec:broken", meaning: "dials that break phone-line.md (spec:ok for those that follow it)" },
   { example: "duration>1s", meaning: "compare durations: > >= < <= =, in ms or s" },
-  { example: "after:-1h", meaning: "started in the last hour (s, m, h, d); after:/before: also take 2026-12-01 or RFC 3339 times" },
+  { example: "after:-1h", meaning: "reached this desktop in the last hour (s, m, h, d); after:/before: also take 2026-12-01 or RFC 3339 times" },
   { example: "kind:connection", meaning: "connection events only (connected, pairing, disconnected with why); kind:dial for dials" },
 ];

@@ -173,9 +173,9 @@ pub enum Atom {
     Kind(RowKind),
     /// `duration<cmp><n>ms|s`, in milliseconds.
     Duration(Cmp, u64),
-    /// `after:T` (start at or after T).
+    /// `after:T` (arrived at or after T: [`crate::record::Dial::arrived_or_started_ms`]).
     After(TimeSpec),
-    /// `before:T` (start before T).
+    /// `before:T` (arrived before T).
     Before(TimeSpec),
     /// Free text: a word, or a quoted phrase (`quoted` keeps how it was written for printing:
     /// a phrase with spaces is always quoted).

@@ -156,8 +156,8 @@ impl CTerm {
             CAtom::Spec(SpecWant::Broken) => d.spec_findings() > 0,
             CAtom::Kind(k) => *k == RowKind::Dial,
             CAtom::Duration(c, ms) => c.holds(d.duration_ms, *ms),
-            CAtom::After(a) => d.start_ms >= *a,
-            CAtom::Before(b) => d.start_ms < *b,
+            CAtom::After(a) => d.arrived_or_started_ms() >= *a,
+            CAtom::Before(b) => d.arrived_or_started_ms() < *b,
             CAtom::Text(ws) => {
                 text_has_phrase(d.request.as_str(), ws)
                     || d.response

@@ -106,8 +106,14 @@ pub(super) fn plan(q: &CompiledQuery) -> Plan {
                 Some(format!("d.duration_ms {} ?", c.as_str())),
                 vec![SqlValue::Integer(i64::try_from(*ms).unwrap_or(i64::MAX))],
             ),
-            CAtom::After(a) => (Some("d.start_ms >= ?".into()), vec![SqlValue::Integer(*a)]),
-            CAtom::Before(b) => (Some("d.start_ms < ?".into()), vec![SqlValue::Integer(*b)]),
+            CAtom::After(a) => (
+                Some("coalesce(d.arrived_ms, d.start_ms) >= ?".into()),
+                vec![SqlValue::Integer(*a)],
+            ),
+            CAtom::Before(b) => (
+                Some("coalesce(d.arrived_ms, d.start_ms) < ?".into()),
+                vec![SqlValue::Integer(*b)],
+            ),
             CAtom::Text(words) => {
                 rust_check = true;
                 if t.negated {

@@ -10,13 +10,31 @@ use rusqlite::{params, Connection};
 #[cfg(doc)]
 use super::index_some;
 use super::{id_key, storage};
-use crate::record::{Dial, DialOutcome, JsonText, Retention, Seq, SpecMark};
+use crate::record::{Arrival, Dial, DialOutcome, JsonText, Retention, Seq, SpecMark};
 use crate::DialLogError;
 
 /// The columns [`dial_from_row`] reads, in its order (table alias `d`).
 pub(crate) const DIAL_COLS: &str = "d.rowid, d.id, d.phone, d.call_id, d.caller, d.callee, \
     d.endpoint, d.op, d.request, d.start_ms, d.duration_ms, d.outcome, d.response, d.error, \
-    d.retention, d.session, d.spec";
+    d.retention, d.session, d.spec, d.arrived_ms";
+
+/// [`DIAL_COLS`] for a file that may be older than the `arrived_ms` column (schema version 4
+/// and before; a broken file being salvaged is read as it is, never upgraded): `NULL` in its
+/// place when the column is missing or the table's columns cannot be read.
+pub(crate) fn dial_cols_of(conn: &Connection) -> String {
+    let has = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('dials') WHERE name = 'arrived_ms'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .is_ok_and(|n| n > 0);
+    if has {
+        DIAL_COLS.to_owned()
+    } else {
+        DIAL_COLS.replace("d.arrived_ms", "NULL")
+    }
+}
 
 /// A [`Dial`] from a row of [`DIAL_COLS`] (its `seq` the rowid, its spec mark the stored
 /// count when there is one).
@@ -71,6 +89,7 @@ pub(crate) fn dial_from_row(r: &rusqlite::Row<'_>, path: &Path) -> Result<Dial, 
         },
         session: r.get::<_, String>(15).map_err(read)?.into(),
         seq: Seq(u64::try_from(seq).unwrap_or(0)),
+        arrived: Arrival(r.get(17).map_err(read)?),
     };
     d.normalise();
     Ok(d)
@@ -167,9 +186,9 @@ pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqli
         let mut stmt = tx.prepare_cached(
             "INSERT INTO dials (id, phone, call_id, caller, callee, endpoint, op, request,
                 start_ms, duration_ms, outcome, response, error, retention, expires_ms, session,
-                rowid, spec)
+                rowid, spec, arrived_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                ?17, ?18)",
+                ?17, ?18, ?19)",
         )?;
         let mut key = tx.prepare_cached(
             "INSERT INTO dial_keys (rowid, k, p) VALUES (last_insert_rowid(), ?1, ?2)",
@@ -195,6 +214,7 @@ pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqli
                 // The log's sequence number; a dial built outside a log (0) takes the next rowid.
                 (d.seq.0 > 0).then(|| i64::try_from(d.seq.0).unwrap_or(i64::MAX)),
                 d.spec.get().map(i64::from),
+                d.arrived.0,
             ])?;
             key.execute(params![id_key(&d.id), id_key(&d.phone)])?;
         }

@@ -30,7 +30,8 @@ use crate::DialLogError;
 /// background (its queries use the version 3 plans until they are complete).
 /// Version 5 adds `dial_keys.p`, the [`id_key`] of each dial's phone, so the log can keep the
 /// newest keys of each phone in memory rather than every key; rows of older files have none
-/// (`NULL`) and share one window.
+/// (`NULL`) and share one window. It also adds `dials.arrived_ms`, when the dial reached the
+/// desktop (`NULL` for older rows: the filter's time terms then judge their start).
 const SCHEMA_VERSION: i64 = 5;
 
 /// Field tags of `dial_by` keys: `<tag>\u{1f}<value>`.
@@ -72,7 +73,8 @@ CREATE TABLE IF NOT EXISTS dials (
     retention   TEXT NOT NULL,
     expires_ms  INTEGER,
     session     TEXT NOT NULL DEFAULT '',
-    spec        INTEGER
+    spec        INTEGER,
+    arrived_ms  INTEGER
 );
 CREATE TABLE IF NOT EXISTS dial_keys (
     k           INTEGER NOT NULL,
@@ -159,7 +161,7 @@ pub fn open(dir: &Path) -> Result<(Connection, PathBuf), DialLogError> {
 }
 
 /// Adds the version 3 columns (`session`, `spec`) to a version 2 `dials` table and the version 5
-/// column (`p`) to `dial_keys`; nothing when they are there.
+/// columns (`dials.arrived_ms`, `dial_keys.p`); nothing when they are there.
 fn add_columns(conn: &Connection) -> rusqlite::Result<()> {
     let mut have = std::collections::HashSet::new();
     {
@@ -174,6 +176,9 @@ fn add_columns(conn: &Connection) -> rusqlite::Result<()> {
     }
     if !have.contains("spec") {
         conn.execute_batch("ALTER TABLE dials ADD COLUMN spec INTEGER;")?;
+    }
+    if !have.contains("arrived_ms") {
+        conn.execute_batch("ALTER TABLE dials ADD COLUMN arrived_ms INTEGER;")?;
     }
     let has_phone_key: bool = conn.query_row(
         "SELECT count(*) FROM pragma_table_info('dial_keys') WHERE name = 'p'",

@@ -138,5 +138,6 @@ pub fn sample_dial(i: u64, count: u64, now_ms: i64) -> Dial {
         spec: Default::default(),
         session: "".into(),
         seq: Default::default(),
+        arrived: Default::default(),
     }
 }

@@ -134,6 +134,7 @@ impl DialEvent {
             spec: Default::default(),
             session: session.into(),
             seq: Default::default(),
+            arrived: Default::default(),
         };
         d.normalise();
         d

@@ -316,6 +316,7 @@ impl DialFrame {
             spec: Default::default(),
             session: shared.get(w.session),
             seq: Default::default(),
+            arrived: Default::default(),
         };
         dial.normalise();
         Some(DialFrame {

@@ -19,7 +19,7 @@ use super::{load, Shared};
 use super::{Command, Db};
 use crate::history::ConnectionEvent;
 use crate::query::{run_query, run_stats, DialPage, Matcher};
-use crate::record::{Dial, Seq};
+use crate::record::{Arrival, Dial, Seq};
 use crate::store::{self, WriterMsg};
 use crate::DialLogError;
 
@@ -244,6 +244,10 @@ impl Actor {
         let arrival = self.next_arrival;
         self.next_arrival += 1;
         dial.seq = Seq(arrival);
+        // The desktop's time of arrival, unless whoever built the dial already knew it.
+        if dial.arrived.is_unknown() {
+            dial.arrived = Arrival(Some(self.cfg.clock.now_ms_i64()));
+        }
         let dial = self.push_ring(dial, arrival);
         self.status.ingested += 1;
         if !self.subs.is_empty() {
