@@ -134,6 +134,13 @@ impl Reader {
                     self.scan(conn, q, &p, top, 0, true, started, false)?
                 };
                 out.count = self.estimate(conn, whole.counted, whole.reached, top, gap)?;
+                if !out.count.exact {
+                    // A count cut short before it read a match (a loaded machine: the page
+                    // itself took the budget) would scale nothing to "about 0" beside a full
+                    // page: never estimate fewer than the matches this page already holds.
+                    let seen = dials.len() as u64 + u64::from(more);
+                    out.count.count = out.count.count.max(seen);
+                }
             }
         }
         // 3. Connection events (few: 7 days of them), matched in Rust.
