@@ -15,12 +15,13 @@ use std::time::Duration;
 use super::{lock, Hub, HubNotice};
 use switchboard_domain::confirmations::MirrorChange;
 
-/// How often [`Hub::run`] looks for proposals past their `expires_at` (1 s).
+/// How often [`Hub::run`] looks for proposals past their `expires_at` while any waits (1 s).
 pub const EXPIRY_TICK: Duration = Duration::from_secs(1);
 
 impl Hub {
     /// Ends every `requested` proposal whose `expires_at` is before the clock's now (module
-    /// doc). [`Hub::run`] calls it every [`EXPIRY_TICK`]; returns how many ended.
+    /// doc). [`Hub::run`] calls it every [`EXPIRY_TICK`] while a proposal waits; returns how
+    /// many ended.
     pub fn expire_proposals(&self) -> usize {
         let Some(mirror) = &self.inner.confirmations else {
             return 0;
@@ -34,6 +35,14 @@ impl Hub {
             m.expire_due(now_ms)
         };
         self.lapsed(changes, "expired: no answer from the phone")
+    }
+
+    /// Whether any proposal is still `requested` (so [`Hub::run`] keeps its [`EXPIRY_TICK`]).
+    pub(super) fn has_waiting_proposals(&self) -> bool {
+        self.inner
+            .confirmations
+            .as_ref()
+            .is_some_and(|m| lock(m).next_expiry_ms().is_some())
     }
 
     /// Ends the waiting proposals of `device_id` (it was unpaired); returns how many.

@@ -306,6 +306,9 @@ struct Inner {
     clock: Arc<dyn Clock>,
     /// Notices waiting for the observer (raised under the state lock, delivered outside it).
     undelivered: Mutex<Vec<HubNotice>>,
+    /// Wakes [`Hub::run`] for notices raised outside it (a phone unpaired ends its waiting
+    /// proposals from the person's call), so it needs no timer of its own to deliver them.
+    wake: tokio::sync::Notify,
 }
 
 /// The desktop's hub (cheap to clone; clones share one state). See the module docs.
@@ -355,6 +358,7 @@ impl Hub {
                 observer: parts.observer,
                 clock: parts.clock,
                 undelivered: Mutex::new(Vec::new()),
+                wake: tokio::sync::Notify::new(),
             }),
         }
     }
@@ -399,6 +403,7 @@ impl Hub {
     fn notify(&self, notice: HubNotice) {
         if self.inner.observer.is_some() {
             lock(&self.inner.undelivered).push(notice.clone());
+            self.inner.wake.notify_one();
         }
         let _ = self.inner.notices.send(notice);
     }

@@ -48,13 +48,21 @@ impl Hub {
         let mut expiry = tokio::time::interval(EXPIRY_TICK);
         expiry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            // The expiry tick runs only while a proposal waits: an idle desktop in the tray is
+            // not woken every second for nothing. A proposal only starts waiting through an
+            // event this loop applies (or at start, restored), so the next turn sees it.
+            let waiting = self.has_waiting_proposals();
             let event = if stopping {
                 link_events.recv().await
             } else {
                 tokio::select! {
                     e = link_events.recv() => e,
-                    _ = expiry.tick() => {
+                    _ = expiry.tick(), if waiting => {
                         self.expire_proposals();
+                        self.deliver();
+                        continue;
+                    }
+                    () = self.inner.wake.notified() => {
                         self.deliver();
                         continue;
                     }
