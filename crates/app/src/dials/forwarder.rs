@@ -66,7 +66,8 @@ pub async fn forward_newest<E>(
 
 /// As [`forward_newest`], the batches spaced by `pace` ([`WindowPace`]): the log hands its
 /// dials over at most every `pace.quick`, and the forwarder holds them (merged into one batch)
-/// until `pace.spacing` of the view's current rate has passed since the last batch it sent.
+/// until `pace.spacing` of the view's current rate has passed since the last batch it sent
+/// (under load, until the log's first handover after that, or `pace.quick` later without one).
 /// What it holds when the log ends the subscription is sent before it returns.
 pub async fn forward_paced<E>(
     id: u64,
@@ -88,10 +89,21 @@ pub async fn forward_paced<E>(
     let mut meter = RateMeter::default();
     loop {
         let now = tokio::time::Instant::now();
+        // Under load the log hands dials over every `quick`: the batch goes with the first
+        // handover after it is due, so its newest rows (the ones the table shows) are fresh,
+        // not up to `quick` old; the timer is only a fallback for a stream that stopped.
         let due = match (&held, last_sent) {
             (None, _) => None,
             (Some(_), None) => Some(now),
-            (Some(_), Some(t)) => Some(t + pace.spacing(meter.per_s(now))),
+            (Some(_), Some(t)) => {
+                let rate = meter.per_s(now);
+                let wake = t + pace.spacing(rate);
+                Some(if rate >= pace.busy_rows_per_s {
+                    wake + pace.quick
+                } else {
+                    wake
+                })
+            }
         };
         tokio::select! {
             b = batches.recv() => match b {
