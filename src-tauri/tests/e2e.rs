@@ -2412,15 +2412,18 @@ fn wall_ms() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// What the page's probe recorded since the last read (`[start_ms, dom_ms, paint_ms]` per dial
-/// shown; `ui/src/lib/rowPainter.ts`), and whether the table is at the top (following the
-/// newest row; before the first dial the view shows no table, which counts as at the top).
-async fn dial_to_pixel_read(ui: &Ui) -> R<(Vec<[f64; 3]>, bool)> {
+/// What the page's probe recorded since the last read: `[start_ms, dom_ms, paint_ms,
+/// arrived_ms]` per dial shown (`ui/src/lib/rowPainter.ts`) and `[arrived_ms, rows, left_out,
+/// skipped, newest_start_ms]` per live batch that reached the page, and whether the table is at
+/// the top (following the newest row; before the first dial the view shows no table, which
+/// counts as at the top).
+async fn dial_to_pixel_read(ui: &Ui) -> R<(Vec<[f64; 4]>, Vec<[f64; 5]>, bool)> {
     let v = ui
         .js(
             "const p = window.__dialToPixel; if (!p) return null; const out = p.out; p.out = []; \
+             const batches = p.batches || []; p.batches = []; \
              const g = document.querySelector('[role=grid]'); \
-             return { out, top: !g || g.scrollTop === 0 };",
+             return { out, batches, top: !g || g.scrollTop === 0 };",
             vec![],
         )
         .await?;
@@ -2428,16 +2431,55 @@ async fn dial_to_pixel_read(ui: &Ui) -> R<(Vec<[f64; 3]>, bool)> {
         !v.is_null(),
         "the probe is gone (the page was loaded again?)"
     );
-    let out = v["out"]
-        .as_array()
-        .ok_or_else(|| format!("the probe gave no records: {v}"))?
-        .iter()
-        .map(|r| {
-            let f = |k: usize| r[k].as_f64().unwrap_or(f64::NAN);
-            [f(0), f(1), f(2)]
-        })
-        .collect();
-    Ok((out, v["top"].as_bool().unwrap_or(false)))
+    fn rows<const N: usize>(v: &Value, what: &str) -> R<Vec<[f64; N]>> {
+        Ok(v.as_array()
+            .ok_or_else(|| format!("the probe gave no {what}: {v}"))?
+            .iter()
+            .map(|r| std::array::from_fn(|k| r[k].as_f64().unwrap_or(f64::NAN)))
+            .collect())
+    }
+    Ok((
+        rows(&v["out"], "records")?,
+        rows(&v["batches"], "batches")?,
+        v["top"].as_bool().unwrap_or(false),
+    ))
+}
+
+/// Sets the page's dial-to-pixel probe anew (`ui/src/lib/rowPainter.ts`): the paints and the
+/// batches' arrivals from now on.
+const DIAL_TO_PIXEL_PROBE: &str = "window.__dialToPixel = { seen: new Set(), out: [], arrived: new Map(), batches: [] }; return true;";
+
+/// `p50 / p99 / max` of `v` in ms (`v` sorted here), or "none".
+fn spread(mut v: Vec<f64>) -> String {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return "none".into();
+    }
+    v.sort_by(f64::total_cmp);
+    format!(
+        "p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+        percentile(&v, 0.5),
+        percentile(&v, 0.99),
+        v[v.len() - 1]
+    )
+}
+
+/// The batches' figures: how many, rows a batch, time between two, and from a batch's newest
+/// dial leaving the phone to the batch reaching the page.
+fn batch_figures(batches: &[[f64; 5]]) -> String {
+    let rows: Vec<f64> = batches.iter().map(|b| b[1]).collect();
+    let left_out: f64 = batches.iter().map(|b| b[2]).sum();
+    let skipped: f64 = batches.iter().map(|b| b[3]).sum();
+    let apart: Vec<f64> = batches.windows(2).map(|w| w[1][0] - w[0][0]).collect();
+    let delivery: Vec<f64> = batches.iter().map(|b| b[0] - b[4]).collect();
+    format!(
+        "{} batches into the page, rows a batch {}, {left_out} dials left out and {skipped} dropped by the core; \
+         apart {}; the newest dial's phone to the page {}",
+        batches.len(),
+        spread(rows).replace(" ms", ""),
+        spread(apart),
+        spread(delivery),
+    )
 }
 
 async fn dial_to_pixel_journey(j: &mut Journey) -> R<()> {
@@ -2475,12 +2517,7 @@ async fn dial_to_pixel_journey(j: &mut Journey) -> R<()> {
     let mut last_p99 = f64::NAN;
     for rate in DIAL_TO_PIXEL_RATES {
         let (path, sent, last_at) = dial_to_pixel_scenario(j.env.root.path(), rate, secs)?;
-        j.ui()
-            .js(
-                "window.__dialToPixel = { seen: new Set(), out: [] }; return true;",
-                vec![],
-            )
-            .await?;
+        j.ui().js(DIAL_TO_PIXEL_PROBE, vec![]).await?;
         let steal = measure::StealSampler::start();
         let t0 = wall_ms();
         let phone = j.phone(
@@ -2493,13 +2530,15 @@ async fn dial_to_pixel_journey(j: &mut Journey) -> R<()> {
             ],
         )?;
         let deadline = Instant::now() + Duration::from_secs(secs + 120);
-        let mut got: Vec<[f64; 3]> = Vec::new();
+        let mut got: Vec<[f64; 4]> = Vec::new();
+        let mut batches: Vec<[f64; 5]> = Vec::new();
         let mut off_top = 0u32;
         let mut ended: Option<Instant> = None;
         loop {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            let (out, top) = dial_to_pixel_read(j.ui()).await?;
+            let (out, b, top) = dial_to_pixel_read(j.ui()).await?;
             got.extend(out);
+            batches.extend(b);
             off_top += u32::from(!top);
             if ended.is_none() && !j.phones[phone].running() {
                 ended = Some(Instant::now());
@@ -2522,6 +2561,7 @@ async fn dial_to_pixel_journey(j: &mut Journey) -> R<()> {
         );
         // This stream's dials only (the phone's stamps are after `t0`).
         got.retain(|r| r[0] >= t0.floor());
+        batches.retain(|b| b[4] >= t0.floor());
         let newest = got.iter().map(|r| r[0]).fold(f64::NAN, f64::max);
         // NaN (nothing painted) is not at or after the due time either.
         let due = (t0 + last_at as f64).floor();
@@ -2532,33 +2572,25 @@ async fn dial_to_pixel_journey(j: &mut Journey) -> R<()> {
              due at or after {due}): the view did not follow to the end"
         );
         let mut total: Vec<f64> = got.iter().map(|r| r[2] - r[0]).collect();
-        let mut to_dom: Vec<f64> = got.iter().map(|r| r[1] - r[0]).collect();
-        let mut dom_to_paint: Vec<f64> = got.iter().map(|r| r[2] - r[1]).collect();
-        for v in [&mut total, &mut to_dom, &mut dom_to_paint] {
-            v.sort_by(f64::total_cmp);
-        }
-        let fig = |v: &[f64]| {
-            format!(
-                "p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
-                percentile(v, 0.5),
-                percentile(v, 0.99),
-                v.last().copied().unwrap_or(f64::NAN)
-            )
-        };
+        total.sort_by(f64::total_cmp);
         let line = format!(
             "dial to pixel at {rate} dials/s: {} ({} of {sent} dials painted as the newest rows; \
-             phone to DOM {}; DOM to painted {}; host steal {stolen_ms} ms in {sampled_s:.0} s)",
-            fig(&total),
+             phone to DOM {}, of which phone to the page {} and the page's wait {}; DOM to painted {}; \
+             host steal {stolen_ms} ms in {sampled_s:.0} s)\n  {rate} dials/s: {}",
+            spread(total.clone()),
             got.len(),
-            fig(&to_dom),
-            fig(&dom_to_paint),
+            spread(got.iter().map(|r| r[1] - r[0]).collect()),
+            spread(got.iter().map(|r| r[3] - r[0]).collect()),
+            spread(got.iter().map(|r| r[1] - r[3]).collect()),
+            spread(got.iter().map(|r| r[2] - r[1]).collect()),
+            batch_figures(&batches),
         );
         eprintln!("{line}");
         summary.push(line);
         last_p99 = percentile(&total, 0.99);
         raw.insert(
             rate.to_string(),
-            serde_json::json!({ "t0": t0, "sent": sent, "records": got }),
+            serde_json::json!({ "t0": t0, "sent": sent, "records": got, "batches": batches }),
         );
         tokio::time::sleep(Duration::from_secs(3)).await;
     }
@@ -2568,5 +2600,228 @@ async fn dial_to_pixel_journey(j: &mut Journey) -> R<()> {
         println!("{l}");
     }
     println!("dial_to_pixel_p99_ms={last_p99:.0}");
+    Ok(())
+}
+
+// Many phones in the window: eight paired phones streaming at once into the real app, the
+// Live dials view open and following, its frames measured (docs/faults.md, "Many phones";
+// figures printed, the view's following checked, the goal not asserted).
+
+/// A measurement (about a minute of streaming after eight pairings), run on its own, release
+/// build, drawn as the app draws by default:
+/// `WEBKIT_DISABLE_COMPOSITING_MODE=1 cargo test --release -p switchboard-desktop --test e2e many_phones_window -- --ignored --nocapture`
+/// (it needs `switchboard-phone` built next to the app). `MANY_PHONES_WINDOW_S` sets the
+/// seconds streamed (default 60), `MANY_PHONES_WINDOW_N` the phones (default 8) and
+/// `MANY_PHONES_WINDOW_RATE` each phone's dials a second (default 1 000).
+#[test]
+#[ignore = "measurement: WEBKIT_DISABLE_COMPOSITING_MODE=1 cargo test --release -p switchboard-desktop --test e2e many_phones_window -- --ignored --nocapture"]
+fn journey_10_many_phones_window() {
+    run_journey("10-many-phones-window", |j| {
+        Box::pin(many_phones_window_journey(j))
+    });
+}
+
+/// `name` from the environment as a whole number in `range`, else `default`.
+fn env_number(name: &str, default: u64, range: std::ops::RangeInclusive<u64>) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(default)
+        .clamp(*range.start(), *range.end())
+}
+
+/// The live log's counters as the app reports them (`dials_status`): `held`, `ingested`,
+/// `duplicates`, `rows_written`, ...
+async fn log_counters(ui: &Ui) -> R<Value> {
+    let v = ui
+        .js(
+            "return window.__TAURI_INTERNALS__.invoke('dials_status').then((s) => s.live);",
+            vec![],
+        )
+        .await?;
+    ensure!(v.is_object(), "dials_status gave no counters: {v}");
+    Ok(v)
+}
+
+async fn many_phones_window_journey(j: &mut Journey) -> R<()> {
+    let secs = env_number("MANY_PHONES_WINDOW_S", 60, 5..=600);
+    let phones = env_number("MANY_PHONES_WINDOW_N", 8, 1..=16) as usize;
+    let rate = env_number("MANY_PHONES_WINDOW_RATE", 1000, 1..=5000);
+    let graphics = match std::env::var("WEBKIT_DISABLE_COMPOSITING_MODE").as_deref() {
+        Ok("1") => "without accelerated compositing (the app's default)",
+        _ => "with accelerated compositing (software GL under Xvfb; not the app's default)",
+    };
+    // Each phone is paired through the window with an identity of its own (it only pairs);
+    // then Live dials is opened, empty and at the top, before any dial arrives.
+    j.ui().view('1', "Phones").await?;
+    let mut identities = Vec::new();
+    for k in 1..=phones {
+        let identity = j.env.root.path().join(format!("phone-{k}-identity.json"));
+        let invite = open_pairing(j.ui(), false).await?;
+        let p = j.env.phone_as(
+            &format!("many-{k}-pair"),
+            &identity,
+            &[
+                s("--link"),
+                invite.link(),
+                s("--label"),
+                format!("Phone {k}"),
+                s("--confirm-code"),
+                s("--pair-only"),
+            ],
+        )?;
+        j.phones.push(p);
+        let pairing = j.phones.len() - 1;
+        confirm_codes(j, pairing, false).await?;
+        j.phones[pairing].finish(Duration::from_secs(30))?;
+        identities.push(identity);
+    }
+    j.ui().view('4', "Live dials").await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // Every phone plays the same stamped stream (each dial's `start_ms` its send time).
+    let (path, per_phone, last_at) = dial_to_pixel_scenario(j.env.root.path(), rate, secs)?;
+    let ui = j.ui();
+    ui.js(DIAL_TO_PIXEL_PROBE, vec![]).await?;
+    ui.js(measure::RAF_START, vec![]).await?;
+    let before = log_counters(ui).await?;
+    let driver = j.env.driver_pid().ok_or("tauri-driver is not running")?;
+    let app_pids = measure::descendants(driver);
+    let cpu_before = measure::cpu_by_name(&app_pids);
+    let machine_before = measure::machine_cpu_ms();
+    let steal = measure::StealSampler::start();
+    let t0 = wall_ms();
+    let started = Instant::now();
+    let mut streams = Vec::new();
+    for (k, identity) in identities.iter().enumerate() {
+        let p = j.env.phone_as(
+            &format!("many-{}", k + 1),
+            identity,
+            &[
+                s("--scenario"),
+                path.display().to_string(),
+                s("--rate"),
+                s("recorded"),
+            ],
+        )?;
+        j.phones.push(p);
+        streams.push(j.phones.len() - 1);
+    }
+    let deadline = Instant::now() + Duration::from_secs(secs + 180);
+    let mut got: Vec<[f64; 4]> = Vec::new();
+    let mut batches: Vec<[f64; 5]> = Vec::new();
+    let mut off_top = 0u32;
+    let mut ended: Option<Instant> = None;
+    let mut cpu_end = None;
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (out, b, top) = dial_to_pixel_read(j.ui()).await?;
+        got.extend(out);
+        batches.extend(b);
+        off_top += u32::from(!top);
+        let at = started.elapsed().as_secs();
+        if at % 10 == 0 {
+            let n = header_count(j.ui()).await?.unwrap_or(0);
+            eprintln!("many phones in the window: {at} s in, the header says {n}");
+        }
+        if ended.is_none() && streams.iter().all(|&p| !j.phones[p].running()) {
+            ended = Some(Instant::now());
+            cpu_end = Some((
+                measure::cpu_by_name(&app_pids),
+                measure::machine_cpu_ms(),
+                started.elapsed().as_secs_f64(),
+            ));
+        }
+        // Two reads after the last phone ended: the last batch is painted by then.
+        if ended.is_some_and(|e| e.elapsed() >= Duration::from_secs(2)) {
+            break;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the phones did not end within {} s",
+            secs + 180
+        );
+    }
+    let gaps = measure::FrameGaps::from_value(&j.ui().js(measure::RAF_STOP, vec![]).await?)?;
+    let steal = steal.stop();
+    let host = measure::gaps_beside_steal(&j.ui().js(measure::RAF_TIMES, vec![]).await?, &steal)?;
+    let (stolen_ms, sampled_s) = steal.total();
+    let mut sent = Vec::new();
+    for &p in &streams {
+        let out = j.phones[p].finish(Duration::from_secs(30))?;
+        sent.push(
+            out.lines()
+                .find(|l| l.starts_with("sent "))
+                .unwrap_or("no summary")
+                .to_string(),
+        );
+    }
+    let after = log_counters(j.ui()).await?;
+    let header = header_count(j.ui()).await?.unwrap_or(0);
+    ensure!(
+        off_top == 0,
+        "the table left the top {off_top} times: the view did not follow the newest row"
+    );
+    got.retain(|r| r[0] >= t0.floor());
+    batches.retain(|b| b[4] >= t0.floor());
+    let newest = got.iter().map(|r| r[0]).fold(f64::NAN, f64::max);
+    let due = (t0 + last_at as f64).floor();
+    ensure!(
+        newest.partial_cmp(&due).is_some_and(|o| o.is_ge()),
+        "the streams' last dials were never painted (newest painted stamp {newest}, due at or \
+         after {due}): the view did not follow to the end"
+    );
+    let counter = |k: &str| after[k].as_u64().unwrap_or(0) - before[k].as_u64().unwrap_or(0);
+    let (cpu_after, machine_after, span_s) = cpu_end.ok_or("the phones never ended")?;
+    let cpu: Vec<String> = cpu_after
+        .iter()
+        .map(|(name, ms)| {
+            let was = cpu_before.get(name).copied().unwrap_or(0.0);
+            format!("{name} {:.0} %", (ms - was) / span_s / 10.0)
+        })
+        .collect();
+    let machine =
+        (machine_after.0 - machine_before.0) / (machine_after.1 - machine_before.1).max(1.0);
+    let report = format!(
+        "many phones in the window (journey 10, Xvfb 1280x800, drawn {graphics}):\n\
+         stream: {phones} phones x {rate} dials/s x {secs} s ({} dials each) in {span_s:.1} s; \
+         the log ingested {} dials ({} duplicates dropped), wrote {} rows; the header says {header}\n\
+         phones: {}\n\
+         frames: {} in {:.1} s; p50 {:.1} ms, p99 {:.1} ms (target <= 50), longest {:.1} ms, {} gaps over 50 ms ({} while the harness ran a script in the page); the gaps no harness script fell in: {}; the page's callbacks by kind (ms): {}; the gaps over 50 ms [began, ms]: {}\n\
+         the host: {host}; steal {stolen_ms} ms in {sampled_s:.0} s\n\
+         CPU over the stream (of one core): {}; the machine {:.0} % busy (both cores)\n\
+         {}\n\
+         dial to pixel: {} ({} dials painted as the newest rows; phone to the page {}, the page's wait {}, DOM to painted {})\n",
+        per_phone,
+        counter("ingested"),
+        counter("duplicates"),
+        counter("rows_written"),
+        sent.join("; "),
+        gaps.frames,
+        gaps.span_ms / 1000.0,
+        gaps.p50_ms,
+        gaps.p99_ms,
+        gaps.max_ms,
+        gaps.over50,
+        gaps.over50_at_mark,
+        gaps.unmarked,
+        gaps.by_kind,
+        gaps.long_gaps,
+        cpu.join(", "),
+        machine * 100.0,
+        batch_figures(&batches),
+        spread(got.iter().map(|r| r[2] - r[0]).collect()),
+        got.len(),
+        spread(got.iter().map(|r| r[3] - r[0]).collect()),
+        spread(got.iter().map(|r| r[1] - r[3]).collect()),
+        spread(got.iter().map(|r| r[2] - r[1]).collect()),
+    );
+    eprintln!("{report}");
+    save_shot_file("many-phones-window.txt", &report)?;
+    save_shot_file(
+        "many-phones-window.json",
+        &serde_json::json!({ "t0": t0, "records": got, "batches": batches }).to_string(),
+    )?;
+    println!("many_phones_window_frames_p99_ms={:.1}", gaps.p99_ms);
     Ok(())
 }

@@ -41,11 +41,14 @@ mod queries;
 mod rows;
 
 pub use banner::{BannerOrigin, DialBanner};
-pub use batches::{DialBatchMsg, WINDOW_BATCH_INTERVAL, WINDOW_BATCH_ROWS};
+pub use batches::{
+    DialBatchMsg, RateMeter, WindowPace, PACE_RATE_WINDOW, WINDOW_BATCH_INTERVAL,
+    WINDOW_BATCH_ROWS, WINDOW_BUSY_ROWS_PER_S, WINDOW_QUICK_INTERVAL,
+};
 pub use export::{ExportRequest, ExportSummary};
 pub use floor::DialClearScope;
 pub use follow::{follow_in, FollowBy, MAX_FOLLOW};
-pub use forwarder::{forward, forward_newest, ForwardEnd};
+pub use forwarder::{forward, forward_newest, forward_paced, ForwardEnd};
 pub use import::{ImportSummary, ImportedCapture};
 pub use queries::{parse_dial_filter, HISTORY_STATS_BUDGET};
 pub use rows::{DialHistoryPage, DialRow, HistoryRow, HistoryStats};

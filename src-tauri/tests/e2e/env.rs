@@ -484,13 +484,18 @@ impl Env {
 
     /// Starts `switchboard-phone` with this identity file and `args`; output goes to a log file.
     pub fn phone(&self, name: &str, args: &[String]) -> R<Phone> {
+        self.phone_as(name, &self.identity_file(), args)
+    }
+
+    /// As [`Env::phone`], a phone of its own: its identity (device key, pairing) in `identity`.
+    pub fn phone_as(&self, name: &str, identity: &Path, args: &[String]) -> R<Phone> {
         let bin = phone_binary()?;
         let log = self.root.path().join(format!("phone-{name}.log"));
         let f = std::fs::File::create(&log).map_err(|e| format!("log: {e}"))?;
         let f2 = f.try_clone().map_err(|e| format!("log: {e}"))?;
         let child = Command::new(bin)
             .arg("--identity")
-            .arg(self.identity_file())
+            .arg(identity)
             .args(args)
             .env("HOME", &self.home)
             .stdin(Stdio::null())

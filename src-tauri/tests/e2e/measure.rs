@@ -495,3 +495,48 @@ pub fn gaps_beside_steal(v: &Value, log: &StealLog) -> R<String> {
         }
     ))
 }
+
+/// CPU time (user + system, ms) each process of `pids` has used so far, summed by command name
+/// (`/proc/PID/comm`, 15 characters: `switchboard-des`, `WebKitWebProces`, ...); processes gone
+/// are left out.
+pub fn cpu_by_name(pids: &[u32]) -> std::collections::BTreeMap<String, f64> {
+    // SAFETY: sysconf only reads a system constant.
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut out = std::collections::BTreeMap::new();
+    for p in pids {
+        let (Ok(stat), Ok(comm)) = (
+            std::fs::read_to_string(format!("/proc/{p}/stat")),
+            std::fs::read_to_string(format!("/proc/{p}/comm")),
+        ) else {
+            continue;
+        };
+        // `pid (comm) state ...`: utime and stime are the 12th and 13th fields after the ')'.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        *out.entry(comm.trim().to_string()).or_insert(0.0) +=
+            (ticks(11) + ticks(12)) * 1000.0 / tick;
+    }
+    out
+}
+
+/// The machine's CPU time (all CPUs, ms) as `(busy, total)` from `/proc/stat`'s first line:
+/// busy is everything but idle and iowait.
+pub fn machine_cpu_ms() -> (f64, f64) {
+    // SAFETY: sysconf only reads a system constant.
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let v: Vec<f64> = text
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let total: f64 = v.iter().sum();
+    let idle = v.get(3).copied().unwrap_or(0.0) + v.get(4).copied().unwrap_or(0.0);
+    ((total - idle) * 1000.0 / tick, total * 1000.0 / tick)
+}

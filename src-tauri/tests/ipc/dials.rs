@@ -598,3 +598,146 @@ fn forwarding_newest_sends_the_newest_rows_and_names_the_rest() {
     // The window's bound covers a tall window's rows with room to scroll.
     assert!((80..=200).contains(&WINDOW_BATCH_ROWS));
 }
+
+/// Streams `per_tick` new dials into `log` every `every`, `ticks` times, through
+/// [`forward_paced`] with `pace`; returns each message with the moment the sink got it.
+fn paced_stream(
+    pace: switchboard::app::dials::WindowPace,
+    ticks: usize,
+    per_tick: usize,
+    every: Duration,
+) -> Vec<(Instant, DialBatchMsg)> {
+    use switchboard::app::dials::forward_paced;
+    tauri::async_runtime::block_on(async {
+        let log = DialLog::spawn(DialLogConfig::default()).unwrap();
+        let sub = log
+            .subscribe(
+                DialFilter::default(),
+                SubscribeOptions {
+                    interval: Some(pace.quick),
+                    ..SubscribeOptions::default()
+                },
+            )
+            .await
+            .unwrap();
+        let got: Arc<Mutex<Vec<(Instant, DialBatchMsg)>>> = Arc::default();
+        let sink_got = Arc::clone(&got);
+        let task = tauri::async_runtime::spawn(forward_paced(
+            4,
+            sub,
+            Some(120),
+            pace,
+            move |m: DialBatchMsg| {
+                sink_got.lock().unwrap().push((Instant::now(), m));
+                Ok::<(), ()>(())
+            },
+        ));
+        for t in 0..ticks {
+            let batch: Vec<Dial> = (0..per_tick)
+                .map(|k| {
+                    let i = t * per_tick + k;
+                    dial(
+                        &format!("d{i:06}"),
+                        "read_item",
+                        100 + i as i64,
+                        5,
+                        DialOutcome::Ok,
+                        None,
+                    )
+                })
+                .collect();
+            log.ingest_batch(batch).await.unwrap();
+            tokio::time::sleep(every).await;
+        }
+        // The log's end sends what the forwarder still holds.
+        log.shutdown().await.unwrap();
+        assert_eq!(task.await.unwrap(), ForwardEnd::LogClosed);
+        let out = got.lock().unwrap().clone();
+        out
+    })
+}
+
+/// The ids sent (in order) and the sequence numbers named in `left_out`, over all batches.
+fn paced_rows(msgs: &[(Instant, DialBatchMsg)]) -> (Vec<String>, usize) {
+    let mut ids = Vec::new();
+    let mut named = 0;
+    for (_, m) in msgs {
+        if let DialBatchMsg::Batch {
+            rows,
+            left_out,
+            skipped,
+            ..
+        } = m
+        {
+            assert_eq!(*skipped, 0, "the log dropped nothing");
+            ids.extend(rows.iter().map(|r| r.id.to_string()));
+            named += left_out.len();
+        }
+    }
+    (ids, named)
+}
+
+/// The window's pace: a light stream goes to the window dial by dial, each batch as soon as it
+/// comes (spaced by the quick pace, not the busy one); every dial is sent once, in order.
+#[test]
+fn paced_forwarding_sends_a_light_stream_at_once() {
+    use switchboard::app::dials::WindowPace;
+    let pace = WindowPace::WINDOW;
+    assert!(
+        pace.quick * 4 <= pace.busy,
+        "the quick pace is the short one: {pace:?}"
+    );
+    let msgs = paced_stream(pace, 10, 1, Duration::from_millis(100));
+    let (ids, named) = paced_rows(&msgs);
+    let want: Vec<String> = (0..10).map(|i| format!("d{i:06}")).collect();
+    assert_eq!(ids, want, "every dial once, oldest first");
+    assert_eq!(named, 0, "no batch over the bound");
+    // 10 dials 100 ms apart: spaced by the busy pace they would come in about 5 batches.
+    let batches = msgs.len() - 1;
+    assert!(
+        batches >= 8,
+        "a light stream was held back: {batches} batches for 10 dials 100 ms apart"
+    );
+}
+
+/// The window's pace under load: batches come at most one a `busy` (the forwarder holds and
+/// merges what the log hands it meanwhile); no dial is lost: each is sent or named in
+/// `left_out`.
+#[test]
+fn paced_forwarding_spaces_a_heavy_stream() {
+    use switchboard::app::dials::WindowPace;
+    let pace = WindowPace::WINDOW;
+    // 40 dials every 10 ms: about 4 000 a second (at most; fewer on a busy machine, still far
+    // above the pace's threshold) for a second and a half.
+    assert!(pace.busy_rows_per_s < 2000, "{pace:?}");
+    let msgs = paced_stream(pace, 150, 40, Duration::from_millis(10));
+    let (ids, named) = paced_rows(&msgs);
+    assert_eq!(ids.len() + named, 6000, "every dial sent or named");
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "rows oldest first, none twice"
+    );
+    let batches: Vec<Instant> = msgs[1..].iter().map(|(t, _)| *t).collect();
+    // Once the rate is known (after its first 200 ms), two batches are at least `busy` apart;
+    // the last one may come early (the log's end sends what is held).
+    let first = batches[0];
+    let steady: Vec<Instant> = batches[..batches.len() - 1]
+        .iter()
+        .copied()
+        .filter(|t| *t >= first + Duration::from_millis(200))
+        .collect();
+    let settled: Vec<&[Instant]> = steady.windows(2).collect();
+    assert!(
+        settled.len() >= 3,
+        "too few batches under load: {}",
+        batches.len()
+    );
+    for w in settled {
+        let apart = w[1] - w[0];
+        assert!(
+            apart + Duration::from_millis(5) >= pace.busy,
+            "two batches {apart:?} apart under load (busy pace {:?})",
+            pace.busy
+        );
+    }
+}

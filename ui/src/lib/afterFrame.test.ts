@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { afterFrame } from "./afterFrame";
+import { FrameGate, afterFrame } from "./afterFrame";
 
 // A hand-driven animation frame: `frame()` runs the callbacks asked for so far, as the browser
 // does at a frame.
@@ -58,6 +58,52 @@ describe("afterFrame", () => {
     frame();
     await tasks();
     ran();
+    expect(n).toBe(1);
+  });
+});
+
+describe("FrameGate", () => {
+  beforeEach(() => {
+    callbacks = new Map();
+    vi.stubGlobal("requestAnimationFrame", (cb: FrameRequestCallback) => {
+      callbacks.set(nextId, cb);
+      return nextId++;
+    });
+    vi.stubGlobal("cancelAnimationFrame", (id: number) => callbacks.delete(id));
+  });
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+
+  it("applies at once after a quiet spell, and once after the next frame for requests close behind", async () => {
+    let clock = 1000;
+    let n = 0;
+    const gate = new FrameGate(() => n++, 17, () => clock);
+    gate.request();
+    expect(n).toBe(1); // quiet before: at once, no frame asked
+    expect(callbacks.size).toBe(0);
+    clock += 5;
+    gate.request();
+    gate.request();
+    expect(n).toBe(1); // 5 ms after the last: waits for the frame
+    frame();
+    await tasks();
+    expect(n).toBe(2); // both requests in one apply
+    clock += 40;
+    gate.request();
+    expect(n).toBe(3); // quiet again: at once
+  });
+
+  it("cancelled, a waiting apply does not run", async () => {
+    let clock = 0;
+    let n = 0;
+    const gate = new FrameGate(() => n++, 17, () => clock);
+    gate.request();
+    clock += 1;
+    gate.request();
+    gate.cancel();
+    frame();
+    await tasks();
     expect(n).toBe(1);
   });
 });

@@ -29,3 +29,47 @@ export function afterFrame(fn: () => void): () => void {
     channel = null;
   };
 }
+
+/**
+ * Applies changes at most about once a frame, without waiting for a frame when none is due:
+ * `request()` after a quiet spell (nothing applied for `quietMs`) applies at once, in the
+ * caller's own task (a channel message's: the next frame shows it); a request within
+ * `quietMs` of the last apply waits for a task after the next frame (`afterFrame`), where
+ * every request made meanwhile is applied once.
+ *
+ * Why: a live batch that waited for the next frame before it was applied waited up to a
+ * frame (16.7 ms) and then a second one to be painted; batches come a few times a second,
+ * so the wait bought nothing but coalescing, which only bursts need.
+ */
+export class FrameGate {
+  #pending: (() => void) | null = null;
+  #last = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly apply: () => void,
+    readonly quietMs = 17,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** Asks for an apply: now, or after the next frame (see the class). */
+  request(): void {
+    if (this.#pending) return;
+    if (this.now() - this.#last >= this.quietMs) {
+      this.#run();
+      return;
+    }
+    this.#pending = afterFrame(() => this.#run());
+  }
+
+  /** Drops an apply waiting for its frame. */
+  cancel(): void {
+    this.#pending?.();
+    this.#pending = null;
+  }
+
+  #run() {
+    this.#pending = null;
+    this.#last = this.now();
+    this.apply();
+  }
+}

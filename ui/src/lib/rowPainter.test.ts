@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { RowPainter } from "./rowPainter";
+import { RowPainter, probeArrival } from "./rowPainter";
 import type { HistoryRow } from "../bindings/HistoryRow";
 
 function dial(seq: number, extra: Partial<Record<string, unknown>> = {}): HistoryRow {
@@ -172,6 +172,38 @@ describe("RowPainter", () => {
       expect(probe.out.length).toBe(3);
       expect(probe.out[2][0]).toBe((dial(3) as { start_ms: number }).start_ms);
       expect(frames.length).toBe(0);
+    });
+
+    it("stamps each dial with its batch's arrival in the page, and records each batch", async () => {
+      const frames: FrameRequestCallback[] = [];
+      vi.stubGlobal("requestAnimationFrame", (cb: FrameRequestCallback) => frames.push(cb));
+      const probe = { seen: new Set<string>(), out: [] as number[][], arrived: new Map<string, number>(), batches: [] as number[][] };
+      vi.stubGlobal("__dialToPixel", probe);
+      const d1 = dial(1) as HistoryRow & { id: string; start_ms: number };
+      const d2 = dial(2) as HistoryRow & { id: string; start_ms: number };
+      const before = Date.now();
+      probeArrival([d1, d2], 7, 1);
+      const after = Date.now();
+      expect(probe.batches.length).toBe(1);
+      const [at, rows, leftOut, skipped, newest] = probe.batches[0];
+      expect([rows, leftOut, skipped, newest]).toEqual([2, 7, 1, d2.start_ms]);
+      expect(at).toBeGreaterThanOrEqual(before);
+      expect(at).toBeLessThanOrEqual(after);
+      // Painted later: the arrival rides with the dial's record, and is forgotten then.
+      new RowPainter(document.createElement("div")).paint([d2, d1], ctx);
+      frames.shift()?.(0);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(probe.out.map((o) => [o[0], o[3]])).toEqual([[d2.start_ms, at], [d1.start_ms, at]]);
+      expect(probe.arrived.size).toBe(0);
+    });
+
+    it("records no arrival without the harness, nor without its arrival fields", () => {
+      const d = dial(1) as HistoryRow & { id: string; start_ms: number };
+      expect(() => probeArrival([d], 0, 0)).not.toThrow();
+      const probe = { seen: new Set<string>(), out: [] as number[][] };
+      vi.stubGlobal("__dialToPixel", probe);
+      probeArrival([d], 0, 0);
+      expect(probe).toEqual({ seen: new Set<string>(), out: [] });
     });
 
     it("asks for no frame when the harness has not set it", () => {

@@ -99,15 +99,46 @@ function cell(cls: string): HTMLDivElement {
 }
 
 /** The dial-to-pixel probe's record (`dial_to_pixel_p99_ms`, docs/performance.md). A harness
- * that measures sets `window.__dialToPixel = { seen: new Set(), out: [] }` and reads `out`;
- * nothing else ever sets it, so a person's window only pays one property read per paint. */
+ * that measures sets `window.__dialToPixel = { seen: new Set(), out: [] }` (with `arrived` and
+ * `batches` to split the time at the page's door) and reads `out` and `batches`; nothing else
+ * ever sets it, so a person's window only pays one property read per paint and per batch. */
 interface DialToPixel {
   /** Ids of the dials already recorded (a row moved down by newer ones is not new). */
   seen: Set<string>;
-  /** `[start_ms, dom_ms, paint_ms]` per dial shown: the phone's stamp of the dial, when its row
-   * was put in the DOM and when the frame that shows it was rendered (wall clock, epoch ms:
-   * the phone runs on the same machine). */
-  out: [number, number, number][];
+  /** `[start_ms, dom_ms, paint_ms, arrived_ms]` per dial shown: the phone's stamp of the dial,
+   * when its row was put in the DOM, when the frame that shows it was rendered and when the
+   * batch that carried it reached the page (`NaN` without `arrived`; wall clock, epoch ms: the
+   * phone runs on the same machine). */
+  out: [number, number, number, number][];
+  /** Dial id -> when its batch reached the page (epoch ms), kept until the dial is painted (at
+   * most [`ARRIVED_KEPT`] ids: most dials of a fast stream are never painted). */
+  arrived?: Map<string, number>;
+  /** `[arrived_ms, rows, left_out, skipped, newest_start_ms]` per live batch that reached the
+   * page: its rows, the matching dials the core left out of it and dropped for the view, and
+   * the phone's stamp of its newest dial. */
+  batches?: [number, number, number, number, number][];
+}
+
+/** Most dial ids the probe keeps waiting for their paint (then it forgets them all). */
+const ARRIVED_KEPT = 20_000;
+
+/** The probe, when a harness set it. */
+function dialToPixel(): DialToPixel | undefined {
+  return (globalThis as { __dialToPixel?: DialToPixel }).__dialToPixel;
+}
+
+/** Records a live batch reaching the page (`onMessage` of the Live dials view, before any
+ * work on it): the arrival time of each of its dials, and the batch's size. Does nothing
+ * unless a harness set `window.__dialToPixel` with `arrived` or `batches`. */
+export function probeArrival(rows: readonly { id: string; start_ms: number }[], leftOut: number, skipped: number) {
+  const probe = dialToPixel();
+  if (!probe || (!probe.arrived && !probe.batches)) return;
+  const at = Date.now();
+  if (probe.arrived) {
+    if (probe.arrived.size > ARRIVED_KEPT) probe.arrived.clear();
+    for (const r of rows) probe.arrived.set(r.id, at);
+  }
+  probe.batches?.push([at, rows.length, leftOut, skipped, rows.length ? rows[rows.length - 1].start_ms : NaN]);
 }
 
 /** Records the dials of `rows` not shown before: the DOM time now, and the paint time in a
@@ -115,11 +146,12 @@ interface DialToPixel {
  * with the rows, is rendered). */
 function probePaint(probe: DialToPixel, rows: readonly (HistoryRow | undefined)[]) {
   const dom = Date.now();
-  const fresh: number[] = [];
+  const fresh: [number, number][] = [];
   for (const r of rows) {
     if (!r || r.kind !== "dial" || probe.seen.has(r.id)) continue;
     probe.seen.add(r.id);
-    fresh.push(r.start_ms);
+    fresh.push([r.start_ms, probe.arrived?.get(r.id) ?? NaN]);
+    probe.arrived?.delete(r.id);
   }
   if (fresh.length === 0) return;
   requestAnimationFrame(() => {
@@ -127,7 +159,7 @@ function probePaint(probe: DialToPixel, rows: readonly (HistoryRow | undefined)[
     channel.port1.onmessage = () => {
       channel.port1.close();
       const painted = Date.now();
-      for (const start of fresh) probe.out.push([start, dom, painted]);
+      for (const [start, arrived] of fresh) probe.out.push([start, dom, painted, arrived]);
     };
     channel.port2.postMessage(0);
   });
@@ -159,7 +191,7 @@ export class RowPainter {
       s?.el.remove();
     }
     rows.forEach((r, k) => this.paintOne(this.slots[k], r, ctx.start + k, ctx));
-    const probe = (globalThis as { __dialToPixel?: DialToPixel }).__dialToPixel;
+    const probe = dialToPixel();
     if (probe) probePaint(probe, rows);
   }
 

@@ -1,6 +1,5 @@
 //! What a subscribed view receives: one snapshot, then batches ([`DialBatchMsg`]), and how often
-//! and how large the batches of a filter line's view are ([`WINDOW_BATCH_INTERVAL`],
-//! [`WINDOW_BATCH_ROWS`]).
+//! and how large the batches of a filter line's view are ([`WindowPace`], [`WINDOW_BATCH_ROWS`]).
 //!
 //! Why apart: the message shape and its bounds are what keeps the page up with the log at
 //! 1 000 dials a second; the forwarder only carries them.
@@ -93,12 +92,25 @@ impl DialBatchMsg {
 }
 
 /// Shortest time between two batches of a filter line's view (`dials_subscribe` with `line`,
-/// the Live dials window): 5 a second. A Tauri channel hands a message over 8 KB to the page
-/// through a fetch of its own (tauri `ipc::channel`), the cost of which is per message: at 1 000
-/// dials a second, 30 batches of ~33 rows kept the page ~5 times behind (journey 8: the header
-/// counted ~200 dials/s), fewer and larger batches carry the same rows at a fraction of the
-/// cost, 200 ms late at most.
+/// the Live dials window) under load ([`WindowPace::WINDOW`]): 5 a second. A Tauri channel
+/// hands a message over 8 KB to the page through a fetch of its own (tauri `ipc::channel`), the
+/// cost of which is per message: at 1 000 dials a second, 30 batches of ~33 rows kept the page
+/// ~5 times behind (journey 8: the header counted ~200 dials/s), fewer and larger batches carry
+/// the same rows at a fraction of the cost. The table shows only each batch's newest rows
+/// then, whose wait does not depend on the spacing.
 pub const WINDOW_BATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Shortest time between two batches of a filter line's view while its stream is light
+/// ([`WindowPace::WINDOW`]): every dial of a light stream is shown, and this is its longest
+/// wait for a batch (at 100 dials/s, 200 ms spacing made the time from the phone to the pixel
+/// 221-234 ms at p99; `docs/performance.md`, "Dial to pixel").
+pub const WINDOW_QUICK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// Dials a second from which a filter line's view is under load ([`WindowPace::WINDOW`]): at
+/// 500 a second a quick batch holds ~12 rows (~4 KB, below the channel's 8 KB) and the page
+/// gets 40 a second; above it the rows and messages a second would grow to the cost that kept
+/// the page behind.
+pub const WINDOW_BUSY_ROWS_PER_S: u64 = 500;
 
 /// Most rows in one batch of a filter line's view: the newest ones, the older ones of the batch
 /// named by sequence number in `left_out` ([`DialBatchMsg::batch_newest`]). The table shows at most about 80 rows
@@ -109,3 +121,77 @@ pub const WINDOW_BATCH_INTERVAL: std::time::Duration = std::time::Duration::from
 /// `skipped`; their sequence numbers let a view that just read the history count only the
 /// ones it has not (a count alone would count some twice).
 pub const WINDOW_BATCH_ROWS: usize = 120;
+
+/// How the batches of a filter line's view are spaced: at once when the view has had no batch
+/// for [`WindowPace::quick`], then at most one a `quick` while the stream is light, and one a
+/// [`WindowPace::busy`] once the view's dials come at [`WindowPace::busy_rows_per_s`] or more
+/// (counted over the last [`PACE_RATE_WINDOW`]).
+///
+/// Why two paces: while the table follows the newest row, a light stream shows every dial, so
+/// the spacing is the time a dial waits for its batch; a heavy stream shows only each batch's
+/// newest rows (the older ones land below the view at once), whose wait does not depend on the
+/// spacing, while each message costs the page the same whatever it holds (a channel message
+/// over 8 KB is a fetch of its own, the rows are parsed, the rows in view painted again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowPace {
+    /// Shortest time between two batches while the stream is light.
+    pub quick: std::time::Duration,
+    /// Shortest time between two batches under load.
+    pub busy: std::time::Duration,
+    /// Dials a second (the view's matching dials) from which the view is under load.
+    pub busy_rows_per_s: u64,
+}
+
+/// Over how long the rate of a view's dials is counted ([`WindowPace`]).
+pub const PACE_RATE_WINDOW: std::time::Duration = std::time::Duration::from_millis(500);
+
+impl WindowPace {
+    /// The pace of the Live dials window.
+    pub const WINDOW: Self = Self {
+        quick: WINDOW_QUICK_INTERVAL,
+        busy: WINDOW_BATCH_INTERVAL,
+        busy_rows_per_s: WINDOW_BUSY_ROWS_PER_S,
+    };
+
+    /// The shortest time between two batches when the view's dials come at `rows_per_s`.
+    pub fn spacing(&self, rows_per_s: u64) -> std::time::Duration {
+        if rows_per_s >= self.busy_rows_per_s {
+            self.busy.max(self.quick)
+        } else {
+            self.quick
+        }
+    }
+}
+
+/// The rate of a view's dials over the last [`PACE_RATE_WINDOW`]: dials counted as they reach
+/// the forwarder.
+#[derive(Debug, Default)]
+pub struct RateMeter {
+    seen: std::collections::VecDeque<(tokio::time::Instant, u64)>,
+    sum: u64,
+}
+
+impl RateMeter {
+    /// Counts `n` dials seen at `now`.
+    pub fn add(&mut self, now: tokio::time::Instant, n: u64) {
+        self.seen.push_back((now, n));
+        self.sum += n;
+        self.expire(now);
+    }
+
+    /// Dials a second over the last [`PACE_RATE_WINDOW`] before `now`.
+    pub fn per_s(&mut self, now: tokio::time::Instant) -> u64 {
+        self.expire(now);
+        self.sum * 1000 / PACE_RATE_WINDOW.as_millis().max(1) as u64
+    }
+
+    fn expire(&mut self, now: tokio::time::Instant) {
+        while let Some(&(t, n)) = self.seen.front() {
+            if now.duration_since(t) < PACE_RATE_WINDOW {
+                break;
+            }
+            self.seen.pop_front();
+            self.sum -= n;
+        }
+    }
+}

@@ -12,7 +12,9 @@ use switchboard_dials::{CompiledQuery, DialFilter, SubscribeOptions, Subscriptio
 use switchboard_wire::error::IpcError;
 use switchboard_wire::sync::lock;
 
-use super::{DialBatchMsg, DialSource, DialsState, WINDOW_BATCH_INTERVAL, WINDOW_BATCH_ROWS};
+use switchboard_dials::DialBatch;
+
+use super::{DialBatchMsg, DialSource, DialsState, RateMeter, WindowPace, WINDOW_BATCH_ROWS};
 
 /// How a [`forward`] loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +64,88 @@ pub async fn forward_newest<E>(
     ForwardEnd::LogClosed
 }
 
+/// As [`forward_newest`], the batches spaced by `pace` ([`WindowPace`]): the log hands its
+/// dials over at most every `pace.quick`, and the forwarder holds them (merged into one batch)
+/// until `pace.spacing` of the view's current rate has passed since the last batch it sent
+/// (under load, until the log's first handover after that, or `pace.quick` later without one).
+/// What it holds when the log ends the subscription is sent before it returns.
+pub async fn forward_paced<E>(
+    id: u64,
+    sub: Subscription,
+    max_rows: Option<usize>,
+    pace: WindowPace,
+    mut sink: impl FnMut(DialBatchMsg) -> Result<(), E>,
+) -> ForwardEnd {
+    let Subscription {
+        snapshot,
+        mut batches,
+    } = sub;
+    if sink(DialBatchMsg::snapshot(id, &snapshot)).is_err() {
+        return ForwardEnd::SinkClosed;
+    }
+    drop(snapshot);
+    let mut held: Option<DialBatch> = None;
+    let mut last_sent: Option<tokio::time::Instant> = None;
+    let mut meter = RateMeter::default();
+    loop {
+        let now = tokio::time::Instant::now();
+        // Under load the log hands dials over every `quick`: the batch goes with the first
+        // handover after it is due, so its newest rows (the ones the table shows) are fresh,
+        // not up to `quick` old; the timer is only a fallback for a stream that stopped.
+        let due = match (&held, last_sent) {
+            (None, _) => None,
+            (Some(_), None) => Some(now),
+            (Some(_), Some(t)) => {
+                let rate = meter.per_s(now);
+                let wake = t + pace.spacing(rate);
+                Some(if rate >= pace.busy_rows_per_s {
+                    wake + pace.quick
+                } else {
+                    wake
+                })
+            }
+        };
+        tokio::select! {
+            b = batches.recv() => match b {
+                Some(b) => {
+                    meter.add(tokio::time::Instant::now(), b.dials.len() as u64 + b.skipped);
+                    held = Some(match held.take() {
+                        None => b,
+                        Some(mut h) => {
+                            h.dials.extend(b.dials);
+                            h.merged += b.merged;
+                            h.skipped += b.skipped;
+                            h
+                        }
+                    });
+                }
+                None => {
+                    if let Some(h) = held.take() {
+                        if sink(DialBatchMsg::batch_newest(&h, max_rows)).is_err() {
+                            return ForwardEnd::SinkClosed;
+                        }
+                    }
+                    return ForwardEnd::LogClosed;
+                }
+            },
+            () = tokio::time::sleep_until(due.unwrap_or(now)), if due.is_some() => {}
+        }
+        let now = tokio::time::Instant::now();
+        let ready = match last_sent {
+            None => true,
+            Some(t) => now >= t + pace.spacing(meter.per_s(now)),
+        };
+        if ready {
+            if let Some(h) = held.take() {
+                if sink(DialBatchMsg::batch_newest(&h, max_rows)).is_err() {
+                    return ForwardEnd::SinkClosed;
+                }
+                last_sent = Some(now);
+            }
+        }
+    }
+}
+
 impl DialsState {
     /// Starts forwarding `sub` to `sink` in a task on the app's runtime; returns the subscription
     /// id. The task ends (and the subscription with it) when the sink fails, the log closes, or
@@ -82,13 +166,28 @@ impl DialsState {
         max_rows: Option<usize>,
         sink: impl FnMut(DialBatchMsg) -> Result<(), E> + Send + 'static,
     ) -> u64 {
+        self.start_forwarding_paced(sub, max_rows, None, sink)
+    }
+
+    /// As [`DialsState::start_forwarding_newest`], spaced by `pace` when given
+    /// ([`forward_paced`]).
+    pub fn start_forwarding_paced<E: 'static>(
+        &self,
+        sub: Subscription,
+        max_rows: Option<usize>,
+        pace: Option<WindowPace>,
+        sink: impl FnMut(DialBatchMsg) -> Result<(), E> + Send + 'static,
+    ) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let subs = Arc::clone(&self.subs);
         // Held across the spawn so the task's own removal cannot run before the insert.
         let mut map = lock(&self.subs);
         tracing::debug!("dial view {id} started");
         let task = self.rt.spawn(async move {
-            let end = forward_newest(id, sub, max_rows, sink).await;
+            let end = match pace {
+                Some(pace) => forward_paced(id, sub, max_rows, pace, sink).await,
+                None => forward_newest(id, sub, max_rows, sink).await,
+            };
             tracing::debug!("dial view {id} ended: {end:?}");
             lock(&subs).remove(&id);
         });
@@ -131,7 +230,7 @@ impl DialsState {
 
     /// As [`DialsState::dials_subscribe`]; with `line` (a compiled filter line) the live view
     /// sends an empty snapshot and then only new dials matching the line (page the history
-    /// with `dials_history`), in batches at most [`WINDOW_BATCH_INTERVAL`] apart, each with at
+    /// with `dials_history`), in batches spaced by [`WindowPace::WINDOW`], each with at
     /// most [`WINDOW_BATCH_ROWS`] of the newest (the others counted as `skipped`); an imported
     /// capture's snapshot holds its matching dials.
     ///
@@ -147,24 +246,25 @@ impl DialsState {
         let filter = filter.unwrap_or_default();
         match source.unwrap_or_default() {
             DialSource::Live => {
-                let (sub, max_rows) = match line {
+                let (sub, max_rows, pace) = match line {
                     Some(q) => {
+                        let pace = WindowPace::WINDOW;
                         let options = SubscribeOptions {
-                            interval: Some(WINDOW_BATCH_INTERVAL),
+                            interval: Some(pace.quick),
                             ..SubscribeOptions::default()
                         };
                         let sub = self.log.subscribe_line(q, options).await?;
-                        (sub, Some(WINDOW_BATCH_ROWS))
+                        (sub, Some(WINDOW_BATCH_ROWS), Some(pace))
                     }
                     None => {
                         let sub = self
                             .log
                             .subscribe(filter, SubscribeOptions::default())
                             .await?;
-                        (sub, None)
+                        (sub, None, None)
                     }
                 };
-                Ok(self.start_forwarding_newest(sub, max_rows, sink))
+                Ok(self.start_forwarding_paced(sub, max_rows, pace, sink))
             }
             DialSource::Imported => {
                 let capture = self.imported_capture()?;
