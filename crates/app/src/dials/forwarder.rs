@@ -40,6 +40,18 @@ pub async fn forward<E>(
     forward_newest(id, sub, None, sink).await
 }
 
+/// Sends the subscription's snapshot first; the batches to follow, or `None` when the sink is
+/// closed.
+fn send_snapshot<E>(
+    id: u64,
+    sub: Subscription,
+    sink: &mut impl FnMut(DialBatchMsg) -> Result<(), E>,
+) -> Option<tokio::sync::mpsc::Receiver<DialBatch>> {
+    let Subscription { snapshot, batches } = sub;
+    sink(DialBatchMsg::snapshot(id, &snapshot)).ok()?;
+    Some(batches)
+}
+
 /// As [`forward`], each batch with at most `max_rows` of its newest dials
 /// ([`DialBatchMsg::batch_newest`]; `None`: all).
 pub async fn forward_newest<E>(
@@ -48,14 +60,9 @@ pub async fn forward_newest<E>(
     max_rows: Option<usize>,
     mut sink: impl FnMut(DialBatchMsg) -> Result<(), E>,
 ) -> ForwardEnd {
-    let Subscription {
-        snapshot,
-        mut batches,
-    } = sub;
-    if sink(DialBatchMsg::snapshot(id, &snapshot)).is_err() {
+    let Some(mut batches) = send_snapshot(id, sub, &mut sink) else {
         return ForwardEnd::SinkClosed;
-    }
-    drop(snapshot);
+    };
     while let Some(b) = batches.recv().await {
         if sink(DialBatchMsg::batch_newest(&b, max_rows)).is_err() {
             return ForwardEnd::SinkClosed;
@@ -76,14 +83,9 @@ pub async fn forward_paced<E>(
     pace: WindowPace,
     mut sink: impl FnMut(DialBatchMsg) -> Result<(), E>,
 ) -> ForwardEnd {
-    let Subscription {
-        snapshot,
-        mut batches,
-    } = sub;
-    if sink(DialBatchMsg::snapshot(id, &snapshot)).is_err() {
+    let Some(mut batches) = send_snapshot(id, sub, &mut sink) else {
         return ForwardEnd::SinkClosed;
-    }
-    drop(snapshot);
+    };
     let mut held: Option<DialBatch> = None;
     let mut last_sent: Option<tokio::time::Instant> = None;
     let mut meter = RateMeter::default();
