@@ -14,18 +14,21 @@
 #     shell is not (Apple's SDK, see below).
 #
 # Windows targets go to target-win/ (not target/: another compiler, other flags).
-# Usage: bash scripts/cross-check.sh [--no-install] [--no-wine] [--mac]
+# Usage: bash scripts/cross-check.sh [--no-install | --install-only] [--no-wine] [--mac]
 #   --no-install  fail instead of installing what is missing
+#   --install-only  install what is missing (with --mac, zig too), check nothing (scripts/test.sh
+#                 does this in the foreground, then runs the check in the background)
 #   --no-wine     type-check only
 #   --mac         also the macOS type-check of the core (installs zig from PyPI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 start=$(date +%s)
-install=1 wine_run=1 mac=0
+install=1 wine_run=1 mac=0 install_only=0
 for a in "$@"; do
   case "$a" in
     --no-install) install=0 ;;
+    --install-only) install_only=1 ;;
     --no-wine) wine_run=0 ;;
     --mac) mac=1 ;;
     *) echo "cross-check.sh: unknown argument $a" >&2; exit 2 ;;
@@ -51,6 +54,8 @@ fi
 export PATH="/usr/bin:/bin:$PATH"
 export RUSTC=/usr/bin/rustc CARGO=/usr/bin/cargo RUSTDOC=/usr/bin/rustdoc
 export RUSTC_BOOTSTRAP=1
+# scripts/test.sh builds with rustup's clippy-driver as the workspace's compiler: not this one's.
+unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 export CARGO_TARGET_DIR="$repo/target-win"
 mkdir -p "$CARGO_TARGET_DIR"
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
@@ -62,6 +67,22 @@ core=(-p switchboard-wire -p switchboard-domain -p switchboard-dials -p switchbo
   -p switchboard-app -p switchboard-control -p switchboard)
 win=(--target x86_64-pc-windows-gnu -Zbuild-std=std,panic_abort --locked)
 echo "$(/usr/bin/rustc --version); $(/usr/bin/cargo --version); $(x86_64-w64-mingw32-gcc --version | head -1)"
+if [ "$mac" = 1 ]; then
+  # zig from PyPI (ziglang) in a virtual environment of this script's own: Debian's Python
+  # refuses packages installed beside its own.
+  venv="$CARGO_TARGET_DIR/zig-venv"
+  export ZIG_PYTHON="$venv/bin/python3"
+  if ! "$ZIG_PYTHON" -m ziglang version >/dev/null 2>&1; then
+    if [ "$install" = 0 ]; then echo "zig is missing ($venv: pip install ziglang): the macOS check needs a C compiler for ring and SQLite" >&2; exit 1; fi
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check 'ziglang==0.14.*'
+  fi
+  echo "zig $("$ZIG_PYTHON" -m ziglang version)"
+fi
+if [ "$install_only" = 1 ]; then
+  step "tools in place (--install-only: nothing checked)"
+  exit 0
+fi
 
 # The shell's build script embeds the front end (tauri.conf.json, frontendDist).
 if [ ! -f ui/dist/index.html ]; then
@@ -139,16 +160,6 @@ fi
 
 if [ "$mac" = 1 ]; then
   step "type-check the core crates for aarch64-apple-darwin (zig cc as the C compiler)"
-  # zig from PyPI (ziglang) in a virtual environment of this script's own: Debian's Python
-  # refuses packages installed beside its own.
-  venv="$CARGO_TARGET_DIR/zig-venv"
-  export ZIG_PYTHON="$venv/bin/python3"
-  if ! "$ZIG_PYTHON" -m ziglang version >/dev/null 2>&1; then
-    if [ "$install" = 0 ]; then echo "zig is missing ($venv: pip install ziglang): the macOS check needs a C compiler for ring and SQLite" >&2; exit 1; fi
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check 'ziglang==0.14.*'
-  fi
-  echo "zig $("$ZIG_PYTHON" -m ziglang version)"
   export CC_aarch64_apple_darwin="$repo/scripts/cross/zig-cc-macos"
   # The core crates, all targets. The shell (src-tauri) is not: its notifications'
   # mac-notification-sys compiles Objective-C against Cocoa.h, which only Apple's SDK has, and

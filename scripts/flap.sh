@@ -52,8 +52,10 @@ for tool in ip ss python3; do
 done
 
 echo "==> building the netns test binary and the reference phone"
-cargo build -q -p switchboard --bin switchboard-phone
-NETNS_BIN=$(cargo test -q -p switchboard --test netns --no-run --message-format=json 2> /dev/null |
+# The test build of the whole workspace (--workspace: every member's features, as
+# `cargo test --workspace` resolves them; scripts/test.sh has built that already, so nothing is
+# compiled again). An integration test's build makes its package's bins: the reference phone too.
+NETNS_BIN=$(cargo test -q --workspace --locked --test netns --no-run --message-format=json 2> /dev/null |
   python3 -c 'import json,sys
 for l in sys.stdin:
     m=json.loads(l)

@@ -61,7 +61,10 @@ echo "==> many phones: $PHONES phones x $RATE dials/s x $SECS s ($PROFILE build)
 echo "==> building the reference phone and the desktop (examples/many_phones_desk.rs)"
 FLAGS=()
 [ "$PROFILE" = release ] && FLAGS=(--release)
-cargo build -q -p switchboard "${FLAGS[@]}" --bin switchboard-phone --example many_phones_desk
+# --workspace: the features `cargo test --workspace` resolves, so after scripts/test.sh's test
+# build nothing is compiled again (with -p switchboard alone tokio, serde and the rest would be
+# built a second time with other features).
+cargo build -q --workspace --locked "${FLAGS[@]}" --bin switchboard-phone --example many_phones_desk
 PHONE_BIN=target/$PROFILE/switchboard-phone
 DESK_BIN=target/$PROFILE/examples/many_phones_desk
 [ -x "$PHONE_BIN" ] && [ -x "$DESK_BIN" ] || { echo "many-phones.sh: build failed" >&2; exit 1; }

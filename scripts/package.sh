@@ -5,10 +5,13 @@
 # committed), then the Tauri bundler (the npm package @tauri-apps/cli, a dev dependency of ui/)
 # with what tauri.conf.json's bundle.linux section lists.
 #
-# Usage: bash scripts/package.sh [--profile PROFILE] [--bundles deb,rpm]
-#   --profile  the cargo profile (default: release; the test command packages `dev`, the build
-#              its cargo test already made)
+# Usage: bash scripts/package.sh [--profile PROFILE] [--bundles deb,rpm] [--front-end-built]
+#   --profile  the cargo profile (default: release; the test command packages `dev`: the build
+#              `cargo test --workspace` makes, so after cargo test nothing is compiled again)
 #   --bundles  which packages (default: deb,rpm)
+#   --front-end-built  ui/dist is this checkout's build already (scripts/test.sh built it): not
+#              built again, so the app built from it stays up to date and the Windows check
+#              running beside it never sees ui/dist half written
 # Output: target/package/*.deb and *.rpm (their paths are printed last, one a line). On macOS
 # and Windows (Git Bash), --bundles dmg / msi makes those instead (not tested by CI).
 #
@@ -21,11 +24,13 @@ root=$(pwd)
 
 profile=release
 bundles=deb,rpm
+front_end=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) profile="${2:?--profile needs a value}"; shift 2 ;;
     --bundles) bundles="${2:?--bundles needs a value}"; shift 2 ;;
-    *) echo "package.sh: unknown argument $1 (usage: bash scripts/package.sh [--profile P] [--bundles deb,rpm])" >&2; exit 2 ;;
+    --front-end-built) front_end=0; shift ;;
+    *) echo "package.sh: unknown argument $1 (usage: bash scripts/package.sh [--profile P] [--bundles deb,rpm] [--front-end-built])" >&2; exit 2 ;;
   esac
 done
 case "$profile" in dev) profile_dir=debug ;; *) profile_dir="$profile" ;; esac
@@ -47,13 +52,25 @@ stage="$out/stage"
 rm -rf "$out"
 mkdir -p "$stage/bin" "$stage/man1" "$stage/completions"
 
-echo "==> front end (ui/dist, embedded in the app)"
-(cd ui && npm run build --silent)
+if [ "$front_end" = 1 ]; then
+  echo "==> front end (ui/dist, embedded in the app)"
+  (cd ui && npm run build --silent)
+else
+  [ -f ui/dist/index.html ] || { echo "package.sh: --front-end-built, but ui/dist/index.html is missing" >&2; exit 1; }
+fi
 
-echo "==> cargo build --profile $profile (the app, the CLI, the docs writer)"
 t0=$(date +%s)
-cargo build --locked --profile "$profile" -p switchboard-desktop -p switchboard \
-  --bin switchboard-desktop --bin switchboard --bin switchboard-gen-docs
+if [ "$profile" = dev ]; then
+  # The dev build is the one `cargo test --workspace` makes (its bins, with the features the
+  # tests' dependencies add): after cargo test, as in scripts/test.sh, nothing is compiled again.
+  # A build of these bins alone would resolve other features and compile ~600 crates anew.
+  echo "==> cargo test --workspace --no-run (the dev build: the app, the CLI, the docs writer)"
+  cargo test --workspace --locked --no-run
+else
+  echo "==> cargo build --profile $profile (the app, the CLI, the docs writer)"
+  cargo build --locked --profile "$profile" -p switchboard-desktop -p switchboard \
+    --bin switchboard-desktop --bin switchboard --bin switchboard-gen-docs
+fi
 echo "    built in $(( $(date +%s) - t0 ))s"
 bin="$target_dir/$profile_dir"
 
