@@ -16,8 +16,9 @@
 # Windows targets go to target-win/ (not target/: another compiler, other flags).
 # Usage: bash scripts/cross-check.sh [--no-install | --install-only] [--no-wine] [--mac]
 #   --no-install  fail instead of installing what is missing
-#   --install-only  install what is missing (with --mac, zig too), check nothing (scripts/test.sh
-#                 does this in the foreground, then runs the check in the background)
+#   --install-only  install the apt packages that are missing, check nothing (scripts/test.sh
+#                 does this in the foreground, as apt must not run beside its other apt-get, then
+#                 runs the check, zig's install included, in the background)
 #   --no-wine     type-check only
 #   --mac         also the macOS type-check of the core (installs zig from PyPI)
 set -euo pipefail
@@ -34,7 +35,13 @@ for a in "$@"; do
     *) echo "cross-check.sh: unknown argument $a" >&2; exit 2 ;;
   esac
 done
-step() { echo; echo "==> $* ($(( $(date +%s) - start ))s; load $(cut -d' ' -f1-3 /proc/loadavg))"; }
+# CPU seconds of this script and what it waited for (/proc: utime, stime, cutime, cstime).
+cpu() {
+  local f
+  read -r -a f < "/proc/$$/stat"
+  echo $(((f[13] + f[14] + f[15] + f[16]) / $(getconf CLK_TCK)))
+}
+step() { echo; echo "==> $* ($(( $(date +%s) - start ))s; cpu $(cpu)s; load $(cut -d' ' -f1-3 /proc/loadavg))"; }
 
 step "tools (Debian's Rust with its sources, mingw-w64, wine)"
 need=()
@@ -67,7 +74,7 @@ core=(-p switchboard-wire -p switchboard-domain -p switchboard-dials -p switchbo
   -p switchboard-app -p switchboard-control -p switchboard)
 win=(--target x86_64-pc-windows-gnu -Zbuild-std=std,panic_abort --locked)
 echo "$(/usr/bin/rustc --version); $(/usr/bin/cargo --version); $(x86_64-w64-mingw32-gcc --version | head -1)"
-if [ "$mac" = 1 ]; then
+if [ "$mac" = 1 ] && [ "$install_only" = 0 ]; then
   # zig from PyPI (ziglang) in a virtual environment of this script's own: Debian's Python
   # refuses packages installed beside its own.
   venv="$CARGO_TARGET_DIR/zig-venv"

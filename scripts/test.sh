@@ -31,29 +31,43 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 current="start"
 stage_start=$start
-stage_names=() stage_secs=()
+stage_names=() stage_secs=() stage_cpus=()
 cross_pid=""
+# CPU seconds used so far by this script and every program it waited for (/proc: utime, stime,
+# cutime, cstime): on a machine shared with other work the wall times stretch, these do not much.
+cpu() {
+  local f
+  read -r -a f < "/proc/$$/stat"
+  echo $(((f[13] + f[14] + f[15] + f[16]) / $(getconf CLK_TCK)))
+}
+stage_cpu=0
 step() {
-  local now
-  now=$(date +%s)
-  if [ "$current" != start ]; then stage_names+=("$current"); stage_secs+=($((now - stage_start))); fi
-  current="$*" stage_start=$now
-  echo; echo "==> $* ($((now - start))s; load $(cut -d' ' -f1-3 /proc/loadavg))"
+  local now c
+  now=$(date +%s) c=$(cpu)
+  if [ "$current" != start ]; then
+    stage_names+=("$current") stage_secs+=($((now - stage_start))) stage_cpus+=($((c - stage_cpu)))
+  fi
+  current="$*" stage_start=$now stage_cpu=$c
+  echo; echo "==> $* ($((now - start))s; cpu ${c}s; load $(cut -d' ' -f1-3 /proc/loadavg))"
 }
 # Each stage's wall time, the background cross-check's own steps beside them.
 table() {
   local i
   echo
-  echo "==> time per stage (seconds, wall; load at the end $(cut -d' ' -f1-3 /proc/loadavg))"
+  echo "==> time per stage (wall seconds, CPU seconds; load at the end $(cut -d' ' -f1-3 /proc/loadavg))"
+  printf '%6s %6s  %s\n' wall cpu stage
   for i in "${!stage_names[@]}"; do
-    printf '%6s  %s\n' "${stage_secs[$i]}" "${stage_names[$i]}"
+    printf '%6s %6s  %s\n' "${stage_secs[$i]}" "${stage_cpus[$i]}" "${stage_names[$i]}"
   done
-  if [ "$current" != "all checks passed" ]; then printf '%6s  %s (unfinished)\n' "$(($(date +%s) - stage_start))" "$current"; fi
+  if [ "$current" != "all checks passed" ]; then
+    printf '%6s %6s  %s (unfinished)\n' "$(($(date +%s) - stage_start))" "$(($(cpu) - stage_cpu))" "$current"
+  fi
+  printf '%6s %6s  total\n' "$(($(date +%s) - start))" "$(cpu)"
   if [ -s target/cross-check.log ]; then
-    echo "  in the background, scripts/cross-check.sh (its steps start at these seconds):"
+    echo "  in the background from the stage named so (its CPU counts where it was waited for),"
+    echo "  scripts/cross-check.sh's steps (start second, its CPU so far):"
     grep -E '^==> ' target/cross-check.log | sed 's/^==> /        /'
   fi
-  printf '%6s  total\n' "$(($(date +%s) - start))"
 }
 on_exit() {
   local rc=$?
@@ -93,13 +107,14 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 
 step "Windows and macOS: tools (scripts/cross-check.sh --install-only)"
-# Installed here, in the foreground: apt and pip must not run beside check-package.sh's apt-get.
+# The apt packages are installed here, in the foreground: apt must not run beside
+# check-package.sh's apt-get (the background run finds them and installs only zig, from PyPI).
 bash scripts/cross-check.sh --mac --install-only
 step "Windows and macOS: started in the background (scripts/cross-check.sh --mac; output in target/cross-check.log, printed at the end)"
 # Its own session (setsid), so it can be stopped whole; niced below the Linux stages so the
 # timing-sensitive tests here keep their CPU, and it gets what they leave idle.
 mkdir -p target
-setsid -w nice -n 10 bash scripts/cross-check.sh --mac --no-install > target/cross-check.log 2>&1 &
+setsid -w nice -n 10 bash scripts/cross-check.sh --mac > target/cross-check.log 2>&1 &
 cross_pid=$!
 
 # From here on every cargo command compiles the workspace's crates with clippy-driver (the lints
