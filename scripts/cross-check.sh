@@ -2,11 +2,11 @@
 # The Windows and macOS cross-build check (scripts/test.sh runs it), on a Debian 12 machine:
 #  1. installs what is missing (apt: Debian's rustc-web, cargo-web and rust-web-src — a Rust
 #     whose standard library can be built for another target —, mingw-w64, wine);
-#  2. type-checks the whole workspace, all targets (tests, benches, examples), for
+#  2. builds the core crates' tests for Windows and runs every one under wine, with the totals
+#     printed (in the background, while 3 and 4 use the cores);
+#  3. type-checks the whole workspace, all targets (tests, benches, examples), for
 #     x86_64-pc-windows-gnu (RUSTC_BOOTSTRAP=1 -Zbuild-std=std,panic_abort: Debian ships no
-#     prebuilt Windows standard library);
-#  3. builds the core crates' tests for Windows and runs every one under wine, with the totals
-#     printed; wine 8 lacks bcryptprimitives.dll's ProcessPrng, which Rust's standard library
+#     prebuilt Windows standard library); wine 8 lacks bcryptprimitives.dll's ProcessPrng, which Rust's standard library
 #     needs for random bytes, so scripts/cross/bcryptprimitives.c (a forwarder to RtlGenRandom)
 #     is built with mingw and put beside the test programs;
 #  4. with --mac, type-checks the core crates (all targets) for aarch64-apple-darwin, zig cc (PyPI's
@@ -97,15 +97,6 @@ if [ ! -f ui/dist/index.html ]; then
   (cd ui && { [ -d node_modules ] || npm ci --silent; } && npm run build --silent)
 fi
 
-step "type-check the whole workspace, all targets, for x86_64-pc-windows-gnu"
-# Warnings fail the check, as clippy's -D warnings does on Linux: code that is dead or wrong
-# only off Linux shows here first (cargo replays a crate's warnings when it is up to date).
-nice -n 10 /usr/bin/cargo check --workspace --all-targets "${win[@]}" 2>&1 | tee "$CARGO_TARGET_DIR/win-check.log"
-if grep -E '^warning: `[^`]+` \([^)]*\) generated [0-9]+ warnings?' "$CARGO_TARGET_DIR/win-check.log"; then
-  echo "the workspace has warnings when built for Windows (above): fix them" >&2
-  exit 1
-fi
-
 if [ "$wine_run" = 1 ]; then
   step "build the core crates' tests for Windows"
   nice -n 10 /usr/bin/cargo test "${core[@]}" --lib --bins --tests "${win[@]}" --no-run \
@@ -120,6 +111,12 @@ for line in open(sys.argv[1]):
   x86_64-w64-mingw32-gcc -O2 -shared -o "$deps/deps/bcryptprimitives.dll" scripts/cross/bcryptprimitives.c -ladvapi32
   cp "$deps/deps/bcryptprimitives.dll" "$deps/bcryptprimitives.dll"
 
+fi
+
+# The tests under wine run in the background while the type-checks below use the cores: much of
+# their time is waiting (timeouts, reconnects, wine itself), little of it compiling. Their
+# output goes to wine-run.log, printed once they end; their failure fails this script.
+wine_tests() {
   step "run the core crates' tests under wine (${#exes[@]} test programs)"
   export WINEPREFIX="$CARGO_TARGET_DIR/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
   # ts-rs writes the TypeScript bindings where TS_RS_EXPORT_DIR says (cargo sets it from
@@ -161,8 +158,30 @@ for line in open(sys.argv[1]):
   step "under wine: $passed passed, $failed failed, $ignored ignored, in ${#exes[@]} test programs (${#skipped_programs[@]} not run, named above)"
   if [ ${#programs_failed[@]} -gt 0 ]; then
     echo "failed under wine: ${programs_failed[*]}" >&2
-    exit 1
+    return 1
   fi
+}
+wine_pid=""
+stop_wine() {
+  if [ -n "$wine_pid" ] && kill -0 "$wine_pid" 2>/dev/null; then
+    kill "$wine_pid" 2>/dev/null || true
+    WINEPREFIX="$CARGO_TARGET_DIR/wineprefix" wineserver -k 2>/dev/null || true
+  fi
+}
+trap stop_wine EXIT
+if [ "$wine_run" = 1 ]; then
+  wine_tests > "$CARGO_TARGET_DIR/wine-run.log" 2>&1 &
+  wine_pid=$!
+  echo "  the tests under wine run in the background: $CARGO_TARGET_DIR/wine-run.log (printed when they end)"
+fi
+
+step "type-check the whole workspace, all targets, for x86_64-pc-windows-gnu"
+# Warnings fail the check, as clippy's -D warnings does on Linux: code that is dead or wrong
+# only off Linux shows here first (cargo replays a crate's warnings when it is up to date).
+nice -n 10 /usr/bin/cargo check --workspace --all-targets "${win[@]}" 2>&1 | tee "$CARGO_TARGET_DIR/win-check.log"
+if grep -E '^warning: `[^`]+` \([^)]*\) generated [0-9]+ warnings?' "$CARGO_TARGET_DIR/win-check.log"; then
+  echo "the workspace has warnings when built for Windows (above): fix them" >&2
+  exit 1
 fi
 
 if [ "$mac" = 1 ]; then
@@ -177,6 +196,14 @@ if [ "$mac" = 1 ]; then
     echo "the core has warnings when built for macOS (above): fix them" >&2
     exit 1
   fi
+fi
+
+if [ "$wine_run" = 1 ]; then
+  step "waiting for the tests under wine"
+  if wait "$wine_pid"; then wine_rc=0; else wine_rc=$?; fi
+  wine_pid=""
+  cat "$CARGO_TARGET_DIR/wine-run.log"
+  [ "$wine_rc" = 0 ] || { echo "the tests under wine failed (exit $wine_rc; above)" >&2; exit 1; }
 fi
 
 step "cross-build check passed"
