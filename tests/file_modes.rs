@@ -39,6 +39,9 @@ fn app(home: &Path, demo: bool, host: &Arc<RecordingHost>) -> Arc<App> {
     config.identity = IdentityStore::Memory;
     config.listen = (LOOPBACK, 0);
     config.mdns = false;
+    // A bound only a hang breaks: these tests prove the shutdown's order and what it keeps,
+    // not its speed, and run under wine beside compilers too.
+    config.shutdown_budget = std::time::Duration::from_secs(30);
     App::new(
         config,
         host.clone(),

@@ -44,6 +44,9 @@ fn build_in(home: tempfile::TempDir) -> Desk {
     config.identity = IdentityStore::Memory;
     config.listen = (LOOPBACK, 0);
     config.mdns = false;
+    // A bound only a hang breaks: these tests prove the shutdown's order and what it keeps,
+    // not its speed, and run under wine beside compilers too.
+    config.shutdown_budget = std::time::Duration::from_secs(30);
     let host = Arc::new(RecordingHost::new());
     let app = App::new(
         config,

@@ -120,6 +120,11 @@ pub struct AppConfig {
     /// `None` (the default, and always with the demo phone) leaves any entry alone and the
     /// Settings view shows the setting as unavailable.
     pub autostart: Option<autostart::Autostart>,
+    /// How long [`App::shutdown`] may take in all before what is left is abandoned. Default
+    /// [`run::SHUTDOWN_BUDGET`] (2 s: what a person quitting, or a session ending, waits for).
+    /// Tests give a bound only a hang can break: a slow or loaded machine (a test run under
+    /// wine beside two compilers) is not a failure of the order the shutdown keeps.
+    pub shutdown_budget: std::time::Duration,
 }
 
 /// A [`SecretStore`](switchboard_link::secret_store::SecretStore) standing in for the OS key store
@@ -160,6 +165,7 @@ impl AppConfig {
             key_store: None,
             key_store_check_every: run::KEY_STORE_CHECK_EVERY,
             autostart: None,
+            shutdown_budget: run::SHUTDOWN_BUDGET,
         }
     }
 }

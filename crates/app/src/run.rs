@@ -30,7 +30,7 @@ use switchboard_domain::confirmations::notify::{
 use switchboard_link::{DesktopIdentity, KeyringStore, Link, LinkConfig, LinkEvent, MemoryStore};
 use switchboard_wire::sync::lock;
 
-/// How long [`App::shutdown`] may take in all (2 s).
+/// How long [`App::shutdown`] may take in all by default (2 s; [`crate::AppConfig::shutdown_budget`]).
 pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(2);
 
 /// The running loops' handles and stop signals.
@@ -504,7 +504,8 @@ impl App {
         &self.rt
     }
 
-    /// Stops everything in order (module docs), within [`SHUTDOWN_BUDGET`]; what does not
+    /// Stops everything in order (module docs), within the budget
+    /// ([`crate::AppConfig::shutdown_budget`], [`SHUTDOWN_BUDGET`] by default); what does not
     /// finish in time is logged and abandoned. Safe to call more than once and from any way
     /// out.
     pub async fn shutdown(&self) -> ShutdownReport {
@@ -520,7 +521,7 @@ impl App {
             let mut t = lock(&self.running.tasks);
             (t.link.take(), t.hub.take(), t.demo.take())
         };
-        let deadline = tokio::time::Instant::now() + SHUTDOWN_BUDGET;
+        let deadline = tokio::time::Instant::now() + self.config.shutdown_budget;
         let mut in_time = true;
         // 0. The CLI is told at once that the app is gone (the control socket's file removed).
         let attached = std::mem::take(&mut *lock(&self.running.attached));
@@ -584,7 +585,7 @@ impl App {
         self.rt.spawn(async move {
             let _ = tx.send(app.shutdown().await);
         });
-        rx.recv_timeout(SHUTDOWN_BUDGET + Duration::from_millis(500))
+        rx.recv_timeout(self.config.shutdown_budget + Duration::from_millis(500))
             .ok()
     }
 }
