@@ -23,6 +23,8 @@
 #    before the Linux build, at a lower priority, so it uses the cores the Linux stages leave
 #    idle (the tests' waits, the network namespaces, the package's start); its output is printed
 #    at the end and its failure fails the run;
+#  - what mostly waits runs beside what computes: tauri-driver compiles while apt downloads, and
+#    the shortened flapping-network and many-phones runs go beside the test programs;
 #  - CARGO_INCREMENTAL=0: a fresh clone compiles each crate once; incremental data is only
 #    written, never used.
 # Usage: bash scripts/test.sh
@@ -32,7 +34,7 @@ start=$(date +%s)
 current="start"
 stage_start=$start
 stage_names=() stage_secs=() stage_cpus=()
-cross_pid=""
+cross_pid="" driver_pid="" faults_pid=""
 # CPU seconds used so far by this script and every program it waited for (/proc: utime, stime,
 # cutime, cstime): on a machine shared with other work the wall times stretch, these do not much.
 cpu() {
@@ -71,6 +73,8 @@ table() {
 }
 on_exit() {
   local rc=$?
+  [ -z "$driver_pid" ] || kill -TERM "$driver_pid" 2>/dev/null || true
+  [ -z "$faults_pid" ] || kill -TERM -- "-$faults_pid" 2>/dev/null || true
   # Never leave the background check running past this script, whatever ended it.
   if [ -n "$cross_pid" ] && kill -0 "$cross_pid" 2>/dev/null; then
     kill -TERM -- "-$cross_pid" 2>/dev/null || kill -TERM "$cross_pid" 2>/dev/null || true
@@ -86,12 +90,21 @@ export CARGO_INCREMENTAL=0
 step "installing what is missing"
 bash scripts/install-deps.sh
 
-step "WebDriver for the end-to-end journeys (tauri-driver)"
+mkdir -p target
 cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
 export PATH="$cargo_bin:$PATH"
+# tauri-driver compiles (a minute of CPU) while apt downloads the cross-check's tools: neither
+# waits for the other.
+driver_pid=""
 if ! command -v tauri-driver >/dev/null 2>&1; then
-  cargo install tauri-driver --locked --version '^2'
+  cargo install tauri-driver --locked --version '^2' > target/tauri-driver-install.log 2>&1 &
+  driver_pid=$!
 fi
+
+step "Windows and macOS: tools (scripts/cross-check.sh --install-only; tauri-driver compiles beside it)"
+# The apt packages are installed here, in the foreground: apt must not run beside
+# check-package.sh's apt-get (the background run finds them and installs only zig, from PyPI).
+bash scripts/cross-check.sh --mac --install-only
 
 step "front end: type check"
 (cd ui && npm run check --silent)
@@ -106,19 +119,26 @@ step "switchboard-tap: build and unit tests (tap/; its link test runs in cargo t
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "Windows and macOS: tools (scripts/cross-check.sh --install-only)"
-# The apt packages are installed here, in the foreground: apt must not run beside
-# check-package.sh's apt-get (the background run finds them and installs only zig, from PyPI).
-bash scripts/cross-check.sh --mac --install-only
 step "Windows and macOS: started in the background (scripts/cross-check.sh --mac; output in target/cross-check.log, printed at the end)"
+# After the front end's build: the shell's build embeds ui/dist, which must not change under it.
 # Its own session (setsid), so it can be stopped whole. With the kernel's autogroup scheduling (on
 # in Debian's kernels) each session gets an equal share of the CPU whatever its nice (the nice
 # orders the check's own programs only): the Linux stages and this check split the two cores
 # while both want them, and either takes both while the other waits (the tests' timeouts, the
 # network namespaces, wine). The timing-sensitive tests passed beside it (docs/performance.md).
-mkdir -p target
 setsid -w nice -n 10 bash scripts/cross-check.sh --mac > target/cross-check.log 2>&1 &
 cross_pid=$!
+
+step "WebDriver for the end-to-end journeys (tauri-driver: waiting for its install)"
+if [ -n "$driver_pid" ]; then
+  if ! wait "$driver_pid"; then
+    cat target/tauri-driver-install.log
+    echo "installing tauri-driver failed (above)" >&2
+    false
+  fi
+  driver_pid=""
+fi
+command -v tauri-driver >/dev/null || { echo "tauri-driver is not on PATH after its install" >&2; exit 1; }
 
 # From here on every cargo command compiles the workspace's crates with clippy-driver (the lints
 # of `cargo clippy -- -D warnings`); flap.sh, many-phones.sh and package.sh inherit it, so they
@@ -134,17 +154,34 @@ cargo test --workspace --locked --benches --no-run
 step "licences of every Rust and npm dependency (offline; tests/licences.rs)"
 cargo test --workspace --locked --test licences -- --nocapture
 
+# The flapping network and the many phones run beside the test programs: both mostly wait (the
+# link's gaps, the phones' pace) and need nothing of theirs (their own network namespaces, and
+# loopback ports the system picks; the e2e journeys' fixed port is the app's, which neither
+# starts). Their cargo calls find everything built (cargo holds its lock while it builds, not
+# while tests run). Their output is printed when the tests end; their failure fails the run.
+# The full runs: `bash scripts/flap.sh` (200 flaps, about 15 min) and `bash scripts/many-phones.sh`
+# (8 phones x 1 000 dials/s x 10 min, release); docs/faults.md has their figures.
+step "a flapping network (12 flaps in network namespaces: scripts/flap.sh --short) and many phones (4 phones x 100 dials/s x 15 s on loopback: scripts/many-phones.sh --short), in the background"
+# Its own session, as the cross-check's, so it can be stopped whole (flap.sh removes its
+# namespaces when stopped).
+setsid -w bash -c 'set -e
+  echo "==> a flapping network, shortened (scripts/flap.sh --short)"
+  bash scripts/flap.sh --short
+  echo "==> many phones, shortened (scripts/many-phones.sh --short)"
+  bash scripts/many-phones.sh --short' > target/flap-many-phones.log 2>&1 &
+faults_pid=$!
+
 step "cargo test (unit, integration, mock runtime, real window under Xvfb, e2e journeys)"
 cargo test --workspace --locked
 
-# The full run (200 flaps, about 15 min) is `bash scripts/flap.sh`; docs/faults.md has its figures.
-step "a flapping network, shortened (12 flaps in network namespaces: scripts/flap.sh --short)"
-bash scripts/flap.sh --short
-
-# The full run (8 phones x 1 000 dials/s x 10 min, release) is `bash scripts/many-phones.sh`;
-# docs/faults.md has its figures.
-step "many phones, shortened (4 phones x 100 dials/s x 15 s on loopback: scripts/many-phones.sh --short)"
-bash scripts/many-phones.sh --short
+step "a flapping network and many phones (waiting for them)"
+if wait "$faults_pid"; then faults_rc=0; else faults_rc=$?; fi
+faults_pid=""
+cat target/flap-many-phones.log
+if [ "$faults_rc" != 0 ]; then
+  echo "the flapping network or the many phones failed (exit $faults_rc; output above, target/flap-many-phones.log)" >&2
+  false
+fi
 
 # The packages of the dev build cargo test just made (nothing compiled again: package.sh's dev
 # build is `cargo test --workspace --no-run`, and the front end is the one built above; a cold
