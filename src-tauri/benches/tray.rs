@@ -17,7 +17,9 @@
 //!   the third field), per second.
 //! - `idle_cpu_pct_window`: the same with the window open and idle, over 60 s.
 //!
-//! Environment: `TRAY_BENCH_CYCLES` (default 10), `TRAY_BENCH_IDLE_S` (default 60).
+//! Environment: `TRAY_BENCH_CYCLES` (default 10), `TRAY_BENCH_IDLE_S` (default 60);
+//! `TRAY_BENCH_THREADS=1` lists the threads that woke; `TRAY_BENCH_SMAPS=1` prints where the
+//! app's RSS in the tray differs from the core alone's, by mapping.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[cfg(target_os = "linux")]
@@ -68,6 +70,69 @@ fn rss_kib(pid: u32) -> u64 {
 /// RSS of `pid` and every process below it, in KiB.
 fn tree_rss_kib(pid: u32) -> u64 {
     tree(pid).into_iter().map(rss_kib).sum()
+}
+
+#[cfg(target_os = "linux")]
+/// `Rss` in KiB of `pid`'s mappings, summed by what they map (`/proc/PID/smaps`): a file's
+/// path, `[heap]`, `[stack]`, or `[anon]` for anonymous mappings without a name.
+fn rss_by_mapping(pid: u32) -> std::collections::HashMap<String, u64> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
+        return out;
+    };
+    let mut name = String::new();
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let Some(first) = f.next() else { continue };
+        if first.contains('-') && !first.ends_with(':') {
+            // `start-end perms offset dev inode [path]`
+            name = f
+                .nth(4)
+                .map_or_else(|| "[anon]".to_string(), str::to_string);
+        } else if first == "Rss:" {
+            let kib: u64 = f.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+            *out.entry(name.clone()).or_default() += kib;
+        }
+    }
+    out
+}
+
+#[cfg(target_os = "linux")]
+/// Where the app's RSS in the tray differs from the core alone's, largest first (printed with
+/// `TRAY_BENCH_SMAPS=1`): which libraries' pages and which heaps the window left behind.
+fn print_rss_difference(app: u32, core: u32) {
+    let (a, c) = (rss_by_mapping(app), rss_by_mapping(core));
+    let mut keys: Vec<&String> = a.keys().chain(c.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut diff: Vec<(i64, &String)> = keys
+        .into_iter()
+        .map(|k| {
+            let (x, y) = (
+                a.get(k).copied().unwrap_or(0),
+                c.get(k).copied().unwrap_or(0),
+            );
+            (x as i64 - y as i64, k)
+        })
+        .filter(|(d, _)| *d != 0)
+        .collect();
+    diff.sort_by_key(|(d, _)| std::cmp::Reverse(d.abs()));
+    let sum = |m: &std::collections::HashMap<String, u64>, file: bool| -> u64 {
+        m.iter()
+            .filter(|(k, _)| k.starts_with('/') == file)
+            .map(|(_, v)| v)
+            .sum()
+    };
+    eprintln!(
+        "    RSS, app in the tray vs core alone: files {} vs {} KiB, anonymous {} vs {} KiB",
+        sum(&a, true),
+        sum(&c, true),
+        sum(&a, false),
+        sum(&c, false)
+    );
+    for (d, k) in diff.iter().take(20) {
+        eprintln!("    {d:+} KiB {k}");
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -293,6 +358,9 @@ fn main() {
             tree(app.pid()).len()
         );
         in_tray.push((all, alone));
+        if i + 1 == cycles && std::env::var_os("TRAY_BENCH_SMAPS").is_some() {
+            print_rss_difference(app.pid(), core.pid());
+        }
         if i + 1 < cycles {
             let ms = app.reopen();
             eprintln!("  reopened: first paint {ms} ms after the window was made");

@@ -60,6 +60,22 @@ impl WindowPlace {
     }
 }
 
+/// When the page reached each step of its first paint, in ms from its navigation's start
+/// (`performance.now()`): its scripts began, the place arrived from the app, and the first
+/// frame of that place was painted. With the time from the window being made to the paint,
+/// they split a reopen into starting the web process and loading the page, the scripts, the
+/// place's round trip, and the first view's data and frame (`docs/performance.md`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct PaintMarks {
+    /// The page's first script began.
+    pub script_ms: f64,
+    /// The place the app kept arrived.
+    pub place_ms: f64,
+    /// The first frame on that place was painted.
+    pub paint_ms: f64,
+}
+
 /// The window's state the app keeps while the window comes and goes (managed).
 #[derive(Default)]
 pub struct PlaceState {
@@ -122,16 +138,27 @@ pub fn ensure<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<(WebviewWindow<R>
         .find(|w| w.label == MAIN)
         .cloned()
         .ok_or(tauri::Error::WindowNotFound)?;
+    let mut builder = tauri::WebviewWindowBuilder::from_config(app, &config)?;
     if let Some(state) = app.try_state::<Arc<PlaceState>>() {
         *switchboard::sync::lock(&state.opened) = Some(Instant::now());
+        builder = builder.initialization_script(place_script(&state.place()));
     }
-    let window = tauri::WebviewWindowBuilder::from_config(app, &config)?.build()?;
+    let window = builder.build()?;
     if !cfg!(target_os = "macos") {
         if let Err(e) = crate::menu::create(app) {
             tracing::warn!("no File menu: {e}");
         }
     }
     Ok((window, true))
+}
+
+/// The script a new window's page runs before its own (`window.__SWITCHBOARD_PLACE__ = ...`):
+/// the place the person left, so the page renders its first frame there without asking the app
+/// first (`ui/src/lib/place.ts`, `givenPlace`). JSON is a JavaScript expression; the place is
+/// tidied ([`WindowPlace::tidied`]) text and numbers.
+pub fn place_script(place: &WindowPlace) -> String {
+    let json = serde_json::to_string(place).unwrap_or_else(|_| "null".to_string());
+    format!("window.__SWITCHBOARD_PLACE__ = {json};")
 }
 
 /// Opens the main window (made again when it was closed to the tray): on `view` when given,
@@ -243,4 +270,42 @@ fn own_children_named(comm: &str) -> Vec<i32> {
             &stat[open + 1..close] == comm && ppid == Some(me)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_place_script_gives_the_page_the_place_as_it_was_kept() {
+        let place = WindowPlace {
+            view: Some("dials".into()),
+            scroll: [
+                ("dials".to_string(), 0.0),
+                ("dials/table".to_string(), 1234.5),
+            ]
+            .into_iter()
+            .collect(),
+        }
+        .tidied();
+        let script = place_script(&place);
+        let json = script
+            .strip_prefix("window.__SWITCHBOARD_PLACE__ = ")
+            .and_then(|s| s.strip_suffix(';'))
+            .unwrap();
+        let back: WindowPlace = serde_json::from_str(json).unwrap();
+        assert_eq!(back, place);
+        // A key with quotes and a line separator stays one string of the object literal.
+        let odd = WindowPlace {
+            view: Some("a\"b\u{2028}</script>".into()),
+            scroll: BTreeMap::new(),
+        };
+        let script = place_script(&odd);
+        let json = script
+            .strip_prefix("window.__SWITCHBOARD_PLACE__ = ")
+            .and_then(|s| s.strip_suffix(';'))
+            .unwrap();
+        assert_eq!(serde_json::from_str::<WindowPlace>(json).unwrap(), odd);
+    }
 }

@@ -67,17 +67,42 @@ pub fn save_window_place<R: tauri::Runtime>(
 
 /// The page painted its first frame on the place it was opened at (`view`, the main area
 /// scrolled `scroll` CSS pixels down): the app logs it with the time from the window being
-/// made, once per window (`first paint <N> ms after the window was made`).
+/// made, once per window (`first paint <N> ms after the window was made`), with the page's
+/// own steps when it sent them ([`crate::window::PaintMarks`]; values that are not finite
+/// numbers of at least 0 are left out).
 #[tauri::command]
-pub fn window_painted<R: tauri::Runtime>(app: tauri::AppHandle<R>, view: String, scroll: f64) {
+pub fn window_painted<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
+    view: String,
+    scroll: f64,
+    marks: Option<crate::window::PaintMarks>,
+) {
     if let Some(ms) = tauri::Manager::try_state::<std::sync::Arc<crate::window::PlaceState>>(&app)
         .and_then(|p| p.painted())
     {
         let view: String = view.chars().take(64).collect();
-        tracing::info!(
-            view,
-            scroll,
-            "first paint {ms} ms after the window was made"
-        );
+        let marks = marks.filter(|m| {
+            [m.script_ms, m.place_ms, m.paint_ms]
+                .iter()
+                .all(|v| v.is_finite() && *v >= 0.0)
+        });
+        match marks {
+            Some(m) => tracing::info!(
+                view,
+                scroll,
+                // From the window being made to the page's navigation start: the web process
+                // (and network process) starting and the request for the page.
+                page_start_ms = (ms as f64 - m.paint_ms).max(0.0).round(),
+                script_ms = m.script_ms.round(),
+                place_ms = m.place_ms.round(),
+                paint_ms = m.paint_ms.round(),
+                "first paint {ms} ms after the window was made"
+            ),
+            None => tracing::info!(
+                view,
+                scroll,
+                "first paint {ms} ms after the window was made"
+            ),
+        }
     }
 }

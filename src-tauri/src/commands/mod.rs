@@ -77,7 +77,7 @@ commands! {
     app::diagnostics() -> Diagnostics;
     app::window_place() -> crate::window::WindowPlace;
     app::save_window_place(place: crate::window::WindowPlace) -> ();
-    app::window_painted(view: String, scroll: f64) -> ();
+    app::window_painted(view: String, scroll: f64, marks: Option<crate::window::PaintMarks>) -> ();
     phones::phones_snapshot() -> PhonesSnapshot;
     phones::open_pairing(networks: Option<Vec<String>>) -> PairingInvite;
     phones::close_pairing() -> ();

@@ -31,6 +31,7 @@ import type { ImportSummary } from "./ImportSummary";
 import type { MenuAction } from "./MenuAction";
 import type { NotificationStatus } from "./NotificationStatus";
 import type { OpStats } from "./OpStats";
+import type { PaintMarks } from "./PaintMarks";
 import type { PairingInvite } from "./PairingInvite";
 import type { PhoneAutonomy } from "./PhoneAutonomy";
 import type { PhoneLinesSnapshot } from "./PhoneLinesSnapshot";
@@ -49,7 +50,7 @@ export type Commands = {
   diagnostics: { args: Record<string, never>; ret: Diagnostics };
   window_place: { args: Record<string, never>; ret: WindowPlace };
   save_window_place: { args: { place: WindowPlace }; ret: void };
-  window_painted: { args: { view: string; scroll: number }; ret: void };
+  window_painted: { args: { view: string; scroll: number; marks?: PaintMarks | null }; ret: void };
   phones_snapshot: { args: Record<string, never>; ret: PhonesSnapshot };
   open_pairing: { args: { networks?: Array<string> | null }; ret: PairingInvite };
   close_pairing: { args: Record<string, never>; ret: void };

@@ -8,6 +8,7 @@ import type { IpcErrorKind } from "../bindings/IpcErrorKind";
 import type { AppEventName, AppEvents, CommandName, Commands } from "../bindings/ipc";
 import type { Settings } from "../bindings/Settings";
 import type { WindowPlace } from "../bindings/WindowPlace";
+import type { PaintMarks } from "../bindings/PaintMarks";
 import type { Diagnostics } from "../bindings/Diagnostics";
 import type { PhonesSnapshot } from "../bindings/PhonesSnapshot";
 import type { PairingInvite } from "../bindings/PairingInvite";
@@ -77,7 +78,8 @@ export const api = {
   // Where the person left the window, kept by the app while the window is closed to the tray
   windowPlace: () => call("window_place"),
   saveWindowPlace: (place: WindowPlace) => call("save_window_place", { place }),
-  windowPainted: (view: string, scroll: number) => call("window_painted", { view, scroll }),
+  windowPainted: (view: string, scroll: number, marks: PaintMarks | null) =>
+    call("window_painted", { view, scroll, marks }),
   // Phones
   phonesSnapshot: () => call("phones_snapshot"),
   /** The name each paired phone was paired under, by device id; empty when the link cannot

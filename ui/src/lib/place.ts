@@ -5,6 +5,7 @@
 
 import { api, inTauri } from "./api";
 import type { WindowPlace } from "../bindings/WindowPlace";
+import type { PaintMarks } from "../bindings/PaintMarks";
 
 /** How long after the last change the place goes to the app. */
 export const SAVE_DELAY_MS = 200;
@@ -23,6 +24,34 @@ function later() {
   if (timer === undefined) timer = setTimeout(send, SAVE_DELAY_MS);
 }
 
+/** When the page's scripts began and the place arrived, in ms from the navigation's start. */
+const marks = { script_ms: performance.now(), place_ms: 0 };
+
+declare global {
+  interface Window {
+    /** The place the app kept, written into the page by the app when it made the window
+     * (`window::place_script`), so the first render needs no round trip for it. */
+    __SWITCHBOARD_PLACE__?: WindowPlace;
+  }
+}
+
+/** The place the app wrote into this page when it made the window, once; `null` when there is
+ * none or the page was reloaded (the app wrote the place of the window's making, which the
+ * person may have left since: a reload asks the app instead). */
+export function givenPlace(): WindowPlace | null {
+  const given = window.__SWITCHBOARD_PLACE__;
+  delete window.__SWITCHBOARD_PLACE__;
+  const nav = performance.getEntriesByType?.("navigation")[0] as PerformanceNavigationTiming | undefined;
+  if (!given || typeof given !== "object" || nav?.type === "reload") return null;
+  place.view = typeof given.view === "string" ? given.view : null;
+  place.scroll = {};
+  for (const [k, v] of Object.entries(given.scroll ?? {})) {
+    if (typeof v === "number" && Number.isFinite(v) && v >= 0) place.scroll[k] = v;
+  }
+  marks.place_ms = performance.now();
+  return place;
+}
+
 /** Reads the place the app kept (an empty one outside the app or when it cannot answer). */
 export async function loadPlace(): Promise<WindowPlace> {
   if (!inTauri()) return place;
@@ -33,6 +62,7 @@ export async function loadPlace(): Promise<WindowPlace> {
   } catch {
     // An empty place: the window opens on its first view at the top.
   }
+  marks.place_ms = performance.now();
   return place;
 }
 
@@ -55,9 +85,11 @@ export function rememberView(view: string) {
   send();
 }
 
-/** Tells the app the page painted its first frame on `view`, its main area `scroll` px down. */
+/** Tells the app the page painted its first frame on `view`, its main area `scroll` px down,
+ * with when the page reached each step (the app logs them: `docs/performance.md`). */
 export function painted(view: string, scroll: number) {
-  if (inTauri()) api.windowPainted(view, scroll).catch(() => {});
+  const m: PaintMarks = { ...marks, paint_ms: performance.now() };
+  if (inTauri()) api.windowPainted(view, scroll, m).catch(() => {});
 }
 
 /** Puts `el`'s scroll at `px` as soon as its content is tall enough: at once, or on one of the
