@@ -688,16 +688,24 @@ async fn bridge_journey(j: &mut Journey) -> R<()> {
         .await?;
     let error = "Shared RPC endpoint \"lumiagent.phoneline_probe\" requires requester \"lumirealm\" to inherit owner \"lumiagent\" permissions: characters";
     ui.type_into(&pasted, error).await?;
+    // The view explains the text as it changes (after a short pause in typing), so a slow
+    // typist's half-typed text is explained first, as not recognised; wait for the whole one's.
+    let expected =
+        "Permission check failed on lumiagent.phoneline_probe: lumirealm is missing characters.";
     let v = ui
         .wait(
-            "the pasted error explained",
+            "the whole pasted error explained",
             WAIT,
-            "const x = document.querySelector('.explained'); return x ? x.innerText : null;",
+            &format!(
+                "const x = document.querySelector('.explained'); \
+                 return x && x.innerText.includes({}) ? x.innerText : null;",
+                serde_json::to_string(expected).unwrap()
+            ),
         )
         .await?;
     let explained = v.as_str().unwrap_or_default();
     ensure!(
-        explained.contains("Permission check failed on lumiagent.phoneline_probe: lumirealm is missing characters."),
+        explained.contains(expected),
         "the pasted error is not explained as expected:\n{explained}"
     );
     ensure!(
