@@ -193,7 +193,7 @@ echo "Exec=$exec_line -> ${exec_argv[*]} (resolved: $(command -v "${exec_argv[0]
 wm_class=$(sed -n 's/^StartupWMClass=//p' "$entry")
 mkdir -p "$home"
 xvfb_log="$work/xvfb.log"
-Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp 3> "$work/display" 2> "$xvfb_log" &
+Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp -noreset 3> "$work/display" 2> "$xvfb_log" &
 xvfb_pid=$!
 for _ in $(seq 1 100); do [ -s "$work/display" ] && break; sleep 0.1; done
 [ -s "$work/display" ] || fail "Xvfb gave no display (see $xvfb_log)"

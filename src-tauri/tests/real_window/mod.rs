@@ -22,6 +22,10 @@ pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 impl Drop for Proc {
     fn drop(&mut self) {
+        // Already ended (and reaped): its pid may be another process's by now.
+        if let Ok(Some(_)) = self.0.try_wait() {
+            return;
+        }
         // SIGTERM first so the app runs its shutdown; then make sure.
         unsafe {
             libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM);
@@ -68,8 +72,11 @@ pub fn start_printing(program: &str, args: &[&str]) -> (Proc, String) {
 }
 
 /// Xvfb's arguments in every real-window test (and journey's world, tests/e2e/env.rs): a free
-/// display printed on stdout, one 1280x800 screen of 24 bits, no TCP.
-pub const XVFB_ARGS: [&str; 7] = [
+/// display printed on stdout, one 1280x800 screen of 24 bits, no TCP, and no reset when its
+/// last client leaves: by default the X server starts over then, and an app started right after
+/// another one quit on the same display (a test starting the app twice) can find it refusing
+/// connections meanwhile and stop with "could not open the display".
+pub const XVFB_ARGS: [&str; 8] = [
     "-displayfd",
     "1",
     "-screen",
@@ -77,6 +84,7 @@ pub const XVFB_ARGS: [&str; 7] = [
     "1280x800x24",
     "-nolisten",
     "tcp",
+    "-noreset",
 ];
 
 /// Starts Xvfb ([`XVFB_ARGS`]) on a free display: the process and the display (":N").
