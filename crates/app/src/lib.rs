@@ -221,25 +221,22 @@ impl std::fmt::Debug for App {
     }
 }
 
-/// How often the tray and the views look again at whether dials are being stored.
-const STORAGE_WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// Refreshes the tray and tells the views (the phones event, which moves the glance line)
 /// whenever the dial history's disk fills up or has room again: the writer finds out on its
-/// own thread, with no notice of its own. Ends with the app.
+/// own thread and says so through [`DialLogHandle::disk_full_changes`], so nothing wakes while
+/// the disk is fine. Ends with the app (or at once for a history kept in memory only).
+///
+/// [`DialLogHandle::disk_full_changes`]: switchboard_dials::DialLogHandle::disk_full_changes
 fn watch_storage(app: &Arc<App>) {
+    let Some(mut changes) = app.dials.as_ref().and_then(|d| d.log.disk_full_changes()) else {
+        return;
+    };
     let weak = Arc::downgrade(app);
     app.rt.spawn(async move {
-        let mut last: Option<String> = None;
-        loop {
-            tokio::time::sleep(STORAGE_WATCH_EVERY).await;
+        while changes.changed().await.is_ok() {
             let Some(app) = weak.upgrade() else { return };
-            let now = app.dials.as_ref().and_then(|d| d.log.disk_full());
-            if now != last {
-                app.refresh_tray();
-                app.host.emit(&AppEvent::Phones);
-                last = now;
-            }
+            app.refresh_tray();
+            app.host.emit(&AppEvent::Phones);
         }
     });
 }

@@ -437,7 +437,14 @@ impl DialLogHandle {
         self.shared
             .writer
             .as_ref()
-            .and_then(|w| switchboard_wire::sync::lock(&w.disk_full).clone())
+            .and_then(|w| w.disk_full.borrow().clone())
+    }
+
+    /// A receiver that wakes when [`DialLogHandle::disk_full`] changes (the disk fills up,
+    /// or has room again); `None` for a log that keeps nothing on disk (its disk never fills).
+    /// Lets a watcher wait for the change instead of asking every so often.
+    pub fn disk_full_changes(&self) -> Option<tokio::sync::watch::Receiver<Option<String>>> {
+        self.shared.writer.as_ref().map(|w| w.disk_full.subscribe())
     }
 
     async fn status_inner(&self) -> Result<DialLogStatus, DialLogError> {

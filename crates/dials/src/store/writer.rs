@@ -76,8 +76,10 @@ pub(crate) struct WriterShared {
     /// Rows up to this rowid have their column blocks ([`crate::blocks`]).
     pub cols_upto: AtomicU64,
     /// Set while a batch waits for room on a full disk (SQLite's `SQLITE_FULL`): the words
-    /// the status, the tray and `switchboard status` show. Cleared once it is written.
-    pub disk_full: Mutex<Option<String>>,
+    /// the status, the tray and `switchboard status` show. Cleared once it is written. A watch
+    /// so the app hears of a change when it happens instead of looking every so often (an
+    /// idle app in the tray should not wake to ask).
+    pub disk_full: tokio::sync::watch::Sender<Option<String>>,
 }
 
 impl WriterShared {
@@ -209,10 +211,7 @@ pub(crate) fn writer_loop(
                     match insert_batch(&mut conn, &dials) {
                         Ok(n) => {
                             shared.rows_written.fetch_add(n as u64, Ordering::Relaxed);
-                            if switchboard_wire::sync::lock(&shared.disk_full)
-                                .take()
-                                .is_some()
-                            {
+                            if shared.disk_full.send_if_modified(|v| v.take().is_some()) {
                                 tracing::warn!(target: "switchboard::dials", "{} has room again: dial history writing resumed", path.display());
                             }
                             if !failed {
@@ -233,9 +232,15 @@ pub(crate) fn writer_loop(
                                 folder.display(),
                                 dials.len()
                             );
-                            let first = switchboard_wire::sync::lock(&shared.disk_full)
-                                .replace(msg.clone())
-                                .is_none();
+                            let mut first = false;
+                            shared.disk_full.send_if_modified(|v| {
+                                first = v.is_none();
+                                let changed = v.as_deref() != Some(msg.as_str());
+                                if changed {
+                                    *v = Some(msg.clone());
+                                }
+                                changed
+                            });
                             // Logged, not kept as the flush's error: once written, nothing was
                             // lost (a flush meanwhile is answered with it, below).
                             if first {

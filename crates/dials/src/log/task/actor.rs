@@ -188,7 +188,7 @@ impl Actor {
                     s.rows_written = db.shared.rows_written.load(Ordering::Relaxed);
                     s.unwritten_bytes = db.shared.unwritten_bytes.load(Ordering::Acquire);
                     s.peak_unwritten_bytes = db.shared.peak_unwritten_bytes.load(Ordering::Acquire);
-                    s.disk_full = switchboard_wire::sync::lock(&db.shared.disk_full).clone();
+                    s.disk_full = db.shared.disk_full.borrow().clone();
                 }
                 let _ = reply.send(s);
             }
