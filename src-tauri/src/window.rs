@@ -239,44 +239,79 @@ pub fn end_network_process_later<R: Runtime>(app: &AppHandle<R>) {
             unsafe {
                 libc::malloc_trim(0);
             }
-            let kib = page_out_web_libraries();
-            tracing::info!(kib, "the web view's library pages given back (in the tray)");
+            let kib = page_out_window_libraries();
+            tracing::info!(kib, "the window's library pages given back (in the tray)");
         });
     }
     #[cfg(not(target_os = "linux"))]
     let _ = app;
 }
 
-/// The shared libraries only the web view runs (WebKitGTK and JavaScriptCore, about 20 MB of
-/// their pages touched while a window existed): file-backed, clean, and read again from the
-/// page cache when a window is made.
+/// The shared libraries only the window runs: WebKitGTK and JavaScriptCore (about 20 MB of
+/// their pages touched while a window existed), and where the window is drawn in software (no
+/// GPU: virtual machines, remote desktops, Xvfb), Mesa's software rasteriser with the LLVM it
+/// compiles its shaders with (40-50 MB touched while Mesa's shader cache is cold). File-backed,
+/// clean, and read again from the page cache when a window is made.
 #[cfg(target_os = "linux")]
-const WEB_LIBRARIES: [&str; 2] = ["libwebkit2gtk-", "libjavascriptcoregtk-"];
+const WINDOW_LIBRARIES: [&str; 6] = [
+    "libwebkit2gtk-",
+    "libjavascriptcoregtk-",
+    "swrast_dri",
+    // Mesa 24 and later build its drivers into one library.
+    "libgallium",
+    "libLLVM",
+    // LLVM's own dependency (Debian's build links it).
+    "libz3",
+];
 
-/// With no window, asks the kernel to take the pages of [`WEB_LIBRARIES`] out of this process
-/// (`madvise(MADV_PAGEOUT)`, Linux 5.4 and later; an older kernel refuses it and nothing
-/// changes): they are clean copies of files, so nothing is written and nothing is lost; the next
-/// window faults them back in, mostly from the page cache. Returns the KiB of the mappings
-/// asked for (what they held resident is in `/proc/self/smaps`).
+/// With no window, gives back the pages of [`WINDOW_LIBRARIES`] this process holds: their
+/// read-only and executable mappings (a writable one may hold the library's own data, which is
+/// not a clean copy of the file). Returns the KiB of the mappings given back (what they held
+/// resident is in `/proc/self/smaps`).
 #[cfg(target_os = "linux")]
-fn page_out_web_libraries() -> u64 {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+fn page_out_window_libraries() -> u64 {
+    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
         return 0;
     };
-    let mut kib = 0u64;
-    for line in maps.lines() {
-        // `start-end perms offset dev inode path`
+    give_back_mappings(&smaps, |name| {
+        WINDOW_LIBRARIES.iter().any(|l| name.starts_with(l))
+    })
+}
+
+/// One mapping of `/proc/self/smaps`: its address range, whether it is writable, the file's
+/// name, and the KiB of private copies in it (`Anonymous:`).
+#[cfg(target_os = "linux")]
+struct Mapping<'a> {
+    start: usize,
+    end: usize,
+    writable: bool,
+    name: &'a str,
+    anonymous_kib: u64,
+}
+
+/// The mappings `smaps` lists, in order; a header that does not parse is skipped with its
+/// fields.
+#[cfg(target_os = "linux")]
+fn mappings(smaps: &str) -> Vec<Mapping<'_>> {
+    let mut out: Vec<Mapping<'_>> = Vec::new();
+    let mut current: Option<Mapping<'_>> = None;
+    for line in smaps.lines() {
+        if let Some(kib) = line.strip_prefix("Anonymous:") {
+            if let Some(m) = current.as_mut() {
+                m.anonymous_kib = kib
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse()
+                    .unwrap_or(u64::MAX);
+            }
+            continue;
+        }
+        // A header: `start-end perms offset dev inode [path]`; fields are `Name: value`.
         let mut f = line.split_whitespace();
         let (Some(range), Some(perms)) = (f.next(), f.next()) else {
             continue;
         };
-        let Some(path) = f.nth(3) else { continue };
-        let name = path.rsplit('/').next().unwrap_or(path);
-        // Only read-only or executable file mappings: a writable one may hold the library's
-        // own data, which is not a clean copy of the file.
-        if !WEB_LIBRARIES.iter().any(|l| name.starts_with(l)) || perms.contains('w') {
-            continue;
-        }
         let Some((start, end)) = range.split_once('-') else {
             continue;
         };
@@ -286,17 +321,50 @@ fn page_out_web_libraries() -> u64 {
         ) else {
             continue;
         };
-        if end <= start {
+        if let Some(m) = current.take() {
+            out.push(m);
+        }
+        let path = f.nth(3).unwrap_or("");
+        current = Some(Mapping {
+            start,
+            end,
+            writable: perms.contains('w'),
+            name: path.rsplit('/').next().unwrap_or(path),
+            // Unknown until its `Anonymous:` line: counted as holding private copies.
+            anonymous_kib: u64::MAX,
+        });
+    }
+    out.extend(current);
+    out
+}
+
+/// Gives back the pages of the read-only and executable mappings in `smaps` whose file name
+/// `wanted` picks. A mapping with no private copies (`Anonymous: 0 kB`) holds only pages of
+/// the file as it is on disk, so this process's hold on them is dropped (`MADV_DONTNEED`): the
+/// next read maps them again from the file. That also lets go of pages another process maps
+/// too (the X server maps Mesa's LLVM where it draws in software), which the kernel never pages
+/// out. A mapping with private copies (the loader's relocations in a read-only segment) is only
+/// asked to be paged out (`MADV_PAGEOUT`, Linux 5.4 and later; an older kernel refuses it and
+/// nothing changes), which keeps its contents. Returns the KiB of the mappings given back.
+#[cfg(target_os = "linux")]
+fn give_back_mappings(smaps: &str, wanted: impl Fn(&str) -> bool) -> u64 {
+    let mut kib = 0u64;
+    for m in mappings(smaps) {
+        if m.writable || m.end <= m.start || !wanted(m.name) {
             continue;
         }
-        // SAFETY: the range is a whole mapping of this process as the kernel listed it;
-        // MADV_PAGEOUT only reclaims pages, never changes what a later read sees: a clean file
-        // page is read again from the file, a private copy (relocated data) goes to swap or
-        // stays where there is none.
-        let r =
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_PAGEOUT) };
+        let advice = if m.anonymous_kib == 0 {
+            libc::MADV_DONTNEED
+        } else {
+            libc::MADV_PAGEOUT
+        };
+        // SAFETY: the range is a whole mapping of this process as the kernel listed it, mapped
+        // without write permission. MADV_DONTNEED is given only to one with no private copies:
+        // every page in it is the file's, and a later read maps the file's page again, the
+        // same bytes. MADV_PAGEOUT only reclaims pages: a private copy goes to swap or stays.
+        let r = unsafe { libc::madvise(m.start as *mut libc::c_void, m.end - m.start, advice) };
         if r == 0 {
-            kib += ((end - start) / 1024) as u64;
+            kib += ((m.end - m.start) / 1024) as u64;
         }
     }
     kib
@@ -333,6 +401,116 @@ fn own_children_named(comm: &str) -> Vec<i32> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// The `Rss:` and `Anonymous:` KiB of this process's mapping that starts at `addr`.
+    #[cfg(target_os = "linux")]
+    fn resident(addr: usize) -> (u64, u64) {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        let (mut rss, mut anon) = (None, None);
+        for line in smaps.lines() {
+            if let Some((start, _)) = line
+                .split_whitespace()
+                .next()
+                .and_then(|r| r.split_once('-'))
+            {
+                if let Ok(start) = usize::from_str_radix(start, 16) {
+                    inside = start == addr;
+                    continue;
+                }
+            }
+            let kib = |v: &str| {
+                v.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .unwrap()
+            };
+            if inside {
+                if let Some(v) = line.strip_prefix("Rss:") {
+                    rss = Some(kib(v));
+                } else if let Some(v) = line.strip_prefix("Anonymous:") {
+                    anon = Some(kib(v));
+                }
+            }
+        }
+        (rss.unwrap(), anon.unwrap())
+    }
+
+    /// A file's pages mapped read-only are given back and read again the same; a read-only
+    /// mapping holding private copies (written, then made read-only, as the loader does with
+    /// relocations) keeps what was written.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn library_pages_given_back_read_the_same_again() {
+        use std::io::Write;
+        const PAGES: usize = 64;
+        let page = 4096usize;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("libgive-back-test.so");
+        let bytes: Vec<u8> = (0..PAGES * page).map(|i| (i % 251) as u8).collect();
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(&bytes)
+            .unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let map = |prot| {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a new private mapping of a file this test owns, of its whole length.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    PAGES * page,
+                    prot,
+                    libc::MAP_PRIVATE,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            assert_ne!(p, libc::MAP_FAILED);
+            p as usize
+        };
+        let read = |addr: usize| -> Vec<u8> {
+            // SAFETY: `addr` is a live mapping of PAGES pages made above.
+            unsafe { std::slice::from_raw_parts(addr as *const u8, PAGES * page) }.to_vec()
+        };
+        let clean = map(libc::PROT_READ);
+        let copied = map(libc::PROT_READ | libc::PROT_WRITE);
+        // SAFETY: within the writable mapping made above; then made read-only, as the loader
+        // makes a relocated segment.
+        unsafe {
+            *(copied as *mut u8) = 7;
+            assert_eq!(
+                libc::mprotect(copied as *mut libc::c_void, PAGES * page, libc::PROT_READ),
+                0
+            );
+        }
+        assert_eq!(read(clean), bytes);
+        let (rss, anon) = resident(clean);
+        assert!(
+            rss >= (PAGES * page / 1024) as u64,
+            "all pages read in: {rss} KiB"
+        );
+        assert_eq!(anon, 0);
+        assert!(resident(copied).1 > 0, "the written page is a private copy");
+
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let kib = give_back_mappings(&smaps, |n| n == "libgive-back-test.so");
+        assert_eq!(kib, (2 * PAGES * page / 1024) as u64, "both mappings asked");
+        assert_eq!(resident(clean).0, 0, "the clean mapping holds nothing now");
+        // Read again: the file's bytes; the private copy kept what was written.
+        assert_eq!(read(clean), bytes);
+        let again = read(copied);
+        assert_eq!(again[0], 7);
+        assert_eq!(again[1..], bytes[1..]);
+        // Another library's mappings are left alone.
+        assert_eq!(give_back_mappings(&smaps, |n| n == "libnot-mapped.so"), 0);
+        // SAFETY: unmapping the two mappings made above, not used after.
+        unsafe {
+            libc::munmap(clean as *mut libc::c_void, PAGES * page);
+            libc::munmap(copied as *mut libc::c_void, PAGES * page);
+        }
+    }
 
     #[test]
     fn the_place_script_gives_the_page_the_place_as_it_was_kept() {
