@@ -23,7 +23,8 @@
 //!
 //! Environment: `TRAY_BENCH_CYCLES` (default 10), `TRAY_BENCH_IDLE_S` (default 60);
 //! `TRAY_BENCH_THREADS=1` lists the threads that woke; `TRAY_BENCH_SMAPS=1` prints where the
-//! app's RSS in the tray differs from the core alone's, by mapping.
+//! app's RSS in the tray differs from the core alone's, and where it grew from the first cycle to
+//! the last, by mapping.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[cfg(target_os = "linux")]
@@ -113,10 +114,14 @@ fn rss_by_mapping(pid: u32) -> std::collections::HashMap<String, u64> {
 }
 
 #[cfg(target_os = "linux")]
-/// Where the app's RSS in the tray differs from the core alone's, largest first (printed with
-/// `TRAY_BENCH_SMAPS=1`): which libraries' pages and which heaps the window left behind.
-fn print_rss_difference(app: u32, core: u32) {
-    let (a, c) = (rss_by_mapping(app), rss_by_mapping(core));
+/// Where RSS by mapping `a` differs from `b`, largest first (printed with `TRAY_BENCH_SMAPS=1`):
+/// the app in the tray against the core alone (which libraries' pages and which heaps the
+/// window left behind), and the app after the last cycle against after the first (what grew).
+fn print_rss_difference(
+    what: &str,
+    a: &std::collections::HashMap<String, u64>,
+    c: &std::collections::HashMap<String, u64>,
+) {
     let mut keys: Vec<&String> = a.keys().chain(c.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -139,11 +144,11 @@ fn print_rss_difference(app: u32, core: u32) {
             .sum()
     };
     eprintln!(
-        "    RSS, app in the tray vs core alone: files {} vs {} KiB, anonymous {} vs {} KiB",
-        sum(&a, true),
-        sum(&c, true),
-        sum(&a, false),
-        sum(&c, false)
+        "    RSS, {what}: files {} vs {} KiB, anonymous {} vs {} KiB",
+        sum(a, true),
+        sum(c, true),
+        sum(a, false),
+        sum(c, false)
     );
     for (d, k) in diff.iter().take(20) {
         eprintln!("    {d:+} KiB {k}");
@@ -425,6 +430,7 @@ fn main() {
     core.wait(60, "the hidden start", |r| r.count("started hidden") > 0);
     let mut paints = Vec::new();
     let mut in_tray = Vec::new();
+    let mut first_maps = std::collections::HashMap::new();
     for i in 0..cycles {
         // A moment with the window open, as a person glances at it.
         std::thread::sleep(Duration::from_secs(2));
@@ -437,8 +443,23 @@ fn main() {
             tree(app.pid()).len()
         );
         in_tray.push((all, alone));
-        if i + 1 == cycles && std::env::var_os("TRAY_BENCH_SMAPS").is_some() {
-            print_rss_difference(app.pid(), core.pid());
+        if std::env::var_os("TRAY_BENCH_SMAPS").is_some() {
+            if i == 0 {
+                first_maps = rss_by_mapping(app.pid());
+            }
+            if i + 1 == cycles {
+                let last_maps = rss_by_mapping(app.pid());
+                print_rss_difference(
+                    "app in the tray vs core alone",
+                    &last_maps,
+                    &rss_by_mapping(core.pid()),
+                );
+                print_rss_difference(
+                    "app in the tray, last cycle vs first",
+                    &last_maps,
+                    &first_maps,
+                );
+            }
         }
         if i + 1 < cycles {
             let ms = app.reopen();
