@@ -361,7 +361,12 @@ fn give_back_mappings(smaps: &str, wanted: impl Fn(&str) -> bool) -> u64 {
         // SAFETY: the range is a whole mapping of this process as the kernel listed it, mapped
         // without write permission. MADV_DONTNEED is given only to one with no private copies:
         // every page in it is the file's, and a later read maps the file's page again, the
-        // same bytes. MADV_PAGEOUT only reclaims pages: a private copy goes to swap or stays.
+        // same bytes (as after the kernel drops clean file pages under memory pressure).
+        // MADV_PAGEOUT only reclaims pages: a private copy goes to swap or stays. The list was
+        // read just before; it stays true because these libraries are not unloaded while the
+        // app runs (WebKitGTK and JavaScriptCore are linked in; Mesa's driver and LLVM stay
+        // loaded with WebKit's display connection, which lives as long as the process), so no
+        // other mapping can have taken their place in between.
         let r = unsafe { libc::madvise(m.start as *mut libc::c_void, m.end - m.start, advice) };
         if r == 0 {
             kib += ((m.end - m.start) / 1024) as u64;
