@@ -299,10 +299,13 @@ impl Running {
     /// the start.
     fn start_filled(args: &[&str], rate: &str, repeat: &str) -> Self {
         let mut r = Self::start(&["--demo", "--hidden"], "max", FILL_REPEAT);
-        // The demo phone stays connected after its scenario: the file says when it is in.
+        // The demo phone stays connected after its scenario: the file says when it is in, and
+        // when the history's indexes have caught up with it (as they have in an app that has
+        // run a while: started again on a backlog, the app would index it during the cycles).
         let db = r.home.path().join("data/demo/dials.sqlite3");
-        r.wait(600, "the history filled", |_| {
-            stored_dials(&db) >= FILL_DIALS
+        r.wait(600, "the history filled and indexed", |_| {
+            let (stored, newest, indexed) = stored_dials(&db);
+            stored >= FILL_DIALS && indexed >= newest
         });
         r.restart(args, rate, repeat);
         r
@@ -363,12 +366,26 @@ impl Running {
 }
 
 #[cfg(target_os = "linux")]
-/// Dials stored in the history file at `db` (read-only, beside the app writing it); 0 while it
+/// Dials stored in the history file at `db`, the newest one's rowid, and the rowid its indexes
+/// have reached (`dial_meta.indexed_upto`), read-only beside the app writing it; zeros while it
 /// cannot be read yet.
-fn stored_dials(db: &std::path::Path) -> i64 {
+fn stored_dials(db: &std::path::Path) -> (i64, i64, i64) {
     rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .and_then(|c| c.query_row("SELECT count(*) FROM dials", [], |r| r.get(0)))
-        .unwrap_or(0)
+        .and_then(|c| {
+            c.query_row(
+                "SELECT (SELECT count(*) FROM dials), (SELECT max(rowid) FROM dials), \
+                        (SELECT v FROM dial_meta WHERE k = 'indexed_upto')",
+                [],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                        r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                    ))
+                },
+            )
+        })
+        .unwrap_or((0, 0, 0))
 }
 
 #[cfg(target_os = "linux")]
