@@ -18,8 +18,9 @@
 //! - `idle_cpu_pct_window`: the same with the window open and idle, over 60 s.
 //!
 //! Both apps of the memory part start with a full ring: the demo scenario is first played at
-//! full speed into each one's history (more dials than the ring holds) and the app started again
-//! on it, as an app that has run for an hour is; `TRAY_BENCH_FILL=0` starts them empty.
+//! full speed into each one's history (more dials than the ring holds), the bench waits until it
+//! is stored and indexed, and the app is started again on it, as an app that has run for an hour
+//! is; `TRAY_BENCH_FILL=0` starts them empty.
 //!
 //! Environment: `TRAY_BENCH_CYCLES` (default 10), `TRAY_BENCH_IDLE_S` (default 60);
 //! `TRAY_BENCH_THREADS=1` lists the threads that woke; `TRAY_BENCH_SMAPS=1` prints where the
@@ -295,8 +296,8 @@ impl Running {
     }
 
     /// Started hidden on an empty home, the demo scenario played [`FILL_REPEAT`] times at full
-    /// speed into its history, then started again with `args` at `rate`: its ring is full from
-    /// the start.
+    /// speed into its history (and indexed), then started again with `args` at `rate`: its ring
+    /// is full from the start.
     fn start_filled(args: &[&str], rate: &str, repeat: &str) -> Self {
         let mut r = Self::start(&["--demo", "--hidden"], "max", FILL_REPEAT);
         // The demo phone stays connected after its scenario: the file says when it is in, and
