@@ -390,6 +390,45 @@ fn stored_dials(db: &std::path::Path) -> (i64, i64, i64) {
 }
 
 #[cfg(target_os = "linux")]
+/// `TRAY_BENCH_SAMPLE_S=N`: only the core alone (started hidden on a filled history, fed about
+/// 10 dials/s), its anonymous and file RSS printed every second for `secs` seconds, to see when
+/// it grows and by what.
+fn sample_core(secs: u64) {
+    let core = Running::start_filled(&["--demo", "--hidden"], RATE_10_DIALS, "1000000");
+    let field = |pid: u32, name: &str| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with(name))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|n| n.parse().ok())
+            })
+            .unwrap_or(0)
+    };
+    let mut first = std::collections::HashMap::new();
+    for i in 1..=secs {
+        std::thread::sleep(Duration::from_secs(1));
+        let pid = core.pid();
+        eprintln!(
+            "  {i} s: anonymous {} KiB, files {} KiB, threads {}",
+            field(pid, "RssAnon:"),
+            field(pid, "RssFile:"),
+            field(pid, "Threads:")
+        );
+        if i == 5 {
+            first = rss_by_mapping(pid);
+        }
+    }
+    print_rss_difference(
+        "core alone, last second vs the fifth",
+        &rss_by_mapping(core.pid()),
+        &first,
+    );
+    eprintln!("{}", core.log.text());
+}
+
+#[cfg(target_os = "linux")]
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
@@ -422,6 +461,13 @@ fn main() {
     }
     let cycles = env_u64("TRAY_BENCH_CYCLES", 10).max(1);
     let idle_s = env_u64("TRAY_BENCH_IDLE_S", 60).max(1);
+    if let Some(secs) = std::env::var("TRAY_BENCH_SAMPLE_S")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        sample_core(secs.clamp(1, 3600));
+        return;
+    }
 
     // Memory: the app opened and closed `cycles` times next to the same app that never had a
     // window, both fed about 10 dials/s.

@@ -50,6 +50,7 @@ impl Cli {
             hidden: self.hidden,
             graphics: None,
             scripts: None,
+            allocator: None,
             paths: None,
         }
     }

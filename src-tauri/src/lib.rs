@@ -47,6 +47,9 @@ pub struct LaunchOptions {
     /// How the window's scripts run, as decided before it was made (Linux; logged at start).
     /// `None` when nothing was decided (tests, other systems).
     pub scripts: Option<switchboard::app::settings::WindowScripts>,
+    /// What `main` set up of the C allocator before any thread started (logged at start).
+    /// `None` when nothing was decided (tests).
+    pub allocator: Option<switchboard::app::allocator::ArenaLimit>,
     /// The app's folders when they are given (`main` reads `SWITCHBOARD_HOME`; a test names
     /// its own temporary home); `None`: the OS's per-user folders for the app.
     pub paths: Option<AppPaths>,
@@ -299,6 +302,12 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
     }
     if let Some(s) = app.try_state::<LaunchOptions>().and_then(|o| o.scripts) {
         tracing::info!("{}", s.words());
+    }
+    if let Some(a) = app
+        .try_state::<LaunchOptions>()
+        .and_then(|o| o.allocator.clone())
+    {
+        tracing::info!("{}", a.words());
     }
     let notifier = Arc::new(notify::Notifier::new());
     let host = Arc::new(host::TauriHost::new(app.clone(), Arc::clone(&notifier)));

@@ -9,6 +9,8 @@ use clap::Parser;
 use switchboard_desktop::cli::{check_display, Cli};
 
 fn main() -> std::process::ExitCode {
+    // Before any thread exists: arenas made earlier would stay.
+    let allocator = switchboard::app::allocator::limit_malloc_arenas();
     // A release build has no console of its own on Windows: what the command line prints goes
     // to the terminal it was started from.
     #[cfg(windows)]
@@ -37,6 +39,7 @@ fn main() -> std::process::ExitCode {
     options.paths = switchboard::app::AppPaths::from_env();
     options.graphics = window_graphics();
     options.scripts = window_scripts();
+    options.allocator = Some(allocator);
     switchboard_desktop::run(options)
 }
 

@@ -37,6 +37,7 @@
 //!
 //! Nothing here can approve, reject or cancel anything on a phone.
 
+pub mod allocator;
 pub mod autostart;
 pub mod bridge;
 pub mod bundle;

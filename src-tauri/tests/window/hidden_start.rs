@@ -34,6 +34,8 @@ fn hidden_start_shows_no_window_until_asked() {
             .env("DBUS_SESSION_BUS_ADDRESS", &bus)
             .env("SWITCHBOARD_HOME", home.path())
             .env("HOME", home.path())
+            .env_remove("MALLOC_ARENA_MAX")
+            .env_remove("GLIBC_TUNABLES")
             .stdout(Stdio::null());
         c
     };
@@ -56,6 +58,19 @@ fn hidden_start_shows_no_window_until_asked() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(!said("there is no tray"), "{}", log.text());
+    // An app left in the tray all day keeps glibc's malloc to two arenas, set before any
+    // thread started (`switchboard::app::allocator`): its memory stops growing.
+    assert!(
+        !cfg!(target_env = "gnu")
+            || said(
+                &switchboard::app::allocator::ArenaLimit::Set(
+                    switchboard::app::allocator::MALLOC_ARENAS
+                )
+                .words()
+            ),
+        "the app did not limit its malloc arenas:\n{}",
+        log.text()
+    );
     // Its stderr is a pipe here, not a terminal: plain text, no colour codes.
     assert!(
         !said("\u{1b}["),
