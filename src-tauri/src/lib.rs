@@ -159,6 +159,13 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
                 if keep && window.label() == window::MAIN {
                     if let Some(places) = window.try_state::<Arc<window::PlaceState>>() {
                         places.set_in_tray(true);
+                        // Tauri keeps every menu set on a window in a stash of its own until
+                        // it is removed: a File menu left on each window that went would stay
+                        // for the app's life (the next window gets a new one).
+                        #[cfg(not(target_os = "macos"))]
+                        if let Err(e) = window.remove_menu() {
+                            tracing::debug!("the File menu was not taken off the window: {e}");
+                        }
                         let place = places.place();
                         tracing::info!(
                             view = place.view.as_deref().unwrap_or(""),
