@@ -6,7 +6,7 @@
 //! half-used pages the others cannot reuse: the app started hidden on a full ring and fed 10
 //! dials a second grew its anonymous memory by 3.7 MB between its 10th and 100th second with
 //! glibc's default, 0.85 MB with two arenas, 2.6 MB with four (`docs/performance.md`, "Memory
-//! that settles"). Two arenas cost a flood about a tenth of its rate on a 2-core machine
+//! that settles"). Two arenas cost a flood about a seventh of its rate on a 2-core machine
 //! (threads wait for an arena more often); an app a person leaves open all day gains more from
 //! memory that stops growing than it loses there.
 
