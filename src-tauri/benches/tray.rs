@@ -271,18 +271,11 @@ impl Running {
     /// The same desktop and home, the app started again with `args`, `rate` and `repeat`: the
     /// running one is stopped first (SIGTERM: it runs its shutdown) and waited for.
     fn restart(&mut self, args: &[&str], rate: &str, repeat: &str) {
-        unsafe {
-            libc::kill(self.pid() as libc::pid_t, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !matches!(self.app.0.try_wait(), Ok(Some(_))) {
-            assert!(
-                Instant::now() < deadline,
-                "the app did not stop within 30 s of SIGTERM: {}",
-                real_window::app_state(&mut self.app, &self.log, self.started)
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        assert!(
+            self.app.terminate(Duration::from_secs(30)),
+            "the app did not stop within 30 s of SIGTERM: {}",
+            real_window::app_state(&mut self.app, &self.log, self.started)
+        );
         self.started = Instant::now();
         let (app, log) = spawn_logged(&mut Self::cmd(
             &self.desktop,

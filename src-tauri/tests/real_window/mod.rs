@@ -20,25 +20,38 @@ pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     ONE.lock().unwrap_or_else(|p| p.into_inner())
 }
-impl Drop for Proc {
-    fn drop(&mut self) {
-        // Already ended (and reaped): its pid may be another process's by now.
+impl Proc {
+    /// Sends SIGTERM (so the app runs its shutdown) and waits up to `within` for it to end;
+    /// `true` when it ended in time or had already ended. An already ended (and reaped)
+    /// process is not signalled: its pid may be another process's by now.
+    pub fn terminate(&mut self, within: Duration) -> bool {
         if let Ok(Some(_)) = self.0.try_wait() {
-            return;
+            return true;
         }
-        // SIGTERM first so the app runs its shutdown; then make sure.
+        // SAFETY: kill(2) on a child we started and have not reaped (checked just above).
         unsafe {
             libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM);
         }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
+        let deadline = Instant::now() + within;
+        loop {
             if let Ok(Some(_)) = self.0.try_wait() {
-                return;
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        // SIGTERM first so the app runs its shutdown; then make sure.
+        if !self.terminate(Duration::from_secs(5)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
     }
 }
 
