@@ -70,17 +70,24 @@ fn tree(pid: u32) -> Vec<u32> {
 }
 
 #[cfg(target_os = "linux")]
-/// `VmRSS` of `pid` in KiB (0 when gone).
-fn rss_kib(pid: u32) -> u64 {
+/// The value of `field` (`VmRSS:`, `RssAnon:`, `Threads:`, ...) in `/proc/PID/status`: KiB for
+/// the memory fields; 0 when the process is gone.
+fn status_value(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|n| n.parse().ok())
         })
         .unwrap_or(0)
+}
+
+#[cfg(target_os = "linux")]
+/// `VmRSS` of `pid` in KiB (0 when gone).
+fn rss_kib(pid: u32) -> u64 {
+    status_value(pid, "VmRSS:")
 }
 
 #[cfg(target_os = "linux")]
@@ -388,28 +395,18 @@ fn stored_dials(db: &std::path::Path) -> (i64, i64, i64) {
 /// it grows and by what.
 fn sample_core(secs: u64) {
     let core = Running::start_filled(&["--demo", "--hidden"], RATE_10_DIALS, "1000000");
-    let field = |pid: u32, name: &str| -> u64 {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with(name))
-                    .and_then(|l| l.split_whitespace().nth(1))
-                    .and_then(|n| n.parse().ok())
-            })
-            .unwrap_or(0)
-    };
     let mut first = std::collections::HashMap::new();
     for i in 1..=secs {
         std::thread::sleep(Duration::from_secs(1));
         let pid = core.pid();
         eprintln!(
             "  {i} s: anonymous {} KiB, files {} KiB, threads {}",
-            field(pid, "RssAnon:"),
-            field(pid, "RssFile:"),
-            field(pid, "Threads:")
+            status_value(pid, "RssAnon:"),
+            status_value(pid, "RssFile:"),
+            status_value(pid, "Threads:")
         );
-        if i == 5 {
+        // The first seconds are the start itself; what grows after it is the question.
+        if i == secs.min(5) {
             first = rss_by_mapping(pid);
         }
     }
