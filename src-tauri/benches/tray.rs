@@ -1,5 +1,6 @@
 //! What a Switchboard left running all day costs (`docs/performance.md`): the release app under
-//! Xvfb with its own session bus and a stand-in tray, the embedded demo phone over loopback.
+//! Xvfb with its own session bus and a stand-in tray (a StatusNotifier watcher, as KDE and GNOME
+//! serve one), the embedded demo phone over loopback.
 //!
 //! `cargo bench -p switchboard-desktop --bench tray` prints, one `key=value` a line at the end:
 //!
@@ -232,7 +233,7 @@ fn idle(pid: u32, secs: u64) -> (f64, f64) {
 struct Running {
     desktop: Desktop,
     home: tempfile::TempDir,
-    _tray: std::sync::mpsc::Sender<()>,
+    _tray: tray_stand_in::StandInTray,
     app: Proc,
     log: Log,
     started: Instant,

@@ -232,6 +232,9 @@ pub fn end_network_process_later<R: Runtime>(app: &AppHandle<R>) {
                     );
                 }
             }
+            if app.run_on_main_thread(release_shared_images).is_err() {
+                tracing::debug!("the event loop had ended: no shared images to release");
+            }
             // The window's memory went back to the allocator, which keeps freed pages mapped
             // in its arenas; give them back to the system (glibc; a no-op elsewhere).
             #[cfg(target_env = "gnu")]
@@ -245,6 +248,56 @@ pub fn end_network_process_later<R: Runtime>(app: &AppHandle<R>) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = app;
+}
+
+/// Lets cairo give back the shared memory it drew the last window through (X11; GTK's thread).
+///
+/// On X11, cairo draws what it cannot send to the X server directly into a SysV shared memory
+/// pool it shares with the server (MIT-SHM: one segment eight times the largest image, rounded
+/// up to a power of two: 32 MiB for a 1100 x 770 window, about 3.4 MB of it touched by a frame).
+/// cairo destroys an empty pool only when it next makes a shared image; with no window nothing
+/// makes one, so the last window's pool stayed attached, and resident in this process and the X
+/// server, for as long as the app ran in the tray. Making and dropping one small shared image,
+/// after a round trip so the server has read every frame, runs that clean-up. A pool something
+/// else still draws from (an XEmbed tray icon's image, where the desktop has no StatusNotifier
+/// tray) stays. Logs the KiB of shared memory no longer resident.
+#[cfg(target_os = "linux")]
+fn release_shared_images() {
+    use gtk::{cairo, gdk, glib::prelude::ObjectExt};
+    let Some(display) = gdk::Display::default() else {
+        return;
+    };
+    // Only X11 has MIT-SHM pools; Wayland's buffers go with the window.
+    if !display.type_().name().contains("X11") {
+        return;
+    }
+    let before = sysv_resident_kib();
+    display.sync();
+    let Some(root) = gdk::Screen::default().and_then(|s| s.root_window()) else {
+        return;
+    };
+    // 16 KiB: above the size under which cairo does not use its pools.
+    drop(root.create_similar_image_surface(cairo::Format::ARgb32, 64, 64, 1));
+    let after = sysv_resident_kib();
+    tracing::info!(
+        kib = before.saturating_sub(after),
+        left_kib = after,
+        "the window's shared images given back (in the tray)"
+    );
+}
+
+/// The KiB resident in this process's SysV shared memory mappings (`/SYSV<key>` in
+/// `/proc/self/smaps`); 0 when it cannot be read.
+#[cfg(target_os = "linux")]
+fn sysv_resident_kib() -> u64 {
+    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+        return 0;
+    };
+    mappings(&smaps)
+        .iter()
+        .filter(|m| m.name.starts_with("SYSV"))
+        .map(|m| m.rss_kib)
+        .sum()
 }
 
 /// The shared libraries only the window runs: WebKitGTK and JavaScriptCore (about 20 MB of
@@ -279,7 +332,7 @@ fn page_out_window_libraries() -> u64 {
 }
 
 /// One mapping of `/proc/self/smaps`: its address range, whether it is writable, the file's
-/// name, and the KiB of private copies in it (`Anonymous:`).
+/// name, the KiB of private copies in it (`Anonymous:`) and the KiB resident (`Rss:`).
 #[cfg(target_os = "linux")]
 struct Mapping<'a> {
     start: usize,
@@ -287,6 +340,7 @@ struct Mapping<'a> {
     writable: bool,
     name: &'a str,
     anonymous_kib: u64,
+    rss_kib: u64,
 }
 
 /// The mappings `smaps` lists, in order; a header that does not parse is skipped with its
@@ -295,15 +349,17 @@ struct Mapping<'a> {
 fn mappings(smaps: &str) -> Vec<Mapping<'_>> {
     let mut out: Vec<Mapping<'_>> = Vec::new();
     let mut current: Option<Mapping<'_>> = None;
+    let kib = |v: &str| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok();
     for line in smaps.lines() {
-        if let Some(kib) = line.strip_prefix("Anonymous:") {
+        if let Some(v) = line.strip_prefix("Anonymous:") {
             if let Some(m) = current.as_mut() {
-                m.anonymous_kib = kib
-                    .trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse()
-                    .unwrap_or(u64::MAX);
+                m.anonymous_kib = kib(v).unwrap_or(u64::MAX);
+            }
+            continue;
+        }
+        if let Some(v) = line.strip_prefix("Rss:") {
+            if let Some(m) = current.as_mut() {
+                m.rss_kib = kib(v).unwrap_or(0);
             }
             continue;
         }
@@ -332,6 +388,7 @@ fn mappings(smaps: &str) -> Vec<Mapping<'_>> {
             name: path.rsplit('/').next().unwrap_or(path),
             // Unknown until its `Anonymous:` line: counted as holding private copies.
             anonymous_kib: u64::MAX,
+            rss_kib: 0,
         });
     }
     out.extend(current);
@@ -515,6 +572,45 @@ mod tests {
             libc::munmap(clean as *mut libc::c_void, PAGES * page);
             libc::munmap(copied as *mut libc::c_void, PAGES * page);
         }
+    }
+
+    /// A SysV shared memory segment, as cairo's MIT-SHM pools are, is counted by the pages of it
+    /// this process has touched, and no longer once it is detached.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn shared_memory_segments_count_by_their_resident_pages() {
+        const PAGES: usize = 32;
+        let page = 4096usize;
+        let before = sysv_resident_kib();
+        // SAFETY: a private segment made, attached, written within its size and detached here;
+        // IPC_RMID marks it to go once detached.
+        unsafe {
+            let id = libc::shmget(libc::IPC_PRIVATE, PAGES * page, libc::IPC_CREAT | 0o600);
+            assert!(id >= 0, "shmget: {}", std::io::Error::last_os_error());
+            let addr = libc::shmat(id, std::ptr::null(), 0);
+            libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut());
+            assert_ne!(
+                addr as isize,
+                -1,
+                "shmat: {}",
+                std::io::Error::last_os_error()
+            );
+            let attached = sysv_resident_kib();
+            for i in 0..PAGES / 2 {
+                *(addr as *mut u8).add(i * page) = 1;
+            }
+            let touched = sysv_resident_kib();
+            libc::shmdt(addr);
+            assert!(
+                touched >= attached + (PAGES / 2 * page / 1024) as u64,
+                "{PAGES} pages attached ({attached} KiB), half of them written: {touched} KiB"
+            );
+            assert!(
+                touched < attached + (PAGES * page / 1024) as u64,
+                "pages never written are not counted: {touched} KiB"
+            );
+        }
+        assert_eq!(sysv_resident_kib(), before, "detached, it is not counted");
     }
 
     #[test]

@@ -25,7 +25,7 @@ fn hidden_start_shows_no_window_until_asked() {
     let (display, bus) = (desktop.display.clone(), desktop.bus.clone());
     // A tray on that session (it owns the StatusNotifier watcher's name): without one, the
     // app shows its window even with --hidden, so it is never out of reach.
-    let _tray = stand_in_tray(&bus);
+    let tray = stand_in_tray(&bus);
     let home = tempfile::tempdir().unwrap();
     let app_cmd = |args: &[&str]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_switchboard-desktop"));
@@ -58,6 +58,18 @@ fn hidden_start_shows_no_window_until_asked() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(!said("there is no tray"), "{}", log.text());
+    // Its icon is in the desktop's tray: registered with the StatusNotifier watcher, as on
+    // KDE and GNOME, not drawn in the app's own window as an XEmbed icon.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tray.registered_items().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the app's tray icon never registered with the StatusNotifier watcher: {}",
+            app_state(&mut app, &log, started)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
     // An app left in the tray all day keeps glibc's malloc to two arenas, set before any
     // thread started (`switchboard::app::allocator`): its memory stops growing.
     assert!(

@@ -2,7 +2,8 @@
 //! on the place the person left: the real app under Xvfb with a stand-in tray. After the close
 //! the app runs on with no WebKit process left under it; a second start (the single-instance
 //! hand-off) makes the window again, with a web process, and its page paints first on the
-//! view and scroll place that were left. Needs Xvfb, dbus-daemon and xdotool
+//! view and scroll place that were left; the shared memory the window was drawn through does
+//! not stay in the tray. Needs Xvfb, dbus-daemon and xdotool
 //! (`scripts/install-deps.sh`); every wait is bounded.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -23,6 +24,27 @@ fn webkit_under(pid: u32) -> Vec<(u32, String)> {
         .into_iter()
         .filter(|(_, c)| c.starts_with("WebKit"))
         .collect()
+}
+
+/// The KiB of `pid`'s SysV shared memory resident in it (`/SYSV<key>` mappings in its smaps):
+/// cairo's MIT-SHM pools, through which the window was drawn.
+fn shared_images_kib(pid: u32) -> u64 {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let mut in_segment = false;
+    let mut kib = 0;
+    for line in smaps.lines() {
+        let mut f = line.split_whitespace();
+        let first = f.next().unwrap_or("");
+        if first.ends_with(':') {
+            if in_segment && first == "Rss:" {
+                kib += f.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            }
+        } else {
+            // A mapping's header: `start-end perms offset dev inode [path]`.
+            in_segment = f.nth(4).is_some_and(|path| path.starts_with("/SYSV"));
+        }
+    }
+    kib
 }
 
 /// Runs `xdotool args` on `display`, failing loudly when it fails.
@@ -127,6 +149,13 @@ fn closed_to_the_tray_the_web_view_goes_and_comes_back_on_the_same_place() {
     // The page sends the place 200 ms after the last scroll.
     std::thread::sleep(Duration::from_millis(1500));
 
+    // The window is drawn through cairo's shared memory with the X server (MIT-SHM).
+    let drawn_through = shared_images_kib(pid);
+    assert!(
+        drawn_through > 0,
+        "no shared memory resident while the window shows: the check below would prove nothing"
+    );
+
     // Closed to the tray: the window and every WebKit process under the app go; the app stays.
     close_window(&display, &win[0]);
     let closed = "window closed to the tray";
@@ -157,6 +186,16 @@ fn closed_to_the_tray_the_web_view_goes_and_comes_back_on_the_same_place() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(windows(&display, false).is_empty(), "no window is left");
+    // And the shared memory the window was drawn through goes with it (a tray icon drawn by
+    // the desktop's StatusNotifier tray, not in the app, holds none of it).
+    wait_for(
+        &mut app,
+        &log,
+        started,
+        20,
+        &format!("the window's {drawn_through} KiB of shared images given back"),
+        || shared_images_kib(pid) == 0,
+    );
     // And it stays that way: the app runs on in the tray.
     std::thread::sleep(Duration::from_secs(3));
     assert!(app.0.try_wait().unwrap().is_none(), "{}", log.text());
