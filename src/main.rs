@@ -11,7 +11,7 @@ mod cli;
 // `pub(crate)` because `src/bin/switchboard-gen-docs.rs` includes this file to write the man
 // pages and shell completions from it.
 #[derive(Parser, Debug)]
-#[command(name = "switchboard", version, about)]
+#[command(name = "switchboard", version)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -50,7 +50,49 @@ enum Command {
     Unpair(cli::app::UnpairArgs),
 }
 
+/// Makes a closed output end the command quietly, as it ends `cat` or `grep`.
+///
+/// `switchboard dials FILE | head` closes the pipe after a few lines; Rust ignores `SIGPIPE`, so
+/// the next print fails with a broken pipe (`EPIPE`; `ERROR_NO_DATA` or `ERROR_BROKEN_PIPE` on
+/// Windows) and `println!` panics with `failed printing to stdout: ... (os error N)`. That
+/// panic exits 0 without a word: the reader wanted no more. Any other failure to print (a full
+/// disk under a redirect) is said in one line and exits 2, like the command's other errors.
+/// Every other panic keeps the default report.
+fn end_quietly_when_the_output_closes() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let text = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if !(text.starts_with("failed printing to stdout")
+            || text.starts_with("failed printing to stderr"))
+        {
+            report(info);
+            return;
+        }
+        let closed = text
+            .rsplit_once("(os error ")
+            .and_then(|(_, code)| code.trim_end_matches(')').parse::<i32>().ok())
+            .is_some_and(|code| {
+                std::io::Error::from_raw_os_error(code).kind() == std::io::ErrorKind::BrokenPipe
+            });
+        if closed {
+            std::process::exit(0);
+        }
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "switchboard: its output could not be written: {text}"
+        );
+        std::process::exit(2);
+    }));
+}
+
 fn main() -> ExitCode {
+    end_quietly_when_the_output_closes();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info(args) => cli::info::run(args),

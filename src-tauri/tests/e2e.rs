@@ -225,9 +225,17 @@ async fn open_pairing(ui: &mut Ui, shot: bool) -> R<Invite> {
             "const c = document.querySelector('[aria-label=\"Pairing code\"]'); \
              const code = c ? c.textContent.trim() : ''; \
              if (!/^\\d{3}-\\d{3}$/.test(code)) return null; \
-             return { code, port: window.__e2e.dd('Port'), fp: window.__e2e.dd('Certificate') };",
+             const q = document.querySelector('[aria-label=\"QR code with the pairing link\"] svg'); \
+             const qr = q ? Math.round(q.getBoundingClientRect().width) : 0; \
+             return { code, qr, port: window.__e2e.dd('Port'), fp: window.__e2e.dd('Certificate') };",
         )
         .await?;
+    // A phone's camera needs the code at its full size, not squeezed by the text beside it.
+    let qr = v["qr"].as_u64().unwrap_or(0);
+    ensure!(
+        qr >= 180,
+        "the QR code is drawn {qr} px wide (its box is 200 px): {v}"
+    );
     let code = v["code"].as_str().unwrap_or_default().to_string();
     let port: u16 = v["port"]
         .as_str()

@@ -292,3 +292,55 @@ fn listing_counts_against_the_file_and_a_json_document_is_named() {
     assert_eq!(listed, 20, "{err}");
     assert!(err.contains("... and "), "{err}");
 }
+
+/// `switchboard dials FILE | head`: the reader closes the pipe after a few lines; the command
+/// ends quietly with success instead of panicking on the next print.
+#[test]
+fn a_reader_that_stops_early_ends_the_listing_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dials.jsonl");
+    // Far more than a pipe holds (64 KiB on Linux), so the command is still printing.
+    let dials: Vec<_> = (0..5_000)
+        .map(|i| dial(&format!("d{i}"), "read_item", 10, DialOutcome::Ok))
+        .collect();
+    write_jsonl(&dials, std::fs::File::create(&path).unwrap()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("dials")
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 200];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running 30 s after its reader went"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        !stderr.contains("panicked"),
+        "no panic when the reader goes: {stderr}"
+    );
+    assert!(stderr.is_empty(), "nothing said: {stderr}");
+    assert_eq!(status.code(), Some(0), "{status:?}: {stderr}");
+}
