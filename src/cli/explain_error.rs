@@ -54,6 +54,14 @@ pub(crate) fn run(args: Args) -> CliResult {
         Some(t) => t,
         None => read_stdin()?,
     };
+    // An empty text has nothing to classify: "kind: unknown" would read as a finding.
+    if text.trim().is_empty() {
+        return Err(
+            "no error text given: pass it as an argument or on standard input \
+                    (switchboard explain-error \"<the error text>\")"
+                .into(),
+        );
+    }
     let dir = match &args.manifests {
         Some(path) => ExtensionDirectory::load_dir(path).map_err(|e| e.to_string())?,
         None => builtin_extensions(),

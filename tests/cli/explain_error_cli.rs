@@ -270,3 +270,18 @@ fn the_hosts_install_refusal_stopped_worker_and_timeout_say_what_to_do() {
         "{out}"
     );
 }
+
+/// No text at all (nothing on standard input, or only blanks as an argument) is refused in
+/// words, not classified as an unknown error.
+#[test]
+fn no_text_is_refused_not_classified() {
+    for (args, stdin) in [(&[][..], Some("")), (&["  "][..], None)] {
+        let (out, err, ok) = run(args, stdin);
+        assert!(!ok, "exit 2 for {args:?}: {out}");
+        assert!(
+            err.contains("no error text given"),
+            "says what is missing for {args:?}: {err}"
+        );
+        assert!(!out.contains("unknown"), "nothing classified: {out}");
+    }
+}

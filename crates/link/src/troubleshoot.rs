@@ -342,7 +342,8 @@ pub fn guide(class: TroubleClass, port: u16) -> Trouble {
         ),
         TroubleClass::PortConflict => (
             "The usual port is taken by another program",
-            format!("Another program listens on Switchboard's usual port, so Switchboard took the next free one ({port}); firewall rules written for the usual port do not cover it, and links or QR codes made before name the old port."),
+            // A cause to check, not a finding (the finding is `seen`): said as what happens when.
+            format!("When another program listens on Switchboard's usual port ({usual}), Switchboard takes the next free one (now {port}); firewall rules written for the usual port do not cover it, and links or QR codes made before name the old port.", usual = super::DEFAULT_PORT),
             vec![
                 format!("Find the other program: ss -ltnp 'sport = :{p}' (Linux), lsof -nP -iTCP:{p} -sTCP:LISTEN (macOS), netstat -ano | findstr :{p} (Windows, the last column is the process id).", p = super::DEFAULT_PORT),
                 "Close it, or fix a port in Settings and allow that port in the firewall.".into(),
