@@ -43,7 +43,8 @@ mod tray_stand_in;
 
 #[cfg(target_os = "linux")]
 use real_window::{
-    close_window, descendants, spawn_logged, start_desktop, windows, Desktop, Log, Proc,
+    close_window, descendants, rss_by_mapping, spawn_logged, start_desktop, windows, Desktop, Log,
+    Proc,
 };
 
 #[cfg(target_os = "linux")]
@@ -95,31 +96,6 @@ fn rss_kib(pid: u32) -> u64 {
 /// RSS of `pid` and every process below it, in KiB.
 fn tree_rss_kib(pid: u32) -> u64 {
     tree(pid).into_iter().map(rss_kib).sum()
-}
-
-#[cfg(target_os = "linux")]
-/// `Rss` in KiB of `pid`'s mappings, summed by what they map (`/proc/PID/smaps`): a file's
-/// path, `[heap]`, `[stack]`, or `[anon]` for anonymous mappings without a name.
-fn rss_by_mapping(pid: u32) -> std::collections::HashMap<String, u64> {
-    let mut out = std::collections::HashMap::new();
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
-        return out;
-    };
-    let mut name = String::new();
-    for line in text.lines() {
-        let mut f = line.split_whitespace();
-        let Some(first) = f.next() else { continue };
-        if first.contains('-') && !first.ends_with(':') {
-            // `start-end perms offset dev inode [path]`
-            name = f
-                .nth(4)
-                .map_or_else(|| "[anon]".to_string(), str::to_string);
-        } else if first == "Rss:" {
-            let kib: u64 = f.next().and_then(|n| n.parse().ok()).unwrap_or(0);
-            *out.entry(name.clone()).or_default() += kib;
-        }
-    }
-    out
 }
 
 #[cfg(target_os = "linux")]

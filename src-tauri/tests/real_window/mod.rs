@@ -10,6 +10,30 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// `Rss` in KiB of `pid`'s mappings, summed by what they map (`/proc/PID/smaps`): a file's
+/// path, `[heap]`, `[stack]`, or `[anon]` for anonymous mappings without a name.
+pub fn rss_by_mapping(pid: u32) -> std::collections::HashMap<String, u64> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
+        return out;
+    };
+    let mut name = String::new();
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let Some(first) = f.next() else { continue };
+        if first.contains('-') && !first.ends_with(':') {
+            // `start-end perms offset dev inode [path]`
+            name = f
+                .nth(4)
+                .map_or_else(|| "[anon]".to_string(), str::to_string);
+        } else if first == "Rss:" {
+            let kib: u64 = f.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+            *out.entry(name.clone()).or_default() += kib;
+        }
+    }
+    out
+}
+
 /// A child process ended (SIGTERM, then kill) when dropped.
 pub struct Proc(pub Child);
 

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use crate::real_window;
 use crate::tray_stand_in;
 use real_window::{
-    app_state, close_window, descendants, need, spawn_logged, start_desktop, windows, Log, Proc,
+    app_state, close_window, descendants, need, rss_by_mapping, spawn_logged, start_desktop,
+    windows, Log, Proc,
 };
 use tray_stand_in::stand_in_tray;
 
@@ -26,25 +27,14 @@ fn webkit_under(pid: u32) -> Vec<(u32, String)> {
         .collect()
 }
 
-/// The KiB of `pid`'s SysV shared memory resident in it (`/SYSV<key>` mappings in its smaps):
-/// cairo's MIT-SHM pools, through which the window was drawn.
+/// The KiB of `pid`'s SysV shared memory resident in it (`/SYSV<key>` mappings): cairo's
+/// MIT-SHM pools, through which the window was drawn.
 fn shared_images_kib(pid: u32) -> u64 {
-    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
-    let mut in_segment = false;
-    let mut kib = 0;
-    for line in smaps.lines() {
-        let mut f = line.split_whitespace();
-        let first = f.next().unwrap_or("");
-        if first.ends_with(':') {
-            if in_segment && first == "Rss:" {
-                kib += f.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-            }
-        } else {
-            // A mapping's header: `start-end perms offset dev inode [path]`.
-            in_segment = f.nth(4).is_some_and(|path| path.starts_with("/SYSV"));
-        }
-    }
-    kib
+    rss_by_mapping(pid)
+        .iter()
+        .filter(|(name, _)| name.starts_with("/SYSV"))
+        .map(|(_, kib)| kib)
+        .sum()
 }
 
 /// Runs `xdotool args` on `display`, failing loudly when it fails.
