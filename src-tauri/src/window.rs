@@ -211,7 +211,7 @@ const NETWORK_PROCESS_GRACE: std::time::Duration = std::time::Duration::from_sec
 /// with nothing left to serve. The next window starts a new one. Only this process's own
 /// children named `WebKitNetworkProcess` are ended, and only while no window exists. In the
 /// same step the rest the window leaves is given back: cairo's shared images
-/// ([`release_shared_images`]), the allocator's freed pages and the window's library pages.
+/// (`release_shared_images`), the allocator's freed pages and the window's library pages.
 pub fn end_network_process_later<R: Runtime>(app: &AppHandle<R>) {
     #[cfg(target_os = "linux")]
     {
