@@ -25,7 +25,8 @@ pub enum SecretStoreError {
     /// No OS key store can be reached (not installed, not running or locked).
     #[error(
         "No OS key store is available ({reason}): install and unlock gnome-keyring or KeePassXC \
-         (any Secret Service provider) on Linux, or unlock the login Keychain on macOS / the \
+         (any Secret Service provider, on the session bus as org.freedesktop.secrets) on Linux, \
+         or unlock the login Keychain on macOS / the \
          Credential Manager on Windows. Switchboard never keeps its private keys in a plain \
          file."
     )]
