@@ -7,8 +7,12 @@
 //! `phone-line.md` ([`switchboard::dial::conformance`]) and prints each dial that breaks
 //! the spec with its id and its problems (path, what, the spec's line). Exit code 0 when every
 //! dial follows the spec, 1 when one does not, 2 when the file cannot be read (bad lines listed),
-//! so a phone-line author can run it in CI.
+//! so a phone-line author can run it in CI. Given a support bundle (`.tar.gz`), or a bundle's
+//! `dials.jsonl` with its `dial-conformance.json` beside it, it reports the checks the bundle
+//! recorded before it redacted the values (a redacted `"<string>"` cannot be checked again); a
+//! redacted file without them is refused (exit 2), as is a bundle whose checks miss a dial.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -67,7 +71,8 @@ enum Sub {
 /// Arguments of `switchboard dials check`.
 #[derive(clap::Args, Debug)]
 struct CheckArgs {
-    /// The JSON Lines export to check.
+    /// The JSON Lines export to check, or a support bundle (`.tar.gz`: the checks it recorded
+    /// before redacting its dials' values).
     file: PathBuf,
     /// Print one JSON object per dial that breaks the spec: `{id, op, callee, start_ms,
     /// op_class, findings}`.
@@ -122,17 +127,159 @@ fn one_json_document(file: &Path) -> Option<&'static str> {
     }
 }
 
-fn check(args: CheckArgs) -> CliResult {
-    let log = match read(&args.file, 2)? {
+/// Where `dials check` takes each dial's conformance from.
+enum Checks {
+    /// Checked here, on the request and response in the file.
+    Here,
+    /// As a support bundle recorded them (`dial-conformance.json`, by dial id: `{op_class,
+    /// findings}`), checked on the values the phone sent before the bundle redacted them.
+    /// `from` names the file, for the summary.
+    Recorded {
+        by_id: BTreeMap<String, serde_json::Value>,
+        from: String,
+    },
+}
+
+/// The name of a support bundle's conformance file (`switchboard::support`).
+const CONFORMANCE_FILE: &str = "dial-conformance.json";
+
+/// Reads what `dials check` checks: a dial export, a support bundle (`.tar.gz`: its dials with
+/// the checks it recorded), or a bundle's `dials.jsonl` taken out of it, whose values are
+/// redacted: then the `dial-conformance.json` beside it is used, and without one the file is
+/// refused (exit 2), since a redacted value cannot be checked against the spec.
+fn open_for_check(file: &Path) -> Result<Result<(ImportedLog, Checks), ExitCode>, String> {
+    if is_gzip(file) {
+        let bundle = switchboard::support::open::open_bundle(file).map_err(|e| e.to_string())?;
+        return Ok(Ok((
+            bundle.dials,
+            Checks::Recorded {
+                by_id: bundle.conformance,
+                from: format!("{CONFORMANCE_FILE} in {}", file.display()),
+            },
+        )));
+    }
+    let log = match read(file, 2)? {
         Ok(log) => log,
+        Err(code) => return Ok(Err(code)),
+    };
+    let page = log.query(&DialFilter::default());
+    let Some(redacted) = page.dials.iter().rev().find(|d| {
+        d.request
+            .to_value()
+            .is_ok_and(|v| switchboard::support::redact::is_redacted(&v))
+    }) else {
+        return Ok(Ok((log, Checks::Here)));
+    };
+    let beside = file
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(CONFORMANCE_FILE);
+    if !beside.exists() {
+        eprintln!(
+            "{}: its dials' values are redacted (dial {} has only type markers such as \
+             \"<string>\" for its request's values), as a support bundle's dials.jsonl is: they \
+             cannot be checked against the spec. The bundle's {CONFORMANCE_FILE} holds each \
+             dial's check, made before the values were redacted: run `switchboard dials check` \
+             on the bundle (.tar.gz), or keep {CONFORMANCE_FILE} beside this file.",
+            file.display(),
+            redacted.id
+        );
+        return Ok(Err(ExitCode::from(2)));
+    }
+    let text =
+        std::fs::read_to_string(&beside).map_err(|e| format!("{}: {e}", beside.display()))?;
+    let by_id =
+        serde_json::from_str::<BTreeMap<String, serde_json::Value>>(&text).map_err(|e| {
+            format!(
+                "{}: not a support bundle's {CONFORMANCE_FILE} (a JSON object of each dial's \
+             check by dial id): {e}",
+                beside.display()
+            )
+        })?;
+    Ok(Ok((
+        log,
+        Checks::Recorded {
+            by_id,
+            from: beside.display().to_string(),
+        },
+    )))
+}
+
+/// Whether `file` starts as gzip does (`1f 8b`): a support bundle, not JSON Lines.
+fn is_gzip(file: &Path) -> bool {
+    use std::io::Read as _;
+    let mut magic = [0u8; 2];
+    std::fs::File::open(file)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == [0x1f, 0x8b]
+}
+
+/// One finding of a recorded check (a [`switchboard::dial::conformance::SpecFinding`] as JSON)
+/// in the words `SpecFinding`'s `Display` uses.
+fn recorded_finding(f: &serde_json::Value) -> String {
+    let s = |k: &str| f.get(k).and_then(serde_json::Value::as_str).unwrap_or("?");
+    let line = f
+        .get("spec_line")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    format!(
+        "{}: {} ({} line {line}, \"{}\")",
+        s("path"),
+        s("problem"),
+        s("spec"),
+        s("spec_section")
+    )
+}
+
+fn check(args: CheckArgs) -> CliResult {
+    let (log, checks) = match open_for_check(&args.file)? {
+        Ok(x) => x,
         Err(code) => return Ok(code),
     };
     let page = log.query(&DialFilter::default());
     let mut broken = 0u64;
+    let mut unchecked = 0u64;
     // Oldest first, as the capture was taken.
     for d in page.dials.iter().rev() {
-        let c = check_dial(d, ScopeBook::builtin());
-        if c.to_spec() {
+        let (op_class, findings): (serde_json::Value, Vec<(serde_json::Value, String)>) =
+            match &checks {
+                Checks::Here => {
+                    let c = check_dial(d, ScopeBook::builtin());
+                    (
+                        serde_json::json!(c.op_class),
+                        c.findings
+                            .iter()
+                            .map(|f| (serde_json::json!(f), f.to_string()))
+                            .collect(),
+                    )
+                }
+                Checks::Recorded { by_id, .. } => match by_id.get(&*d.id) {
+                    Some(c) => (
+                        c.get("op_class").cloned().unwrap_or_default(),
+                        c.get("findings")
+                            .and_then(serde_json::Value::as_array)
+                            .map(|fs| {
+                                fs.iter()
+                                    .map(|f| (f.clone(), recorded_finding(f)))
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    ),
+                    None => {
+                        unchecked += 1;
+                        if !args.json {
+                            println!(
+                                "{}  {} -> {} {}: not checked ({CONFORMANCE_FILE} has no entry \
+                                 for it)",
+                                d.id, d.caller, d.callee, d.op
+                            );
+                        }
+                        continue;
+                    }
+                },
+            };
+        if findings.is_empty() {
             continue;
         }
         broken += 1;
@@ -142,8 +289,8 @@ fn check(args: CheckArgs) -> CliResult {
                 "op": &*d.op,
                 "callee": &*d.callee,
                 "start_ms": d.start_ms,
-                "op_class": c.op_class,
-                "findings": c.findings,
+                "op_class": op_class,
+                "findings": findings.iter().map(|(v, _)| v).collect::<Vec<_>>(),
             });
             println!("{line}");
         } else {
@@ -153,20 +300,31 @@ fn check(args: CheckArgs) -> CliResult {
                 d.caller,
                 d.callee,
                 d.op,
-                c.findings.len()
+                findings.len()
             );
-            for f in &c.findings {
-                println!("  {f}");
+            for (_, words) in &findings {
+                println!("  {words}");
             }
         }
     }
     if !args.json {
         println!("{broken} of {} dials break phone-line.md", page.dials.len());
+        if let Checks::Recorded { from, .. } = &checks {
+            println!(
+                "(as checked on the values the phone sent, before the support bundle redacted \
+                 them: {from})"
+            );
+        }
+        if unchecked > 0 {
+            println!("{unchecked} dial(s) not checked: {CONFORMANCE_FILE} has no entry for them");
+        }
     }
-    Ok(if broken == 0 {
-        ExitCode::SUCCESS
-    } else {
+    Ok(if broken > 0 {
         ExitCode::from(1)
+    } else if unchecked > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 

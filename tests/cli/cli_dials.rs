@@ -344,3 +344,109 @@ fn a_reader_that_stops_early_ends_the_listing_quietly() {
     assert!(stderr.is_empty(), "nothing said: {stderr}");
     assert_eq!(status.code(), Some(0), "{status:?}: {stderr}");
 }
+
+/// `switchboard dials check` on a support bundle, and on its `dials.jsonl` taken out of it:
+/// the bundle redacts request and response values to type markers, which the spec's checks
+/// would take for wrong types and bad manifests, so the checks the bundle made before redacting
+/// (`dial-conformance.json`) are reported. The real LumiRealm manifest as a `describe` answer is
+/// to spec in all three; the redacted file alone is refused, naming what to run instead.
+#[test]
+fn check_of_a_support_bundle_reports_the_checks_made_before_redaction() {
+    let home = tempfile::tempdir().unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/corpus/lumiverse/lumirealm.describe.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let describe = with(
+        "describe_ok",
+        "describe",
+        json!({"op": "describe"}),
+        Some(manifest),
+    );
+    let bad_read = with(
+        "bad_read",
+        "read_item",
+        json!({"op": "read_item", "surface": "module_envelope", "id": "m"}),
+        Some(json!({"item": 1})),
+    );
+    // The dials as the app keeps them: its dial history in the data folder.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let log = switchboard::dials::DialLog::spawn(switchboard::dials::DialLogConfig {
+            data_dir: Some(home.path().join("data")),
+            ..Default::default()
+        })
+        .unwrap();
+        log.ingest_batch(vec![(*describe).clone(), (*bad_read).clone()])
+            .await
+            .unwrap();
+        log.shutdown().await.unwrap();
+    });
+    let out_dir = tempfile::tempdir().unwrap();
+    let bundle = out_dir.path().join("support.tar.gz");
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["bundle", "--files", "--home"])
+        .arg(home.path())
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    let check = |file: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(["dials", "check"])
+            .arg(file)
+            .output()
+            .unwrap()
+    };
+    let as_recorded = |out: std::process::Output| {
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert_eq!(out.status.code(), Some(1), "{text}{out:?}");
+        assert!(text.contains("bad_read"), "{text}");
+        assert!(
+            text.contains("request.surfaceId: missing `surfaceId`"),
+            "{text}"
+        );
+        assert!(text.contains("phone-line.md line 69"), "{text}");
+        assert!(!text.contains("describe_ok"), "{text}");
+        assert!(text.contains("1 of 2 dials break phone-line.md"), "{text}");
+        assert!(
+            text.contains("before the support bundle redacted them"),
+            "{text}"
+        );
+    };
+    as_recorded(check(&bundle));
+
+    // Taken out of the bundle as a person would, the dials and the checks side by side.
+    let taken_out = out_dir.path().join("taken-out");
+    tar::Archive::new(flate2::read::GzDecoder::new(
+        std::fs::File::open(&bundle).unwrap(),
+    ))
+    .unpack(&taken_out)
+    .unwrap();
+    let dials_file = taken_out.join("dials.jsonl");
+    assert!(
+        std::fs::read_to_string(&dials_file)
+            .unwrap()
+            .contains("\"<string>\""),
+        "the bundle's dials are redacted"
+    );
+    as_recorded(check(&dials_file));
+
+    // The redacted dials alone: not checked as if they were values, and told what to run.
+    let alone = out_dir.path().join("alone");
+    std::fs::create_dir(&alone).unwrap();
+    std::fs::copy(&dials_file, alone.join("dials.jsonl")).unwrap();
+    let out = check(&alone.join("dials.jsonl"));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("redacted") && err.contains("dial-conformance.json"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "{out:?}");
+}

@@ -32,6 +32,29 @@ pub fn redact_values(value: &Value) -> Value {
     }
 }
 
+/// Whether `value` is what [`redact_values`] makes: at least one marker, and every string in it
+/// one of the three markers (no number or bool, which redaction turns into markers too; `null`
+/// and empty containers allowed). A request the phone sent is never so: its `op` at least is a
+/// real name. Lets a reader of a bundle's `dials.jsonl` tell that the values it would check
+/// are gone.
+pub fn is_redacted(value: &Value) -> bool {
+    fn walk(v: &Value, markers: &mut usize) -> bool {
+        match v {
+            Value::Null => true,
+            Value::Bool(_) | Value::Number(_) => false,
+            Value::String(s) => {
+                let marker = matches!(s.as_str(), STRING_MARKER | NUMBER_MARKER | BOOL_MARKER);
+                *markers += usize::from(marker);
+                marker
+            }
+            Value::Array(items) => items.iter().all(|i| walk(i, markers)),
+            Value::Object(map) => map.values().all(|i| walk(i, markers)),
+        }
+    }
+    let mut markers = 0;
+    walk(value, &mut markers) && markers > 0
+}
+
 /// What a scrubbed secret is replaced with (`[redacted: <what>]`).
 fn marker(what: &str) -> String {
     format!("[redacted: {what}]")
@@ -255,6 +278,27 @@ mod tests {
         );
         let keys: Vec<&String> = r["args"].as_object().unwrap().keys().collect();
         assert_eq!(keys, ["path", "limit", "deep", "tags", "none"]);
+        assert!(is_redacted(&r));
+        assert!(!is_redacted(&v), "the values the phone sent");
+    }
+
+    #[test]
+    fn only_marker_values_count_as_redacted() {
+        let manifest: Value = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../../shared/corpus/lumiverse/lumirealm.describe.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        assert!(!is_redacted(&manifest));
+        assert!(is_redacted(&redact_values(&manifest)));
+        // A real value beside markers, a number, nothing to hide: not a redacted value.
+        assert!(!is_redacted(&json!({"op": "<string>", "itemId": "m1"})));
+        assert!(!is_redacted(&json!({"op": "<string>", "head": 5})));
+        assert!(!is_redacted(&json!({})));
+        assert!(!is_redacted(&json!(null)));
     }
 
     #[test]
