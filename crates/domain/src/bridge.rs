@@ -514,6 +514,14 @@ mod tests {
         assert!(b.manifest_checked);
         assert!(b.not_grantable.is_empty());
         assert_eq!((b.first_seen_ms, b.last_seen_ms, b.count), (1000, 1000, 1));
+        // `explain-error` and the explainer send a person to the same place as the banner.
+        let advice = advice::what_to_do(&err).unwrap_or_default();
+        assert!(
+            advice.starts_with("In Lumiverse, open Extensions, then lumiagent, and grant"),
+            "{advice}"
+        );
+        assert!(advice.contains("(push_notification)"), "{advice}");
+        assert!(!advice.contains("Settings"), "{advice}");
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //! the host wrote it; this says what to do about it, which depends on how the Lumiverse host
 //! behaves around the text (`lumiverse-host.md`: the 10 s shared-RPC timeout, the runtime that
 //! is not restarted after it stops, the install scanner's labels), not on the text's shape.
+//! Places in Lumiverse are named as its own interface names them (1.1.0): permissions are
+//! granted, and an extension restarted, on the extension's card in the "Extensions" panel (its
+//! "Permissions" pills, its "Restart" button), the same place the banner's fix names; the
+//! settings window's "Extension Settings" only shows what extensions put there.
 
 use crate::host_error::{HostError, HostErrorKind};
 
@@ -14,7 +18,7 @@ use crate::host_error::{HostError, HostErrorKind};
 pub fn what_to_do(e: &HostError) -> Option<String> {
     let text = match &e.kind {
         HostErrorKind::Permission(p) => format!(
-            "In Lumiverse, open Settings → Extensions and grant {} the permissions listed ({}), or ask its author to declare them; the Bridge status banner names the exact grant.",
+            "In Lumiverse, open Extensions, then {}, and grant the permissions listed ({}) under its Permissions, or ask its author to declare them; the Bridge status banner names the exact grant.",
             p.missing_extension,
             p.permissions.join(", ")
         ),
@@ -30,7 +34,7 @@ pub fn what_to_do(e: &HostError) -> Option<String> {
         HostErrorKind::DialTimedOut { extension, .. } => format!(
             "{extension} did not answer LumiAgent in time: check that it is enabled and not stuck; its own dials in Live dials show how long it takes."
         ),
-        HostErrorKind::WorkerStopped => "The called extension's process stopped while the call waited: usually a handler threw synchronously (outside a promise), which ends the process. Lumiverse does not restart it: open Settings → Extensions and restart it (or disable and enable it). Its author should make every handler async; switchboard-tap's wrap does this for a wrapped handler.".to_string(),
+        HostErrorKind::WorkerStopped => "The called extension's process stopped while the call waited: usually a handler threw synchronously (outside a promise), which ends the process. Lumiverse does not restart it: open Extensions, then that extension, and press Restart (or disable and enable it). Its author should make every handler async; switchboard-tap's wrap does this for a wrapped handler.".to_string(),
         HostErrorKind::BlockedCapabilities { extension, capabilities } => format!(
             "Lumiverse refused to install or start {extension}: its backend bundle uses APIs the host blocks ({}). Nothing of it runs. Its author must remove them: {}. With switchboard-tap, import only the package's main entry, which bundles none of them.",
             capabilities.join(", "),
@@ -98,7 +102,10 @@ mod tests {
     #[test]
     fn a_stopped_worker_says_to_restart_it() {
         let advice = what_to_do(&parse("Extension worker stopped")).unwrap_or_default();
-        assert!(advice.contains("restart it"), "{advice}");
+        assert!(
+            advice.contains("open Extensions, then that extension, and press Restart"),
+            "{advice}"
+        );
     }
 
     #[test]
