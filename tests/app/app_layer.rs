@@ -2081,6 +2081,103 @@ async fn the_demo_phone_is_announced_paired_only_the_first_time() {
     second.shutdown().await;
 }
 
+/// A demo app over the data in `home` whose demo phone plays its whole script as fast as the
+/// link takes it.
+fn build_fast_demo_in(home: &std::path::Path) -> Arc<App> {
+    let mut config = AppConfig::new(AppPaths::under(home), true);
+    config.demo_rate = Some(switchboard::phone::player::Rate::Max);
+    // A bound only a hang breaks (as `build_in`'s).
+    config.shutdown_budget = Duration::from_secs(30);
+    App::new(
+        config,
+        Arc::new(RecordingHost::new()),
+        tokio::runtime::Handle::current(),
+        ConfirmationMirror::with_bundled_catalogue(),
+    )
+}
+
+/// A restarted `--demo` showed the last run's ended confirmations beside the replay's: each
+/// demo card twice. The demo phone plays its script again at every start, with action ids of
+/// its own, so what it proposed in the run before gives way to the replay: three starts over
+/// the same data end with the demo's proposals once each, all of this start's. A record of
+/// another phone in the same history stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_demo_shows_each_of_its_confirmations_once() {
+    use switchboard::confirmations::history;
+    let lines: Vec<Value> = switchboard::phone::demo::DEMO_SCENARIO
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let total = lines.len() as u64;
+    let proposals = lines
+        .iter()
+        .filter(|v| v["msg"]["type"] == "action.propose")
+        .count();
+    let home = tempfile::tempdir().unwrap();
+    let file = AppPaths::under(home.path())
+        .link_dir(true)
+        .join(history::HISTORY_FILE);
+    let other = "dev_anotherphone01";
+    let mut before: Vec<String> = Vec::new();
+    for start in 1..=3 {
+        let app = build_fast_demo_in(home.path());
+        app.start_link();
+        until("the demo's script to be applied", || {
+            app.hub()
+                .and_then(|h| h.phones().into_iter().find(|p| p.label == "Demo phone"))
+                .is_some_and(|p| p.applied >= total)
+        })
+        .await;
+        let snap = app.confirmations.lock().snapshot();
+        let demo = app
+            .hub()
+            .and_then(|h| h.phones().into_iter().find(|p| p.label == "Demo phone"))
+            .unwrap()
+            .device_id;
+        let ids: Vec<String> = snap
+            .ended
+            .iter()
+            .filter(|c| c.phone == demo)
+            .map(|c| c.action_id.clone())
+            .collect();
+        assert!(snap.waiting.is_empty(), "start {start}: {:?}", snap.waiting);
+        assert_eq!(
+            ids.len(),
+            proposals,
+            "start {start}: the demo's proposals once each: {ids:?}"
+        );
+        assert!(
+            ids.iter().all(|id| !before.contains(id)),
+            "start {start}: only this start's replay: {ids:?}, the last start's {before:?}"
+        );
+        let others = snap.ended.iter().filter(|c| c.phone == other).count();
+        assert_eq!(
+            others,
+            usize::from(start > 1),
+            "start {start}: another phone's record stays"
+        );
+        app.shutdown().await;
+        before = ids;
+
+        let mut kept = history::load(&file).unwrap().unwrap();
+        assert_eq!(
+            kept.ended.len(),
+            proposals + usize::from(start > 1),
+            "start {start}: the file keeps what was shown"
+        );
+        if start == 1 {
+            // Another phone's ended proposal in the same history (a real phone may pair with
+            // the demo desktop): the demo's replays must not take it away.
+            let mut c = kept.ended[0].clone();
+            c.key = format!("{other}/{}#9000", c.action_id);
+            c.phone = other.to_string();
+            kept.ended.insert(0, c);
+            history::save(&file, kept).unwrap();
+        }
+    }
+}
+
 /// The fresh user's second bug: 15 confirmations before a restart, 7 after (the ended ones were
 /// gone). Ended proposals are kept in the link's data folder and shown again after a restart,
 /// as they ended; so are the waiting ones, still waiting (the phone does not send them again:

@@ -890,6 +890,86 @@ fn the_ended_history_is_capped_and_counts_what_it_dropped() {
     assert!(snap.waiting.is_empty());
 }
 
+/// Forgetting a phone's proposals (the demo phone's, before it replays its script) takes its
+/// waiting, ended and stray ones and nothing of another phone's, and moves the revision so the
+/// history file is written without them; forgetting a phone with nothing kept changes nothing.
+#[test]
+fn forgetting_a_phone_takes_only_its_proposals() {
+    const OTHER: &str = "Ben's phone";
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    let feed_as = |phone: &str, rx: &mut Receiver, m: &mut ConfirmationMirror, v: &Value| {
+        let env = validate(v).unwrap();
+        let outcome = rx.receive_at_ts(&env);
+        m.apply(phone, &env, &outcome, ms(env.ts.as_str()))
+    };
+    let params = json!({"text": "hi"});
+    for phone in [PHONE, OTHER] {
+        let mut rx = Receiver::new(3);
+        for (i, aid) in ["act_fgt00001", "act_fgt00002"].into_iter().enumerate() {
+            feed_as(
+                phone,
+                &mut rx,
+                &mut m,
+                &propose(
+                    &format!("msg_fgt0000{i}"),
+                    aid,
+                    "clipboard.set",
+                    params.clone(),
+                    None,
+                ),
+            );
+        }
+        feed_as(
+            phone,
+            &mut rx,
+            &mut m,
+            &follow(
+                "msg_fgt00009",
+                "2026-07-21T02:00:01Z",
+                "action.cancel",
+                json!({"action_id": "act_fgt00001"}),
+            ),
+        );
+        feed_as(
+            phone,
+            &mut rx,
+            &mut m,
+            &follow(
+                "msg_fgt00010",
+                "2026-07-21T02:00:02Z",
+                "action.cancel",
+                json!({"action_id": "act_never0001"}),
+            ),
+        );
+    }
+    assert_eq!((m.waiting_count(), m.ended_count()), (2, 2));
+    assert_eq!(m.snapshot().stray.len(), 2);
+    let revision = m.kept_revision();
+
+    assert_eq!(m.forget_phone(PHONE), 2);
+    assert_ne!(
+        m.kept_revision(),
+        revision,
+        "the history file is written again"
+    );
+    let snap = m.snapshot();
+    assert!(snap
+        .waiting
+        .iter()
+        .chain(&snap.ended)
+        .all(|c| c.phone == OTHER));
+    assert!(snap.stray.iter().all(|a| a.phone == OTHER));
+    assert_eq!(
+        (snap.waiting.len(), snap.ended.len(), snap.stray.len()),
+        (1, 1, 1)
+    );
+
+    let revision = m.kept_revision();
+    assert_eq!(m.forget_phone(PHONE), 0);
+    assert_eq!(m.forget_phone("no such phone"), 0);
+    assert_eq!(m.kept_revision(), revision, "nothing to write");
+}
+
 #[test]
 fn the_autonomy_table_defaults_to_ask_before_action() {
     let mut m = ConfirmationMirror::with_bundled_catalogue();

@@ -105,6 +105,10 @@ pub struct AppConfig {
     pub mdns: bool,
     /// Start the embedded demo phone (default: with `demo`).
     pub demo_phone: bool,
+    /// How fast the demo phone plays its script. `None` (the default): as
+    /// `SWITCHBOARD_DEMO_RATE` says, else at its recorded times (about two and a half
+    /// minutes). Tests that replay the whole demo set it rather than the process's environment.
+    pub demo_rate: Option<switchboard_link::phone::player::Rate>,
     /// The folder of the rotating log files, when file logging is on (shown in Settings).
     pub log_dir: Option<PathBuf>,
     /// The wall clock every part of the app reads (the hub, the dial log, revoke's
@@ -161,6 +165,7 @@ impl AppConfig {
             },
             mdns: !demo,
             demo_phone: demo,
+            demo_rate: None,
             log_dir: None,
             clock: Arc::new(SystemClock),
             key_store: None,

@@ -415,6 +415,24 @@ impl App {
                 "the dial log did not start, so phone messages cannot be applied".into(),
             ));
         };
+        // The demo phone plays its script again at every start, with action ids of its own
+        // each time: what it proposed in an earlier run is superseded by the replay, so it goes
+        // before the hub can hear from the phone (other phones' proposals stay).
+        let demo_before = cfg
+            .demo_phone
+            .then(|| switchboard_link::phone::demo::paired_before(&dir))
+            .flatten();
+        if let Some(id) = &demo_before {
+            let forgotten = self.confirmations.lock().forget_phone(id);
+            if forgotten > 0 {
+                tracing::info!(
+                    forgotten,
+                    "the demo phone's proposals of its last run give way to its replay"
+                );
+                self.keep_confirmation_history();
+                self.host.emit(&AppEvent::Confirmations);
+            }
+        }
         let mut parts = HubParts::new(
             dials.log.clone(),
             Arc::clone(&self.bridge.store),
@@ -438,10 +456,10 @@ impl App {
         let demo_task = (cfg.demo_phone).then(|| {
             // The demo identity is new at every start, so a demo phone that paired before pairs
             // again now: that is not news to the person (only its first pairing is shown).
-            if let Some(id) = switchboard_link::phone::demo::paired_before(&dir) {
+            if let Some(id) = demo_before {
                 self.phones.expect_repairing(id);
             }
-            let options = demo_options(dir);
+            let options = demo_options(dir, cfg.demo_rate);
             let demo_link = link.clone();
             self.rt.spawn(async move {
                 match switchboard_link::phone::demo::run_demo_phone(&demo_link, options).await {
@@ -594,10 +612,15 @@ impl App {
 /// `SWITCHBOARD_DEMO_RATE` (`recorded`, `max` or messages per second, `N` or `N/s`) and
 /// `SWITCHBOARD_DEMO_REPEAT` (how many times, at least 1) ask, so a measurement can stream at a
 /// steady rate for as long as it needs (`docs/performance.md`). A value that does not parse is
-/// logged and the default kept.
-fn demo_options(dir: std::path::PathBuf) -> switchboard_link::phone::demo::DemoOptions {
+/// logged and the default kept. `rate` ([`crate::AppConfig::demo_rate`]) wins over the variable.
+fn demo_options(
+    dir: std::path::PathBuf,
+    rate: Option<switchboard_link::phone::player::Rate>,
+) -> switchboard_link::phone::demo::DemoOptions {
     let mut options = switchboard_link::phone::demo::DemoOptions::new(dir);
-    if let Ok(rate) = std::env::var("SWITCHBOARD_DEMO_RATE") {
+    if let Some(r) = rate {
+        options.rate = r;
+    } else if let Ok(rate) = std::env::var("SWITCHBOARD_DEMO_RATE") {
         match rate.trim().parse() {
             Ok(r) => options.rate = r,
             Err(e) => tracing::warn!("SWITCHBOARD_DEMO_RATE not used: {e}"),

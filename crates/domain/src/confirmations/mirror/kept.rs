@@ -27,6 +27,25 @@ impl ConfirmationMirror {
         self.waiting.clone()
     }
 
+    /// Forgets every proposal of `phone`, waiting or ended, and its messages about actions
+    /// never seen proposed: for a phone whose earlier records a replay supersedes. The
+    /// built-in demo phone (`--demo`) plays its script again at every start, with action ids
+    /// of its own each time, so the earlier run's proposals would otherwise be shown again
+    /// beside the replay's. Other phones' proposals, the count of ended ones dropped and the
+    /// keys' numbering are left as they are. Returns how many proposals were forgotten; when
+    /// any were, the revision moves, so the history file is written without them.
+    pub fn forget_phone(&mut self, phone: &str) -> usize {
+        let before = self.waiting.len() + self.ended.len();
+        self.waiting.retain(|c| c.phone != phone);
+        self.ended.retain(|c| c.phone != phone);
+        self.stray.retain(|a| a.phone != phone);
+        let n = before - (self.waiting.len() + self.ended.len());
+        if n > 0 {
+            self.kept_revision = self.kept_revision.wrapping_add(1);
+        }
+        n
+    }
+
     /// Puts back the proposals an earlier run had waiting (`waiting` as
     /// [`Self::waiting_history`] gives it), after [`Self::restore_ended`]: without proposals
     /// that have ended or whose key, or phone and action id, is already here, within
