@@ -11,7 +11,7 @@ use switchboard::confirmations::notify::{
 };
 use switchboard::confirmations::{
     AnomalyKind, ChangeKind, ConfirmationMirror, ConfirmedBy, MirrorChange, RejectReason,
-    BUNDLED_TOOLS_JSON, MAX_ENDED, MAX_STRAY,
+    BUNDLED_TOOLS_JSON, EXPIRED_WORDS, MAX_ENDED, MAX_STRAY,
 };
 use switchboard::ifp::{params_hash, validate, ActionState, Receiver, Verdict};
 use switchboard::phone_action::{self, AnswerStatus, MESSAGE_MAX_CHARS};
@@ -1164,10 +1164,14 @@ fn unanswered_proposals_lapse_at_expires_at_and_on_unpair_without_notifications(
     assert_eq!(kinds(&changes), [ChangeKind::Lapsed, ChangeKind::Lapsed]);
     let ended = m.get(PHONE, "act_lapse00001").unwrap();
     assert_eq!(ended.state, ActionState::Expired);
-    assert_eq!(
-        ended.ended_text.as_deref(),
-        Some("expired: no answer from the phone by 2026-07-21T02:05:00Z")
-    );
+    // What a person reads has no raw timestamp (a view shows the deadline in local time, as
+    // its other times); the deadline stays in the proposal as a time.
+    let text = ended.ended_text.as_deref().unwrap();
+    assert_eq!(text, EXPIRED_WORDS);
+    assert!(text.contains("deadline"), "{text}");
+    assert!(!text.chars().any(|c| c.is_ascii_digit()), "{text}");
+    assert_eq!(ended.expires_at_ms, expires);
+    assert_eq!(ended.expires_at, "2026-07-21T02:05:00Z", "as sent");
     let card = m.get(PHONE, "act_lapse00004").unwrap();
     assert_eq!(
         card.phone_action
@@ -1203,6 +1207,54 @@ fn unanswered_proposals_lapse_at_expires_at_and_on_unpair_without_notifications(
         Some("ended: the phone was unpaired before it answered")
     );
     assert_eq!(approved.ended_at_ms, Some(expires + 2));
+}
+
+/// A history written before kept an expiry's deadline in its words as a raw UTC timestamp; put
+/// back, it reads as an expiry written now, and the deadline is still the proposal's time. Words
+/// that only look alike (another timestamp) are left as they are.
+#[test]
+fn an_older_historys_expiry_words_lose_their_raw_timestamp() {
+    let mut rx = Receiver::new(3);
+    let mut m = ConfirmationMirror::with_bundled_catalogue();
+    let params = json!({"to": "+1 555 0100", "body": "hi"});
+    for aid in ["act_old000001", "act_old000002"] {
+        feed(
+            &mut rx,
+            &mut m,
+            &propose(
+                &aid.replace("act_", "msg_"),
+                aid,
+                "messages.send",
+                params.clone(),
+                None,
+            ),
+        );
+    }
+    let expires = ms("2026-07-21T02:05:00Z");
+    m.expire_due(expires + 1);
+    let (mut ended, dropped) = m.ended_history();
+    assert_eq!(ended.len(), 2);
+    ended[0].ended_text = Some(format!(
+        "expired: no answer from the phone by {}",
+        ended[0].expires_at
+    ));
+    ended[1].ended_text =
+        Some("expired: no answer from the phone by 2020-01-01T00:00:00Z".to_string());
+
+    let mut again = ConfirmationMirror::with_bundled_catalogue();
+    assert_eq!(again.restore_ended(ended, dropped), 2);
+    let first = again.get(PHONE, "act_old000001").unwrap();
+    assert_eq!(first.ended_text.as_deref(), Some(EXPIRED_WORDS));
+    assert_eq!(first.expires_at_ms, expires);
+    assert_eq!(
+        again
+            .get(PHONE, "act_old000002")
+            .unwrap()
+            .ended_text
+            .as_deref(),
+        Some("expired: no answer from the phone by 2020-01-01T00:00:00Z"),
+        "not the proposal's own deadline: not rewritten"
+    );
 }
 
 /// The autonomy a `policy_auto` approval is judged under is the proposal's session's, not the

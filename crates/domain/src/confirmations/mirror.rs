@@ -31,6 +31,8 @@ mod follow_up;
 mod kept;
 mod propose;
 
+pub use expiry::{EXPIRED_WORDS, UNPAIRED_WORDS};
+
 /// Most proposals kept in the waiting list (per mirror, all phones together).
 pub const MAX_WAITING: usize = 256;
 /// Most ended proposals kept in the history (per mirror, all phones together); oldest dropped.

@@ -68,8 +68,8 @@ mod view;
 
 pub use catalogue::{bundled_catalogue, BUNDLED_TOOLS_JSON, PHONE_ACTION_TOOL};
 pub use mirror::{
-    ConfirmationMirror, MAX_ANOMALIES, MAX_ENDED, MAX_SESSIONS, MAX_STRAY, MAX_TIMELINE,
-    MAX_WAITING,
+    ConfirmationMirror, EXPIRED_WORDS, MAX_ANOMALIES, MAX_ENDED, MAX_SESSIONS, MAX_STRAY,
+    MAX_TIMELINE, MAX_WAITING, UNPAIRED_WORDS,
 };
 pub use view::{
     Anomaly, AnomalyKind, AutonomySource, ChangeKind, ConfirmationView, ConfirmationsSnapshot,

@@ -3,14 +3,24 @@
 
 use super::{ConfirmationMirror, MAX_ENDED};
 use crate::confirmations::texts::finish;
-use crate::confirmations::view::{ChangeKind, ConfirmationView, MirrorChange};
+use crate::confirmations::view::{ChangeKind, MirrorChange};
 use switchboard_wire::ifp::ActionState;
+
+/// How a proposal that passed its `expires_at` unanswered ended ([`ConfirmationMirror::expire_due`]).
+/// The deadline itself is not in the words: it stays in the proposal as a time
+/// (`expires_at_ms`, on the desktop's clock, and `expires_at` as sent), for a view to show in
+/// the person's own time zone and format, as it shows its other times; a raw UTC timestamp in
+/// a sentence is neither.
+pub const EXPIRED_WORDS: &str = "expired: no answer from the phone before its deadline";
+
+/// How a waiting proposal of a phone that was unpaired ended ([`ConfirmationMirror::end_for_phone`]).
+pub const UNPAIRED_WORDS: &str = "ended: the phone was unpaired before it answered";
 
 impl ConfirmationMirror {
     /// Ends every proposal still `requested` whose `expires_at` is before `now_ms` (Unix epoch
-    /// milliseconds): state `expired`, "expired: no answer from the phone". The phone can no
-    /// longer approve it (an approval after `expires_at` is `action_expired`), so waiting on it
-    /// is over. An approved proposal waiting for its result is left waiting. Returns one
+    /// milliseconds): state `expired`, [`EXPIRED_WORDS`]. The phone can no longer approve it
+    /// (an approval after `expires_at` is `action_expired`), so waiting on it is over. An
+    /// approved proposal waiting for its result is left waiting. Returns one
     /// [`ChangeKind::Lapsed`] change per proposal ended (never notified: `notify.rs`).
     pub fn expire_due(&mut self, now_ms: i64) -> Vec<MirrorChange> {
         let due: Vec<(String, String)> = self
@@ -20,17 +30,13 @@ impl ConfirmationMirror {
             .map(|c| (c.phone.clone(), c.action_id.clone()))
             .collect();
         due.into_iter()
-            .filter_map(|(phone, action_id)| {
-                self.lapse(&phone, &action_id, now_ms, |c| {
-                    format!("expired: no answer from the phone by {}", c.expires_at)
-                })
-            })
+            .filter_map(|(phone, action_id)| self.lapse(&phone, &action_id, now_ms, EXPIRED_WORDS))
             .collect()
     }
 
     /// Ends every waiting proposal of `phone` (it was unpaired, so it will never answer): a
-    /// `requested` one as `expired`, an `approved` one staying `approved`, both with "ended:
-    /// the phone was unpaired before it answered". One [`ChangeKind::Lapsed`] change each.
+    /// `requested` one as `expired`, an `approved` one staying `approved`, both with
+    /// [`UNPAIRED_WORDS`]. One [`ChangeKind::Lapsed`] change each.
     pub fn end_for_phone(&mut self, phone: &str, now_ms: i64) -> Vec<MirrorChange> {
         let due: Vec<String> = self
             .waiting
@@ -39,11 +45,7 @@ impl ConfirmationMirror {
             .map(|c| c.action_id.clone())
             .collect();
         due.into_iter()
-            .filter_map(|action_id| {
-                self.lapse(phone, &action_id, now_ms, |_| {
-                    "ended: the phone was unpaired before it answered".to_string()
-                })
-            })
+            .filter_map(|action_id| self.lapse(phone, &action_id, now_ms, UNPAIRED_WORDS))
             .collect()
     }
 
@@ -62,7 +64,7 @@ impl ConfirmationMirror {
         phone: &str,
         action_id: &str,
         now_ms: i64,
-        words: impl Fn(&ConfirmationView) -> String,
+        words: &str,
     ) -> Option<MirrorChange> {
         let i = self
             .waiting
@@ -76,7 +78,7 @@ impl ConfirmationMirror {
         view.updated_at_ms = now_ms;
         finish(&mut view);
         if view.phone_action.is_none() {
-            view.ended_text = Some(words(&view));
+            view.ended_text = Some(words.to_string());
         }
         if self.ended.len() >= MAX_ENDED {
             self.ended.pop_front();

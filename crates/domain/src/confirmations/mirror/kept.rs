@@ -4,7 +4,11 @@
 use crate::confirmations::view::ConfirmationView;
 use std::collections::VecDeque;
 
+use super::expiry::EXPIRED_WORDS;
 use super::{key_number, ConfirmationMirror, MAX_ENDED, MAX_WAITING};
+
+/// How [`EXPIRED_WORDS`] began in histories written before, when the deadline followed it.
+const OLD_EXPIRED_PREFIX: &str = "expired: no answer from the phone by ";
 
 impl ConfirmationMirror {
     /// A number that moves whenever what is kept across restarts changes (a proposal came,
@@ -77,8 +81,10 @@ impl ConfirmationMirror {
     /// Puts back the ended history of an earlier run (`ended` oldest first, as
     /// [`Self::ended_history`] gives it), before what this run ended: kept within
     /// [`MAX_ENDED`] (the oldest dropped and counted), without proposals that had not ended or
-    /// whose key is already here; later proposals get keys of their own. Returns how many were
-    /// put back. The history's revision does not move: nothing new to write.
+    /// whose key is already here; later proposals get keys of their own. An expiry's words from
+    /// an older history, with the deadline in them as a raw timestamp, become
+    /// [`EXPIRED_WORDS`]. Returns how many were put back. The history's revision does not
+    /// move: nothing new to write.
     pub fn restore_ended(&mut self, ended: Vec<ConfirmationView>, dropped: u64) -> usize {
         let mut restored: VecDeque<ConfirmationView> = ended
             .into_iter()
@@ -88,6 +94,19 @@ impl ConfirmationMirror {
                     && !self.waiting.iter().any(|w| w.key == c.key)
             })
             .collect();
+        for c in &mut restored {
+            // Histories written before kept the deadline in the words, as a raw UTC timestamp
+            // (`expired: no answer from the phone by <expires_at>`); the proposal keeps it as a
+            // time, which the view shows in local time.
+            let old = c
+                .ended_text
+                .as_deref()
+                .and_then(|t| t.strip_prefix(OLD_EXPIRED_PREFIX))
+                == Some(c.expires_at.as_str());
+            if old {
+                c.ended_text = Some(EXPIRED_WORDS.to_string());
+            }
+        }
         let n = restored.len();
         let next = restored
             .iter()
