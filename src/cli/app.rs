@@ -392,7 +392,7 @@ pub(crate) fn phones(args: PhonesArgs) -> CliResult {
         let addr = p.address.as_deref().unwrap_or("no address yet");
         let seen = p
             .last_seen_ms
-            .map(switchboard::link::rfc3339_ms)
+            .map(switchboard::timefmt::utc_text_ms)
             .unwrap_or_else(|| "never".to_string());
         let via = if p.connected { "at" } else { "last at" };
         println!(
