@@ -30,6 +30,9 @@ describe("RowPainter", () => {
     expect(cells[1].textContent).toBe("Demo phone");
     expect(cells[1].title).toBe("Demo phone (dev_a)");
     expect(cells[2].textContent).toBe("lumiagent → lumirealm");
+    // Caller and callee apart, so a narrow column can cut the caller before the callee.
+    expect(cells[2].querySelector(".caller")?.textContent).toBe("lumiagent");
+    expect(cells[2].querySelector(".callee")?.textContent).toBe("lumirealm");
     expect(cells[2].title).toBe("lumiagent → lumirealm.phoneline");
     expect(cells[3].querySelector(".mark.spec")?.getAttribute("aria-label")).toMatch(/^2 problems with phone-line.md/);
     expect(cells[3].textContent).toBe("⚑read_item");

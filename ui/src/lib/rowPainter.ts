@@ -204,9 +204,17 @@ export class RowPainter {
     s.el.removeAttribute("aria-busy");
     s.el.removeAttribute("aria-selected");
     s.el.removeAttribute("title");
-    const classes = kind === "dial" ? ["", "ellipsis", "ellipsis", "ellipsis mono", "num", ""] : kind === "connection" ? ["", "ellipsis", "ellipsis event"] : ["muted"];
+    const classes = kind === "dial" ? ["", "ellipsis", "route", "ellipsis mono", "num", ""] : kind === "connection" ? ["", "ellipsis", "ellipsis event"] : ["muted"];
     s.cells = classes.map(cell);
     for (const c of s.cells) s.el.appendChild(c);
+    if (kind === "dial") {
+      // Caller and callee each in a span of their own, so a narrow column cuts the caller
+      // first and the callee, which tells the rows apart, last (the cell's title has both).
+      const route = s.cells[2];
+      route.appendChild(span("caller", ""));
+      route.appendChild(span("arrow", " → "));
+      route.appendChild(span("callee", ""));
+    }
     if (kind === "placeholder") {
       s.el.setAttribute("aria-busy", "true");
       s.cells[0].textContent = "…";
@@ -260,7 +268,8 @@ export class RowPainter {
     attr(s, "c1@title", c1, "title", phoneTitle(ctx.phoneNames, r.phone));
     text(s, "c1#text", c1, phoneName(ctx.phoneNames, r.phone));
     attr(s, "c2@title", c2, "title", `${r.caller} → ${r.endpoint}`);
-    text(s, "c2#text", c2, `${r.caller} → ${r.callee}`);
+    text(s, "c2a#text", c2.firstChild as Node, r.caller);
+    text(s, "c2b#text", c2.lastChild as Node, r.callee);
     attr(s, "c3@title", c3, "title", spec ? `${r.op}: ${spec.title}` : r.op);
     // The marks come and go with their rows; the op's and the duration's text nodes stay and
     // only their characters change (`text`).
