@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { warningWords, allowedWords, exclusionWords, filterLines, hashWords, revokeOnPhonePrompt, revokePrompt, shortHash, stateInfo } from "./phoneLines";
+import { warningWords, allowedWords, decisionWords, exclusionWords, filterLines, hashWords, revokeOnPhonePrompt, revokePrompt, shortHash, stateInfo } from "./phoneLines";
 import { ago, localTime } from "./localTime";
 import type { PhoneLineSummary } from "../bindings/PhoneLineSummary";
 
@@ -45,6 +45,14 @@ describe("phone-line words", () => {
     expect(allowedWords(false)).toBe("Not allowed");
     expect(shortHash("0123456789abcdef")).toBe("0123456789ab…");
     expect(shortHash(null)).toBe("—");
+  });
+
+  it("gives a decision time only with a pairing record", () => {
+    const l = line("lumirealm", "LumiRealm", "paired");
+    expect(decisionWords(l)).toBe("Allowed · decided 2024-09-10 20:26:40");
+    expect(decisionWords({ ...l, allowed: false })).toBe("Not allowed · decided 2024-09-10 20:26:40");
+    // No record: no decision, so nothing like "decided —" after it.
+    expect(decisionWords({ ...l, allowed: null, decided_at: null })).toBe("No pairing record");
   });
 
   it("filters by name, identifier and state", () => {

@@ -31,6 +31,14 @@ export function allowedWords(allowed: boolean | null): string {
   return allowed ? "Allowed" : "Not allowed";
 }
 
+/** A line's decision for the list of lines: the record's `allowed` and, when the record has
+ * one, the time it was decided. Without a record there is no decision, so no time. */
+export function decisionWords(line: Pick<PhoneLineSummary, "allowed" | "decided_at">): string {
+  const words = allowedWords(line.allowed);
+  if (line.allowed === null || line.decided_at === null) return words;
+  return `${words} · decided ${localTime(line.decided_at)}`;
+}
+
 /** Whether the manifest changed since the decision, in words. */
 export function hashWords(line: Pick<PhoneLineSummary, "hash_matches_current" | "manifest_hash" | "current_manifest_hash">): { text: string; tone: Tone } {
   if (line.hash_matches_current === true) return { text: "Manifest unchanged since the decision", tone: "ok" };
