@@ -286,6 +286,15 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
     }
     let paths = resolve_paths(app)?;
     let log = logging::init(&paths.log_dir);
+    // A start on the same session bus never gets here (the single-instance plugin hands it to
+    // the running app and ends it); one from another session would open the same dial history,
+    // trust file and settings as the running app and write them behind its back.
+    if with_tray {
+        if let Some(words) = running_elsewhere(&paths) {
+            tracing::error!("{words}");
+            return Err(std::io::Error::other(words).into());
+        }
+    }
     let options = app
         .try_state::<LaunchOptions>()
         .map(|o| o.inner().clone())
@@ -350,6 +359,36 @@ pub fn init<R: Runtime>(app: &tauri::AppHandle<R>, with_tray: bool) -> tauri::Re
         watch_signals(app.clone());
     }
     Ok(())
+}
+
+/// Why this start must not go on, when a Switchboard for the same home already answers at
+/// its control channel (a Unix socket or Windows named pipe; `switchboard::control`): in
+/// words naming its process and the folder they would share. `None` when nothing answers
+/// (not running, or a system without a control channel), so a stale socket never blocks a
+/// start: the running app is asked over it, not merely looked for.
+fn running_elsewhere(paths: &switchboard::app::AppPaths) -> Option<String> {
+    let mut client = switchboard::control::client::ControlClient::connect(paths).ok()?;
+    let who = match client
+        .call::<switchboard::control::StatusAnswer>(&switchboard::control::Request::Status)
+    {
+        Ok(s) => format!(
+            "Switchboard {} is already running for this home (process {}{})",
+            s.version,
+            s.pid,
+            if s.demo { ", demo phone" } else { "" }
+        ),
+        // It answered the connection but not the question (busy, or another version): it is
+        // running all the same.
+        Err(e) => {
+            format!("Switchboard is already running for this home (it did not say which: {e})")
+        }
+    };
+    Some(format!(
+        "{who}, started from another desktop session, so this start cannot hand over to it; \
+         a second app would write the same files in {}. Use the running one (its window or \
+         tray icon, or `switchboard status`), or quit it first.",
+        paths.data_dir.display()
+    ))
 }
 
 /// Opens the support bundle `file` read only in `core` (`--open`, also from a second start);

@@ -1,7 +1,8 @@
 //! `switchboard-desktop --hidden` (start on login's start) really stays in the tray: the real
 //! app under Xvfb creates no visible window, however long it runs after saying it started
 //! hidden; starting it a second time without `--hidden` (single instance, on the same D-Bus
-//! session) shows the running app's window, which proves the test would see one. `--minimized` is the
+//! session) shows the running app's window, which proves the test would see one; a start from
+//! another session (display and bus of its own) is refused. `--minimized` is the
 //! same flag (tests/ipc/headless.rs parses both). Needs Xvfb, dbus-daemon and xdotool
 //! (`scripts/install-deps.sh`); every wait is bounded.
 // Linux only: the real window under Xvfb, found with xdotool (an X server and its tools).
@@ -121,5 +122,45 @@ fn hidden_start_shows_no_window_until_asked() {
         assert!(Instant::now() < deadline, "the second start did not exit");
         std::thread::sleep(Duration::from_millis(100));
     }
+
+    // A start from another desktop session (its own display and session bus) cannot hand
+    // over; it finds the running app over the control socket and refuses, before it opens the
+    // dial history, the trust file or the link.
+    let elsewhere = start_desktop();
+    let mut third = app_cmd(&["--demo"]);
+    third
+        .env("DISPLAY", &elsewhere.display)
+        .env("DBUS_SESSION_BUS_ADDRESS", &elsewhere.bus);
+    let third_started = Instant::now();
+    let (mut third, third_log) = spawn_logged(&mut third);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = third.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a start from another session did not end: {}",
+            app_state(&mut third, &third_log, third_started)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let words = third_log.text();
+    assert!(!status.success(), "{status}: {words}");
+    assert!(
+        words.contains("is already running for this home (process ")
+            && words.contains("started from another desktop session"),
+        "{words}"
+    );
+    assert!(!words.contains("link listening"), "{words}");
+    assert!(
+        windows(&elsewhere.display, false).is_empty(),
+        "the refused start made a window"
+    );
+    assert!(
+        app.0.try_wait().unwrap().is_none(),
+        "the running app ended: {}",
+        log.text()
+    );
     drop(app);
 }
