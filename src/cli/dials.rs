@@ -148,7 +148,7 @@ const CONFORMANCE_FILE: &str = "dial-conformance.json";
 /// redacted: then the `dial-conformance.json` beside it is used, and without one the file is
 /// refused (exit 2), since a redacted value cannot be checked against the spec.
 fn open_for_check(file: &Path) -> Result<Result<(ImportedLog, Checks), ExitCode>, String> {
-    if is_gzip(file) {
+    if switchboard::support::open::is_gzip_file(file) {
         let bundle = switchboard::support::open::open_bundle(file).map_err(|e| e.to_string())?;
         return Ok(Ok((
             bundle.dials,
@@ -203,16 +203,6 @@ fn open_for_check(file: &Path) -> Result<Result<(ImportedLog, Checks), ExitCode>
             from: beside.display().to_string(),
         },
     )))
-}
-
-/// Whether `file` starts as gzip does (`1f 8b`): a support bundle, not JSON Lines.
-fn is_gzip(file: &Path) -> bool {
-    use std::io::Read as _;
-    let mut magic = [0u8; 2];
-    std::fs::File::open(file)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok()
-        && magic == [0x1f, 0x8b]
 }
 
 /// One finding of a recorded check (a [`switchboard::dial::conformance::SpecFinding`] as JSON)

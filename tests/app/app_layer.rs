@@ -2245,3 +2245,37 @@ async fn confirmations_are_kept_across_a_restart() {
 
     again.app.shutdown().await;
 }
+
+/// A support bundle given to Live dials' import is not read as JSON Lines ("stream did not
+/// contain valid UTF-8"): the refusal says it is gzip and where bundles open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_support_bundle_given_to_the_dial_import_is_sent_where_bundles_open() {
+    let desk = build();
+    let bundle = switchboard::support::collect::from_files(
+        &switchboard::app::AppPaths::under(desk.home.path()),
+        false,
+        switchboard::support::BundleOptions::default(),
+        1_760_000_000_000,
+    )
+    .unwrap();
+    let path = desk.home.path().join("support.tar.gz");
+    bundle.save(&path).unwrap();
+    let err = desk
+        .app
+        .change()
+        .unwrap()
+        .dials_import(path.display().to_string())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.kind,
+        switchboard::error::IpcErrorKind::InvalidInput,
+        "{err:?}"
+    );
+    assert!(
+        err.message.contains("gzip-compressed")
+            && err.message.contains("File → Open support bundle"),
+        "{}",
+        err.message
+    );
+}

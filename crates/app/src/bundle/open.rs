@@ -227,6 +227,17 @@ impl OpenedBundle {
     }
 }
 
+/// Whether the file at `path` starts as gzip does (`1f 8b`), as a support bundle (a `.tar.gz`)
+/// does and a dial export (JSON Lines text) never can: lets a reader of exports tell a person
+/// who gave it a bundle where bundles are opened. `false` when it cannot be read.
+pub fn is_gzip_file(path: &Path) -> bool {
+    let mut magic = [0u8; 2];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == [0x1f, 0x8b]
+}
+
 /// Reads the bundle at `path` with the default [`Limits`].
 ///
 /// # Errors

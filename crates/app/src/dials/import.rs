@@ -58,8 +58,9 @@ impl DialsState {
     /// capture). All or nothing: a file with any bad line imports nothing.
     ///
     /// # Errors
-    /// `invalid_input` for an empty path or bad lines (the message names the first bad line and
-    /// field and the count); `io` when the file cannot be read.
+    /// `invalid_input` for an empty path, a gzip file (a support bundle: the message says where
+    /// bundles open) or bad lines (the message names the first bad line and field and the
+    /// count); `io` when the file cannot be read.
     pub(crate) async fn dials_import(&self, path: String) -> Result<ImportSummary, IpcError> {
         if path.trim().is_empty() {
             return Err(IpcError::invalid_input(
@@ -67,6 +68,14 @@ impl DialsState {
             ));
         }
         let file = PathBuf::from(path.trim());
+        if crate::bundle::open::is_gzip_file(&file) {
+            return Err(IpcError::invalid_input(format!(
+                "{} is gzip-compressed, not a dial export's JSON Lines text: a support bundle \
+                 is, and opens with File → Open support bundle… (Ctrl+O), which shows its \
+                 dials here",
+                file.display()
+            )));
+        }
         let f = file.clone();
         let log = tokio::task::spawn_blocking(move || ImportedLog::read_jsonl_file(&f))
             .await
