@@ -64,6 +64,15 @@ pub(crate) fn run(args: Args) -> CliResult {
             None => println!("Switchboard is not running: reading its files"),
         }
     }
+    let folder = paths.link_dir(args.demo);
+    if args.demo && !folder.exists() {
+        return Err(format!(
+            "no demo files to read: {} does not exist (the demo has not run with this home; \
+             start it with `switchboard-desktop --demo`, or leave out --demo for the real app's \
+             files)",
+            folder.display()
+        ));
+    }
     let bundle = collect::from_files(&paths, args.demo, options, now).map_err(|e| e.to_string())?;
     let saved = bundle.save(&absolute).map_err(|e| e.to_string())?;
     println!(
@@ -71,7 +80,7 @@ pub(crate) fn run(args: Args) -> CliResult {
         saved.path,
         saved.files,
         saved.bytes,
-        paths.data_dir.display()
+        folder.display()
     );
     for f in &bundle.manifest.files {
         println!("  {:<36} {:>9} bytes", f.name, f.bytes);

@@ -92,6 +92,12 @@ async fn without_the_app_running_the_cli_reads_its_files() {
         !home.path().join("data").exists(),
         "nothing written in the app's folders"
     );
+    // The demo's files, asked for where the demo never ran: refused, not an empty bundle.
+    let out = bundle_cli(home.path(), cwd.path(), &["--demo", "demo.tar.gz"]).await;
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no demo files to read"), "{err}");
+    assert!(!cwd.path().join("demo.tar.gz").exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -266,7 +266,8 @@ fn no_command_can_approve_reject_or_cancel_an_action() {
     let phones = call(&window, "phones_snapshot", json!({})).unwrap();
     assert_eq!(
         phones["link_error"],
-        "The app was not running when this bundle was saved."
+        "This bundle was read from the app's files, not asked of a running app: its \
+         connections are not known."
     );
     assert_eq!(
         before,

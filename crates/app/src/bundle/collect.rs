@@ -484,8 +484,8 @@ pub fn from_files(
     let mut left_out = vec![
         "the desktop's private keys and every key-store entry: they never leave the OS key store"
             .to_string(),
-        "banners, the link diagnostics and connections: the app was not running, and it keeps \
-         them in memory only"
+        "banners, the link diagnostics and connections: the running app keeps them in memory \
+         only, and this bundle was read from the app's files"
             .to_string(),
     ];
     let link_dir = paths.link_dir(demo);
@@ -503,7 +503,11 @@ pub fn from_files(
     })?;
     let phones = PhonesSnapshot {
         demo,
-        link_error: Some("The app was not running when this bundle was saved.".into()),
+        link_error: Some(
+            "This bundle was read from the app's files, not asked of a running app: its \
+             connections are not known."
+                .into(),
+        ),
         phones: records
             .into_iter()
             .map(|record| PhoneStatus {
