@@ -394,9 +394,15 @@ pub(crate) fn phones(args: PhonesArgs) -> CliResult {
             .last_seen_ms
             .map(switchboard::timefmt::utc_text_ms)
             .unwrap_or_else(|| "never".to_string());
-        let via = if p.connected { "at" } else { "last at" };
+        // The record's time is its last hello (the link writes it when a phone connects, not at
+        // each message), so it is said as that.
+        let (via, since) = if p.connected {
+            ("at", "connected since")
+        } else {
+            ("last at", "last connected")
+        };
         println!(
-            "{}  {}  {state}, {via} {addr}, last seen {seen}, key {}",
+            "{}  {}  {state}, {via} {addr}, {since} {seen}, key {}",
             p.label, p.device_id, p.key_fingerprint
         );
     }
