@@ -26,7 +26,7 @@ file given with --identity, not in a key store as a real phone must.";
 /// A simulated phone for Switchboard. SIMULATOR: its private key is kept in the plain file given
 /// with --identity (a real phone keeps it in the OS key store).
 #[derive(Debug, Parser)]
-#[command(name = "switchboard-phone", version, about, long_about = None, after_help = SIMULATOR_NOTE)]
+#[command(name = "switchboard-phone", version, after_help = SIMULATOR_NOTE)]
 struct Args {
     /// The simulator's identity file (created if missing): Ed25519 seed, device id, label and
     /// the paired desktop. Plain JSON: a simulator, not a real phone.

@@ -343,3 +343,19 @@ async fn binary_pairs_from_a_typed_line() {
     assert!(desktop_person.await.unwrap().is_some());
     assert_eq!(link.paired_phones().len(), 2);
 }
+
+/// `switchboard-phone --help` begins with what it is (a simulator, and where its key is
+/// kept), not the package's description of the crates.
+#[test]
+fn help_says_what_the_simulator_is() {
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard-phone"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("A simulated phone for Switchboard. SIMULATOR:"),
+        "{text}"
+    );
+}
