@@ -177,6 +177,13 @@ fn approve_execute_ends_executed_user_confirmed_with_hash_and_risk_anomalies() {
     assert!(c.anomalies[1].text.contains("risk high"));
     let types: Vec<&str> = c.timeline.iter().map(|t| t.message_type.as_str()).collect();
     assert_eq!(types, ["action.propose", "action.approve", "action.result"]);
+    // How long it may wait, in words; its deadline as a time is the view's to show.
+    let proposed = &c.timeline[0].text;
+    assert!(
+        proposed.starts_with("Proposed: ") && proposed.ends_with(" for an answer."),
+        "{proposed}"
+    );
+    assert!(!proposed.contains(&c.expires_at), "{proposed}");
     let states: Vec<ActionState> = c.timeline.iter().map(|t| t.state_after).collect();
     assert_eq!(
         states,

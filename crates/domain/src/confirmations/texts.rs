@@ -132,12 +132,37 @@ pub(super) fn proposal_not_new(verdict: Verdict, reason: &str) -> String {
     }
 }
 
-/// The timeline text of a new proposal: its tool, risk and expiry.
+/// The timeline text of a new proposal: its tool, risk and how long it may wait for an answer
+/// (from its arrival to its `expires_at`, on the desktop's clock). The deadline as a time is
+/// not in the words: the view shows it in the person's own time ("Expires at").
 pub(super) fn proposed(view: &ConfirmationView) -> String {
+    let wait_ms = view.expires_at_ms.saturating_sub(view.proposed_at_ms);
+    if wait_ms <= 0 {
+        return format!(
+            "Proposed: {} (risk {}), already past its deadline when it came.",
+            view.tool.name, view.risk
+        );
+    }
     format!(
-        "Proposed: {} (risk {}), expires {}.",
-        view.tool.name, view.risk, view.expires_at
+        "Proposed: {} (risk {}); it may wait {} for an answer.",
+        view.tool.name,
+        view.risk,
+        wait_words(wait_ms)
     )
+}
+
+/// `ms` (positive) in the largest whole unit that fits, rounded down below a minute only to the
+/// second: "45 s", "2 min", "2 min 30 s", "1 h", "1 h 5 min".
+fn wait_words(ms: i64) -> String {
+    let s = ms / 1000;
+    match s {
+        0 => "under a second".to_string(),
+        1..=59 => format!("{s} s"),
+        60..=3599 if s % 60 == 0 => format!("{} min", s / 60),
+        60..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ if (s / 60) % 60 == 0 => format!("{} h", s / 3600),
+        _ => format!("{} h {} min", s / 3600, (s / 60) % 60),
+    }
 }
 
 /// The anomaly text of a proposal whose `params_hash` is not the hash of its `params`.
@@ -275,5 +300,20 @@ pub(super) fn proposal_autonomy(
             )
         }
         _ => format!("{level} (the spec's fallback): the proposal names no session"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wait_words;
+
+    #[test]
+    fn a_wait_reads_in_the_largest_units_that_fit() {
+        assert_eq!(wait_words(400), "under a second");
+        assert_eq!(wait_words(45_900), "45 s");
+        assert_eq!(wait_words(120_000), "2 min");
+        assert_eq!(wait_words(150_000), "2 min 30 s");
+        assert_eq!(wait_words(3_600_000), "1 h");
+        assert_eq!(wait_words(3_900_000), "1 h 5 min");
     }
 }

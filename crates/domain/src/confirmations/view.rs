@@ -305,8 +305,8 @@ pub enum ChangeKind {
     /// Recorded in the timeline, nothing else changed (e.g. a repeated message).
     Noted,
     /// It ended without a word from the phone: a `requested` proposal past its `expires_at`
-    /// ("expired: no answer from the phone before its deadline"), or a waiting one of a phone
-    /// that was unpaired.
+    /// ("expired: Switchboard heard nothing from the phone by its deadline, ..."), or a waiting
+    /// one of a phone that was unpaired.
     /// Shown in the view; never a desktop notification (many may lapse at once).
     Lapsed,
 }

@@ -10,8 +10,10 @@ use switchboard_wire::ifp::ActionState;
 /// The deadline itself is not in the words: it stays in the proposal as a time
 /// (`expires_at_ms`, on the desktop's clock, and `expires_at` as sent), for a view to show in
 /// the person's own time zone and format, as it shows its other times; a raw UTC timestamp in
-/// a sentence is neither.
-pub const EXPIRED_WORDS: &str = "expired: no answer from the phone before its deadline";
+/// a sentence is neither. Worded apart from the phone's own "no answer in time" (a rejection
+/// for `expired` that the phone sent): here the phone sent nothing at all.
+pub const EXPIRED_WORDS: &str =
+    "expired: Switchboard heard nothing from the phone by its deadline, so how it ended there is not known";
 
 /// How a waiting proposal of a phone that was unpaired ended ([`ConfirmationMirror::end_for_phone`]).
 pub const UNPAIRED_WORDS: &str = "ended: the phone was unpaired before it answered";
