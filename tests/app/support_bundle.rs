@@ -604,7 +604,7 @@ async fn a_bundle_of_the_app_files_when_it_is_not_running() {
         .manifest
         .left_out
         .iter()
-        .any(|l| l.contains("not running")));
+        .any(|l| l.contains("read from the app's files")));
     let out = desk.home.path().join("offline.tar.gz");
     bundle.save(&out).unwrap();
     let opened = open_bundle(&out).unwrap();
