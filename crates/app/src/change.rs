@@ -112,6 +112,14 @@ impl Change<'_> {
         self.app.open_pairings_file(path)
     }
 
+    /// Shows the phone-line settings of the paired phone `phone` (the view's phone picker).
+    ///
+    /// # Errors
+    /// `not_found` when `phone` is not paired or has not sent its settings.
+    pub fn show_phone_lines_of(self, phone: &str) -> Result<PhoneLinesSnapshot, IpcError> {
+        self.app.show_phone_lines_of(phone)
+    }
+
     /// Closes the opened pairings file; the view shows the app's own source again.
     pub fn close_pairings_file(self) -> PhoneLinesSnapshot {
         self.app.close_pairings_file()

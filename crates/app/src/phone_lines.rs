@@ -90,13 +90,27 @@ impl PhoneLinesState {
         switchboard_wire::sync::lock(&self.source)
     }
 
-    /// Shows a phone's own phone-line settings (the hub applied a new snapshot from `phone`);
-    /// returns whether they are shown now. An opened pairings file stays shown: the person
-    /// opened it on purpose.
-    pub fn on_phone_settings(&self, phone: &str, lines: Vec<PhoneLineSummary>) -> bool {
+    /// A phone's new phone-line settings (the hub applied a snapshot from `phone`); returns
+    /// whether they are shown now. They replace what is shown when they are the shown phone's,
+    /// or when nothing is shown, or when the shown phone is no longer among `phones` (unpaired
+    /// meanwhile). Another phone's settings never take the view from a phone that is still
+    /// there: with two phones paired, the one the person is looking at (or chose) stays. An
+    /// opened pairings file stays shown: the person opened it on purpose.
+    pub fn on_phone_settings(
+        &self,
+        phone: &str,
+        lines: Vec<PhoneLineSummary>,
+        phones: &[PhoneLinesPhone],
+    ) -> bool {
         let mut source = self.lock();
-        if matches!(&*source, LineSource::OpenedFile { .. }) {
-            return false;
+        match &*source {
+            LineSource::OpenedFile { .. } => return false,
+            LineSource::Phone { phone: shown, .. }
+                if shown != phone && phones.iter().any(|p| p.device_id == *shown) =>
+            {
+                return false
+            }
+            _ => {}
         }
         *source = LineSource::Phone {
             phone: phone.to_string(),
@@ -104,6 +118,65 @@ impl PhoneLinesState {
         };
         true
     }
+
+    /// Keeps the shown phone one that still exists: when the shown phone is no longer among
+    /// `phones` (it was unpaired), or nothing is shown while a phone has settings, the view
+    /// moves to [`choose_phone`]'s pick (its lines from `lines_of`), or to nothing when no
+    /// phone is left. An opened file stays. Returns whether the source changed.
+    pub fn follow_phones(
+        &self,
+        phones: &[PhoneLinesPhone],
+        lines_of: impl Fn(&str) -> Vec<PhoneLineSummary>,
+    ) -> bool {
+        let mut source = self.lock();
+        let shown = match &*source {
+            LineSource::OpenedFile { .. } => return false,
+            LineSource::Phone { phone, .. } => Some(phone.as_str()),
+            LineSource::None => None,
+        };
+        if shown.is_some_and(|s| phones.iter().any(|p| p.device_id == s)) {
+            return false;
+        }
+        let next = choose_phone(phones).map(|p| LineSource::Phone {
+            phone: p.device_id.clone(),
+            lines: lines_of(&p.device_id),
+        });
+        match next {
+            Some(next) => *source = next,
+            None if shown.is_some() => *source = LineSource::None,
+            None => return false,
+        }
+        true
+    }
+
+    /// Shows `phone`'s settings because the person chose it; an opened file gives way.
+    pub fn show_phone(&self, phone: &str, lines: Vec<PhoneLineSummary>) {
+        *self.lock() = LineSource::Phone {
+            phone: phone.to_string(),
+            lines,
+        };
+    }
+}
+
+/// The phone shown when the view has to pick one itself: the first connected phone, else the
+/// first one (pairing order, as the Phones view lists them).
+pub fn choose_phone(phones: &[PhoneLinesPhone]) -> Option<&PhoneLinesPhone> {
+    phones
+        .iter()
+        .find(|p| p.connected)
+        .or_else(|| phones.first())
+}
+
+/// A paired phone whose phone-line settings arrived: one the view can show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export)]
+pub struct PhoneLinesPhone {
+    /// Its device id.
+    pub device_id: String,
+    /// The name it was paired under (may be blank: the view shows the device id then).
+    pub label: String,
+    /// Whether it is connected now (its settings shown are the last it sent otherwise).
+    pub connected: bool,
 }
 
 /// The registry built from settings: LumiRealm, then each extra line in order. Entries that
@@ -179,6 +252,9 @@ pub struct PhoneLinesSnapshot {
     /// Whether a revoke can be made from here now: an opened file (written after the
     /// confirmation) or a paired phone's settings (the phone is asked through the link).
     pub can_revoke: bool,
+    /// The paired phones whose settings can be shown, for the view's phone picker (empty in
+    /// a support bundle's per-phone views, which have a picker of their own).
+    pub phones: Vec<PhoneLinesPhone>,
 }
 
 /// Which `excludeFromSearch` prefix, if any, covers a path.
@@ -255,6 +331,7 @@ pub fn snapshot_of(
         registry: registry_entries(registry),
         registry_problems,
         can_revoke,
+        phones: Vec::new(),
     }
 }
 
@@ -263,11 +340,15 @@ pub fn snapshot_of(
 fn current(app: &App) -> PhoneLinesSnapshot {
     let state = &app.phone_lines;
     let (registry, problems) = settings_registry(app);
+    let phones = app.phone_lines_phones();
     let mut source = state.lock();
     if let LineSource::OpenedFile { registry: r, .. } = &mut *source {
         r.clone_from(&registry);
     }
-    snapshot_of(&source, &registry, problems)
+    PhoneLinesSnapshot {
+        phones,
+        ..snapshot_of(&source, &registry, problems)
+    }
 }
 
 /// The file a given path means: the path itself, or `phoneline-pairings.json` inside it when
@@ -309,6 +390,69 @@ impl App {
         current(self)
     }
 
+    /// The paired phones whose phone-line settings the hub holds, in pairing order: the
+    /// phones the view can show. Empty when the link or the hub is not running.
+    pub fn phone_lines_phones(&self) -> Vec<PhoneLinesPhone> {
+        let Some(hub) = self.hub() else {
+            return Vec::new();
+        };
+        self.phones
+            .tray_phones()
+            .into_iter()
+            .filter(|p| {
+                hub.phone(&p.device_id)
+                    .is_some_and(|v| v.settings_at.is_some())
+            })
+            .map(|p| PhoneLinesPhone {
+                device_id: p.device_id,
+                label: p.label,
+                connected: p.connected,
+            })
+            .collect()
+    }
+
+    /// A phone's new settings arrived (`phone`, its lines): shown when
+    /// [`PhoneLinesState::on_phone_settings`] says so. The view reads again either way: the
+    /// phones it can choose from may have changed.
+    pub(crate) fn phone_lines_on_settings(&self, phone: &str, lines: Vec<PhoneLineSummary>) {
+        let phones = self.phone_lines_phones();
+        self.phone_lines.on_phone_settings(phone, lines, &phones);
+    }
+
+    /// Moves the view off a phone that went away (unpaired) to one still there, or to nothing;
+    /// returns whether what is shown changed.
+    pub(crate) fn phone_lines_follow_phones(&self) -> bool {
+        let phones = self.phone_lines_phones();
+        let hub = self.hub();
+        self.phone_lines.follow_phones(&phones, |id| {
+            hub.as_ref()
+                .and_then(|h| h.phone(id))
+                .map(|v| v.lines)
+                .unwrap_or_default()
+        })
+    }
+
+    /// Shows the phone-line settings of the paired phone `phone` (the view's phone picker).
+    ///
+    /// # Errors
+    /// `not_found` when `phone` is not a paired phone whose settings arrived.
+    pub(crate) fn show_phone_lines_of(&self, phone: &str) -> Result<PhoneLinesSnapshot, IpcError> {
+        let known = self
+            .phone_lines_phones()
+            .iter()
+            .any(|p| p.device_id == phone);
+        let lines = self.hub().and_then(|h| h.phone(phone)).map(|v| v.lines);
+        match lines {
+            Some(lines) if known => self.phone_lines.show_phone(phone, lines),
+            _ => {
+                return Err(IpcError::not_found(format!(
+                    "no paired phone {phone} has sent its phone-line settings"
+                )))
+            }
+        }
+        Ok(current(self))
+    }
+
     /// Opens a `phoneline-pairings.json` (or a folder holding one) and shows its records as
     /// LumiAgent reads them. Only reads: nothing is written. A file LumiAgent treats as empty
     /// (unreadable, not JSON, `version` not 1, `pairings` not an object) is opened with
@@ -343,6 +487,8 @@ impl App {
                 *source = LineSource::None;
             }
         }
+        // Back to a phone's settings when one has sent them, not to an empty view.
+        app.phone_lines_follow_phones();
         current(app)
     }
 
@@ -585,5 +731,91 @@ impl App {
         }
         Self::save_registry(app, settings)?;
         Ok(current(app))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phone(id: &str, connected: bool) -> PhoneLinesPhone {
+        PhoneLinesPhone {
+            device_id: id.to_string(),
+            label: format!("{id} label"),
+            connected,
+        }
+    }
+
+    fn shown(state: &PhoneLinesState) -> Option<String> {
+        match &*state.lock() {
+            LineSource::Phone { phone, .. } => Some(phone.clone()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_second_phone_does_not_take_the_view_from_the_first() {
+        let state = PhoneLinesState::new();
+        let one = [phone("dev_a", true)];
+        assert!(state.on_phone_settings("dev_a", Vec::new(), &one));
+        let both = [phone("dev_a", true), phone("dev_b", true)];
+        assert!(!state.on_phone_settings("dev_b", Vec::new(), &both));
+        assert_eq!(shown(&state).as_deref(), Some("dev_a"));
+        // The shown phone's own new settings still replace what is shown.
+        assert!(state.on_phone_settings("dev_a", Vec::new(), &both));
+        // Chosen by the person, the second phone stays shown in turn.
+        state.show_phone("dev_b", Vec::new());
+        assert!(!state.on_phone_settings("dev_a", Vec::new(), &both));
+        assert_eq!(shown(&state).as_deref(), Some("dev_b"));
+    }
+
+    #[test]
+    fn an_unpaired_phone_gives_the_view_to_one_still_paired() {
+        let state = PhoneLinesState::new();
+        let both = [phone("dev_a", false), phone("dev_b", true)];
+        state.on_phone_settings("dev_b", Vec::new(), &both);
+        // dev_b unpaired: dev_a is left (not connected, its last settings are shown).
+        let left = [phone("dev_a", false)];
+        assert!(state.follow_phones(&left, |_| Vec::new()));
+        assert_eq!(shown(&state).as_deref(), Some("dev_a"));
+        assert!(!state.follow_phones(&left, |_| Vec::new()));
+        // With no phone left, nothing is shown.
+        assert!(state.follow_phones(&[], |_| Vec::new()));
+        assert_eq!(shown(&state), None);
+        assert!(matches!(&*state.lock(), LineSource::None));
+    }
+
+    #[test]
+    fn the_view_picks_a_connected_phone_first() {
+        let phones = [phone("dev_a", false), phone("dev_b", true)];
+        assert_eq!(
+            choose_phone(&phones).map(|p| p.device_id.as_str()),
+            Some("dev_b")
+        );
+        let none_connected = [phone("dev_a", false), phone("dev_b", false)];
+        assert_eq!(
+            choose_phone(&none_connected).map(|p| p.device_id.as_str()),
+            Some("dev_a")
+        );
+        assert_eq!(choose_phone(&[]), None);
+        let state = PhoneLinesState::new();
+        assert!(state.follow_phones(&phones, |_| Vec::new()));
+        assert_eq!(shown(&state).as_deref(), Some("dev_b"));
+    }
+
+    #[test]
+    fn an_opened_file_stays_shown() {
+        let state = PhoneLinesState::new();
+        *state.lock() = LineSource::OpenedFile {
+            path: PathBuf::from("/tmp/phoneline-pairings.json"),
+            file: PairingsFile::default(),
+            treated_as_empty: None,
+            registry: PhoneLineRegistry::builtin(),
+            describes: Vec::new(),
+        };
+        let phones = [phone("dev_a", true)];
+        assert!(!state.on_phone_settings("dev_a", Vec::new(), &phones));
+        assert!(!state.follow_phones(&phones, |_| Vec::new()));
+        assert!(matches!(&*state.lock(), LineSource::OpenedFile { .. }));
     }
 }

@@ -116,6 +116,11 @@ impl HubObserver for Observer {
             app.refresh_tray();
             app.host.emit(&AppEvent::Phones);
         }
+        // An unpaired phone's settings are not shown any more (the trust file is already
+        // written when the event comes): the Phone lines view moves to a phone still paired.
+        if matches!(event, LinkEvent::Unpaired { .. }) && app.phone_lines_follow_phones() {
+            app.host.emit(&AppEvent::PhoneLines);
+        }
     }
 
     fn notice(&self, hub: &Hub, notice: &HubNotice) {
@@ -161,9 +166,8 @@ impl HubObserver for Observer {
             }
             HubNotice::SettingsUpdated { device_id, .. } => {
                 if let Some(view) = hub.phone(device_id) {
-                    if app.phone_lines.on_phone_settings(device_id, view.lines) {
-                        app.host.emit(&AppEvent::PhoneLines);
-                    }
+                    app.phone_lines_on_settings(device_id, view.lines);
+                    app.host.emit(&AppEvent::PhoneLines);
                 }
             }
             _ => {}

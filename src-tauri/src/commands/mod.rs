@@ -87,6 +87,7 @@ commands! {
     bridge::explain_error(text: String, caller: Option<String>, endpoint: Option<String>) -> ErrorExplanation;
     phone_lines::phone_lines_snapshot() -> PhoneLinesSnapshot;
     phone_lines::open_pairings_file(path: String) -> PhoneLinesSnapshot;
+    phone_lines::show_phone_lines_of(phone: String) -> PhoneLinesSnapshot;
     phone_lines::close_pairings_file() -> PhoneLinesSnapshot;
     phone_lines::attach_describe(identifier: String, text: String) -> PhoneLinesSnapshot;
     phone_lines::revoke_phone_line(identifier: String, confirm: bool) -> PhoneLinesSnapshot;

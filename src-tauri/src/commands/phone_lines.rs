@@ -23,6 +23,15 @@ pub fn open_pairings_file(core: Core<'_>, path: String) -> Result<PhoneLinesSnap
     core.change()?.open_pairings_file(&path)
 }
 
+/// Shows the phone-line settings of the paired phone `phone` (the view's phone picker).
+///
+/// # Errors
+/// `not_found` when that phone is not paired or has not sent its settings.
+#[tauri::command]
+pub fn show_phone_lines_of(core: Core<'_>, phone: String) -> Result<PhoneLinesSnapshot, IpcError> {
+    core.change()?.show_phone_lines_of(&phone)
+}
+
 /// Stops showing the opened file (nothing is written).
 #[tauri::command]
 pub fn close_pairings_file(core: Core<'_>) -> Result<PhoneLinesSnapshot, IpcError> {

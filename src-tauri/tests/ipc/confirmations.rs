@@ -43,6 +43,7 @@ const CHANGES: &[&str] = &[
     "confirm_pairing",
     "unpair_phone",
     "open_pairings_file",
+    "show_phone_lines_of",
     "close_pairings_file",
     "attach_describe",
     "revoke_phone_line",

@@ -60,6 +60,7 @@ export type Commands = {
   explain_error: { args: { text: string; caller?: string | null; endpoint?: string | null }; ret: ErrorExplanation };
   phone_lines_snapshot: { args: Record<string, never>; ret: PhoneLinesSnapshot };
   open_pairings_file: { args: { path: string }; ret: PhoneLinesSnapshot };
+  show_phone_lines_of: { args: { phone: string }; ret: PhoneLinesSnapshot };
   close_pairings_file: { args: Record<string, never>; ret: PhoneLinesSnapshot };
   attach_describe: { args: { identifier: string; text: string }; ret: PhoneLinesSnapshot };
   revoke_phone_line: { args: { identifier: string; confirm: boolean }; ret: PhoneLinesSnapshot };

@@ -97,6 +97,7 @@ export const api = {
     call("explain_error", { text, caller: caller || null, endpoint: endpoint || null }),
   phoneLinesSnapshot: () => call("phone_lines_snapshot"),
   openPairingsFile: (path: string) => call("open_pairings_file", { path }),
+  showPhoneLinesOf: (phone: string) => call("show_phone_lines_of", { phone }),
   closePairingsFile: () => call("close_pairings_file"),
   attachDescribe: (identifier: string, text: string) => call("attach_describe", { identifier, text }),
   revokePhoneLine: (identifier: string, confirm: boolean) => call("revoke_phone_line", { identifier, confirm }),

@@ -3,6 +3,7 @@ import type { PhoneLineState } from "../bindings/PhoneLineState";
 import type { PhoneLineSummary } from "../bindings/PhoneLineSummary";
 import type { SurfaceScope } from "../bindings/SurfaceScope";
 import type { ExclusionTest } from "../bindings/ExclusionTest";
+import type { PhoneLinesPhone } from "../bindings/PhoneLinesPhone";
 import { localTime } from "./localTime";
 
 export type Tone = "ok" | "warn" | "bad" | "muted";
@@ -98,3 +99,11 @@ export function exclusionWords(t: ExclusionTest): string {
 export function warningWords(w: string): string {
   return w.replace(/decidedAt (\d{10,16})/g, (_, ms: string) => `decided ${localTime(Number(ms))}`);
 }
+
+/** A phone as the phone picker lists it: its pairing name (the device id when it has none),
+ * and whether the settings shown are the last it sent before going away. */
+export function phoneChoiceWords(p: PhoneLinesPhone): string {
+  const name = p.label.trim() || p.device_id;
+  return p.connected ? name : `${name} (not connected: its last settings)`;
+}
+
