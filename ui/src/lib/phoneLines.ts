@@ -107,3 +107,8 @@ export function phoneChoiceWords(p: PhoneLinesPhone): string {
   return p.connected ? name : `${name} (not connected: its last settings)`;
 }
 
+/** The line the detail pane shows: the selected one while the search and state filter keep it
+ * in the list, else none (a pane describing a line the list hides reads as the search's hit). */
+export function selectedIn(shown: PhoneLineSummary[], selectedId: string | null): PhoneLineSummary | null {
+  return shown.find((l) => l.identifier === selectedId) ?? null;
+}

@@ -1,6 +1,7 @@
 // @vitest-environment jsdom
-// The Phone lines view with two paired phones: a picker chooses whose settings show, and the
-// view follows the app when the shown phone goes away.
+// The Phone lines view with two paired phones (a picker chooses whose settings show, and the
+// view follows the app when the shown phone goes away) and with a search that hides the
+// selected line (the detail pane then shows no line).
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { flushSync, mount, unmount } from "svelte";
 import type { PhoneLinesSnapshot } from "../bindings/PhoneLinesSnapshot";
@@ -116,4 +117,22 @@ describe("Phone lines view", () => {
     await v.close();
   });
 
+  it("shows no line in the detail pane while the search hides the selected one", async () => {
+    const v = await show();
+    expect(v.target.querySelector("section.detail")?.getAttribute("aria-label")).toBe("Details of LumiRealm on dev_tablet");
+    const find = v.target.querySelector<HTMLInputElement>("input[type=search]")!;
+    find.value = "zzz";
+    find.dispatchEvent(new Event("input"));
+    flushSync();
+    expect(v.target.textContent).toContain("No line matches");
+    expect(v.target.querySelector("section.detail")?.getAttribute("aria-label")).toBe("No line selected");
+    expect(v.target.textContent).toContain("No line matches the search. Change the search to see the lines again.");
+    expect(v.target.textContent).not.toContain("Details of");
+    // The search cleared, the line selected before is back.
+    find.value = "";
+    find.dispatchEvent(new Event("input"));
+    flushSync();
+    expect(v.target.querySelector("section.detail")?.getAttribute("aria-label")).toBe("Details of LumiRealm on dev_tablet");
+    await v.close();
+  });
 });
