@@ -161,6 +161,7 @@ fn plausible_args(cmd: &str, home: &std::path::Path) -> Value {
         "test_exclusion" => json!({"identifier": "lumirealm", "path": "notes/today.md"}),
         "add_known_phone_line" => json!({"identifier": "lumiextra", "name": "LumiExtra"}),
         "remove_known_phone_line" => json!({"identifier": "lumiextra"}),
+        "show_phone_lines_of" => json!({"phone": "dev_pixel_ada"}),
         "dials_subscribe" => json!({"channel": "__CHANNEL__:7"}),
         "dials_unsubscribe" => json!({"id": 1}),
         "dials_get" => json!({"id": "d1"}),
