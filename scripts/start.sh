@@ -8,8 +8,9 @@ echo "==> building the front end"
 (cd ui && npm run build --silent)
 echo "==> building Switchboard and its command line (the first build takes a few minutes)"
 cargo build -p switchboard-desktop -p switchboard --bin switchboard-desktop --bin switchboard
-echo "    the command line is target/debug/switchboard: while the app runs, try"
-echo "    target/debug/switchboard status   (or: phones, pair, bundle; --help lists them all)"
+cli="${CARGO_TARGET_DIR:-target}/debug/switchboard"
+echo "    the command line is $cli: while the app runs, try"
+echo "    $cli status   (or: phones, pair, bundle; --help lists them all)"
 echo "==> starting Switchboard on its demo phone"
 if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ] && [ "$(uname)" = "Linux" ]; then
   echo "    no display found: running inside a virtual X server (xvfb-run), where the window is not"
