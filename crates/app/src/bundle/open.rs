@@ -227,6 +227,9 @@ impl OpenedBundle {
     }
 }
 
+/// The first two bytes of every gzip stream (RFC 1952), so of every bundle.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
 /// Whether the file at `path` starts as gzip does (`1f 8b`), as a support bundle (a `.tar.gz`)
 /// does and a dial export (JSON Lines text) never can: lets a reader of exports tell a person
 /// who gave it a bundle where bundles are opened. `false` when it cannot be read.
@@ -235,7 +238,7 @@ pub fn is_gzip_file(path: &Path) -> bool {
     std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut magic))
         .is_ok()
-        && magic == [0x1f, 0x8b]
+        && magic == GZIP_MAGIC
 }
 
 /// Reads the bundle at `path` with the default [`Limits`].
@@ -280,7 +283,7 @@ pub fn open_bundle_with(path: &Path, limits: Limits) -> Result<OpenedBundle, Bun
     {
         let mut f = &file;
         let n = f.read(&mut magic).map_err(io)?;
-        if n < 2 || magic != [0x1f, 0x8b] {
+        if n < 2 || magic != GZIP_MAGIC {
             return Err(refuse(
                 "it is not gzip-compressed (a bundle is a .tar.gz file that Switchboard saved)"
                     .into(),
