@@ -55,14 +55,30 @@ echo "==> building the netns test binary and the reference phone"
 # The test build of the whole workspace (--workspace: every member's features, as
 # `cargo test --workspace` resolves them; scripts/test.sh has built that already, so nothing is
 # compiled again). An integration test's build makes its package's bins: the reference phone too.
-NETNS_BIN=$(cargo test -q --workspace --locked --test netns --no-run --message-format=json 2> /dev/null |
-  python3 -c 'import json,sys
+# Tried up to three times: CI runs this beside `cargo test --workspace`, and a cargo call that
+# meets the other's build of the same artifacts has once come back without the executable.
+# The last try's errors are printed.
+PHONE_BIN=target/debug/switchboard-phone
+NETNS_BIN=
+BUILD_LOG=$(mktemp /tmp/sb-flap-build.XXXXXX)
+for try in 1 2 3; do
+  NETNS_BIN=$(cargo test -q --workspace --locked --test netns --no-run --message-format=json 2> "$BUILD_LOG" |
+    python3 -c 'import json,sys
 for l in sys.stdin:
     m=json.loads(l)
     if m.get("reason")=="compiler-artifact" and m["target"]["name"]=="netns" and m.get("executable"):
         print(m["executable"])')
-PHONE_BIN=target/debug/switchboard-phone
-[ -x "$NETNS_BIN" ] && [ -x "$PHONE_BIN" ] || { echo "flap.sh: build failed" >&2; exit 1; }
+  [ -x "$NETNS_BIN" ] && [ -x "$PHONE_BIN" ] && break
+  echo "flap.sh: build try $try of 3 gave no netns test binary or reference phone" >&2
+  sleep 5
+done
+if ! { [ -x "$NETNS_BIN" ] && [ -x "$PHONE_BIN" ]; }; then
+  cat "$BUILD_LOG" >&2
+  rm -f "$BUILD_LOG"
+  echo "flap.sh: build failed" >&2
+  exit 1
+fi
+rm -f "$BUILD_LOG"
 
 D=sbflap$$d
 P=sbflap$$p
