@@ -792,6 +792,15 @@ async fn latency_pairs(trials: usize) -> R<Vec<LatPair>> {
     Ok(pairs)
 }
 
+/// CPU time this thread ran so far (`/proc/thread-self/schedstat`).
+fn thread_cpu() -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .map(Duration::from_nanos)
+        .unwrap_or_default()
+}
+
 /// CPU time this process's threads ran so far (ns, from `/proc/self/task/*/schedstat`): the
 /// phone's threads apart from the rest (the desktop, or the bare server). Under a shared
 /// machine the wall-clock rates move with the other load; CPU time per dial does not.
@@ -871,6 +880,51 @@ fn main() -> R<()> {
         println!(
             "desk ingest: held {:.0}/s, stored {:.0}/s, desktop CPU {:.2} us/dial",
             d.held_per_s, d.stored_per_s, d.cpu_us
+        );
+        return Ok(());
+    }
+    if only == "parse" {
+        // The frame reading alone, no network: the desktop's dial reader against the bare
+        // server's typed parse of the same frames, alternating (A B A B) in one run; CPU time of
+        // this thread, medians of 5 rounds.
+        let n: usize = std::env::var("LIVE_DIALS_N")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(200_000);
+        let me = PhoneIdentity::generate("Bench phone");
+        let f = frames(&me, n, "parse", false)?;
+        let texts: Vec<&str> = f.msgs.iter().filter_map(|m| m.to_text().ok()).collect();
+        let phone: Arc<str> = Arc::from(me.device_id());
+        let (mut desk, mut bare) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            let t = thread_cpu();
+            let mut shared = switchboard::phone_events::SharedStrings::default();
+            let took = texts
+                .iter()
+                .filter(|t| {
+                    switchboard::phone_events::DialFrame::parse_shared(t, &phone, &mut shared)
+                        .is_some()
+                })
+                .count();
+            desk.push((thread_cpu() - t).as_secs_f64() * 1e6 / texts.len() as f64);
+            assert_eq!(
+                took,
+                texts.len(),
+                "the desktop's reader declined a bench frame"
+            );
+            let t = thread_cpu();
+            let parsed = texts
+                .iter()
+                .filter(|t| serde_json::from_str::<BareEnvelope>(t).is_ok())
+                .count();
+            bare.push((thread_cpu() - t).as_secs_f64() * 1e6 / texts.len() as f64);
+            assert_eq!(parsed, texts.len());
+        }
+        desk.sort_by(f64::total_cmp);
+        bare.sort_by(f64::total_cmp);
+        println!(
+            "parse: desktop reader {:.3} us/frame, bare typed parse {:.3} us/frame (medians of 5)",
+            desk[2], bare[2]
         );
         return Ok(());
     }

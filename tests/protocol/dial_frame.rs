@@ -394,6 +394,28 @@ fn targeted_oddities_decline_or_agree() {
             with(&["payload", "dedup"], Some(r#""d1","seq":9"#)),
             Accepted,
         ),
+        // Text the reader must prove valid itself: raw control characters in strings and a
+        // lone minus sign, which no JSON reader takes.
+        (
+            "raw tab in caller",
+            with(&["payload", "caller"], Some("\"lumi\tagent\"")),
+            Refused,
+        ),
+        (
+            "raw newline in a request string",
+            with(&["payload", "request"], Some("{\"op\":\"a\nb\"}")),
+            Refused,
+        ),
+        (
+            "lone minus in the response",
+            with(&["payload", "response"], Some("{\"n\":-}")),
+            Refused,
+        ),
+        (
+            "escaped caller",
+            with(&["payload", "caller"], Some(r#""lumi\u0061gent""#)),
+            Taken,
+        ),
         (
             "empty dedup",
             with(&["payload", "dedup"], Some(r#""""#)),

@@ -183,7 +183,7 @@ fn js_number_in(buf: &mut ryu_js::Buffer, f: f64) -> &str {
 
 mod form;
 
-pub use form::{is_stringify_form, is_stringify_form_within};
+pub use form::{is_stringify_form, is_stringify_form_within, string_special, stringify_form_end};
 
 #[cfg(test)]
 mod tests {

@@ -29,9 +29,22 @@ pub fn is_stringify_form(text: &str) -> bool {
 
 /// [`is_stringify_form`] with at most `max_depth` levels of arrays and objects (capped at 127).
 pub fn is_stringify_form_within(text: &str, max_depth: usize) -> bool {
+    stringify_form_end(text, 0, max_depth) == Some(text.len())
+}
+
+/// Where the JSON value starting at byte `start` of `text` ends (the index after it), when that
+/// value is exactly what [`stringify`](super::stringify) writes for it, with at most `max_depth`
+/// levels of arrays and objects (capped at 127); what follows it is not looked at.
+///
+/// Unlike [`is_stringify_form`], `text` need not be known valid JSON: the scan proves the value
+/// valid as it goes (its structure, its literals and numbers, and strings without raw control
+/// characters), so a reader of a larger document (a dial frame) can find the end of a request
+/// and prove it compact in the same pass. `None` means "not proven": the value may still be
+/// valid JSON in another form, or not JSON at all; the caller parses it to know which.
+pub fn stringify_form_end(text: &str, start: usize, max_depth: usize) -> Option<usize> {
     let max_depth = max_depth.min(MAX_NESTING);
     let b = text.as_bytes();
-    let mut i = 0;
+    let mut i = start;
     // The keys of the open objects (byte ranges in `text`), innermost last; `objects` holds
     // where each open object's keys start in `keys`.
     // On the call's stack for ordinary values (a dial's request is scanned once per dial, and
@@ -41,9 +54,9 @@ pub fn is_stringify_form_within(text: &str, max_depth: usize) -> bool {
     let mut depth_kinds: SmallVec<[u8; 32]> = SmallVec::new();
     loop {
         // A value starts at `i`.
-        let Some(&c) = b.get(i) else { return false };
+        let &c = b.get(i)?;
         if matches!(c, b'{' | b'[') && depth_kinds.len() >= max_depth {
-            return false;
+            return None;
         }
         match c {
             b'{' => {
@@ -57,7 +70,7 @@ pub fn is_stringify_form_within(text: &str, max_depth: usize) -> bool {
                 } else {
                     match object_key(b, i, &mut keys, &objects) {
                         Some(next) => i = next,
-                        None => return false,
+                        None => return None,
                     }
                     continue;
                 }
@@ -73,22 +86,21 @@ pub fn is_stringify_form_within(text: &str, max_depth: usize) -> bool {
             }
             b'"' => match string_end(b, i) {
                 Some(end) => i = end,
-                None => return false,
+                None => return None,
             },
             b't' if b[i..].starts_with(b"true") => i += 4,
             b'f' if b[i..].starts_with(b"false") => i += 5,
             b'n' if b[i..].starts_with(b"null") => i += 4,
             b'-' | b'0'..=b'9' => match number_end(text, i) {
                 Some(end) => i = end,
-                None => return false,
+                None => return None,
             },
-            _ => return false,
+            _ => return None,
         }
         // After a value: close containers or move to the next element.
         loop {
             match (depth_kinds.last(), b.get(i)) {
-                (None, None) => return true,
-                (None, Some(_)) => return false,
+                (None, _) => return Some(i),
                 (Some(b'['), Some(b',')) => {
                     i += 1;
                     break;
@@ -104,11 +116,11 @@ pub fn is_stringify_form_within(text: &str, max_depth: usize) -> bool {
                 (Some(b'{'), Some(b',')) => {
                     match object_key(b, i + 1, &mut keys, &objects) {
                         Some(next) => i = next,
-                        None => return false,
+                        None => return None,
                     }
                     break;
                 }
-                _ => return false,
+                _ => return None,
             }
         }
     }
@@ -151,11 +163,12 @@ fn object_key(b: &[u8], i: usize, keys: &mut Keys, objects: &[usize]) -> Option<
 fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     loop {
-        let rest = b.get(j..)?;
-        let k = memchr::memchr2(b'"', b'\\', rest)?;
-        j += k;
-        if b[j] == b'"' {
-            return Some(j + 1);
+        j = string_special(b, j)?;
+        match b[j] {
+            b'"' => return Some(j + 1),
+            b'\\' => {}
+            // A raw control character: not JSON (the text may not be known valid).
+            _ => return None,
         }
         match b.get(j + 1)? {
             b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => j += 2,
@@ -180,6 +193,38 @@ fn string_end(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
+/// The index of the first byte at or after `from` that ends a run of plain string text: a `"`,
+/// a `\\` or a control character (below 0x20, which JSON never holds raw in a string); `None`
+/// when there is none. Eight bytes at a time (a string's text is mostly plain, and most are
+/// short, where a call into `memchr` costs more than it saves).
+pub fn string_special(b: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // High bit of each byte that is zero (exact for the lowest such byte, which is all that
+    // is used: a borrow only runs upwards from a true match).
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let mut j = from;
+    while let Some(chunk) = b.get(j..j + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let v = u64::from_le_bytes(word);
+        let hit = zero(v ^ (ONES * u64::from(b'"')))
+            | zero(v ^ (ONES * u64::from(b'\\')))
+            | (v.wrapping_sub(ONES * 0x20) & !v & HIGH);
+        if hit != 0 {
+            return Some(j + (hit.trailing_zeros() / 8) as usize);
+        }
+        j += 8;
+    }
+    while let Some(&c) = b.get(j) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            return Some(j);
+        }
+        j += 1;
+    }
+    None
+}
+
 /// The index after the number starting at `i`, when JavaScript writes that number the same way.
 fn number_end(text: &str, i: usize) -> Option<usize> {
     let b = text.as_bytes();
@@ -193,7 +238,8 @@ fn number_end(text: &str, i: usize) -> Option<usize> {
     }
     let token = text.get(i..j)?;
     let digits = token.strip_prefix('-').unwrap_or(token);
-    let plain_integer = digits.bytes().all(|c| c.is_ascii_digit())
+    let plain_integer = !digits.is_empty()
+        && digits.bytes().all(|c| c.is_ascii_digit())
         && (digits == "0" || !digits.starts_with('0'))
         && digits.len() <= 15;
     if plain_integer {
@@ -545,6 +591,37 @@ mod tests {
             }
         }
 
+
+        /// The prefix scan reads text not known to be JSON (the rest of a frame after the
+        /// value, or anything at all): whatever it proves is one valid JSON value, exactly what
+        /// `stringify` writes, and it agrees with the whole-text answer.
+        #[test]
+        fn prefix_scan_proves_only_valid_compact_values(
+            t in arb_text(),
+            cut in any::<prop::sample::Index>(),
+            tail in prop::sample::select(vec!["", ",", "}", "]", " x", "\u{1}", "\"", ",\"a\":1}"]),
+            control in any::<prop::sample::Index>(),
+        ) {
+            let mut bytes = t.clone().into_bytes();
+            // Sometimes a raw control character put into the text.
+            if control.index(3) == 0 && !bytes.is_empty() {
+                let at = control.index(bytes.len());
+                bytes[at] = 0x0a;
+            }
+            let Ok(mangled) = String::from_utf8(bytes) else { return Ok(()) };
+            let at = cut.index(mangled.len() + 1);
+            let at = (0..=at).rev().find(|&i| mangled.is_char_boundary(i)).unwrap_or(0);
+            for text in [format!("{mangled}{tail}"), format!("{}{tail}", &mangled[..at])] {
+                if let Some(end) = stringify_form_end(&text, 0, MAX_NESTING) {
+                    let value = &text[..end];
+                    prop_assert!(holds(value), "proven but not compact: {value:?}");
+                }
+                prop_assert_eq!(
+                    is_stringify_form(&text),
+                    stringify_form_end(&text, 0, MAX_NESTING) == Some(text.len())
+                );
+            }
+        }
 
         #[test]
         fn proven_compact_hand_made_text_is_what_stringify_writes(t in arb_text()) {
