@@ -44,8 +44,8 @@
 //! State is bounded whatever the peer sends ([`ReceiverLimits`]):
 //! - at most `max_sessions` sessions (default 256), least recently used evicted first;
 //! - per session at most `max_dedup_keys` dedup keys (default 1024), oldest evicted first; a key is
-//!   kept as its 32-byte SHA-256, whatever its length, with 8 bytes of the SHA-256 of the message
-//!   id it came with first ([`Receiver::is_resend`]);
+//!   kept as a 16-byte keyed hash, whatever its length, with an 8-byte hash of the message id it
+//!   came with first ([`Receiver::is_resend`]; the hashes are seeded at random for each receiver);
 //! - at most `max_actions` actions (default 1024), the oldest finished one evicted first, else
 //!   the oldest.
 //!
@@ -136,21 +136,48 @@ fn digest(text: &str) -> Digest32 {
     Sha256::digest(text.as_bytes()).into()
 }
 
-/// The first 8 bytes of the SHA-256 of a message id: enough to tell a message sent again (same
-/// id) from another message repeating its dedup key, in 8 bytes a key.
-fn id_tag(id: &str) -> u64 {
-    let d = digest(id);
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&d[..8]);
-    u64::from_le_bytes(b)
+/// Hashes of dedup keys and message ids: two independent keyed hashes seeded at random for each
+/// receiver, so a phone cannot choose keys that collide without knowing the seeds, and two
+/// different keys of a session's window (at most [`ReceiverLimits::max_dedup_keys`]) share a
+/// 128-bit value with odds far below any hardware fault's. Kept in memory only, never compared
+/// across runs (a SHA-256 a key would take a tenth of the hub's time per dial).
+#[derive(Debug)]
+struct KeyHasher {
+    a: foldhash::quality::RandomState,
+    b: foldhash::quality::RandomState,
+}
+
+impl Default for KeyHasher {
+    fn default() -> Self {
+        KeyHasher {
+            a: foldhash::quality::RandomState::default(),
+            b: foldhash::quality::RandomState::default(),
+        }
+    }
+}
+
+impl KeyHasher {
+    /// A dedup key's 128-bit hash.
+    fn key(&self, text: &str) -> u128 {
+        use std::hash::BuildHasher as _;
+        (u128::from(self.a.hash_one(text)) << 64) | u128::from(self.b.hash_one(text))
+    }
+
+    /// A message id's 64-bit tag: enough to tell a message sent again (same id) from another
+    /// message repeating its dedup key, in 8 bytes a key.
+    fn id_tag(&self, id: &str) -> u64 {
+        use std::hash::BuildHasher as _;
+        self.a.hash_one(id)
+    }
 }
 
 #[derive(Debug, Default)]
 struct SessionState {
     last_seq: Option<u64>,
-    /// Each dedup key's digest, with [`id_tag`] of the message id it was accepted with.
-    dedup: HashMap<Digest32, u64>,
-    dedup_order: VecDeque<Digest32>,
+    /// Each dedup key's hash ([`KeyHasher::key`]), with the tag of the message id it was
+    /// accepted with ([`KeyHasher::id_tag`]).
+    dedup: HashMap<u128, u64>,
+    dedup_order: VecDeque<u128>,
     last_used: u64,
 }
 
@@ -177,6 +204,7 @@ pub struct Receiver {
     actions: HashMap<String, ActionRecord>,
     action_order: VecDeque<String>,
     tick: u64,
+    hasher: KeyHasher,
 }
 
 impl Receiver {
@@ -199,6 +227,7 @@ impl Receiver {
             actions: HashMap::new(),
             action_order: VecDeque::new(),
             tick: 0,
+            hasher: KeyHasher::default(),
         }
     }
 
@@ -345,8 +374,8 @@ impl Receiver {
     pub fn is_resend(&self, session: Option<&str>, dedup: &str, id: &str) -> bool {
         session
             .and_then(|s| self.sessions.get(s))
-            .and_then(|s| s.dedup.get(&digest(dedup)))
-            .is_some_and(|tag| *tag == id_tag(id))
+            .and_then(|s| s.dedup.get(&self.hasher.key(dedup)))
+            .is_some_and(|tag| *tag == self.hasher.id_tag(id))
     }
 
     /// The event rules of [`Receiver::receive`] applied to an event's fields alone (for callers
@@ -383,7 +412,7 @@ impl Receiver {
                 format!("session: required on {msg_type} messages"),
             );
         };
-        let key = digest(dedup);
+        let key = self.hasher.key(dedup);
         let tick = self.tick;
         if let Some(state) = self.sessions.get_mut(session) {
             state.last_used = tick;
@@ -419,7 +448,8 @@ impl Receiver {
         if let Some(state) = self.sessions.get_mut(session) {
             state.last_used = tick;
             state.last_seq = Some(seq);
-            if state.dedup.insert(key, id_tag(id)).is_none() {
+            let tag = self.hasher.id_tag(id);
+            if state.dedup.insert(key, tag).is_none() {
                 state.dedup_order.push_back(key);
             }
             while state.dedup_order.len() > max_keys {
