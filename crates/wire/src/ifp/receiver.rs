@@ -141,19 +141,10 @@ fn digest(text: &str) -> Digest32 {
 /// different keys of a session's window (at most [`ReceiverLimits::max_dedup_keys`]) share a
 /// 128-bit value with odds far below any hardware fault's. Kept in memory only, never compared
 /// across runs (a SHA-256 a key would take a tenth of the hub's time per dial).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct KeyHasher {
     a: foldhash::quality::RandomState,
     b: foldhash::quality::RandomState,
-}
-
-impl Default for KeyHasher {
-    fn default() -> Self {
-        KeyHasher {
-            a: foldhash::quality::RandomState::default(),
-            b: foldhash::quality::RandomState::default(),
-        }
-    }
 }
 
 impl KeyHasher {
