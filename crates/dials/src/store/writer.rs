@@ -104,8 +104,8 @@ impl WriterShared {
 /// larger cache only fills over the first minutes with pages the indexing pass read once, and
 /// stays filled for the app's life (an app left in the tray all day holds it).
 const WRITER_CACHE_KIB: i64 = 2 * 1024;
-/// WAL pages between automatic checkpoints (4 KiB pages: 16 MiB).
-const WRITER_CHECKPOINT_PAGES: i64 = 4096;
+/// WAL bytes between automatic checkpoints (SQLite counts them in pages of the file's size).
+const WRITER_CHECKPOINT_BYTES: i64 = 16 * 1024 * 1024;
 
 /// First and longest wait between tries of a batch while the disk is full.
 const FULL_RETRY_FIRST: Duration = Duration::from_millis(100);
@@ -131,11 +131,18 @@ pub(crate) fn writer_loop(
     rx: std::sync::mpsc::Receiver<WriterMsg>,
     shared: Arc<WriterShared>,
 ) {
-    // WAL checkpoints every WRITER_CHECKPOINT_PAGES pages rather than every 1000 (fewer
-    // fsyncs).
+    // WAL checkpoints every WRITER_CHECKPOINT_BYTES rather than every 1000 pages (fewer
+    // fsyncs), whatever the file's page size.
     let tuned = conn
         .pragma_update(None, "cache_size", -WRITER_CACHE_KIB)
-        .and_then(|_| conn.pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_PAGES));
+        .and_then(|_| conn.pragma_query_value(None, "page_size", |r| r.get::<_, i64>(0)))
+        .and_then(|page| {
+            conn.pragma_update(
+                None,
+                "wal_autocheckpoint",
+                WRITER_CHECKPOINT_BYTES / page.max(512),
+            )
+        });
     if let Err(e) = tuned {
         tracing::warn!(target: "switchboard::dials", "tuning the dial writer's connection: {e}");
     }
