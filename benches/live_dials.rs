@@ -22,6 +22,8 @@
 //! the median of `LIVE_DIALS_LAT_TRIALS` (default 5) pairs, desktop then bare;
 //! `LIVE_DIALS_ONLY=latency` runs only those pairs (for A B A B comparisons);
 //! `LIVE_DIALS_ONLY=desk-ingest` or `bare-ingest` one side of an ingest trial (to profile it).
+//! `LIVE_DIALS_ONLY=parse` times the frame reading alone, no network: the desktop's dial reader
+//! against the bare server's typed parse of the same frames, in one run.
 
 #![allow(missing_docs)]
 
