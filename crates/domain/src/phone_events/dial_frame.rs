@@ -62,10 +62,10 @@ struct WireFrame<'a> {
     /// `Some(None)`: the key was there with `null`.
     device: Option<Option<&'a str>>,
     generation: Option<u64>,
-    sensor: Option<Cow<'a, str>>,
-    captured_at: Option<&'a str>,
-    consent: Option<&'a str>,
-    retention: Option<&'a str>,
+    /// `provenance`: its `sensor` and `captured_at`.
+    provenance: Option<(Cow<'a, str>, &'a str)>,
+    /// `labels`: its `consent` and `retention`.
+    labels: Option<(&'a str, &'a str)>,
     payload: Option<WirePayload<'a>>,
 }
 
@@ -138,32 +138,22 @@ fn read_frame(frame: &str) -> Option<WireFrame<'_>> {
         }
         "generation" => once(&mut w.generation, r.u64()?),
         "provenance" => {
-            if w.sensor.is_some() || w.captured_at.is_some() {
-                return None;
-            }
             let (mut sensor, mut captured_at) = (None, None);
             r.object(|r, key| match key {
                 "sensor" => once(&mut sensor, r.cow_str()?),
                 "captured_at" => once(&mut captured_at, r.plain_str()?),
                 _ => None,
             })?;
-            w.sensor = Some(sensor?);
-            w.captured_at = Some(captured_at?);
-            Some(())
+            once(&mut w.provenance, (sensor?, captured_at?))
         }
         "labels" => {
-            if w.consent.is_some() || w.retention.is_some() {
-                return None;
-            }
             let (mut consent, mut retention) = (None, None);
             r.object(|r, key| match key {
                 "consent" => once(&mut consent, r.plain_str()?),
                 "retention" => once(&mut retention, r.plain_str()?),
                 _ => None,
             })?;
-            w.consent = Some(consent?);
-            w.retention = Some(retention?);
-            Some(())
+            once(&mut w.labels, (consent?, retention?))
         }
         "payload" => {
             let mut p = WirePayload::default();
@@ -454,7 +444,8 @@ impl DialFrame {
         let (seq, dedup, call_id) = (p.seq?, p.dedup?, p.call_id.unwrap_or_default());
         let (caller, callee, endpoint, op) = (p.caller?, p.callee?, p.endpoint?, p.op?);
         let (started_at, duration_ms, outcome) = (p.started_at?, p.duration_ms?, p.outcome?);
-        let retention = Retention::from_wire(w.retention?)?;
+        let ((sensor, captured_at), (consent, retention)) = (w.provenance?, w.labels?);
+        let retention = Retention::from_wire(retention)?;
         let checks = w.ifp? == IFP_VERSION
             && w.kind? == DIAL_EVENT
             && is_message_id(id)
@@ -465,9 +456,9 @@ impl DialFrame {
                 .flatten()
                 .map_or(true, |d| is_device(d) && d == &**phone)
             && (1..=MAX_SAFE).contains(&generation)
-            && !w.sensor?.is_empty()
-            && Timestamp::unix_parts(w.captured_at?).is_ok()
-            && Consent::from_wire(w.consent?).is_some()
+            && !sensor.is_empty()
+            && Timestamp::unix_parts(captured_at).is_ok()
+            && Consent::from_wire(consent).is_some()
             && seq <= MAX_SAFE
             && !dedup.is_empty()
             && [&caller, &callee, &endpoint, &op]

@@ -68,10 +68,7 @@ pub fn stringify_form_end(text: &str, start: usize, max_depth: usize) -> Option<
                     depth_kinds.pop();
                     objects.pop();
                 } else {
-                    match object_key(b, i, &mut keys, &objects) {
-                        Some(next) => i = next,
-                        None => return None,
-                    }
+                    i = object_key(b, i, &mut keys, &objects)?;
                     continue;
                 }
             }
@@ -84,17 +81,11 @@ pub fn stringify_form_end(text: &str, start: usize, max_depth: usize) -> Option<
                     continue;
                 }
             }
-            b'"' => match string_end(b, i) {
-                Some(end) => i = end,
-                None => return None,
-            },
+            b'"' => i = string_end(b, i)?,
             b't' if b[i..].starts_with(b"true") => i += 4,
             b'f' if b[i..].starts_with(b"false") => i += 5,
             b'n' if b[i..].starts_with(b"null") => i += 4,
-            b'-' | b'0'..=b'9' => match number_end(text, i) {
-                Some(end) => i = end,
-                None => return None,
-            },
+            b'-' | b'0'..=b'9' => i = number_end(text, i)?,
             _ => return None,
         }
         // After a value: close containers or move to the next element.
@@ -114,10 +105,7 @@ pub fn stringify_form_end(text: &str, start: usize, max_depth: usize) -> Option<
                     i += 1;
                 }
                 (Some(b'{'), Some(b',')) => {
-                    match object_key(b, i + 1, &mut keys, &objects) {
-                        Some(next) => i = next,
-                        None => return None,
-                    }
+                    i = object_key(b, i + 1, &mut keys, &objects)?;
                     break;
                 }
                 _ => return None,
@@ -194,7 +182,7 @@ fn string_end(b: &[u8], i: usize) -> Option<usize> {
 }
 
 /// The index of the first byte at or after `from` that ends a run of plain string text: a `"`,
-/// a `\\` or a control character (below 0x20, which JSON never holds raw in a string); `None`
+/// a `\` or a control character (below 0x20, which JSON never holds raw in a string); `None`
 /// when there is none. Eight bytes at a time (a string's text is mostly plain, and most are
 /// short, where a call into `memchr` costs more than it saves).
 pub fn string_special(b: &[u8], from: usize) -> Option<usize> {
