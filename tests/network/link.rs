@@ -788,7 +788,15 @@ async fn dual_stack_listener_serves_both_families() {
     PhoneClient::connect(v6, &fp).await.unwrap().close().await;
     let c = PhoneClient::connect_any(&[v6, v4], &fp).await.unwrap();
     assert_eq!(c.connected_to, v6, "the first address answers and is kept");
-    assert!(c.link_attempts.is_empty());
+    // No try failed. The IPv4 try starts only if the IPv6 one is still connecting after
+    // ATTEMPT_STAGGER (250 ms: a loaded machine under wine takes that long), and is then
+    // abandoned, never failed.
+    assert!(
+        c.link_attempts.iter().all(|a| a.addr == v4.to_string()
+            && a.outcome == switchboard::link::diagnostics::AttemptOutcome::Abandoned),
+        "{:?}",
+        c.link_attempts
+    );
     c.close().await;
     // A wrong code from the IPv4 phone is recorded under its IPv4 address.
     let _ = link.open_pairing(LOOPBACK);
