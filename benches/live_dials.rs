@@ -336,17 +336,47 @@ async fn live_view(dials: &DialLogHandle, options: SubscribeOptions) -> R<Subscr
     Ok(dials.subscribe(filter, options).await?)
 }
 
-/// Counts dials handed to `sub` until `n` arrived; stamps each dial's arrival when `index` is
-/// given. Returns (clock when the n-th arrived, per-index stamps).
+/// How long a live view may take to hear of every dial before the run fails (a lost dial must
+/// end the bench with an error, not hang it).
+const WATCH_LIMIT: Duration = Duration::from_secs(120);
+
+/// What [`watch`] saw: the clock when the n-th dial was accounted for, per-index stamps, and
+/// how many of the `n` the log reported skipped for this view instead of handing them over.
+struct Watched {
+    at: u64,
+    stamps: Vec<u64>,
+    skipped: u64,
+}
+
+/// Counts dials handed to `sub` until `n` are accounted for; stamps each dial's arrival when
+/// `index` is given. A dial the log skipped for this view (its waiting list overflowed while
+/// the view's task was not scheduled: [`switchboard::dials::DialBatch::skipped`]) is held all
+/// the same and counts, as the window's notice counts it; a skipped dial has no stamp. Fails
+/// after [`WATCH_LIMIT`] or when the subscription ends first.
 fn watch(
     mut sub: Subscription,
     n: usize,
     index: Option<Arc<HashMap<String, usize>>>,
-) -> tokio::task::JoinHandle<(u64, Vec<u64>)> {
+) -> tokio::task::JoinHandle<R<Watched>> {
     tokio::spawn(async move {
         let mut seen = 0usize;
+        let mut skipped = 0u64;
         let mut stamps = vec![0u64; if index.is_some() { n } else { 0 }];
-        while let Some(batch) = sub.batches.recv().await {
+        let deadline = tokio::time::Instant::now() + WATCH_LIMIT;
+        loop {
+            let batch = match tokio::time::timeout_at(deadline, sub.batches.recv()).await {
+                Ok(Some(b)) => b,
+                Ok(None) => {
+                    return Err(format!("the live view ended after {seen} of {n} dials").into())
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "the live view heard of {seen} of {n} dials ({skipped} skipped) in {} s",
+                        WATCH_LIMIT.as_secs()
+                    )
+                    .into())
+                }
+            };
             let t = clock();
             if let Some(ix) = &index {
                 for d in &batch.dials {
@@ -357,12 +387,16 @@ fn watch(
                     }
                 }
             }
-            seen += batch.dials.len();
+            skipped += batch.skipped;
+            seen += batch.dials.len() + usize::try_from(batch.skipped).unwrap_or(usize::MAX);
             if seen >= n {
-                return (t, stamps);
+                return Ok(Watched {
+                    at: t,
+                    stamps,
+                    skipped,
+                });
             }
         }
-        (clock(), stamps)
     })
 }
 
@@ -485,6 +519,8 @@ struct IngestRun {
     cpu_us: f64,
     /// The dial writer thread's (`dial-log-writer`) part of `cpu_us`, in microseconds a dial.
     writer_us: f64,
+    /// Dials the log skipped for the window's live view (held and stored all the same).
+    view_skipped: u64,
 }
 
 async fn ingest_desk(n: usize, run: &str) -> R<IngestRun> {
@@ -502,7 +538,8 @@ async fn ingest_desk(n: usize, run: &str) -> R<IngestRun> {
     let writer0 = thread_cpu_ns("dial-log-writer");
     let t0 = clock();
     let h = phone_rt()?.spawn(async move { send_frames(ws, &msgs, None, inc).await });
-    let (held_at, _) = window.await?;
+    let held = window.await??;
+    let held_at = held.at;
     d.dials.flush().await?;
     let stored_at = clock();
     let (cpu1, _) = cpu_ns();
@@ -525,6 +562,7 @@ async fn ingest_desk(n: usize, run: &str) -> R<IngestRun> {
         stored_per_s: n as f64 / ((stored_at - t0) as f64 / 1e9),
         cpu_us: cpu1.saturating_sub(cpu0) as f64 / 1e3 / n as f64,
         writer_us: writer1.saturating_sub(writer0) as f64 / 1e3 / n as f64,
+        view_skipped: held.skipped,
     })
 }
 
@@ -619,8 +657,8 @@ async fn latency_desk(run: &str) -> R<(Lat, Lat)> {
     let msgs = Arc::new(f.msgs);
     let inc = Arc::new(Mutex::new(Incoming::default()));
     let h = phone_rt()?.spawn(async move { send_frames(ws, &msgs, Some(LATENCY_RATE), inc).await });
-    let (_, got) = quick.await?;
-    let (_, got_window) = window.await?;
+    let got = quick.await??.stamps;
+    let got_window = window.await??.stamps;
     let sent = h.await??;
     d.stop().await?;
     Ok((percentiles(&sent, &got)?, percentiles(&sent, &got_window)?))
@@ -904,8 +942,9 @@ fn main() -> R<()> {
             .unwrap_or(200_000);
         let d = rt.block_on(ingest_desk(n, "profile"))?;
         println!(
-            "desk ingest: held {:.0}/s, stored {:.0}/s, desktop CPU {:.2} us/dial (writer {:.2})",
-            d.held_per_s, d.stored_per_s, d.cpu_us, d.writer_us
+            "desk ingest: held {:.0}/s, stored {:.0}/s, desktop CPU {:.2} us/dial (writer {:.2}), \
+             {} skipped for the live view",
+            d.held_per_s, d.stored_per_s, d.cpu_us, d.writer_us, d.view_skipped
         );
         return Ok(());
     }
@@ -1068,8 +1107,8 @@ fn main() -> R<()> {
             let (b, bare_cpu) = ingest_bare(n, &format!("bare{t}")).await?;
             let d = ingest_desk(n, &format!("desk{t}")).await?;
             eprintln!(
-                "trial {t}: bare {b:.0}/s, desk held {:.0}/s, stored {:.0}/s, ratio {:.3}; CPU per dial: bare server {bare_cpu:.2} us, desktop {:.2} us",
-                d.held_per_s, d.stored_per_s, d.stored_per_s / b.max(1.0), d.cpu_us
+                "trial {t}: bare {b:.0}/s, desk held {:.0}/s, stored {:.0}/s, ratio {:.3}; CPU per dial: bare server {bare_cpu:.2} us, desktop {:.2} us; {} skipped for the live view",
+                d.held_per_s, d.stored_per_s, d.stored_per_s / b.max(1.0), d.cpu_us, d.view_skipped
             );
             bare.push(b);
             held.push(d.held_per_s);
