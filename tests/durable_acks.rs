@@ -293,11 +293,11 @@ async fn stream_until_killed(
     );
 }
 
-/// Stored dial ids with how often each is in the file.
+/// Stored dial ids with how often each is in the file, read as the next start reads it: the
+/// file opened by the dial store, which first moves the batches a flood committed to the
+/// journal into rows (a kill can leave them there).
 fn stored(dir: &Path) -> HashMap<String, u64> {
-    let conn =
-        rusqlite::Connection::open(dir.join("dials").join(switchboard::dials::store::DB_FILE))
-            .unwrap();
+    let (conn, _) = switchboard::dials::store::open(&dir.join("dials")).unwrap();
     let mut stmt = conn
         .prepare("SELECT id, count(*) FROM dials GROUP BY id")
         .unwrap();

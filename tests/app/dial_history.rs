@@ -594,7 +594,10 @@ async fn a_version_2_file_is_migrated_and_searchable() {
     let v: i64 = c
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(v, 5, "the current schema (version 5: each key's phone)");
+    assert_eq!(
+        v, 6,
+        "the current schema (version 6: the journal of batches)"
+    );
     let sessions: i64 = c
         .query_row("SELECT count(*) FROM dials WHERE session = ''", [], |r| {
             r.get(0)

@@ -415,8 +415,8 @@ async fn a_file_of_the_first_schema_is_migrated_with_its_rows_and_dedup() {
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
     assert_eq!(
-        version, 5,
-        "migrated through version 2 to the current schema (version 5: each key's phone)"
+        version, 6,
+        "migrated through version 2 to the current schema (version 6: the journal of batches)"
     );
     let keys: i64 = conn
         .query_row("SELECT count(*) FROM dial_keys", [], |r| r.get(0))

@@ -123,7 +123,8 @@ impl Reader {
         }
     }
 
-    /// The stored dial with sequence number `seq` (its rowid), if the file holds it.
+    /// The stored dial with sequence number `seq` (its rowid), if the file holds it (as a row or
+    /// in the journal).
     pub(crate) fn dial_at(&self, seq: u64) -> Result<Option<crate::Dial>, DialLogError> {
         let conn = self.conn()?;
         let r = (|| {
@@ -143,20 +144,24 @@ impl Reader {
                 .map_err(st)?;
             match rows.next().map_err(st)? {
                 Some(r) => Ok(Some(store::dial_from_row(r, &self.path)?)),
-                None => Ok(None),
+                // Committed during a flood and not moved into rows yet.
+                None => store::journal::dial_at(&conn, &self.path, seq),
             }
         })();
         self.give_back(conn);
         r
     }
 
-    /// Whether every stored row is indexed (for benches and tests that wait for it).
+    /// Whether every stored dial is a row and indexed (for benches and tests that wait for it).
     pub(crate) fn indexed_all(&self) -> Result<bool, DialLogError> {
         let conn = self.conn()?;
         let r = conn
-            .query_row("SELECT coalesce(max(rowid), 0) FROM dials", [], |r| {
-                r.get::<_, i64>(0)
-            })
+            .query_row(
+                "SELECT max(coalesce((SELECT max(rowid) FROM dials), 0),
+                            coalesce((SELECT max(last) FROM dial_journal), 0))",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
             .map(|m| {
                 let m = u64::try_from(m).unwrap_or(0);
                 m <= self.writer.indexed_upto.load(Ordering::Acquire)

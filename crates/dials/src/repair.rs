@@ -350,8 +350,8 @@ fn open_old(old: &Path) -> rusqlite::Result<Connection> {
     }
 }
 
-/// Copies every readable, decodable dial of `old`'s `dials` table into `fresh` (see the
-/// module doc). Never fails: what went wrong is in [`Salvage::error`].
+/// Copies every readable, decodable dial of `old`'s `dials` table and journal into `fresh`
+/// (see the module doc). Never fails: what went wrong is in [`Salvage::error`].
 fn salvage(old: &Path, fresh: &mut Connection) -> Salvage {
     let mut out = Salvage::default();
     let conn = match open_old(old) {
@@ -421,6 +421,36 @@ fn salvage(old: &Path, fresh: &mut Connection) -> Salvage {
             break;
         }
     }
+    // Batches committed during a flood and not moved into rows yet (a file of schema version 6
+    // and later): every body that still decodes, its dials checked as a row's are.
+    if let Ok(mut stmt) = conn.prepare("SELECT first, body FROM dial_journal ORDER BY first") {
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)));
+        match rows {
+            Ok(rows) => {
+                for row in rows {
+                    let decoded = row.map_err(|e| e.to_string()).and_then(|(first, body)| {
+                        store::journal::decode(u64::try_from(first).unwrap_or(0), &body)
+                    });
+                    match decoded {
+                        Ok(dials) => {
+                            out.listed = Some(out.listed.unwrap_or(0) + dials.len() as u64);
+                            for d in dials {
+                                if json_intact(&d) {
+                                    keep(d, &mut batch, &mut out);
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                first_error.get_or_insert(e.to_string());
+            }
+        }
+    }
     flush(fresh, &mut batch, &mut out);
     if out.error.is_none() && out.recovered == 0 {
         out.error = first_error.map(|e| format!("no dial row could be read: {e}"));
@@ -448,11 +478,15 @@ fn flush(fresh: &mut Connection, batch: &mut Vec<Arc<Dial>>, out: &mut Salvage) 
 /// damaged page can hold text that is no longer JSON).
 fn salvaged(r: &rusqlite::Row<'_>, old: &Path) -> Option<Dial> {
     let d = store::dial_from_row(r, old).ok()?;
-    super::record::JsonText::parse(d.request.as_str()).ok()?;
-    if let Some(resp) = &d.response {
-        super::record::JsonText::parse(resp.as_str()).ok()?;
-    }
-    Some(d)
+    json_intact(&d).then_some(d)
+}
+
+/// Whether a salvaged dial's request and response are still JSON.
+fn json_intact(d: &Dial) -> bool {
+    super::record::JsonText::parse(d.request.as_str()).is_ok()
+        && d.response
+            .as_ref()
+            .map_or(true, |r| super::record::JsonText::parse(r.as_str()).is_ok())
 }
 
 /// Reads the rows above rowid `after` in order, calling `each` with each decodable one.
@@ -499,4 +533,47 @@ fn point(conn: &Connection, old: &Path, id: i64) -> rusqlite::Result<Option<Dial
         Some(r) => salvaged(r, old),
         None => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::record::{Retention, Seq};
+
+    #[test]
+    fn the_salvage_takes_journaled_dials_as_well_as_rows() {
+        let old_dir = tempfile::tempdir().unwrap();
+        let (mut old, old_path) = store::open(old_dir.path()).unwrap();
+        let dials: Vec<Arc<Dial>> = (1..=43)
+            .map(|i| {
+                let mut d = switchboard_domain::dial::sample::sample_dial(i, 2, 1_800_000_000_000);
+                d.retention = Retention::Permanent;
+                d.seq = Seq(i);
+                d.normalise();
+                Arc::new(d)
+            })
+            .collect();
+        store::insert_batch(&mut old, &dials[..3]).unwrap();
+        store::journal::journal_batch(&mut old, &dials[3..]).unwrap();
+        // A damaged body after the good one: named, the rest kept.
+        old.execute(
+            "INSERT INTO dial_journal (first, last, n, body) VALUES (100, 101, 2, x'01ff')",
+            [],
+        )
+        .unwrap();
+        drop(old);
+        let fresh_dir = tempfile::tempdir().unwrap();
+        let (mut fresh, _) = store::open(fresh_dir.path()).unwrap();
+        let s = salvage(&old_path, &mut fresh);
+        assert_eq!(s.recovered, 43, "{s:?}");
+        let n: i64 = fresh
+            .query_row("SELECT count(*) FROM dials", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 43);
+        let last: String = fresh
+            .query_row("SELECT id FROM dials WHERE rowid = 43", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(last, &*dials[42].id, "rowids kept");
+    }
 }

@@ -14,15 +14,16 @@
 //! not stored twice, even across restarts.
 //!
 //! The parts, one concept a file: `schema` (tables, versions, opening and migrating a file),
-//! `rows` (reading and writing dials and connection events, pruning), `index` (the history
-//! indexes, built behind the writes) and `writer` (the thread that owns the writing
-//! connection).
+//! `rows` (reading and writing dials and connection events, pruning), `journal` (batches
+//! committed whole during a flood, moved into rows after it), `index` (the history indexes,
+//! built behind the writes) and `writer` (the thread that owns the writing connection).
 
 use std::path::Path;
 
 use crate::DialLogError;
 
 mod index;
+pub(crate) mod journal;
 mod rows;
 mod schema;
 mod writer;

@@ -56,6 +56,22 @@ impl Reader {
             // 1. Stored rows not indexed yet and not in the ring: matched in Rust.
             let gap_hi = gap_below.min(before);
             if gap_hi > sql_upto + 1 {
+                // Journaled dials first: they are newer than every row (the writer's order).
+                let mut journaled = Vec::new();
+                store::journal::each_between(conn, &self.path, sql_upto, gap_hi, |d| {
+                    if q.matches_dial(&d) {
+                        journaled.push(d);
+                    }
+                })?;
+                while let Some(d) = journaled.pop() {
+                    if dials.len() == limit {
+                        more = true;
+                        break;
+                    }
+                    dials.push(HistoryEntry::Dial(Arc::new(d)));
+                }
+            }
+            if gap_hi > sql_upto + 1 && !more {
                 let mut stmt = conn
                     .prepare_cached(&format!(
                         "SELECT {DIAL_COLS} FROM dials d WHERE d.rowid > ?1 AND d.rowid < ?2 \
@@ -252,7 +268,7 @@ impl Reader {
     }
 
     /// Calls `f` with each stored dial in `(sql_upto, gap_below)` (written, not indexed yet,
-    /// not in the ring) that matches `q`, checked in Rust. `doing` names the work in errors.
+    /// not in the ring: rows, then the journal's) that matches `q`, checked in Rust. `doing` names the work in errors.
     pub(super) fn each_gap_match(
         &self,
         conn: &Connection,
@@ -285,6 +301,11 @@ impl Reader {
                 f(&d);
             }
         }
-        Ok(())
+        // Journaled dials come after every row (the writer's order), still in arrival order.
+        store::journal::each_between(conn, &self.path, sql_upto, gap_below, |d| {
+            if q.matches_dial(&d) {
+                f(&d);
+            }
+        })
     }
 }

@@ -132,11 +132,13 @@ pub fn load_newest(
     Ok(out)
 }
 
-/// The highest sequence number stored (dials and connection events), 0 when none.
+/// The highest sequence number stored (dials, journaled dials and connection events), 0 when
+/// none.
 pub(crate) fn max_seq(conn: &Connection) -> rusqlite::Result<u64> {
     let n: i64 = conn.query_row(
         "SELECT max(coalesce((SELECT max(rowid) FROM dials), 0),
-                    coalesce((SELECT max(seq) FROM conn_events), 0))",
+                    coalesce((SELECT max(seq) FROM conn_events), 0),
+                    coalesce((SELECT max(last) FROM dial_journal), 0))",
         [],
         |r| r.get(0),
     )?;
@@ -181,45 +183,53 @@ pub(crate) fn for_each_key_newest_first(
 /// way and this file), so there is no uniqueness constraint to check on every insert.
 pub(crate) fn insert_batch(conn: &mut Connection, dials: &[Arc<Dial>]) -> rusqlite::Result<usize> {
     let tx = conn.transaction()?;
-    let mut n = 0;
-    {
-        let mut stmt = tx.prepare_cached(
-            "INSERT INTO dials (id, phone, call_id, caller, callee, endpoint, op, request,
-                start_ms, duration_ms, outcome, response, error, retention, expires_ms, session,
-                rowid, spec, arrived_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                ?17, ?18, ?19)",
-        )?;
-        let mut key = tx.prepare_cached(
-            "INSERT INTO dial_keys (rowid, k, p) VALUES (last_insert_rowid(), ?1, ?2)",
-        )?;
-        for d in dials.iter().filter(|d| d.retention.persists()) {
-            n += stmt.execute(params![
-                &*d.id,
-                &*d.phone,
-                &*d.call_id,
-                &*d.caller,
-                &*d.callee,
-                &*d.endpoint,
-                &*d.op,
-                d.request.as_str(),
-                d.start_ms,
-                i64::try_from(d.duration_ms).unwrap_or(i64::MAX),
-                d.outcome.as_str(),
-                d.response.as_ref().map(JsonText::as_str),
-                d.error.as_deref(),
-                d.retention.as_str(),
-                d.expires_ms(),
-                &*d.session,
-                // The log's sequence number; a dial built outside a log (0) takes the next rowid.
-                (d.seq.0 > 0).then(|| i64::try_from(d.seq.0).unwrap_or(i64::MAX)),
-                d.spec.get().map(i64::from),
-                d.arrived.0,
-            ])?;
-            key.execute(params![id_key(&d.id), id_key(&d.phone)])?;
-        }
-    }
+    let n = insert_rows(&tx, dials.iter().map(|d| &**d))?;
     tx.commit()?;
+    Ok(n)
+}
+
+/// Inserts the persisting `dials` as `dials` rows and their keys as `dial_keys` rows, in the
+/// caller's transaction ([`insert_batch`], and the journal's move). Returns rows inserted.
+pub(crate) fn insert_rows<'a>(
+    tx: &rusqlite::Transaction<'_>,
+    dials: impl Iterator<Item = &'a Dial>,
+) -> rusqlite::Result<usize> {
+    let mut n = 0;
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO dials (id, phone, call_id, caller, callee, endpoint, op, request,
+            start_ms, duration_ms, outcome, response, error, retention, expires_ms, session,
+            rowid, spec, arrived_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+            ?17, ?18, ?19)",
+    )?;
+    let mut key = tx.prepare_cached(
+        "INSERT INTO dial_keys (rowid, k, p) VALUES (last_insert_rowid(), ?1, ?2)",
+    )?;
+    for d in dials.filter(|d| d.retention.persists()) {
+        n += stmt.execute(params![
+            &*d.id,
+            &*d.phone,
+            &*d.call_id,
+            &*d.caller,
+            &*d.callee,
+            &*d.endpoint,
+            &*d.op,
+            d.request.as_str(),
+            d.start_ms,
+            i64::try_from(d.duration_ms).unwrap_or(i64::MAX),
+            d.outcome.as_str(),
+            d.response.as_ref().map(JsonText::as_str),
+            d.error.as_deref(),
+            d.retention.as_str(),
+            d.expires_ms(),
+            &*d.session,
+            // The log's sequence number; a dial built outside a log (0) takes the next rowid.
+            (d.seq.0 > 0).then(|| i64::try_from(d.seq.0).unwrap_or(i64::MAX)),
+            d.spec.get().map(i64::from),
+            d.arrived.0,
+        ])?;
+        key.execute(params![id_key(&d.id), id_key(&d.phone)])?;
+    }
     Ok(n)
 }
 
@@ -284,13 +294,16 @@ pub(crate) fn prune(conn: &Connection, now_ms: i64) -> rusqlite::Result<usize> {
     Ok(n)
 }
 
-/// Deletes every row. Returns rows deleted.
+/// Deletes every row, the journal's dials included. Returns dials deleted.
 pub(crate) fn clear(conn: &Connection) -> rusqlite::Result<usize> {
     let tx = conn.unchecked_transaction()?;
     tx.execute("DELETE FROM dial_keys", [])?;
     tx.execute("DELETE FROM conn_events", [])?;
     tx.execute("DELETE FROM dial_blocks", [])?;
+    let journaled = super::journal::held(&tx)?;
+    tx.execute("DELETE FROM dial_journal", [])?;
     let n = tx.execute("DELETE FROM dials", [])?;
+    let n = n.saturating_add(usize::try_from(journaled).unwrap_or(usize::MAX));
     tx.commit()?;
     Ok(n)
 }

@@ -32,7 +32,9 @@ use crate::DialLogError;
 /// newest keys of each phone in memory rather than every key; rows of older files have none
 /// (`NULL`) and share one window. It also adds `dials.arrived_ms`, when the dial reached the
 /// desktop (`NULL` for older rows: the filter's time terms then judge their start).
-const SCHEMA_VERSION: i64 = 5;
+/// Version 6 adds `dial_journal`, batches committed whole during a flood and moved into `dials`
+/// after it ([`super::journal`]); opening a file moves what a crash left there.
+const SCHEMA_VERSION: i64 = 6;
 
 /// Page size of a new dial file, in bytes. A dial row is ~0.6-1 KiB of text: with SQLite's
 /// default 4 KiB pages a flood of dials spends a quarter of the writer's time on per-page work
@@ -129,10 +131,16 @@ CREATE TRIGGER IF NOT EXISTS dials_unindex AFTER DELETE ON dials BEGIN
 END;
 ";
 
-/// Opens (creating if needed) the dial database in `dir`, in WAL mode. On Unix the folder is
-/// `0700` when created here and the database and its `-wal` and `-shm` files are `0600`
-/// (SQLite gives the `-wal` and `-shm` files the database file's mode; files an earlier version
-/// left `0644` are tightened).
+/// Opens (creating if needed) the dial database in `dir`, in WAL mode, and moves what its
+/// journal holds into rows ([`super::journal`]: a crash between a flood and its move). On Unix
+/// the folder is `0700` when created here and the database and its `-wal` and `-shm` files are
+/// `0600` (SQLite gives the `-wal` and `-shm` files the database file's mode; files an earlier
+/// version left `0644` are tightened).
+///
+/// # Errors
+/// [`DialLogError::Storage`] naming the file and the step: creating, opening, upgrading or
+/// preparing it, or moving its journal (a journal row whose body does not decode is named with
+/// the dial and byte where it breaks; it stays in the file for repair).
 pub fn open(dir: &Path) -> Result<(Connection, PathBuf), DialLogError> {
     switchboard_wire::fsutil::create_private_dir_all(dir).map_err(|e| {
         DialLogError::Storage(format!("creating data folder {}: {e}", dir.display()))
@@ -172,8 +180,11 @@ pub fn open(dir: &Path) -> Result<(Connection, PathBuf), DialLogError> {
         .and_then(|_| add_columns(&conn))
         .and_then(|_| conn.execute_batch(SCHEMA_V3))
         .and_then(|_| conn.execute_batch(crate::blocks::SCHEMA))
+        .and_then(|_| conn.execute_batch(super::journal::SCHEMA))
         .and_then(|_| conn.pragma_update(None, "user_version", SCHEMA_VERSION))
         .map_err(|e| storage(&path, "preparing", e))?;
+    // Batches a crash left in the journal become rows before anything reads the file.
+    super::journal::move_all(&mut conn).map_err(|e| e.into_storage(&path))?;
     Ok((conn, path))
 }
 

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use super::journal::{self, MoveError, JOURNAL_MAX_DIALS, JOURNAL_MIN_BATCH};
 use super::IndexPace;
 use super::{clear, index_some, indexed_upto, insert_batch, insert_connection, prune, storage};
 use crate::record::Dial;
@@ -161,6 +162,23 @@ pub(crate) fn writer_loop(
     let mut deferred: std::collections::VecDeque<WriterMsg> = std::collections::VecDeque::new();
     // The sender side was dropped while a batch waited for room.
     let mut closing = false;
+    // Dials in the journal now (the file was opened with it moved, but a move may have failed).
+    let mut journaled = journal::held(&conn).unwrap_or(0);
+    // Set when a journal body does not decode: it stays for repair, and so does what follows.
+    let mut journal_stuck = false;
+    let move_failed = |e: MoveError, stuck: &mut bool| {
+        if let MoveError::Sql(e) = &e {
+            if is_disk_full(e) {
+                // Only delayed, like indexing: it runs again after the next batch.
+                tracing::warn!(target: "switchboard::dials", "moving the dial journal: {e}");
+                return;
+            }
+        }
+        *stuck = true;
+        let msg = e.into_storage(&path).to_string();
+        tracing::error!(target: "switchboard::dials", "{msg}");
+        switchboard_wire::sync::lock(&shared.error).get_or_insert(msg);
+    };
     loop {
         let msg = if let Some(m) = deferred.pop_front() {
             m
@@ -177,6 +195,23 @@ pub(crate) fn writer_loop(
                             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
                             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
                         }
+                    } else if journaled > 0 && !journal_stuck {
+                        // The journal is moved before anything is indexed (indexing takes the
+                        // rows above its mark in order), one batch a turn so a new message is
+                        // never kept waiting for more than one.
+                        pace.indexed(Instant::now());
+                        match journal::move_oldest(&mut conn) {
+                            Ok(Some(_)) => journaled = journal::held(&conn).unwrap_or(0),
+                            Ok(None) => journaled = 0,
+                            Err(e) => {
+                                move_failed(e, &mut journal_stuck);
+                                to_index = false;
+                            }
+                        }
+                        continue;
+                    } else if journaled > 0 {
+                        to_index = false;
+                        continue;
                     } else {
                         pace.indexed(Instant::now());
                         match index_some(&mut conn, &path, &mut dict) {
@@ -216,9 +251,38 @@ pub(crate) fn writer_loop(
             WriterMsg::Insert { dials, upto, bytes } => {
                 pace.inserted(Instant::now());
                 let mut wait = FULL_RETRY_FIRST;
+                // A flood's batches are committed whole to the journal (one row a batch); a
+                // small batch with the journal empty goes straight to rows. A dial built
+                // outside a log (seq 0) takes the next rowid, so the journal is moved first.
+                let outside_log = dials.iter().any(|d| d.seq.0 == 0 && d.retention.persists());
+                let to_journal = !outside_log
+                    && !journal_stuck
+                    && (journaled > 0 || dials.len() >= JOURNAL_MIN_BATCH);
+                if outside_log && journaled > 0 && !journal_stuck {
+                    match journal::move_all(&mut conn) {
+                        Ok(_) => journaled = 0,
+                        Err(e) => move_failed(e, &mut journal_stuck),
+                    }
+                }
                 loop {
-                    match insert_batch(&mut conn, &dials) {
+                    let written = if to_journal {
+                        journal::journal_batch(&mut conn, &dials)
+                    } else {
+                        insert_batch(&mut conn, &dials)
+                    };
+                    match written {
                         Ok(n) => {
+                            if to_journal {
+                                journaled += n as u64;
+                                // A stream that never pauses moves as it journals past the
+                                // bound, so the journal stops growing.
+                                if journaled > JOURNAL_MAX_DIALS {
+                                    match journal::move_oldest(&mut conn) {
+                                        Ok(_) => journaled = journal::held(&conn).unwrap_or(0),
+                                        Err(e) => move_failed(e, &mut journal_stuck),
+                                    }
+                                }
+                            }
                             shared.rows_written.fetch_add(n as u64, Ordering::Relaxed);
                             if shared.disk_full.send_if_modified(|v| v.take().is_some()) {
                                 tracing::warn!(target: "switchboard::dials", "{} has room again: dial history writing resumed", path.display());
@@ -292,6 +356,13 @@ pub(crate) fn writer_loop(
                 to_index = true;
             }
             WriterMsg::Prune { now_ms, reply } => {
+                // Journaled dials expire like the others: moved first, then pruned.
+                if journaled > 0 && !journal_stuck {
+                    match journal::move_all(&mut conn) {
+                        Ok(_) => journaled = 0,
+                        Err(e) => move_failed(e, &mut journal_stuck),
+                    }
+                }
                 let r = prune(&conn, now_ms).map_err(|e| storage(&path, "pruning", e));
                 // Ids a failed prune added are rolled back.
                 dict.forget();
@@ -304,6 +375,10 @@ pub(crate) fn writer_loop(
             }
             WriterMsg::Clear { reply } => {
                 let r = clear(&conn).map_err(|e| storage(&path, "clearing", e));
+                if r.is_ok() {
+                    journaled = 0;
+                    journal_stuck = false;
+                }
                 if let Ok(upto) = indexed_upto(&conn) {
                     shared.indexed_upto.store(upto, Ordering::Release);
                 }
@@ -324,6 +399,13 @@ pub(crate) fn writer_loop(
                     None => Ok(()),
                 });
             }
+        }
+    }
+    // A clean stop leaves no journal behind (the next start would move it, but an older build
+    // opening the file would not see it).
+    if journaled > 0 && !journal_stuck {
+        if let Err(e) = journal::move_all(&mut conn) {
+            move_failed(e, &mut journal_stuck);
         }
     }
     shared.stopped.store(true, Ordering::Release);
