@@ -266,6 +266,18 @@ fn run(dir: PathBuf, secs: u64) -> R<()> {
                  SUM(outcome <> 'ok') FROM dials GROUP BY phone",
             )
             .map_err(|e| format!("{}: {e}", db.display()))?;
+        // A clean stop moves a flood's journaled batches into rows before the writer ends.
+        let journaled = switchboard::dials::store::journaled_dials(&conn, &db)
+            .map_err(|e| e.to_string())?
+            .len();
+        if journaled > 0 {
+            return Err(format!(
+                "the shutdown left {journaled} dials in the journal of {} instead of moving them \
+                 into rows",
+                db.display()
+            )
+            .into());
+        }
         let mut stored: BTreeMap<String, Value> = BTreeMap::new();
         let rows = stmt
             .query_map([], |r| {

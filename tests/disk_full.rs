@@ -86,6 +86,8 @@ fn dial(i: u64, now_ms: i64) -> Dial {
     d
 }
 
+/// How often each dial id is stored in `db`: its rows and its journal (a flood's batches not
+/// moved into rows yet), read beside the running app.
 fn count_ids(db: &Path) -> HashMap<String, u64> {
     let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .unwrap();
@@ -93,6 +95,9 @@ fn count_ids(db: &Path) -> HashMap<String, u64> {
     let mut out = HashMap::new();
     for id in s.query_map([], |r| r.get::<_, String>(0)).unwrap() {
         *out.entry(id.unwrap()).or_insert(0) += 1;
+    }
+    for d in switchboard::dials::store::journaled_dials(&c, db).unwrap() {
+        *out.entry(d.id.to_string()).or_insert(0) += 1;
     }
     out
 }

@@ -393,12 +393,16 @@ async fn dials_held_just_before_quit_are_all_in_sqlite_after_it() {
         ),
         "{ended:?}"
     );
-    let db =
-        rusqlite::Connection::open(desk.home.path().join("data").join("dials.sqlite3")).unwrap();
-    let stored: i64 = db
+    let path = desk.home.path().join("data").join("dials.sqlite3");
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let rows: i64 = db
         .query_row("SELECT COUNT(*) FROM dials", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(stored as u64, DIALS);
+    // A flood's batches may still be in the journal (committed, not moved into rows yet).
+    let journaled = switchboard::dials::store::journaled_dials(&db, &path)
+        .unwrap()
+        .len();
+    assert_eq!(rows as u64 + journaled as u64, DIALS);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

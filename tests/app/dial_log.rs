@@ -121,14 +121,21 @@ fn disk_config(dir: &Path) -> DialLogConfig {
     }
 }
 
+/// The ids stored in `dir`'s file, sorted: its rows and its journal (a flood's batches not
+/// moved into rows yet).
 fn db_ids(dir: &Path) -> Vec<String> {
-    let conn = rusqlite::Connection::open(dir.join(switchboard::dials::store::DB_FILE)).unwrap();
+    let path = dir.join(switchboard::dials::store::DB_FILE);
+    let conn = rusqlite::Connection::open(&path).unwrap();
     let mut stmt = conn.prepare("SELECT id FROM dials ORDER BY id").unwrap();
-    let ids = stmt
+    let mut ids = stmt
         .query_map([], |r| r.get::<_, String>(0))
         .unwrap()
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
+    for d in switchboard::dials::store::journaled_dials(&conn, &path).unwrap() {
+        ids.push(d.id.to_string());
+    }
+    ids.sort();
     ids
 }
 

@@ -41,6 +41,22 @@ pub(crate) use writer::{writer_loop, WriterMsg, WriterShared};
 /// File name of the dial database inside the data folder.
 pub const DB_FILE: &str = "dials.sqlite3";
 
+/// Every dial the file's journal holds now ([`journal`]: batches a flood committed whole, not
+/// moved into rows yet), in arrival order: for a reader beside a running log (a tool, a test)
+/// that counts what is stored, which is the rows and these. `path` names the file in errors.
+///
+/// # Errors
+/// [`DialLogError::Storage`] when the journal cannot be read or a body does not decode (naming
+/// the row, the dial and the byte).
+pub fn journaled_dials(
+    conn: &rusqlite::Connection,
+    path: &Path,
+) -> Result<Vec<crate::record::Dial>, DialLogError> {
+    let mut out = Vec::new();
+    journal::each_between(conn, path, 0, u64::MAX, |d| out.push(d))?;
+    Ok(out)
+}
+
 /// A [`DialLogError::Storage`] naming the step (`what`), the file and SQLite's error.
 pub(crate) fn storage(path: &Path, what: &str, e: rusqlite::Error) -> DialLogError {
     DialLogError::Storage(format!("{what} {}: {e}", path.display()))
