@@ -72,6 +72,7 @@ impl Reader {
                 }
             }
             if gap_hi > sql_upto + 1 && !more {
+                // Then the rows.
                 let mut stmt = conn
                     .prepare_cached(&format!(
                         "SELECT {DIAL_COLS} FROM dials d WHERE d.rowid > ?1 AND d.rowid < ?2 \
@@ -268,7 +269,8 @@ impl Reader {
     }
 
     /// Calls `f` with each stored dial in `(sql_upto, gap_below)` (written, not indexed yet,
-    /// not in the ring: rows, then the journal's) that matches `q`, checked in Rust. `doing` names the work in errors.
+    /// not in the ring: rows, then the journal's) that matches `q`, checked in Rust. `doing`
+    /// names the work in errors.
     pub(super) fn each_gap_match(
         &self,
         conn: &Connection,

@@ -174,6 +174,19 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// A flag byte, then what `read` reads when it is 1.
+    fn opt<T>(
+        &mut self,
+        what: &str,
+        read: impl FnOnce(&mut Self) -> Result<T, String>,
+    ) -> Result<Option<T>, String> {
+        if self.flag(what)? {
+            read(self).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
     fn text(&mut self, what: &str) -> Result<&'a str, String> {
         let len = self.u32(what)? as usize;
         let at = self.at;
@@ -208,16 +221,8 @@ fn decode_one(c: &mut Cursor<'_>) -> Result<Dial, String> {
     let seq = c.u64("seq")?;
     let start_ms = c.i64("start_ms")?;
     let duration_ms = c.u64("duration_ms")?;
-    let arrived = if c.flag("arrived_ms")? {
-        Some(c.i64("arrived_ms")?)
-    } else {
-        None
-    };
-    let spec = if c.flag("spec")? {
-        SpecMark::known(c.u32("spec")?)
-    } else {
-        SpecMark::default()
-    };
+    let arrived = c.opt("arrived_ms", |c| c.i64("arrived_ms"))?;
+    let spec = c.opt("spec", |c| c.u32("spec"))?;
     let id = c.text("id")?;
     let phone = c.text("phone")?;
     let call_id = c.text("call_id")?;
@@ -229,16 +234,8 @@ fn decode_one(c: &mut Cursor<'_>) -> Result<Dial, String> {
     let session = c.text("session")?;
     let outcome = c.text("outcome")?;
     let retention = c.text("retention")?;
-    let response = if c.flag("response")? {
-        Some(c.text("response")?)
-    } else {
-        None
-    };
-    let error = if c.flag("error")? {
-        Some(c.text("error")?)
-    } else {
-        None
-    };
+    let response = c.opt("response", |c| c.text("response"))?;
+    let error = c.opt("error", |c| c.text("error"))?;
     let outcome = DialOutcome::parse(outcome)
         .ok_or_else(|| format!("dial {id}: unknown outcome {outcome:?}"))?;
     let retention = Retention::parse(retention)
@@ -259,7 +256,7 @@ fn decode_one(c: &mut Cursor<'_>) -> Result<Dial, String> {
         error: error.map(Into::into),
         retention,
         slow: false,
-        spec,
+        spec: spec.map_or_else(SpecMark::default, SpecMark::known),
         session: session.into(),
         seq: Seq(seq),
         arrived: Arrival(arrived),

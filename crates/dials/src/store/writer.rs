@@ -100,6 +100,38 @@ impl WriterShared {
     }
 }
 
+/// What the writer knows of the journal ([`journal`]): the dials it holds, and whether a body
+/// that does not decode stopped its moves (the body stays for repair, and so does what
+/// follows it, as the journal is moved in order).
+#[derive(Debug, Default)]
+struct Journal {
+    held: u64,
+    stuck: bool,
+}
+
+impl Journal {
+    /// Whether there is something the writer can move.
+    fn movable(&self) -> bool {
+        self.held > 0 && !self.stuck
+    }
+
+    /// Moves the oldest batch into rows.
+    fn move_oldest(&mut self, conn: &mut Connection) -> Result<(), MoveError> {
+        match journal::move_oldest(conn)? {
+            Some(n) => self.held = self.held.saturating_sub(n as u64),
+            None => self.held = 0,
+        }
+        Ok(())
+    }
+
+    /// Moves everything into rows.
+    fn move_all(&mut self, conn: &mut Connection) -> Result<(), MoveError> {
+        journal::move_all(conn)?;
+        self.held = 0;
+        Ok(())
+    }
+}
+
 /// Page cache of the writer's connection, in KiB: SQLite's default size. Inserts append (the
 /// rows by rowid, their keys, the expiry index at a few places), so they touch few pages; a
 /// larger cache only fills over the first minutes with pages the indexing pass read once, and
@@ -162,10 +194,11 @@ pub(crate) fn writer_loop(
     let mut deferred: std::collections::VecDeque<WriterMsg> = std::collections::VecDeque::new();
     // The sender side was dropped while a batch waited for room.
     let mut closing = false;
-    // Dials in the journal now (the file was opened with it moved, but a move may have failed).
-    let mut journaled = journal::held(&conn).unwrap_or(0);
-    // Set when a journal body does not decode: it stays for repair, and so does what follows.
-    let mut journal_stuck = false;
+    // The file was opened with its journal moved, but a move may have failed.
+    let mut jr = Journal {
+        held: journal::held(&conn).unwrap_or(0),
+        stuck: false,
+    };
     let move_failed = |e: MoveError, stuck: &mut bool| {
         if let MoveError::Sql(e) = &e {
             if is_disk_full(e) {
@@ -195,21 +228,17 @@ pub(crate) fn writer_loop(
                             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
                             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
                         }
-                    } else if journaled > 0 && !journal_stuck {
+                    } else if jr.movable() {
                         // The journal is moved before anything is indexed (indexing takes the
                         // rows above its mark in order), one batch a turn so a new message is
                         // never kept waiting for more than one.
                         pace.indexed(Instant::now());
-                        match journal::move_oldest(&mut conn) {
-                            Ok(Some(_)) => journaled = journal::held(&conn).unwrap_or(0),
-                            Ok(None) => journaled = 0,
-                            Err(e) => {
-                                move_failed(e, &mut journal_stuck);
-                                to_index = false;
-                            }
+                        if let Err(e) = jr.move_oldest(&mut conn) {
+                            move_failed(e, &mut jr.stuck);
+                            to_index = false;
                         }
                         continue;
-                    } else if journaled > 0 {
+                    } else if jr.held > 0 {
                         to_index = false;
                         continue;
                     } else {
@@ -255,13 +284,11 @@ pub(crate) fn writer_loop(
                 // small batch with the journal empty goes straight to rows. A dial built
                 // outside a log (seq 0) takes the next rowid, so the journal is moved first.
                 let outside_log = dials.iter().any(|d| d.seq.0 == 0 && d.retention.persists());
-                let to_journal = !outside_log
-                    && !journal_stuck
-                    && (journaled > 0 || dials.len() >= JOURNAL_MIN_BATCH);
-                if outside_log && journaled > 0 && !journal_stuck {
-                    match journal::move_all(&mut conn) {
-                        Ok(_) => journaled = 0,
-                        Err(e) => move_failed(e, &mut journal_stuck),
+                let to_journal =
+                    !outside_log && !jr.stuck && (jr.held > 0 || dials.len() >= JOURNAL_MIN_BATCH);
+                if outside_log && jr.movable() {
+                    if let Err(e) = jr.move_all(&mut conn) {
+                        move_failed(e, &mut jr.stuck);
                     }
                 }
                 loop {
@@ -273,13 +300,12 @@ pub(crate) fn writer_loop(
                     match written {
                         Ok(n) => {
                             if to_journal {
-                                journaled += n as u64;
+                                jr.held += n as u64;
                                 // A stream that never pauses moves as it journals past the
                                 // bound, so the journal stops growing.
-                                if journaled > JOURNAL_MAX_DIALS {
-                                    match journal::move_oldest(&mut conn) {
-                                        Ok(_) => journaled = journal::held(&conn).unwrap_or(0),
-                                        Err(e) => move_failed(e, &mut journal_stuck),
+                                if jr.held > JOURNAL_MAX_DIALS {
+                                    if let Err(e) = jr.move_oldest(&mut conn) {
+                                        move_failed(e, &mut jr.stuck);
                                     }
                                 }
                             }
@@ -357,10 +383,9 @@ pub(crate) fn writer_loop(
             }
             WriterMsg::Prune { now_ms, reply } => {
                 // Journaled dials expire like the others: moved first, then pruned.
-                if journaled > 0 && !journal_stuck {
-                    match journal::move_all(&mut conn) {
-                        Ok(_) => journaled = 0,
-                        Err(e) => move_failed(e, &mut journal_stuck),
+                if jr.movable() {
+                    if let Err(e) = jr.move_all(&mut conn) {
+                        move_failed(e, &mut jr.stuck);
                     }
                 }
                 let r = prune(&conn, now_ms).map_err(|e| storage(&path, "pruning", e));
@@ -376,8 +401,7 @@ pub(crate) fn writer_loop(
             WriterMsg::Clear { reply } => {
                 let r = clear(&conn).map_err(|e| storage(&path, "clearing", e));
                 if r.is_ok() {
-                    journaled = 0;
-                    journal_stuck = false;
+                    jr = Journal::default();
                 }
                 if let Ok(upto) = indexed_upto(&conn) {
                     shared.indexed_upto.store(upto, Ordering::Release);
@@ -403,9 +427,9 @@ pub(crate) fn writer_loop(
     }
     // A clean stop leaves no journal behind (the next start would move it, but an older build
     // opening the file would not see it).
-    if journaled > 0 && !journal_stuck {
-        if let Err(e) = journal::move_all(&mut conn) {
-            move_failed(e, &mut journal_stuck);
+    if jr.movable() {
+        if let Err(e) = jr.move_all(&mut conn) {
+            move_failed(e, &mut jr.stuck);
         }
     }
     shared.stopped.store(true, Ordering::Release);
