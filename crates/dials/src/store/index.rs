@@ -162,6 +162,15 @@ impl IndexPace {
         self.last_chunk = Some(now);
     }
 
+    /// How long until the quiet begins ([`INDEX_QUIET`] after the last insert) at `now`;
+    /// `None` once it has begun (or before any insert).
+    pub(crate) fn quiet_in(&self, now: Instant) -> Option<Duration> {
+        let since_insert = now.saturating_duration_since(self.last_insert?);
+        INDEX_QUIET
+            .checked_sub(since_insert)
+            .filter(|w| !w.is_zero())
+    }
+
     /// How long to wait before the next chunk at `now` (`None`: index now): while the last
     /// insert is less than [`INDEX_QUIET`] old, until [`INDEX_BUSY_EVERY`] after the last chunk
     /// (or until the quiet begins, whichever is first).

@@ -100,35 +100,141 @@ impl WriterShared {
     }
 }
 
-/// What the writer knows of the journal ([`journal`]): the dials it holds, and whether a body
+/// What the writer knows of the journal ([`journal`]): the dials it holds, whether a body
 /// that does not decode stopped its moves (the body stays for repair, and so does what
-/// follows it, as the journal is moved in order).
-#[derive(Debug, Default)]
+/// follows it, as the journal is moved in order), when it last moved a batch while dials kept
+/// coming, and whether the WAL's checkpoints wait for the flood to pass.
+#[derive(Debug)]
 struct Journal {
     held: u64,
     stuck: bool,
+    moved_busy_at: Option<Instant>,
+    checkpoints: Checkpoints,
 }
 
 impl Journal {
+    fn new(held: u64, checkpoints: Checkpoints) -> Self {
+        Journal {
+            held,
+            stuck: false,
+            moved_busy_at: None,
+            checkpoints,
+        }
+    }
+
     /// Whether there is something the writer can move.
     fn movable(&self) -> bool {
         self.held > 0 && !self.stuck
     }
 
-    /// Moves the oldest batch into rows.
-    fn move_oldest(&mut self, conn: &mut Connection) -> Result<(), MoveError> {
+    /// A batch of `n` dials was journaled: the WAL's checkpoints wait until the journal is
+    /// moved ([`Checkpoints`]).
+    fn journaled(&mut self, conn: &Connection, n: usize) {
+        self.held += n as u64;
+        if n > 0 {
+            self.checkpoints.defer(conn);
+        }
+    }
+
+    /// While dials keep coming (`pace`), how long the next move waits at `now`: the oldest
+    /// batch is moved at most once every [`JOURNAL_BUSY_EVERY`], and at once when the quiet
+    /// begins. `None`: move now.
+    fn busy_wait(&self, pace: &IndexPace, now: Instant) -> Option<Duration> {
+        let quiet_in = pace.quiet_in(now)?;
+        let since = now.saturating_duration_since(self.moved_busy_at?);
+        let move_in = JOURNAL_BUSY_EVERY
+            .checked_sub(since)
+            .filter(|w| !w.is_zero())?;
+        Some(quiet_in.min(move_in))
+    }
+
+    /// Moves the oldest batch into rows (at `now`, with `pace` telling whether dials are still
+    /// coming).
+    fn move_oldest(
+        &mut self,
+        conn: &mut Connection,
+        pace: &IndexPace,
+        now: Instant,
+    ) -> Result<(), MoveError> {
+        if pace.quiet_in(now).is_some() {
+            self.moved_busy_at = Some(now);
+        }
         match journal::move_oldest(conn)? {
             Some(n) => self.held = self.held.saturating_sub(n as u64),
             None => self.held = 0,
         }
+        self.settle(conn);
         Ok(())
     }
 
     /// Moves everything into rows.
     fn move_all(&mut self, conn: &mut Connection) -> Result<(), MoveError> {
         journal::move_all(conn)?;
-        self.held = 0;
+        self.emptied(conn);
         Ok(())
+    }
+
+    /// The journal is empty (moved, or the file cleared).
+    fn emptied(&mut self, conn: &Connection) {
+        self.held = 0;
+        self.stuck = false;
+        self.settle(conn);
+    }
+
+    /// Once the journal is empty, or stuck (it will not be moved until repaired), the
+    /// checkpoints the flood put off run.
+    fn settle(&mut self, conn: &Connection) {
+        if self.held == 0 || self.stuck {
+            self.checkpoints.resume(conn);
+        }
+    }
+}
+
+/// The WAL's automatic checkpoints: every [`WRITER_CHECKPOINT_BYTES`] normally; while the
+/// journal holds a flood, only past [`FLOOD_CHECKPOINT_BYTES`], with one checkpoint once the
+/// journal has been moved. A checkpoint copies every page written since the last one from the
+/// WAL into the file, which during a flood was a fifth of the writer's time; put off, it is
+/// paid after the flood, with the journal's moves.
+#[derive(Debug)]
+struct Checkpoints {
+    /// `wal_autocheckpoint` values (pages of the file's size): normal, during a flood.
+    normal_pages: i64,
+    flood_pages: i64,
+    deferred: bool,
+}
+
+impl Checkpoints {
+    fn new(page_bytes: i64) -> Self {
+        let page = page_bytes.max(512);
+        Checkpoints {
+            normal_pages: WRITER_CHECKPOINT_BYTES / page,
+            flood_pages: FLOOD_CHECKPOINT_BYTES / page,
+            deferred: false,
+        }
+    }
+
+    fn defer(&mut self, conn: &Connection) {
+        if self.deferred {
+            return;
+        }
+        self.deferred = true;
+        if let Err(e) = conn.pragma_update(None, "wal_autocheckpoint", self.flood_pages) {
+            tracing::warn!(target: "switchboard::dials", "putting off WAL checkpoints during a flood: {e}");
+        }
+    }
+
+    fn resume(&mut self, conn: &Connection) {
+        if !self.deferred {
+            return;
+        }
+        self.deferred = false;
+        let done = conn
+            .pragma_update(None, "wal_autocheckpoint", self.normal_pages)
+            .and_then(|_| conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())));
+        // Not a write error: what the WAL holds is committed, and the next checkpoint takes it.
+        if let Err(e) = done {
+            tracing::warn!(target: "switchboard::dials", "checkpointing the WAL after a flood: {e}");
+        }
     }
 }
 
@@ -138,7 +244,18 @@ impl Journal {
 /// stays filled for the app's life (an app left in the tray all day holds it).
 const WRITER_CACHE_KIB: i64 = 2 * 1024;
 /// WAL bytes between automatic checkpoints (SQLite counts them in pages of the file's size).
+/// Also the size the WAL file is cut back to after a checkpoint (`journal_size_limit`), so a
+/// flood's WAL does not stay on disk.
 const WRITER_CHECKPOINT_BYTES: i64 = 16 * 1024 * 1024;
+/// WAL bytes between automatic checkpoints while the journal holds a flood ([`Checkpoints`]):
+/// about [`JOURNAL_MAX_DIALS`] dials of the usual few hundred bytes, so a flood up to the
+/// journal's bound is checkpointed once, after it.
+const FLOOD_CHECKPOINT_BYTES: i64 = 256 * 1024 * 1024;
+/// While dials keep coming, the journal's oldest batch is moved at most this often: a batch is
+/// hundreds of dials and moving one costs about what writing its rows did, so moving one per
+/// index tick (100 ms) took the writer a quarter more time during a flood. The rest is moved
+/// when the quiet begins, and past [`JOURNAL_MAX_DIALS`] after each batch.
+const JOURNAL_BUSY_EVERY: Duration = Duration::from_secs(1);
 
 /// First and longest wait between tries of a batch while the disk is full.
 const FULL_RETRY_FIRST: Duration = Duration::from_millis(100);
@@ -166,16 +283,14 @@ pub(crate) fn writer_loop(
 ) {
     // WAL checkpoints every WRITER_CHECKPOINT_BYTES rather than every 1000 pages (fewer
     // fsyncs), whatever the file's page size.
-    let tuned = conn
-        .pragma_update(None, "cache_size", -WRITER_CACHE_KIB)
-        .and_then(|_| conn.pragma_query_value(None, "page_size", |r| r.get::<_, i64>(0)))
-        .and_then(|page| {
-            conn.pragma_update(
-                None,
-                "wal_autocheckpoint",
-                WRITER_CHECKPOINT_BYTES / page.max(512),
-            )
-        });
+    let page = conn.pragma_query_value(None, "page_size", |r| r.get::<_, i64>(0));
+    let checkpoints = Checkpoints::new(*page.as_ref().unwrap_or(&4096));
+    let tuned = page
+        .and_then(|_| conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB))
+        .and_then(|_| {
+            conn.pragma_update(None, "wal_autocheckpoint", checkpoints.normal_pages)
+        })
+        .and_then(|_| conn.pragma_update(None, "journal_size_limit", WRITER_CHECKPOINT_BYTES));
     if let Err(e) = tuned {
         tracing::warn!(target: "switchboard::dials", "tuning the dial writer's connection: {e}");
     }
@@ -195,10 +310,7 @@ pub(crate) fn writer_loop(
     // The sender side was dropped while a batch waited for room.
     let mut closing = false;
     // The file was opened with its journal moved, but a move may have failed.
-    let mut jr = Journal {
-        held: journal::held(&conn).unwrap_or(0),
-        stuck: false,
-    };
+    let mut jr = Journal::new(journal::held(&conn).unwrap_or(0), checkpoints);
     let move_failed = |e: MoveError, stuck: &mut bool| {
         if let MoveError::Sql(e) = &e {
             if is_disk_full(e) {
@@ -213,6 +325,9 @@ pub(crate) fn writer_loop(
         switchboard_wire::sync::lock(&shared.error).get_or_insert(msg);
     };
     loop {
+        if jr.stuck {
+            jr.settle(&conn);
+        }
         let msg = if let Some(m) = deferred.pop_front() {
             m
         } else if closing {
@@ -229,15 +344,24 @@ pub(crate) fn writer_loop(
                             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
                         }
                     } else if jr.movable() {
-                        // The journal is moved before anything is indexed (indexing takes the
-                        // rows above its mark in order), one batch a turn so a new message is
-                        // never kept waiting for more than one.
-                        pace.indexed(Instant::now());
-                        if let Err(e) = jr.move_oldest(&mut conn) {
-                            move_failed(e, &mut jr.stuck);
-                            to_index = false;
+                        let now = Instant::now();
+                        if let Some(wait) = jr.busy_wait(&pace, now) {
+                            match rx.recv_timeout(wait) {
+                                Ok(m) => m,
+                                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                            }
+                        } else {
+                            // The journal is moved before anything is indexed (indexing takes
+                            // the rows above its mark in order), one batch a turn so a new
+                            // message is never kept waiting for more than one.
+                            pace.indexed(now);
+                            if let Err(e) = jr.move_oldest(&mut conn, &pace, now) {
+                                move_failed(e, &mut jr.stuck);
+                                to_index = false;
+                            }
+                            continue;
                         }
-                        continue;
                     } else if jr.held > 0 {
                         to_index = false;
                         continue;
@@ -300,11 +424,12 @@ pub(crate) fn writer_loop(
                     match written {
                         Ok(n) => {
                             if to_journal {
-                                jr.held += n as u64;
+                                jr.journaled(&conn, n);
                                 // A stream that never pauses moves as it journals past the
                                 // bound, so the journal stops growing.
                                 if jr.held > JOURNAL_MAX_DIALS {
-                                    if let Err(e) = jr.move_oldest(&mut conn) {
+                                    let now = Instant::now();
+                                    if let Err(e) = jr.move_oldest(&mut conn, &pace, now) {
                                         move_failed(e, &mut jr.stuck);
                                     }
                                 }
@@ -401,7 +526,7 @@ pub(crate) fn writer_loop(
             WriterMsg::Clear { reply } => {
                 let r = clear(&conn).map_err(|e| storage(&path, "clearing", e));
                 if r.is_ok() {
-                    jr = Journal::default();
+                    jr.emptied(&conn);
                 }
                 if let Ok(upto) = indexed_upto(&conn) {
                     shared.indexed_upto.store(upto, Ordering::Release);
@@ -434,4 +559,132 @@ pub(crate) fn writer_loop(
     }
     shared.stopped.store(true, Ordering::Release);
     shared.progress.notify_waiters();
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::record::{Retention, Seq};
+    use crate::store::index::INDEX_QUIET;
+    use crate::store::open;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// `n` persisting sample dials with sequence numbers `from..from + n`.
+    fn samples(from: u64, n: u64) -> Vec<Arc<Dial>> {
+        (0..n)
+            .map(|i| {
+                let mut d =
+                    switchboard_domain::dial::sample::sample_dial(from + i, 2, 1_800_000_000_000);
+                d.retention = Retention::Standard;
+                d.seq = Seq(from + i);
+                d.normalise();
+                Arc::new(d)
+            })
+            .collect()
+    }
+
+    fn autocheckpoint(conn: &Connection) -> i64 {
+        conn.pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0))
+            .unwrap()
+    }
+
+    fn len(path: &std::path::Path) -> u64 {
+        std::fs::metadata(path).unwrap().len()
+    }
+
+    #[test]
+    fn a_flood_in_the_journal_puts_off_checkpoints_until_it_is_moved() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut conn, path) = open(dir.path()).unwrap();
+        let page: i64 = conn
+            .pragma_query_value(None, "page_size", |r| r.get(0))
+            .unwrap();
+        // A normal threshold of 16 pages, so that a few batches pass it.
+        let checkpoints = Checkpoints {
+            normal_pages: 16,
+            flood_pages: FLOOD_CHECKPOINT_BYTES / page,
+            deferred: false,
+        };
+        conn.pragma_update(None, "wal_autocheckpoint", 16).unwrap();
+        let mut jr = Journal::new(0, checkpoints);
+
+        // Without the journal's say, SQLite checkpoints as it goes: the file grows.
+        let before = len(&path);
+        journal::journal_batch(&mut conn, &samples(1, 300)).unwrap();
+        assert!(len(&path) > before, "the checkpoint copied the batch into the file");
+        jr.move_all(&mut conn).unwrap();
+
+        // Journaled batches: the WAL takes them, the file does not change until the move.
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        let before = len(&path);
+        for k in 0..4 {
+            let n = journal::journal_batch(&mut conn, &samples(301 + k * 300, 300)).unwrap();
+            jr.journaled(&conn, n);
+        }
+        assert_eq!(jr.held, 1200);
+        assert_eq!(autocheckpoint(&conn), FLOOD_CHECKPOINT_BYTES / page);
+        assert_eq!(len(&path), before, "no checkpoint ran during the flood");
+        let wal = path.with_file_name(format!(
+            "{}-wal",
+            path.file_name().unwrap().to_string_lossy()
+        ));
+        // Past the normal threshold: without the deferral a checkpoint would have run.
+        assert!(len(&wal) > 16 * page as u64, "the WAL holds the flood");
+
+        // Moved: the threshold is back and one checkpoint put the pages in the file.
+        jr.move_all(&mut conn).unwrap();
+        assert_eq!(jr.held, 0);
+        assert_eq!(autocheckpoint(&conn), 16);
+        assert!(
+            len(&path) > before + 16 * page as u64,
+            "the checkpoint after the flood copied it into the file"
+        );
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM dials", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 1500);
+    }
+
+    #[test]
+    fn while_dials_keep_coming_the_journal_moves_at_most_once_a_second() {
+        let t0 = Instant::now();
+        let jr = |moved: Option<Instant>| Journal {
+            moved_busy_at: moved,
+            ..Journal::new(
+                1000,
+                Checkpoints {
+                    normal_pages: 1,
+                    flood_pages: 1,
+                    deferred: false,
+                },
+            )
+        };
+        let mut pace = IndexPace::default();
+        pace.inserted(t0);
+        // Never moved while busy: now.
+        assert_eq!(jr(None).busy_wait(&pace, t0 + MS), None);
+        // Moved 10 ms ago, dials still coming: until the quiet begins (90 ms), which is sooner
+        // than the next busy move.
+        pace.inserted(t0 + 10 * MS);
+        assert_eq!(
+            jr(Some(t0)).busy_wait(&pace, t0 + 10 * MS),
+            Some(INDEX_QUIET)
+        );
+        // Near the second's end, dials coming: until the second is over.
+        pace.inserted(t0 + 950 * MS);
+        assert_eq!(
+            jr(Some(t0)).busy_wait(&pace, t0 + 960 * MS),
+            Some(40 * MS)
+        );
+        // A second after the last busy move: now.
+        assert_eq!(jr(Some(t0)).busy_wait(&pace, t0 + 1000 * MS), None);
+        // Quiet: now, whenever the last move was.
+        assert_eq!(
+            jr(Some(t0 + 900 * MS)).busy_wait(&pace, t0 + 950 * MS + INDEX_QUIET),
+            None
+        );
+    }
 }
