@@ -511,6 +511,18 @@ async fn bare_client(addr: SocketAddr, fp: &str) -> R<ClientWs> {
 // ---------------------------------------------------------------------------------------------
 // Measurements
 
+/// Lets the machine settle before one side of a trial: the file system's dirty pages written
+/// (what the desktop's dial file left, or the kernel's writeback of it, must not run during the
+/// bare side's clock, nor the reverse), then a short pause for the threads that stopped.
+async fn settle() {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    #[cfg(unix)]
+    unsafe {
+        libc::sync()
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
 struct IngestRun {
     held_per_s: f64,
     stored_per_s: f64,
@@ -1104,7 +1116,9 @@ fn main() -> R<()> {
         .unwrap_or(TRIALS);
     rt.block_on(async {
         for t in 0..trials {
+            settle().await;
             let (b, bare_cpu) = ingest_bare(n, &format!("bare{t}")).await?;
+            settle().await;
             let d = ingest_desk(n, &format!("desk{t}")).await?;
             eprintln!(
                 "trial {t}: bare {b:.0}/s, desk held {:.0}/s, stored {:.0}/s, ratio {:.3}; CPU per dial: bare server {bare_cpu:.2} us, desktop {:.2} us; {} skipped for the live view",

@@ -25,6 +25,7 @@ pub mod store;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 use ts_rs::TS;
@@ -261,14 +262,19 @@ fn read_manifest(path: &Path) -> Result<ExtensionManifest, ExtensionManifestErro
 pub struct CallPath {
     /// The calling (requesting) extension id, e.g. `lumiagent` dialling a handler; empty if
     /// unknown.
-    pub caller: String,
+    // Shared strings: the hub builds a path for every dial a phone reports, from the dial's
+    // own, without copying them.
+    #[ts(type = "string")]
+    pub caller: Arc<str>,
     /// The endpoint called, e.g. `lumirealm.phoneline` or `lumiagent.phoneline_probe`.
-    pub endpoint: String,
+    #[ts(type = "string")]
+    pub endpoint: Arc<str>,
 }
 
 impl CallPath {
-    /// Builds a path from a caller id and an endpoint.
-    pub fn new(caller: impl Into<String>, endpoint: impl Into<String>) -> Self {
+    /// Builds a path from a caller id and an endpoint (`&str`, `String` or a shared
+    /// `Arc<str>`, which is not copied).
+    pub fn new(caller: impl Into<Arc<str>>, endpoint: impl Into<Arc<str>>) -> Self {
         Self {
             caller: caller.into(),
             endpoint: endpoint.into(),
@@ -388,7 +394,7 @@ fn other_end<'a>(p: &'a PermissionFailure, path: &'a CallPath) -> Option<&'a str
     [
         p.owner.as_str(),
         ext(&p.endpoint),
-        path.caller.as_str(),
+        &*path.caller,
         ext(&path.endpoint),
     ]
     .into_iter()
@@ -580,7 +586,7 @@ mod tests {
             "LumiRealm is missing characters, required for LumiAgent communication."
         );
         assert_eq!(b.endpoint, "lumiagent.phoneline_request");
-        assert_eq!(b.path.endpoint, "lumirealm.phoneline");
+        assert_eq!(&*b.path.endpoint, "lumirealm.phoneline");
     }
 
     #[test]

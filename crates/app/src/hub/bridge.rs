@@ -12,7 +12,8 @@
 use std::sync::Arc;
 
 use super::{lock, Hub, HubNotice};
-use switchboard_domain::bridge::store::{DiagnosticReason, DialJudgement, FailureRecorded};
+use switchboard_domain::bridge::store::{DiagnosticReason, DialMark, FailureRecorded};
+use switchboard_domain::bridge::Banner;
 use switchboard_domain::bridge::{CallPath, ExtensionDirectory};
 use switchboard_domain::phone_events::{timestamp_ms, BridgeEvent, BridgeOutcome, LineSettings};
 use switchboard_domain::phone_line::pairing::DescribeOutcome;
@@ -31,9 +32,9 @@ pub fn describe_path(identifier: &str) -> CallPath {
 /// How a result reaches the store.
 #[derive(Clone, Copy)]
 pub(super) enum Via<'a> {
-    /// A dial (its id, remembered for the dial inspector) or a bridge event: applied as it
-    /// comes.
-    Call(Option<&'a str>),
+    /// A dial (its phone's device id and its id, remembered for the dial inspector) or a
+    /// bridge event: applied as it comes.
+    Call(Option<(&'a Arc<str>, &'a Arc<str>)>),
     /// A `describe` repeated in a settings snapshot: applied only when newer than every
     /// result on the path.
     Snapshot,
@@ -93,9 +94,12 @@ impl Hub {
             Some(d) => d,
             None => switchboard_domain::bridge::explain::builtin_directory(),
         };
-        let (before, after) = {
+        // What changed, told once the store is unlocked. Banners are compared by serial (a
+        // repeat keeps it, anything else raises a new one) and copied only for a notice: a
+        // flood of failing dials repeats one banner thousands of times a second.
+        let notice = {
             let mut store = lock(&self.inner.bridge);
-            let before = store.banner(device_id, path).cloned();
+            let before = store.banner(device_id, path).map(|b| b.serial);
             let recorded = match via {
                 Via::Snapshot => match store.record_if_newer(device_id, path, error, at_ms, dir) {
                     Some(r) => r,
@@ -109,33 +113,34 @@ impl Hub {
                     }
                 },
             };
-            let after = store.banner(device_id, path).cloned();
-            if let (Via::Call(Some(dial_id)), Some(recorded)) = (via, recorded) {
-                let judgement = match (&after, recorded) {
-                    (Some(b), FailureRecorded::BannerRaised | FailureRecorded::BannerRepeated) => {
-                        DialJudgement::Banner(Box::new(b.clone()))
-                    }
-                    (_, FailureRecorded::Diagnostic(reason)) => DialJudgement::NoBanner(reason),
+            let after = store.banner(device_id, path).map(|b| b.serial);
+            if let (Via::Call(Some((phone, dial_id))), Some(recorded)) = (via, recorded) {
+                let mark = match (after, recorded) {
+                    (
+                        Some(serial),
+                        FailureRecorded::BannerRaised | FailureRecorded::BannerRepeated,
+                    ) => DialMark::Banner(serial),
+                    (_, FailureRecorded::Diagnostic(reason)) => DialMark::NoBanner(reason),
                     // A raised or repeated failure always leaves the banner current.
-                    (None, _) => DialJudgement::NoBanner(DiagnosticReason::NotPermission),
+                    (None, _) => DialMark::NoBanner(DiagnosticReason::NotPermission),
                 };
-                store.remember_dial(device_id, dial_id, judgement);
+                store.remember_dial(Arc::clone(phone), Arc::clone(dial_id), mark);
             }
-            (before, after)
+            match (before, after) {
+                (before, Some(serial)) if before != Some(serial) => store
+                    .banner(device_id, path)
+                    .map(|b| HubNotice::BannerRaised {
+                        banner_id: b.id.clone(),
+                        message: b.message.clone(),
+                    }),
+                (Some(_), None) => Some(HubNotice::BannerCleared {
+                    banner_id: Banner::key_of(device_id, path),
+                }),
+                _ => None,
+            }
         };
-        match (before, after) {
-            (None, Some(b)) => self.notify(HubNotice::BannerRaised {
-                banner_id: b.id,
-                message: b.message,
-            }),
-            (Some(old), None) => self.notify(HubNotice::BannerCleared { banner_id: old.id }),
-            (Some(old), Some(new)) if !old.same_failure(&new) => {
-                self.notify(HubNotice::BannerRaised {
-                    banner_id: new.id,
-                    message: new.message,
-                })
-            }
-            _ => {}
+        if let Some(n) = notice {
+            self.notify(n);
         }
     }
 }

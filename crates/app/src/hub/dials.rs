@@ -239,7 +239,8 @@ impl Hub {
         let record = dial.to_dial(device_id, session, retention);
         let note = DialNote::of(&record);
         let verdict = self.inner.dials.ingest(record).await;
-        if let Some(total) = self.after_ingest(device_id, &note, verdict.as_ref()) {
+        let phone: Arc<str> = Arc::from(device_id);
+        if let Some(total) = self.after_ingest(&phone, &note, verdict.as_ref()) {
             self.notify(HubNotice::DialCount {
                 device_id: device_id.to_string(),
                 total,
@@ -252,10 +253,11 @@ impl Hub {
     /// the dial-count notice).
     pub(super) fn after_ingest(
         &self,
-        device_id: &str,
+        phone: &Arc<str>,
         dial: &DialNote,
         verdict: Result<&IngestVerdict, &DialLogError>,
     ) -> Option<u64> {
+        let device_id: &str = phone;
         let held = match verdict {
             Ok(IngestVerdict::Held) => true,
             // A replay the dial log already holds: nothing follows from it.
@@ -286,7 +288,7 @@ impl Hub {
             DialOutcome::Ok => {
                 // A success only retires the phone's banner on the path: nothing to do when it
                 // has none (the path's latest result time still moves, for snapshot results).
-                let path = CallPath::new(&*dial.caller, &*dial.endpoint);
+                let path = CallPath::new(Arc::clone(&dial.caller), Arc::clone(&dial.endpoint));
                 let has_banner = {
                     let mut store = lock(&self.inner.bridge);
                     let has = store.banner(device_id, &path).is_some();
@@ -301,19 +303,19 @@ impl Hub {
                         &path,
                         None,
                         dial.end_ms,
-                        Via::Call(Some(&dial.id)),
+                        Via::Call(Some((phone, &dial.id))),
                     );
                 }
             }
             DialOutcome::Error | DialOutcome::TimedOut => {
-                let path = CallPath::new(&*dial.caller, &*dial.endpoint);
+                let path = CallPath::new(Arc::clone(&dial.caller), Arc::clone(&dial.endpoint));
                 let text = dial.error.as_deref().unwrap_or_default();
                 self.bridge_result(
                     device_id,
                     &path,
                     Some(text),
                     dial.end_ms,
-                    Via::Call(Some(&dial.id)),
+                    Via::Call(Some((phone, &dial.id))),
                 );
             }
             // The handler answered: the bridge worked, but a tool error says nothing new.

@@ -287,9 +287,7 @@ pub(crate) fn writer_loop(
     let checkpoints = Checkpoints::new(*page.as_ref().unwrap_or(&4096));
     let tuned = page
         .and_then(|_| conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB))
-        .and_then(|_| {
-            conn.pragma_update(None, "wal_autocheckpoint", checkpoints.normal_pages)
-        })
+        .and_then(|_| conn.pragma_update(None, "wal_autocheckpoint", checkpoints.normal_pages))
         .and_then(|_| conn.pragma_update(None, "journal_size_limit", WRITER_CHECKPOINT_BYTES));
     if let Err(e) = tuned {
         tracing::warn!(target: "switchboard::dials", "tuning the dial writer's connection: {e}");
@@ -613,7 +611,10 @@ mod tests {
         // Without the journal's say, SQLite checkpoints as it goes: the file grows.
         let before = len(&path);
         journal::journal_batch(&mut conn, &samples(1, 300)).unwrap();
-        assert!(len(&path) > before, "the checkpoint copied the batch into the file");
+        assert!(
+            len(&path) > before,
+            "the checkpoint copied the batch into the file"
+        );
         jr.move_all(&mut conn).unwrap();
 
         // Journaled batches: the WAL takes them, the file does not change until the move.
@@ -675,10 +676,7 @@ mod tests {
         );
         // Near the second's end, dials coming: until the second is over.
         pace.inserted(t0 + 950 * MS);
-        assert_eq!(
-            jr(Some(t0)).busy_wait(&pace, t0 + 960 * MS),
-            Some(40 * MS)
-        );
+        assert_eq!(jr(Some(t0)).busy_wait(&pace, t0 + 960 * MS), Some(40 * MS));
         // A second after the last busy move: now.
         assert_eq!(jr(Some(t0)).busy_wait(&pace, t0 + 1000 * MS), None);
         // Quiet: now, whenever the last move was.

@@ -34,6 +34,7 @@
 //! [`MAX_DIAL_JUDGEMENTS`] dials' judgements, the least recently seen (or oldest) dropped first.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use serde::Serialize;
 use ts_rs::TS;
@@ -146,12 +147,25 @@ pub enum FailureRecorded {
     Diagnostic(DiagnosticReason),
 }
 
-/// What one dial's result did to the bridge status, as the store remembers it for the dial
-/// inspector ([`BridgeStatusStore::dial_judgement`]).
+/// What one dial's result did to the bridge status, as the dial inspector is told
+/// ([`BridgeStatusStore::dial_judgement`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DialJudgement {
-    /// The dial raised or repeated this banner (as it stood right after the dial).
+    /// The dial raised or repeated this banner: as it stands now while current or in history,
+    /// else as it stood when the store forgot it.
     Banner(Box<Banner>),
+    /// The dial raised no banner, for this reason (it left a diagnostic).
+    NoBanner(DiagnosticReason),
+}
+
+/// What the store keeps of one dial's result ([`BridgeStatusStore::remember_dial`]): the
+/// serial of the banner it raised or repeated, or why it raised none. A number, not a copy of
+/// the banner: a phone reports dials by the thousand a second, and the banner itself is kept
+/// once (current, in history, or set aside while a kept dial still names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DialMark {
+    /// The dial raised or repeated the banner with this [`Banner::serial`].
+    Banner(u64),
     /// The dial raised no banner, for this reason (it left a diagnostic).
     NoBanner(DiagnosticReason),
 }
@@ -176,6 +190,7 @@ pub enum BannerStanding {
 }
 
 type Key = (String, CallPath);
+type DialKey = (Arc<str>, Arc<str>);
 
 /// Keeps the bridge banners current from call results. See the module docs for the rules.
 #[derive(Debug, Clone, Default)]
@@ -187,8 +202,14 @@ pub struct BridgeStatusStore {
     /// Phone -> path -> time: looked up from borrowed names (every dial touches it).
     latest: HashMap<String, HashMap<CallPath, u64>>,
     latest_order: VecDeque<Key>,
-    dials: HashMap<(String, String), DialJudgement>,
-    dial_order: VecDeque<(String, String)>,
+    /// (phone, dial id) -> what the dial did, oldest first in `dial_order`.
+    dials: HashMap<DialKey, DialMark>,
+    dial_order: VecDeque<DialKey>,
+    /// Banner serial -> how many kept dial marks name it.
+    marked: HashMap<u64, u32>,
+    /// Banners that left the history while a kept dial mark still named them, by serial
+    /// (dropped with the last mark naming them).
+    forgotten: HashMap<u64, Banner>,
     /// How many times what the Bridge status view shows changed ([`BridgeStatusStore::changes`]).
     changes: u64,
 }
@@ -325,33 +346,57 @@ impl BridgeStatusStore {
             .find(|b| b.phone == phone && b.path == *path)
     }
 
-    /// Remembers what dial `dial_id` of `phone` did: the banner it raised or repeated (the
-    /// phone's current banner on the dial's path) or, without one, why it raised none.
-    pub fn remember_dial(&mut self, phone: &str, dial_id: &str, judgement: DialJudgement) {
-        let key = (phone.to_string(), dial_id.to_string());
-        if self.dials.insert(key.clone(), judgement).is_none() {
-            self.dial_order.push_back(key);
-            while self.dial_order.len() > MAX_DIAL_JUDGEMENTS {
-                if let Some(old) = self.dial_order.pop_front() {
-                    self.dials.remove(&old);
+    /// Remembers what dial `dial_id` of `phone` (shared strings: nothing is copied) did: the
+    /// banner it raised or repeated, or why it raised none. At most [`MAX_DIAL_JUDGEMENTS`]
+    /// dials are kept, the oldest forgotten first.
+    pub fn remember_dial(&mut self, phone: Arc<str>, dial_id: Arc<str>, mark: DialMark) {
+        if let DialMark::Banner(serial) = mark {
+            *self.marked.entry(serial).or_insert(0) += 1;
+        }
+        let key = (phone, dial_id);
+        match self.dials.insert(key.clone(), mark) {
+            Some(old) => self.unmark(old),
+            None => {
+                self.dial_order.push_back(key);
+                while self.dial_order.len() > MAX_DIAL_JUDGEMENTS {
+                    if let Some(old) = self.dial_order.pop_front() {
+                        if let Some(m) = self.dials.remove(&old) {
+                            self.unmark(m);
+                        }
+                    }
                 }
+            }
+        }
+    }
+
+    /// One kept dial mark less names `mark`'s banner.
+    fn unmark(&mut self, mark: DialMark) {
+        let DialMark::Banner(serial) = mark else {
+            return;
+        };
+        if let Some(n) = self.marked.get_mut(&serial) {
+            *n -= 1;
+            if *n == 0 {
+                self.marked.remove(&serial);
+                self.forgotten.remove(&serial);
             }
         }
     }
 
     /// What dial `dial_id` of `phone` did to the bridge status, if the store still knows:
     /// the banner it raised (as it stands now when still current or in history, else as it
-    /// stood after the dial) with where it stands, or why it raised none.
+    /// stood when it left the history) with where it stands, or why it raised none.
     pub fn dial_judgement(
         &self,
         phone: &str,
         dial_id: &str,
     ) -> Option<(DialJudgement, Option<BannerStanding>)> {
-        let j = self.dials.get(&(phone.to_string(), dial_id.to_string()))?;
-        let DialJudgement::Banner(b) = j else {
-            return Some((j.clone(), None));
+        let mark = self.dials.get(&(Arc::from(phone), Arc::from(dial_id)))?;
+        let serial = match *mark {
+            DialMark::NoBanner(reason) => return Some((DialJudgement::NoBanner(reason), None)),
+            DialMark::Banner(serial) => serial,
         };
-        if let Some(cur) = self.banners.iter().find(|c| c.serial == b.serial) {
+        if let Some(cur) = self.banners.iter().find(|c| c.serial == serial) {
             return Some((
                 DialJudgement::Banner(Box::new(cur.clone())),
                 Some(BannerStanding::Current),
@@ -361,7 +406,7 @@ impl BridgeStatusStore {
             .history
             .iter()
             .rev()
-            .find(|h| h.banner.serial == b.serial)
+            .find(|h| h.banner.serial == serial)
         {
             return Some((
                 DialJudgement::Banner(Box::new(h.banner.clone())),
@@ -371,7 +416,11 @@ impl BridgeStatusStore {
                 }),
             ));
         }
-        Some((j.clone(), Some(BannerStanding::Forgotten)))
+        let gone = self.forgotten.get(&serial)?;
+        Some((
+            DialJudgement::Banner(Box::new(gone.clone())),
+            Some(BannerStanding::Forgotten),
+        ))
     }
 
     /// A serialisable copy of banners, history and diagnostics for the UI.
@@ -448,7 +497,12 @@ impl BridgeStatusStore {
 
     fn push_history(&mut self, banner: Banner, at_ms: u64, reason: RetireReason) {
         if self.history.len() >= HISTORY_CAP {
-            self.history.pop_front();
+            if let Some(old) = self.history.pop_front() {
+                // A kept dial still names it: the dial inspector can still show it.
+                if self.marked.contains_key(&old.banner.serial) {
+                    self.forgotten.insert(old.banner.serial, old.banner);
+                }
+            }
         }
         self.history.push_back(RetiredBanner {
             banner,

@@ -251,7 +251,7 @@ fn a_dials_judgement_follows_its_banner_into_history() {
     s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 100, &dir());
     let b = s.banner(PHONE, &dial()).unwrap().clone();
     assert!(b.serial > 0);
-    s.remember_dial(PHONE, "dial_1", DialJudgement::Banner(Box::new(b.clone())));
+    s.remember_dial(PHONE.into(), "dial_1".into(), DialMark::Banner(b.serial));
     s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 150, &dir());
     let (j, standing) = s.dial_judgement(PHONE, "dial_1").unwrap();
     let DialJudgement::Banner(now) = j else {
@@ -270,9 +270,9 @@ fn a_dials_judgement_follows_its_banner_into_history() {
         })
     );
     s.remember_dial(
-        PHONE,
-        "dial_2",
-        DialJudgement::NoBanner(DiagnosticReason::NotPermission),
+        PHONE.into(),
+        "dial_2".into(),
+        DialMark::NoBanner(DiagnosticReason::NotPermission),
     );
     assert_eq!(
         s.dial_judgement(PHONE, "dial_2").unwrap(),
@@ -283,10 +283,58 @@ fn a_dials_judgement_follows_its_banner_into_history() {
     );
     for i in 0..MAX_DIAL_JUDGEMENTS {
         s.remember_dial(
-            PHONE,
-            &format!("d{i}"),
-            DialJudgement::NoBanner(DiagnosticReason::NotPermission),
+            PHONE.into(),
+            format!("d{i}").into(),
+            DialMark::NoBanner(DiagnosticReason::NotPermission),
         );
     }
     assert!(s.dial_judgement(PHONE, "dial_1").is_none());
+}
+
+#[test]
+fn a_banner_a_kept_dial_names_outlives_the_history_until_that_dial_is_forgotten() {
+    let mut s = BridgeStatusStore::new();
+    s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 100, &dir());
+    s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 110, &dir());
+    let first = s.banner(PHONE, &dial()).unwrap().clone();
+    assert_eq!(first.count, 2);
+    s.remember_dial(
+        PHONE.into(),
+        "dial_1".into(),
+        DialMark::Banner(first.serial),
+    );
+    s.record_success(PHONE, &dial(), 120);
+    // A stream of other banners, each raised and cleared, pushes it out of the history.
+    for k in 0..HISTORY_CAP as u64 {
+        let at = 200 + 10 * k;
+        s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, at, &dir());
+        let serial = s.banner(PHONE, &dial()).unwrap().serial;
+        s.remember_dial(
+            PHONE.into(),
+            format!("d{k}").into(),
+            DialMark::Banner(serial),
+        );
+        s.record_success(PHONE, &dial(), at + 5);
+    }
+    assert!(s
+        .snapshot()
+        .history
+        .iter()
+        .all(|h| h.banner.serial != first.serial));
+    let (j, standing) = s.dial_judgement(PHONE, "dial_1").unwrap();
+    assert_eq!(j, DialJudgement::Banner(Box::new(first.clone())));
+    assert_eq!(standing, Some(BannerStanding::Forgotten));
+    // A banner no kept dial names is not set aside: only the marked ones are.
+    assert_eq!(s.forgotten.len(), 1);
+    // Once the dial's mark goes (the oldest of too many), so does the banner.
+    for i in 0..MAX_DIAL_JUDGEMENTS {
+        s.remember_dial(
+            PHONE.into(),
+            format!("n{i}").into(),
+            DialMark::NoBanner(DiagnosticReason::NotPermission),
+        );
+    }
+    assert!(s.dial_judgement(PHONE, "dial_1").is_none());
+    assert!(s.forgotten.is_empty());
+    assert!(s.marked.is_empty());
 }
