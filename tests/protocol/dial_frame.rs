@@ -287,6 +287,25 @@ fn check(name: &str, text: &str, expect: Expect) {
 }
 
 #[test]
+fn a_message_id_is_held_in_place_up_to_its_limit_and_a_longer_one_takes_the_general_path() {
+    use switchboard::phone_events::FrameId;
+    let id = |n: usize| format!("\"msg_{}\"", "a".repeat(n - 4));
+    // At the limit: taken, and the id reads back whole.
+    let at = with(&["id"], Some(&id(FrameId::MAX)));
+    check("id at the limit", &at, Expect::Taken);
+    let fast = DialFrame::parse(&at, &Arc::from(PHONE)).unwrap();
+    assert_eq!(fast.id.len(), FrameId::MAX);
+    assert_eq!(&*fast.id, &id(FrameId::MAX)[1..=FrameId::MAX]);
+    // Longer (still a valid id: up to 64 characters after the prefix): declined, never refused.
+    let over = with(&["id"], Some(&id(FrameId::MAX + 1)));
+    assert!(general_accepts(&over, PHONE));
+    assert!(DialFrame::parse(&over, &Arc::from(PHONE)).is_none());
+    let longest = with(&["id"], Some(&id(68)));
+    assert!(general_accepts(&longest, PHONE));
+    assert!(DialFrame::parse(&longest, &Arc::from(PHONE)).is_none());
+}
+
+#[test]
 fn odd_requests_are_rewritten_as_the_general_path_does() {
     use Expect::Taken;
     let req = ["payload", "request"];

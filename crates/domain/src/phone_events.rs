@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 mod dial_frame;
-pub use dial_frame::{DialFrame, SharedStrings};
+pub use dial_frame::{DialFrame, FrameId, SharedStrings};
 
 mod bridge_event;
 mod dial_event;

@@ -38,7 +38,7 @@ use switchboard_wire::js_json::string_special;
 #[derive(Debug, Clone, PartialEq)]
 pub struct DialFrame {
     /// The envelope `id` (`msg_...`), acknowledged to the phone once applied.
-    pub id: String,
+    pub id: FrameId,
     /// The envelope `session` (`ses_...`): the scope of `seq` and `dedup`.
     pub session: Arc<str>,
     /// The envelope `generation` (>= 1), checked against the home generation.
@@ -48,6 +48,68 @@ pub struct DialFrame {
     /// The dial: `id` = the payload `dedup`, `phone` = the connection's device id, `retention` =
     /// `labels.retention`, `slow` derived.
     pub dial: Dial,
+}
+
+/// An envelope `id` (`ifp1-notes.md`, "Envelope": `^[a-z]+_[A-Za-z0-9]{6,64}$`) of at most
+/// [`FrameId::MAX`] bytes, held in place: every dial frame has one and the hub only reads it
+/// (rules, acknowledgement point), so it is not worth an allocation made on the connection's
+/// thread and freed on the hub's. A longer id takes the general path.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FrameId {
+    len: u8,
+    bytes: [u8; FrameId::MAX],
+}
+
+impl FrameId {
+    /// Longest id held (the reference phone's are 24 bytes: `msg_` and 20 characters).
+    pub const MAX: usize = 48;
+
+    /// `id` held in place; `None` when it is longer than [`FrameId::MAX`] bytes.
+    pub fn new(id: &str) -> Option<FrameId> {
+        let len = u8::try_from(id.len())
+            .ok()
+            .filter(|&n| usize::from(n) <= Self::MAX)?;
+        let mut bytes = [0; Self::MAX];
+        bytes[..id.len()].copy_from_slice(id.as_bytes());
+        Some(FrameId { len, bytes })
+    }
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        // Copied whole from a `str`, so always UTF-8.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
+}
+
+impl std::ops::Deref for FrameId {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Debug for FrameId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl std::fmt::Display for FrameId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<String> for FrameId {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<str> for FrameId {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
 }
 
 /// The frame's fields as read, before the checks.
@@ -500,7 +562,7 @@ impl DialFrame {
         };
         dial.normalise();
         Some(DialFrame {
-            id: id.to_string(),
+            id: FrameId::new(id)?,
             session: Arc::clone(&dial.session),
             generation,
             seq,
