@@ -150,7 +150,12 @@ pub struct SkippedFile {
 pub struct ExtensionDirectory {
     manifests: BTreeMap<String, ExtensionManifest>,
     skipped: Vec<SkippedFile>,
+    /// See [`ExtensionDirectory::stamp`].
+    stamp: u64,
 }
+
+/// The next [`ExtensionDirectory::stamp`] (0 is the empty directory's).
+static NEXT_STAMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl ExtensionDirectory {
     /// A directory with no manifests: names come from [`KNOWN_PHONELINES`] or the id, and every
@@ -166,7 +171,16 @@ impl ExtensionDirectory {
             return false;
         }
         self.manifests.insert(manifest.identifier.clone(), manifest);
+        self.stamp = NEXT_STAMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         true
+    }
+
+    /// A number naming these manifests: two directories with the same stamp hold the same
+    /// manifests (a copy keeps its stamp; every manifest added gives a new one, never used
+    /// before in this process), so a judgement made with one holds for the other
+    /// ([`store::BridgeStatusStore`] keeps its last judgement by it). 0: no manifests.
+    pub fn stamp(&self) -> u64 {
+        self.stamp
     }
 
     /// Loads every `*.json` file of a folder (not recursive, in file-name order) that is an
@@ -357,9 +371,12 @@ impl Banner {
     /// Whether `other` reports the same failure (same phone, path, form, endpoint, extensions
     /// and permission split); wrappers and raw text may differ.
     pub fn same_failure(&self, other: &Banner) -> bool {
-        self.phone == other.phone
-            && self.path == other.path
-            && self.form == other.form
+        self.phone == other.phone && self.path == other.path && self.same_failure_on_path(other)
+    }
+
+    /// [`Banner::same_failure`] but for the phone and the path (compared by the caller).
+    pub(crate) fn same_failure_on_path(&self, other: &Banner) -> bool {
+        self.form == other.form
             && self.endpoint == other.endpoint
             && self.missing_extension == other.missing_extension
             && self.other_extension == other.other_extension

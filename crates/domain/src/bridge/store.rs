@@ -212,6 +212,19 @@ pub struct BridgeStatusStore {
     forgotten: HashMap<u64, Banner>,
     /// How many times what the Bridge status view shows changed ([`BridgeStatusStore::changes`]).
     changes: u64,
+    /// The last failure judged ([`BridgeStatusStore::record_failure`]).
+    judged: Option<Judged>,
+}
+
+/// A failure text as [`BridgeStatusStore::record_failure`] last judged it: on which path, with
+/// which manifests ([`ExtensionDirectory::stamp`]), the parsed error and what it gave (a
+/// banner's times are those of each use, not these).
+#[derive(Debug, Clone)]
+struct Judged {
+    path: CallPath,
+    stamp: u64,
+    error: HostError,
+    derived: Derived,
 }
 
 impl BridgeStatusStore {
@@ -233,58 +246,65 @@ impl BridgeStatusStore {
         // A failure always changes the view: a banner raised or seen again, or a diagnostic.
         self.changes = self.changes.wrapping_add(1);
         self.touch_latest(phone, path, at_ms);
-        let error = host_error::parse(error_text);
-        match derive_banner(path, &error, dir, at_ms) {
-            Derived::Banner(mut new) => {
-                new.phone = phone.to_string();
-                new.id = Banner::key_of(phone, path);
+        // The same text on the same path with the same manifests is judged the same way: a
+        // failing line fails with one text again and again, so the last judgement is kept.
+        let judged = match self.judged.take() {
+            Some(j) if j.stamp == dir.stamp() && j.path == *path && j.error.text == error_text => j,
+            _ => {
+                let error = host_error::parse(error_text);
+                Judged {
+                    path: path.clone(),
+                    stamp: dir.stamp(),
+                    derived: derive_banner(path, &error, dir, 0),
+                    error,
+                }
+            }
+        };
+        let recorded = match &judged.derived {
+            Derived::Banner(template) => {
                 if let Some(cur) = self
                     .banners
                     .iter_mut()
                     .find(|b| b.phone == phone && b.path == *path)
                 {
-                    if cur.same_failure(&new) {
+                    if cur.same_failure_on_path(template) {
                         cur.count = cur.count.saturating_add(1);
                         cur.first_seen_ms = cur.first_seen_ms.min(at_ms);
                         cur.last_seen_ms = cur.last_seen_ms.max(at_ms);
-                        cur.raw_text.clone_from(&new.raw_text);
+                        cur.raw_text.clone_from(&judged.error.text);
+                        self.judged = Some(judged);
                         return FailureRecorded::BannerRepeated;
                     }
                 }
+                let mut new = Banner::clone(template);
+                new.phone = phone.to_string();
+                new.id = Banner::key_of(phone, path);
+                new.first_seen_ms = at_ms;
+                new.last_seen_ms = at_ms;
                 self.retire_path(phone, path, at_ms, RetireReason::Superseded);
                 if self.banners.len() >= MAX_BANNERS {
                     self.evict_stalest_banner(at_ms);
                 }
                 self.next_serial = self.next_serial.saturating_add(1);
                 new.serial = self.next_serial;
-                self.banners.push(*new);
+                self.banners.push(new);
                 FailureRecorded::BannerRaised
             }
             Derived::NothingGrantable { not_grantable, .. } => {
                 self.retire_path(phone, path, at_ms, RetireReason::NoLongerActionable);
-                self.note(
-                    phone,
-                    path,
-                    DiagnosticReason::NothingGrantable,
-                    error,
-                    not_grantable,
-                    at_ms,
-                );
-                FailureRecorded::Diagnostic(DiagnosticReason::NothingGrantable)
+                let reason = DiagnosticReason::NothingGrantable;
+                self.note(phone, path, reason, &judged.error, not_grantable, at_ms);
+                FailureRecorded::Diagnostic(reason)
             }
             Derived::NotPermission => {
                 self.retire_path(phone, path, at_ms, RetireReason::NoLongerActionable);
-                self.note(
-                    phone,
-                    path,
-                    DiagnosticReason::NotPermission,
-                    error,
-                    Vec::new(),
-                    at_ms,
-                );
-                FailureRecorded::Diagnostic(DiagnosticReason::NotPermission)
+                let reason = DiagnosticReason::NotPermission;
+                self.note(phone, path, reason, &judged.error, &[], at_ms);
+                FailureRecorded::Diagnostic(reason)
             }
-        }
+        };
+        self.judged = Some(judged);
+        recorded
     }
 
     /// Records a successful call of phone `phone` on `path` at `at_ms`: that phone's banner on
@@ -516,8 +536,8 @@ impl BridgeStatusStore {
         phone: &str,
         path: &CallPath,
         reason: DiagnosticReason,
-        error: HostError,
-        not_grantable: Vec<String>,
+        error: &HostError,
+        not_grantable: &[String],
         at_ms: u64,
     ) {
         if let Some(d) = self
@@ -545,8 +565,8 @@ impl BridgeStatusStore {
             phone: phone.to_string(),
             path: path.clone(),
             reason,
-            error,
-            not_grantable,
+            error: error.clone(),
+            not_grantable: not_grantable.to_vec(),
             first_seen_ms: at_ms,
             last_seen_ms: at_ms,
             count: 1,

@@ -405,18 +405,23 @@ impl Receiver {
         };
         let key = self.hasher.key(dedup);
         let tick = self.tick;
-        if let Some(state) = self.sessions.get_mut(session) {
-            state.last_used = tick;
-            if state.dedup.contains_key(&key) {
-                return Outcome::duplicate(format!(
-                    "payload.dedup: {dedup:?} already received in {session}"
-                ));
+        // One lookup for a known session (every event of a flood): `Some(last accepted seq)`.
+        let known = match self.sessions.get_mut(session) {
+            Some(state) => {
+                state.last_used = tick;
+                if state.dedup.contains_key(&key) {
+                    return Outcome::duplicate(format!(
+                        "payload.dedup: {dedup:?} already received in {session}"
+                    ));
+                }
+                Some(state.last_seq)
             }
-        }
+            None => None,
+        };
         if let Some(fenced) = self.fence(generation) {
             return fenced;
         }
-        if let Some(last) = self.sessions.get(session).and_then(|s| s.last_seq) {
+        if let Some(Some(last)) = known {
             if seq < last {
                 return Outcome::rejected(
                     ErrorClass::OrderingViolation,
@@ -427,19 +432,19 @@ impl Receiver {
                 );
             }
         }
-        if !self.sessions.contains_key(session) && self.sessions.len() >= self.limits.max_sessions {
-            self.evict_least_recent_session();
-        }
-        let max_keys = self.limits.max_dedup_keys;
-        // Not `entry`, which would allocate the session's name for every event.
-        if !self.sessions.contains_key(session) {
+        if known.is_none() {
+            if self.sessions.len() >= self.limits.max_sessions {
+                self.evict_least_recent_session();
+            }
+            // Not `entry`, which would allocate the session's name for every event.
             self.sessions
                 .insert(session.to_string(), SessionState::default());
         }
+        let max_keys = self.limits.max_dedup_keys;
+        let tag = self.hasher.id_tag(id);
         if let Some(state) = self.sessions.get_mut(session) {
             state.last_used = tick;
             state.last_seq = Some(seq);
-            let tag = self.hasher.id_tag(id);
             if state.dedup.insert(key, tag).is_none() {
                 state.dedup_order.push_back(key);
             }

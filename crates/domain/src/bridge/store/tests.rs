@@ -338,3 +338,53 @@ fn a_banner_a_kept_dial_names_outlives_the_history_until_that_dial_is_forgotten(
     assert!(s.forgotten.is_empty());
     assert!(s.marked.is_empty());
 }
+
+#[test]
+fn a_judgement_is_reused_only_for_the_same_text_path_and_manifests() {
+    let mut s = BridgeStatusStore::new();
+    let text = "Shared RPC endpoint \"lumiagent.phoneline_probe\" requires requester \"lumirealm\" to inherit owner \"lumiagent\" permissions: mcp_servers, mcp_servers.create";
+    let corpus = dir();
+    assert_ne!(corpus.stamp(), 0);
+    assert_eq!(corpus.clone().stamp(), corpus.stamp());
+    // The corpus manifests declare neither permission: nothing grantable.
+    assert_eq!(
+        s.record_failure(PHONE, &probe(), text, 1, &corpus),
+        FailureRecorded::Diagnostic(DiagnosticReason::NothingGrantable)
+    );
+    // The same text without manifests (every permission unchecked): a banner, not the kept
+    // judgement.
+    assert_eq!(
+        s.record_failure(PHONE, &probe(), text, 2, &ExtensionDirectory::new()),
+        FailureRecorded::BannerRaised
+    );
+    // The same manifests loaded again are a new directory: judged again, the same way.
+    let again = dir();
+    assert_ne!(again.stamp(), corpus.stamp());
+    assert_eq!(
+        s.record_failure(PHONE, &probe(), text, 3, &again),
+        FailureRecorded::Diagnostic(DiagnosticReason::NothingGrantable)
+    );
+    assert_eq!(s.snapshot().diagnostics[0].count, 2);
+    // One text on two paths: each path's own banner, with its own times.
+    s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 10, &corpus);
+    s.record_failure(PHONE, &dial(), SPEC_EXAMPLE, 20, &corpus);
+    s.record_failure(PHONE, &probe(), SPEC_EXAMPLE, 30, &corpus);
+    let on_dial = s.banner(PHONE, &dial()).unwrap().clone();
+    let on_probe = s.banner(PHONE, &probe()).unwrap().clone();
+    assert_eq!(
+        (on_dial.count, on_dial.first_seen_ms, on_dial.last_seen_ms),
+        (2, 10, 20)
+    );
+    assert_eq!(on_dial.id, Banner::key_of(PHONE, &dial()));
+    assert_eq!(on_probe.path, probe());
+    assert_eq!(on_probe.id, Banner::key_of(PHONE, &probe()));
+    assert_eq!(
+        (
+            on_probe.count,
+            on_probe.first_seen_ms,
+            on_probe.last_seen_ms
+        ),
+        (1, 30, 30)
+    );
+    assert_eq!(on_probe.raw_text, SPEC_EXAMPLE);
+}
