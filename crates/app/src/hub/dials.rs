@@ -152,17 +152,32 @@ impl Hub {
             Ok(_) => (0..n).map(|_| Err(&closed)).collect(),
             Err(e) => (0..n).map(|_| Err(e)).collect(),
         };
-        // One dial-count notice per phone per batch, with the total after it.
+        // One dial-count notice per phone per batch, with the total after it: the dials held
+        // are counted here, then added under one lock.
         let mut counted: Vec<(Arc<str>, u64)> = Vec::new();
         for ((device_id, note), verdict) in rest.into_iter().zip(verdicts) {
-            if let Some(total) = self.after_ingest(&device_id, &note, verdict) {
+            if self.after_ingest(&device_id, &note, verdict) {
                 match counted.iter_mut().find(|(d, _)| *d == device_id) {
-                    Some(slot) => slot.1 = total,
-                    None => counted.push((device_id, total)),
+                    Some(slot) => slot.1 += 1,
+                    None => counted.push((device_id, 1)),
                 }
             }
         }
-        for (device_id, total) in counted {
+        if counted.is_empty() {
+            return;
+        }
+        let totals: Vec<(Arc<str>, u64)> = {
+            let mut st = lock(&self.inner.state);
+            counted
+                .into_iter()
+                .map(|(device_id, n)| {
+                    let p = self.phone_mut(&mut st, &device_id);
+                    p.dials_held += n;
+                    (device_id, p.dials_held)
+                })
+                .collect()
+        };
+        for (device_id, total) in totals {
             self.notify(HubNotice::DialCount {
                 device_id: device_id.to_string(),
                 total,
@@ -240,7 +255,13 @@ impl Hub {
         let note = DialNote::of(&record);
         let verdict = self.inner.dials.ingest(record).await;
         let phone: Arc<str> = Arc::from(device_id);
-        if let Some(total) = self.after_ingest(&phone, &note, verdict.as_ref()) {
+        if self.after_ingest(&phone, &note, verdict.as_ref()) {
+            let total = {
+                let mut st = lock(&self.inner.state);
+                let p = self.phone_mut(&mut st, device_id);
+                p.dials_held += 1;
+                p.dials_held
+            };
             self.notify(HubNotice::DialCount {
                 device_id: device_id.to_string(),
                 total,
@@ -248,15 +269,15 @@ impl Hub {
         }
     }
 
-    /// What follows from the dial log's verdict on one dial: counts, problems and the bridge
-    /// result. Returns the phone's count of held dials when this one was held (the caller sends
-    /// the dial-count notice).
+    /// What follows from the dial log's verdict on one dial: problems and the bridge result.
+    /// Returns whether the dial was held (the caller counts it and sends the dial-count
+    /// notice).
     pub(super) fn after_ingest(
         &self,
         phone: &Arc<str>,
         dial: &DialNote,
         verdict: Result<&IngestVerdict, &DialLogError>,
-    ) -> Option<u64> {
+    ) -> bool {
         let device_id: &str = phone;
         let held = match verdict {
             Ok(IngestVerdict::Held) => true,
@@ -276,14 +297,8 @@ impl Hub {
             }
         };
         if !held {
-            return None;
+            return false;
         }
-        let total = {
-            let mut st = lock(&self.inner.state);
-            let p = self.phone_mut(&mut st, device_id);
-            p.dials_held += 1;
-            p.dials_held
-        };
         match dial.outcome {
             DialOutcome::Ok => {
                 // A success only retires the phone's banner on the path: nothing to do when it
@@ -321,6 +336,6 @@ impl Hub {
             // The handler answered: the bridge worked, but a tool error says nothing new.
             DialOutcome::ToolError => {}
         }
-        Some(total)
+        true
     }
 }

@@ -33,8 +33,12 @@
 //! ones, [`DIAGNOSTICS_CAP`] diagnostics, [`MAX_LATEST`] paths' latest result times and
 //! [`MAX_DIAL_JUDGEMENTS`] dials' judgements, the least recently seen (or oldest) dropped first.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
+
+// Looked up for every dial a phone reports (its path's latest result, its judgement): a fast
+// hash, seeded for each process as the dial log's sets are.
+use foldhash::HashMap;
 
 use serde::Serialize;
 use ts_rs::TS;
