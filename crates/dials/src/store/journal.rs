@@ -405,13 +405,13 @@ pub(crate) fn dial_at(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use crate::store::open;
 
     /// `n` sample dials with sequence numbers `from..from + n`, all persisting.
-    fn samples(from: u64, n: u64) -> Vec<Arc<Dial>> {
+    pub(crate) fn samples(from: u64, n: u64) -> Vec<Arc<Dial>> {
         (0..n)
             .map(|i| {
                 let mut d =

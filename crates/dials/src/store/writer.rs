@@ -563,25 +563,11 @@ pub(crate) fn writer_loop(
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use crate::record::{Retention, Seq};
     use crate::store::index::INDEX_QUIET;
+    use crate::store::journal::tests::samples;
     use crate::store::open;
 
     const MS: Duration = Duration::from_millis(1);
-
-    /// `n` persisting sample dials with sequence numbers `from..from + n`.
-    fn samples(from: u64, n: u64) -> Vec<Arc<Dial>> {
-        (0..n)
-            .map(|i| {
-                let mut d =
-                    switchboard_domain::dial::sample::sample_dial(from + i, 2, 1_800_000_000_000);
-                d.retention = Retention::Standard;
-                d.seq = Seq(from + i);
-                d.normalise();
-                Arc::new(d)
-            })
-            .collect()
-    }
 
     fn autocheckpoint(conn: &Connection) -> i64 {
         conn.pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0))
