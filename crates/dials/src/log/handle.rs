@@ -99,7 +99,9 @@ impl DialLogHandle {
         let verdicts = {
             let mut guard = self.shared.lock();
             let actor = guard.as_mut().ok_or(DialLogError::Closed)?;
-            let verdicts = dials.into_iter().map(|d| actor.ingest(d)).collect();
+            // One clock reading for the batch: its dials arrived together.
+            let now_ms = actor.cfg.clock.now_ms_i64();
+            let verdicts = dials.into_iter().map(|d| actor.ingest(d, now_ms)).collect();
             actor.flush_due(Instant::now());
             self.shared
                 .mark

@@ -34,7 +34,7 @@ pub(super) struct Entry {
 /// The log's state: the ring and its id set, the interner, the SQLite side (`Db`), the
 /// subscribers and the counters.
 pub(in crate::log) struct Actor {
-    pub(super) cfg: DialLogConfig,
+    pub(in crate::log) cfg: DialLogConfig,
     pub(super) ring: VecDeque<Entry>,
     /// What the ring holds, as [`held_bytes`] counts it (at most `cfg.max_bytes`).
     pub(super) ring_bytes: usize,
@@ -226,7 +226,10 @@ impl Actor {
         seq
     }
 
-    pub(in crate::log) fn ingest(&mut self, mut dial: Dial) -> IngestVerdict {
+    /// Holds `dial` (and queues it for SQLite when it persists), unless it is a replay or has
+    /// no id. `now_ms` (epoch milliseconds by the log's clock) is its time of arrival when
+    /// whoever built it did not know it.
+    pub(in crate::log) fn ingest(&mut self, mut dial: Dial, now_ms: i64) -> IngestVerdict {
         if dial.id.is_empty() {
             return IngestVerdict::Rejected("dial id (the event's dedup key) is empty".into());
         }
@@ -246,7 +249,7 @@ impl Actor {
         dial.seq = Seq(arrival);
         // The desktop's time of arrival, unless whoever built the dial already knew it.
         if dial.arrived.is_unknown() {
-            dial.arrived = Arrival(Some(self.cfg.clock.now_ms_i64()));
+            dial.arrived = Arrival(Some(now_ms));
         }
         let dial = self.push_ring(dial, arrival);
         self.status.ingested += 1;
