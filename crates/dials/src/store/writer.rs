@@ -200,7 +200,8 @@ impl Journal {
 /// What a power cut may lose stays as it was. With `synchronous=NORMAL` a commit survives the
 /// app being killed at once, but reaches the disk only when the WAL is synced, which SQLite
 /// does at each checkpoint: so every [`WRITER_CHECKPOINT_BYTES`] of dials. While checkpoints
-/// wait, the writer syncs the WAL itself as often (`fsync`, not the copy into the file).
+/// wait, the WAL is synced as often (`fsync`, not the copy into the file), on a thread of its
+/// own so the writer goes on committing meanwhile (an acknowledgement never waited for a sync).
 #[derive(Debug)]
 struct Checkpoints {
     /// `wal_autocheckpoint` values (pages of the file's size): normal, during a flood.
@@ -213,8 +214,10 @@ struct Checkpoints {
     /// many make a sync due.
     unsynced: u64,
     sync_every: u64,
-    /// WAL syncs made while checkpoints waited (for the tests).
+    /// WAL syncs started while checkpoints waited (for the tests).
     syncs: u64,
+    /// The sync under way, if any.
+    syncing: Option<std::thread::JoinHandle<std::io::Result<()>>>,
 }
 
 impl Checkpoints {
@@ -231,6 +234,7 @@ impl Checkpoints {
             unsynced: 0,
             sync_every: WRITER_CHECKPOINT_BYTES.unsigned_abs(),
             syncs: 0,
+            syncing: None,
         }
     }
 
@@ -246,8 +250,8 @@ impl Checkpoints {
     }
 
     /// `bytes` of dials were committed: while checkpoints wait, the WAL is synced every
-    /// `sync_every` of them. A sync that fails ends the wait (SQLite's checkpoints, with their
-    /// own syncs, take over).
+    /// `sync_every` of them (once the last sync has ended). A sync that failed ends the wait
+    /// (SQLite's checkpoints, with their own syncs, take over).
     fn committed(&mut self, conn: &Connection, bytes: u64) {
         if !self.deferred {
             return;
@@ -256,19 +260,42 @@ impl Checkpoints {
         if self.unsynced < self.sync_every {
             return;
         }
-        let synced = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&self.wal)
-            .and_then(|f| f.sync_data());
-        match synced {
-            Ok(()) => {
+        if self.syncing.as_ref().is_some_and(|h| !h.is_finished()) {
+            return;
+        }
+        if let Err(e) = self.sync_ended() {
+            tracing::warn!(target: "switchboard::dials", "syncing {}: {e}; checkpoints resume", self.wal.display());
+            self.resume(conn);
+            return;
+        }
+        let wal = self.wal.clone();
+        let started = std::thread::Builder::new()
+            .name("dial-wal-sync".into())
+            .spawn(move || {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&wal)
+                    .and_then(|f| f.sync_data())
+            });
+        match started {
+            Ok(h) => {
+                self.syncing = Some(h);
                 self.unsynced = 0;
                 self.syncs += 1;
             }
             Err(e) => {
-                tracing::warn!(target: "switchboard::dials", "syncing {}: {e}; checkpoints resume", self.wal.display());
+                tracing::warn!(target: "switchboard::dials", "starting a WAL sync: {e}; checkpoints resume");
                 self.resume(conn);
             }
+        }
+    }
+
+    /// Waits for the sync under way, if any, and gives its result.
+    fn sync_ended(&mut self) -> std::io::Result<()> {
+        match self.syncing.take().map(|h| h.join()) {
+            None | Some(Ok(Ok(()))) => Ok(()),
+            Some(Ok(Err(e))) => Err(e),
+            Some(Err(_)) => Err(std::io::Error::other("the WAL sync thread panicked")),
         }
     }
 
@@ -277,6 +304,10 @@ impl Checkpoints {
             return;
         }
         self.deferred = false;
+        // The checkpoint syncs the WAL again; the sync under way only has to end first.
+        if let Err(e) = self.sync_ended() {
+            tracing::warn!(target: "switchboard::dials", "syncing {}: {e}", self.wal.display());
+        }
         let done = conn
             .pragma_update(None, "wal_autocheckpoint", self.normal_pages)
             .and_then(|_| conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())));
@@ -662,6 +693,8 @@ mod tests {
             let bytes: u64 = batch.iter().map(|d| crate::log::held_bytes(d) as u64).sum();
             let n = journal::journal_batch(&mut conn, &batch).unwrap();
             jr.journaled(&conn, n, bytes);
+            // Each sync ended before the next batch, so each one due was started.
+            jr.checkpoints.sync_ended().unwrap();
         }
         // Synced as a checkpoint would have, without the copy.
         assert!(jr.checkpoints.syncs >= 2, "{:?}", jr.checkpoints);
