@@ -194,7 +194,7 @@ impl Journal {
 /// The WAL's automatic checkpoints: every [`WRITER_CHECKPOINT_BYTES`] normally; while the
 /// journal holds a flood, only past [`FLOOD_CHECKPOINT_BYTES`], with one checkpoint once the
 /// journal has been moved. A checkpoint copies every page written since the last one from the
-/// WAL into the file, which during a flood was a fifth of the writer's time; put off, it is
+/// WAL into the file, which during a flood was a quarter of the writer's time; put off, it is
 /// paid after the flood, with the journal's moves.
 ///
 /// What a power cut may lose stays as it was. With `synchronous=NORMAL` a commit survives the
