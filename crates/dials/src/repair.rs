@@ -102,7 +102,8 @@ impl HistoryRecovery {
     }
 }
 
-fn side(path: &Path, suffix: &str) -> PathBuf {
+/// `path` with `suffix` appended to its name: SQLite's side files (`-wal`, `-shm`).
+pub(crate) fn side(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)

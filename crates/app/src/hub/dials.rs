@@ -163,26 +163,7 @@ impl Hub {
                 }
             }
         }
-        if counted.is_empty() {
-            return;
-        }
-        let totals: Vec<(Arc<str>, u64)> = {
-            let mut st = lock(&self.inner.state);
-            counted
-                .into_iter()
-                .map(|(device_id, n)| {
-                    let p = self.phone_mut(&mut st, &device_id);
-                    p.dials_held += n;
-                    (device_id, p.dials_held)
-                })
-                .collect()
-        };
-        for (device_id, total) in totals {
-            self.notify(HubNotice::DialCount {
-                device_id: device_id.to_string(),
-                total,
-            });
-        }
+        self.count_held(counted);
     }
 
     /// The receiver rules for a dial read in one pass ([`LinkEvent::Dials`]), as
@@ -256,12 +237,28 @@ impl Hub {
         let verdict = self.inner.dials.ingest(record).await;
         let phone: Arc<str> = Arc::from(device_id);
         if self.after_ingest(&phone, &note, verdict.as_ref()) {
-            let total = {
-                let mut st = lock(&self.inner.state);
-                let p = self.phone_mut(&mut st, device_id);
-                p.dials_held += 1;
-                p.dials_held
-            };
+            self.count_held(vec![(phone, 1)]);
+        }
+    }
+
+    /// Adds each phone's newly held dials (`(device id, how many)`) to its count, under one
+    /// lock, then sends one dial-count notice a phone with the total after it.
+    fn count_held(&self, counted: Vec<(Arc<str>, u64)>) {
+        if counted.is_empty() {
+            return;
+        }
+        let totals: Vec<(Arc<str>, u64)> = {
+            let mut st = lock(&self.inner.state);
+            counted
+                .into_iter()
+                .map(|(device_id, n)| {
+                    let p = self.phone_mut(&mut st, &device_id);
+                    p.dials_held += n;
+                    (device_id, p.dials_held)
+                })
+                .collect()
+        };
+        for (device_id, total) in totals {
             self.notify(HubNotice::DialCount {
                 device_id: device_id.to_string(),
                 total,

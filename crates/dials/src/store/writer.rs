@@ -224,13 +224,11 @@ impl Checkpoints {
     /// For the dial file at `db` whose pages are `page_bytes` long.
     fn new(page_bytes: i64, db: &std::path::Path) -> Self {
         let page = page_bytes.max(512);
-        let mut wal = db.as_os_str().to_owned();
-        wal.push("-wal");
         Checkpoints {
             normal_pages: WRITER_CHECKPOINT_BYTES / page,
             flood_pages: FLOOD_CHECKPOINT_BYTES / page,
             deferred: false,
-            wal: PathBuf::from(wal),
+            wal: crate::repair::side(db, "-wal"),
             unsynced: 0,
             sync_every: WRITER_CHECKPOINT_BYTES.unsigned_abs(),
             syncs: 0,
@@ -701,12 +699,11 @@ mod tests {
         assert_eq!(jr.held, 1200);
         assert_eq!(autocheckpoint(&conn), FLOOD_CHECKPOINT_BYTES / page);
         assert_eq!(len(&path), before, "no checkpoint ran during the flood");
-        let wal = path.with_file_name(format!(
-            "{}-wal",
-            path.file_name().unwrap().to_string_lossy()
-        ));
         // Past the normal threshold: without the deferral a checkpoint would have run.
-        assert!(len(&wal) > 16 * page as u64, "the WAL holds the flood");
+        assert!(
+            len(&jr.checkpoints.wal) > 16 * page as u64,
+            "the WAL holds the flood"
+        );
 
         // Moved: the threshold is back and one checkpoint put the pages in the file.
         jr.move_all(&mut conn).unwrap();
