@@ -9,7 +9,8 @@
 //!    send per frame: memory must not grow with the count.
 //!
 //! What bounds memory: the link reads no further while a connection has 1 024 messages the app
-//! has not applied (`MAX_UNAPPLIED`); the dial log holds at most its ring's capacity in dials,
+//! has not applied (`MAX_UNAPPLIED`; 4 096 dials, `MAX_UNAPPLIED_DIALS`) or 16 MiB of their
+//! text (`MAX_UNAPPLIED_BYTES`); the dial log holds at most its ring's capacity in dials,
 //! and (since issue 17) at most its byte budget of request and response text; ingest waits
 //! while more than `DialLogConfig::max_unwritten_bytes` (64 MiB) of stored dials wait for the
 //! SQLite writer (back-pressure, nothing dropped).

@@ -21,3 +21,4 @@ mod link_stress;
 mod pairing_confirm;
 mod pairing_security;
 mod tap_node;
+mod unapplied_budget;

@@ -44,8 +44,12 @@ use super::wire::{self, ifp};
 use switchboard_domain::phone_events::{DialFrame, SharedStrings};
 
 /// Most frames already buffered on a connection handled in one go, before the connection
-/// looks at its timers, commands and shutdown again.
-pub const DRAIN_MAX: usize = 64;
+/// looks at its timers, commands and shutdown again; also the most dials handed to the app in
+/// one [`LinkEvent::Dials`]. Each hand-off wakes the hub, so larger batches cost a flood fewer
+/// wake-ups: on a 2-core machine 256 took about 5 % more dials a second than 64
+/// (`docs/performance.md`, "Latest on 2026-12-07"). A phone sending at a human pace fills no
+/// batch, so it changes nothing for latency.
+pub const DRAIN_MAX: usize = 256;
 
 /// Longest time a closing connection goes on reading (and discarding) what the peer still
 /// sends after the desktop's last frame, so its close does not become a reset
@@ -243,9 +247,11 @@ struct Conn {
     /// The phone was just paired on this connection (its hello deadline starts again).
     paired_now: bool,
     /// This connection's budget of messages held by the app:
-    /// [`MAX_UNAPPLIED`](super::event::MAX_UNAPPLIED) messages and
+    /// [`MAX_UNAPPLIED`](super::event::MAX_UNAPPLIED) messages
+    /// ([`MAX_UNAPPLIED_DIALS`](super::event::MAX_UNAPPLIED_DIALS) dials) and
     /// [`MAX_UNAPPLIED_BYTES`] of their text, in permits of [`UNAPPLIED_UNIT`] bytes
-    /// ([`unapplied_cost`] a message).
+    /// ([`unapplied_cost`](super::event::unapplied_cost) a message,
+    /// [`unapplied_dial_cost`](super::event::unapplied_dial_cost) a dial).
     unapplied: Arc<Semaphore>,
     /// Dials read but not yet handed to the app ([`Conn::emit_dials`]), and their slots.
     dials: Vec<DialFrame>,

@@ -27,9 +27,30 @@ pub const MAX_UNAPPLIED_BYTES: usize = 16 * 1024 * 1024;
 /// The budget's unit, bytes: a connection's budget is `MAX_UNAPPLIED_BYTES / UNIT` permits.
 pub(super) const UNAPPLIED_UNIT: usize = 1024;
 
+/// Most dials (`event.phoneline.dial` frames taken by the one-pass reader,
+/// [`LinkEvent::Dials`]) of one connection held by the app at once, within the same
+/// [`MAX_UNAPPLIED_BYTES`]. More than [`MAX_UNAPPLIED`] because a dial costs less to hold than
+/// a general message: it is kept as its text, copied once, and a record of fixed size (about
+/// 300 bytes), where a general message is a `serde_json::Value` tree several times its text.
+/// At full speed the hub then takes a phone's dials in larger bursts, and the connection stops
+/// reading for it less often: on a 2-core machine 4 096 took about 8 % more dials a second than
+/// 1 024 (`docs/performance.md`, "Latest on 2026-12-07").
+pub const MAX_UNAPPLIED_DIALS: usize = 4096;
+
 /// The permits one message of `len` bytes takes from its connection's budget.
 pub(super) fn unapplied_cost(len: usize) -> u32 {
-    let floor = MAX_UNAPPLIED_BYTES / MAX_UNAPPLIED / UNAPPLIED_UNIT;
+    cost(len, MAX_UNAPPLIED)
+}
+
+/// The permits one dial frame of `len` bytes takes from its connection's budget.
+pub(super) fn unapplied_dial_cost(len: usize) -> u32 {
+    cost(len, MAX_UNAPPLIED_DIALS)
+}
+
+/// `len` in budget units, at least the share that lets `most` such messages fill the budget,
+/// at most the whole budget (so one message can always be taken).
+fn cost(len: usize, most: usize) -> u32 {
+    let floor = MAX_UNAPPLIED_BYTES / most / UNAPPLIED_UNIT;
     let own = len.div_ceil(UNAPPLIED_UNIT);
     u32::try_from(own.max(floor).min(MAX_UNAPPLIED_BYTES / UNAPPLIED_UNIT)).unwrap_or(u32::MAX)
 }
@@ -215,5 +236,15 @@ mod tests {
         assert_eq!(unapplied_cost(16 * 1024 + 1), 17);
         // Never more than the whole budget, so one message can always be taken.
         assert_eq!(unapplied_cost(usize::MAX / 2) as usize, budget);
+        // Dials: MAX_UNAPPLIED_DIALS small ones, the same 16 at the frame limit.
+        assert_eq!(
+            budget / unapplied_dial_cost(600) as usize,
+            MAX_UNAPPLIED_DIALS
+        );
+        assert_eq!(
+            budget / unapplied_dial_cost(switchboard_wire::ifp::MAX_FRAME_BYTES) as usize,
+            16
+        );
+        assert_eq!(unapplied_dial_cost(usize::MAX / 2) as usize, budget);
     }
 }

@@ -80,7 +80,7 @@ pub use secret_store::{KeyringStore, MemoryStore, SecretStore, SecretStoreError}
 pub use server::{
     bind, bind_dual_stack, bind_port, Bound, FrameLog, Link, LinkConfig, LinkError, LinkEvent,
     MessageCredit, PairingEnd, PendingPairing, PortChoice, DEFAULT_PORT, MAX_UNAPPLIED,
-    MAX_UNAPPLIED_BYTES,
+    MAX_UNAPPLIED_BYTES, MAX_UNAPPLIED_DIALS,
 };
 pub use switchboard_wire::clock::{Clock, ManualClock, SystemClock};
 pub use trust::{PairedPhone, TrustFile};

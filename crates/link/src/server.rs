@@ -12,7 +12,7 @@
 //! also opens pairing windows, sends to and unpairs phones, and reports diagnostics.
 //!
 //! The settings ([`LinkConfig`]), the events ([`LinkEvent`], [`MessageCredit`]) and the
-//! connection's limits ([`DRAIN_MAX`], [`MAX_UNAPPLIED`]) live in their own files and are
+//! connection's limits ([`DRAIN_MAX`], [`MAX_UNAPPLIED`], [`MAX_UNAPPLIED_DIALS`]) live in their own files and are
 //! re-exported here, so `link::server::*` names what it always did; so do binding the listener
 //! (`listen`: the port, the families, the socket options) and the handle's pairing side
 //! (`pairing`: windows, invitations, confirmations), each in a file of its own.
@@ -46,6 +46,7 @@ pub use super::config::{FrameLog, LinkConfig, DEFAULT_PORT};
 pub use super::connection::DRAIN_MAX;
 pub use super::event::{
     LinkEvent, MessageCredit, PairingEnd, PendingPairing, MAX_UNAPPLIED, MAX_UNAPPLIED_BYTES,
+    MAX_UNAPPLIED_DIALS,
 };
 pub use super::wire::FrameError;
 

@@ -15,7 +15,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 
 use super::{Conn, Flow, Stage, DRAIN_MAX};
 use crate::diagnostics::FailureKind;
-use crate::event::{unapplied_cost, LinkEvent, MessageCredit};
+use crate::event::{unapplied_cost, unapplied_dial_cost, LinkEvent, MessageCredit};
 use crate::shared::Command;
 use crate::wire::{self, ifp};
 use switchboard_domain::phone_events::DialFrame;
@@ -55,7 +55,7 @@ impl Conn {
             if let Some(frame) =
                 DialFrame::parse_shared(t.as_str(), phone, &mut self.shared_strings)
             {
-                let cost = unapplied_cost(t.len());
+                let cost = unapplied_dial_cost(t.len());
                 let permit = match Arc::clone(&self.unapplied).try_acquire_many_owned(cost) {
                     Ok(p) => p,
                     Err(_) => {
