@@ -264,6 +264,12 @@ struct Desk {
     dials: DialLogHandle,
     _dir: tempfile::TempDir,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The hub's task and what stops it: a trial's desktop is stopped whole, so the next
+    /// trial's starts with no hub of an earlier one still holding its state.
+    hub: Option<(
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    )>,
 }
 
 async fn desk() -> R<Desk> {
@@ -291,12 +297,16 @@ async fn desk() -> R<Desk> {
         Some(link.clone()),
         clock,
     ));
-    tokio::spawn(hub.run(events));
+    let (hub_stop, hub_stopped) = tokio::sync::oneshot::channel::<()>();
+    let hub = tokio::spawn(hub.run_until(events, async {
+        let _ = hub_stopped.await;
+    }));
     Ok(Desk {
         link,
         dials,
         _dir: dir,
         stop: Some(stop_tx),
+        hub: Some((hub_stop, hub)),
     })
 }
 
@@ -319,6 +329,10 @@ impl Desk {
     }
 
     async fn stop(mut self) -> R<()> {
+        if let Some((stop, task)) = self.hub.take() {
+            let _ = stop.send(());
+            task.await?;
+        }
         self.dials.shutdown().await?;
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
