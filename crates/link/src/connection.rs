@@ -47,7 +47,7 @@ use switchboard_domain::phone_events::{DialFrame, SharedStrings};
 /// looks at its timers, commands and shutdown again; also the most dials handed to the app in
 /// one [`LinkEvent::Dials`]. Each hand-off wakes the hub, so larger batches cost a flood fewer
 /// wake-ups: on a 2-core machine 256 took about 5 % more dials a second than 64
-/// (`docs/performance.md`, "Latest on 2026-12-07"). A phone sending at a human pace fills no
+/// (`docs/performance.md`, "2026-12-07, later"). A phone sending at a human pace fills no
 /// batch, so it changes nothing for latency.
 pub const DRAIN_MAX: usize = 256;
 

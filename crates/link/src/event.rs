@@ -33,8 +33,8 @@ pub(super) const UNAPPLIED_UNIT: usize = 1024;
 /// a general message: it is kept as its text, copied once, and a record of fixed size (about
 /// 300 bytes), where a general message is a `serde_json::Value` tree several times its text.
 /// At full speed the hub then takes a phone's dials in larger bursts, and the connection stops
-/// reading for it less often: on a 2-core machine 4 096 took about 8 % more dials a second than
-/// 1 024 (`docs/performance.md`, "Latest on 2026-12-07").
+/// reading for it less often: on a 2-core machine 4 096 took about 5 % more dials a second than
+/// 1 024 (`docs/performance.md`, "2026-12-07, later").
 pub const MAX_UNAPPLIED_DIALS: usize = 4096;
 
 /// The permits one message of `len` bytes takes from its connection's budget.
