@@ -21,6 +21,8 @@
 
 #[path = "../tests/support/confirm.rs"]
 mod confirm;
+#[path = "../tests/support/small_dial.rs"]
+mod small_dial;
 
 use std::error::Error;
 use std::net::{IpAddr, Ipv4Addr};
@@ -29,11 +31,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt as _, StreamExt as _};
-use serde_json::{json, Value};
+use serde_json::Value;
+use small_dial::small_dial;
 use switchboard::app::{App, AppConfig, AppPaths, IdentityStore, RecordingHost};
 use switchboard::confirmations::ConfirmationMirror;
-use switchboard::link::phone_client::{envelope, PhoneClient, PhoneIdentity};
-use switchboard::link::rfc3339_ms;
+use switchboard::link::phone_client::{PhoneClient, PhoneIdentity};
 use tokio_tungstenite::tungstenite::Message;
 
 type R<T> = Result<T, Box<dyn Error + Send + Sync>>;
@@ -94,24 +96,8 @@ impl Drop for Sampler {
 }
 
 fn dial(me: &PhoneIdentity, seq: u64, pad: &str) -> String {
-    let ts = rfc3339_ms(1_790_000_000_000 + seq);
-    let mut v = envelope(
-        "event.phoneline.dial",
-        Some(&me.entity_id()),
-        json!({
-            "seq": seq, "dedup": format!("dial-{seq}"), "call_id": format!("c{seq}"),
-            "caller": "lumiagent", "callee": "lumirealm", "endpoint": "lumirealm.phoneline",
-            "op": "describe", "request": {"op": "describe", "pad": ""},
-            "started_at": ts, "duration_ms": 3, "outcome": "ok", "response": {"name": "LumiRealm"}
-        }),
-    );
-    v["ts"] = json!(ts);
-    v["session"] = json!("ses_memory0000000001");
-    v["device"] = json!(me.device_id());
-    v["generation"] = json!(1);
-    v["provenance"] = json!({"sensor": format!("{}:phoneline", me.device_id()), "captured_at": ts});
-    v["labels"] = json!({"consent": "product_operation", "retention": "standard"});
-    v.to_string()
+    small_dial(me, seq, "ses_memory0000000001")
+        .to_string()
         .replacen("\"pad\":\"\"", &format!("\"pad\":\"{pad}\""), 1)
 }
 

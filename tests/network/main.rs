@@ -10,6 +10,8 @@
 mod confirm;
 #[path = "../support/desk.rs"]
 mod desk;
+#[path = "../support/small_dial.rs"]
+mod small_dial;
 
 mod clock_skew;
 mod connection_budget;

@@ -8,13 +8,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::desk;
+use crate::small_dial::small_dial;
 
 use std::time::Duration;
 
 use futures_util::SinkExt as _;
 use serde_json::{json, Value};
-use switchboard::link::phone_client::{envelope, PhoneIdentity};
-use switchboard::link::{rfc3339_ms, LinkEvent, MAX_UNAPPLIED, MAX_UNAPPLIED_DIALS};
+use switchboard::link::phone_client::PhoneIdentity;
+use switchboard::link::{LinkEvent, MAX_UNAPPLIED, MAX_UNAPPLIED_DIALS};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -23,26 +24,10 @@ const SESSION: &str = "ses_budget0000000001";
 /// How long the link must stay silent before the count is taken: it has read all it may.
 const STILL: Duration = Duration::from_millis(700);
 
-/// Dial `seq` of `me` as a phone sends it; with `ext`, an `ext` object the one-pass reader
-/// leaves to the general path (so the link hands it over as a [`LinkEvent::Message`]).
+/// Dial `seq` of `me`; with `ext`, an `ext` object the one-pass reader leaves to the general
+/// path (so the link hands it over as a [`LinkEvent::Message`]).
 fn dial(me: &PhoneIdentity, seq: u64, ext: bool) -> String {
-    let ts = rfc3339_ms(1_790_000_000_000 + seq);
-    let mut v = envelope(
-        "event.phoneline.dial",
-        Some(&me.entity_id()),
-        json!({
-            "seq": seq, "dedup": format!("dial-{seq}"), "call_id": format!("c{seq}"),
-            "caller": "lumiagent", "callee": "lumirealm", "endpoint": "lumirealm.phoneline",
-            "op": "describe", "request": {"op": "describe"}, "started_at": ts,
-            "duration_ms": 3, "outcome": "ok", "response": {"name": "LumiRealm"}
-        }),
-    );
-    v["ts"] = json!(ts);
-    v["session"] = json!(SESSION);
-    v["device"] = json!(me.device_id());
-    v["generation"] = json!(1);
-    v["provenance"] = json!({"sensor": format!("{}:phoneline", me.device_id()), "captured_at": ts});
-    v["labels"] = json!({"consent": "product_operation", "retention": "standard"});
+    let mut v = small_dial(me, seq, SESSION);
     if ext {
         v["ext"] = json!({"x-test": true});
     }
