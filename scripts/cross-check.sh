@@ -150,7 +150,8 @@ wine_tests() {
     if [ "$rc" != 0 ]; then
       programs_failed+=("$name")
       echo "  FAILED $name (exit $rc): ${line:-no totals}; see $log"
-      grep -E '^    [a-z_:0-9]+$|panicked at' "$log" | head -20 | sed 's/^/    /'
+      # Each panic with the lines that say why (its message follows the "panicked at" line).
+      grep -E -A4 'panicked at' "$log" | head -40 | sed 's/^/    /'
     else
       echo "  ok $name: $line"
     fi
