@@ -60,6 +60,14 @@ pub const MAX_LATEST: usize = 1024;
 /// inspector then derives the banner from the error text and says so).
 pub const MAX_DIAL_JUDGEMENTS: usize = 4096;
 
+/// Most failure judgements kept for reuse ([`BridgeStatusStore::record_failure`]): a few
+/// lines failing by turns each keep theirs.
+const JUDGED_KEPT: usize = 8;
+
+/// Most bytes of failure text the judgements kept hold, the newest apart (it is always kept,
+/// whatever its size): a peer's long texts cannot make the store hold much more than one.
+const JUDGED_TEXT_BYTES: usize = 64 * 1024;
+
 /// Why a banner left the current list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
 #[serde(rename_all = "snake_case")]
@@ -216,8 +224,9 @@ pub struct BridgeStatusStore {
     forgotten: HashMap<u64, Banner>,
     /// How many times what the Bridge status view shows changed ([`BridgeStatusStore::changes`]).
     changes: u64,
-    /// The last failure judged ([`BridgeStatusStore::record_failure`]).
-    judged: Option<Judged>,
+    /// The failures judged lately, newest first ([`BridgeStatusStore::record_failure`];
+    /// at most [`JUDGED_KEPT`], [`JUDGED_TEXT_BYTES`] of text besides the newest).
+    judged: VecDeque<Judged>,
 }
 
 /// A failure text as [`BridgeStatusStore::record_failure`] last judged it: on which path, with
@@ -251,10 +260,16 @@ impl BridgeStatusStore {
         self.changes = self.changes.wrapping_add(1);
         self.touch_latest(phone, path, at_ms);
         // The same text on the same path with the same manifests is judged the same way: a
-        // failing line fails with one text again and again, so the last judgement is kept.
-        let judged = match self.judged.take() {
-            Some(j) if j.stamp == dir.stamp() && j.path == *path && j.error.text == error_text => j,
-            _ => {
+        // failing line fails with one text again and again, so the latest judgements are kept.
+        let stamp = dir.stamp();
+        let kept = self
+            .judged
+            .iter()
+            .position(|j| j.stamp == stamp && j.path == *path && j.error.text == error_text)
+            .and_then(|i| self.judged.remove(i));
+        let judged = match kept {
+            Some(j) => j,
+            None => {
                 let error = host_error::parse(error_text);
                 Judged {
                     path: path.clone(),
@@ -276,7 +291,7 @@ impl BridgeStatusStore {
                         cur.first_seen_ms = cur.first_seen_ms.min(at_ms);
                         cur.last_seen_ms = cur.last_seen_ms.max(at_ms);
                         cur.raw_text.clone_from(&judged.error.text);
-                        self.judged = Some(judged);
+                        self.keep_judged(judged);
                         return FailureRecorded::BannerRepeated;
                     }
                 }
@@ -307,8 +322,23 @@ impl BridgeStatusStore {
                 FailureRecorded::Diagnostic(reason)
             }
         };
-        self.judged = Some(judged);
+        self.keep_judged(judged);
         recorded
+    }
+
+    /// Keeps `judged` as the newest judgement, within [`JUDGED_KEPT`] and [`JUDGED_TEXT_BYTES`].
+    fn keep_judged(&mut self, judged: Judged) {
+        self.judged.push_front(judged);
+        let mut bytes = 0usize;
+        let mut keep = 1;
+        for j in self.judged.iter().skip(1) {
+            bytes = bytes.saturating_add(j.error.text.len());
+            if keep >= JUDGED_KEPT || bytes > JUDGED_TEXT_BYTES {
+                break;
+            }
+            keep += 1;
+        }
+        self.judged.truncate(keep);
     }
 
     /// Records a successful call of phone `phone` on `path` at `at_ms`: that phone's banner on

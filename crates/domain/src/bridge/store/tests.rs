@@ -388,3 +388,67 @@ fn a_judgement_is_reused_only_for_the_same_text_path_and_manifests() {
     );
     assert_eq!(on_probe.raw_text, SPEC_EXAMPLE);
 }
+
+#[test]
+fn failures_by_turns_on_several_paths_are_judged_as_a_store_without_memory_judges_them() {
+    let corpus = dir();
+    let texts = [SPEC_EXAMPLE, HANDLER_READ, "no answer within 15 s"];
+    let paths = [
+        dial(),
+        probe(),
+        CallPath::new("lumiagent", "lorekeeper.phoneline"),
+    ];
+    let mut kept = BridgeStatusStore::new();
+    let mut fresh = BridgeStatusStore::new();
+    for i in 0..60u64 {
+        let path = &paths[(i % 3) as usize];
+        let text = texts[((i / 2) % 3) as usize];
+        // Every fourth result a success, so banners are raised and retired by turns.
+        if i % 4 == 3 {
+            assert_eq!(
+                kept.record_success(PHONE, path, i),
+                fresh.record_success(PHONE, path, i)
+            );
+            continue;
+        }
+        fresh.judged.clear();
+        let a = kept.record_failure(PHONE, path, text, i, &corpus);
+        let b = fresh.record_failure(PHONE, path, text, i, &corpus);
+        assert_eq!(a, b, "result {i}");
+    }
+    // Several judgements were kept and reused, and everything shown is the same.
+    assert!(kept.judged.len() > 1);
+    assert_eq!(
+        serde_json::to_value(kept.snapshot()).unwrap(),
+        serde_json::to_value(fresh.snapshot()).unwrap()
+    );
+}
+
+#[test]
+fn the_judgements_kept_are_bounded_in_count_and_in_text() {
+    let corpus = dir();
+    let mut s = BridgeStatusStore::new();
+    for i in 0..40u64 {
+        s.record_failure(PHONE, &dial(), &format!("{SPEC_EXAMPLE} {i}"), i, &corpus);
+    }
+    assert_eq!(s.judged.len(), JUDGED_KEPT);
+    assert!(s.judged[0].error.text.ends_with(" 39"), "newest first");
+    // Long texts: the newest is kept whatever its size, the others within the byte bound.
+    let long = "x".repeat(40 * 1024);
+    for i in 0..4u64 {
+        s.record_failure(PHONE, &probe(), &format!("{long}{i}"), 100 + i, &corpus);
+    }
+    let bytes: usize = s.judged.iter().skip(1).map(|j| j.error.text.len()).sum();
+    assert!(bytes <= JUDGED_TEXT_BYTES, "{bytes}");
+    assert!(s.judged[0].error.text.ends_with("x3"));
+    let huge = "y".repeat(200 * 1024);
+    s.record_failure(PHONE, &probe(), &huge, 200, &corpus);
+    assert_eq!(
+        s.judged[0].error.text.len(),
+        huge.len(),
+        "kept though past the bound"
+    );
+    // Besides it, one long text fits the bound and the next one would not.
+    assert_eq!(s.judged.len(), 2);
+    assert!(s.judged[1].error.text.ends_with("x3"));
+}
