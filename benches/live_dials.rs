@@ -3,7 +3,8 @@
 //!
 //! 1. **Ingest**: dials per second from a phone at `--rate max` (frames queued and flushed in
 //!    batches of [`BATCH`], as `switchboard-phone --rate max` does; the frames are resolved from a
-//!    scenario *before* the clock starts so the sender is not what gets measured) through the
+//!    scenario *before* the clock starts so the sender is not what gets measured; the phone is a
+//!    process of its own, [`PhoneChild`], as a real phone is another device) through the
 //!    whole desktop path: TLS read, `validate_frame`, the hub's ifp/1 receiver rules, the dial
 //!    log (held, handed to a window subscriber) and SQLite in batched transactions (the clock
 //!    stops when every dial is committed). The same frames then go over a bare
@@ -254,6 +255,168 @@ async fn on_phone<T: Send + 'static>(
     fut: impl std::future::Future<Output = R<T>> + Send + 'static,
 ) -> R<T> {
     phone_rt()?.spawn(fut).await?
+}
+
+// ---------------------------------------------------------------------------------------------
+// The phone of the ingest trials: a process of its own
+
+/// The phone of an ingest trial, in a process of its own: this binary started again with
+/// `--phone-child`. A real phone is another device; in this process its allocations would
+/// share the desktop's (or the bare server's) two malloc arenas, and which threads share
+/// which arena is settled per process at each thread's first `malloc`, so the same code ran
+/// at one of two speeds from process to process (`docs/performance.md`, "The anchor's two
+/// speeds").
+///
+/// Lines on its standard output: `ready <frames>` once connected (paired and said hello, for
+/// the desktop) with its frames resolved; after `go` on its standard input it sends them all
+/// at max rate and says `sent`; after `end` it says `errors <count> <first>` (the desktop's
+/// `error` frames) and exits. It gives up on its own after [`PHONE_CHILD_LIMIT`].
+struct PhoneChild {
+    child: std::process::Child,
+    to: std::process::ChildStdin,
+    from: std::io::BufReader<std::process::ChildStdout>,
+}
+
+/// Longest a phone child lives.
+const PHONE_CHILD_LIMIT: Duration = Duration::from_secs(300);
+
+impl PhoneChild {
+    /// Starts the phone: `args` after `--phone-child` (`desk <addr> <fp> <code> <n> <run>` or
+    /// `bare <addr> <fp> <n> <run>`), and waits for its `ready`; returns it and its frame count.
+    fn start(args: &[String]) -> R<(PhoneChild, usize)> {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(std::env::current_exe()?)
+            .arg("--phone-child")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let to = child.stdin.take().ok_or("phone child: no stdin")?;
+        let from = std::io::BufReader::new(child.stdout.take().ok_or("phone child: no stdout")?);
+        let mut phone = PhoneChild { child, to, from };
+        let ready = phone.line()?;
+        let n = ready
+            .strip_prefix("ready ")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("phone child: expected `ready <frames>`, got {ready:?}"))?;
+        Ok((phone, n))
+    }
+
+    /// The next line the phone printed (blocking: it answers within its own limit or exits).
+    fn line(&mut self) -> R<String> {
+        use std::io::BufRead as _;
+        let mut l = String::new();
+        let read = tokio::task::block_in_place(|| self.from.read_line(&mut l))?;
+        if read == 0 {
+            return Err("the phone child ended early (its errors are above)".into());
+        }
+        Ok(l.trim_end().to_string())
+    }
+
+    fn say(&mut self, what: &str) -> R<()> {
+        use std::io::Write as _;
+        writeln!(self.to, "{what}")?;
+        self.to.flush()?;
+        Ok(())
+    }
+
+    /// Tells the phone to stop, checks it sent everything and the desktop refused nothing.
+    fn end(mut self) -> R<()> {
+        self.say("end")?;
+        let sent = self.line()?;
+        if sent != "sent" {
+            return Err(format!("phone child: expected `sent`, got {sent:?}").into());
+        }
+        let errors = self.line()?;
+        let status = tokio::task::block_in_place(|| self.child.wait())?;
+        let rest = errors
+            .strip_prefix("errors ")
+            .ok_or_else(|| format!("phone child: expected `errors ...`, got {errors:?}"))?;
+        let (count, first) = rest.split_once(' ').unwrap_or((rest, ""));
+        if count != "0" {
+            return Err(format!("the desktop refused {count} frames: {first}").into());
+        }
+        if !status.success() {
+            return Err(format!("the phone child exited with {status}").into());
+        }
+        Ok(())
+    }
+}
+
+/// The phone child's whole life (`--phone-child ...`, [`PhoneChild`]).
+fn phone_child(args: &[String]) -> R<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("phone")
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        tokio::time::timeout(PHONE_CHILD_LIMIT, phone_child_run(args))
+            .await
+            .map_err(|_| "the phone child ran out of time")?
+    })
+}
+
+async fn phone_child_run(args: &[String]) -> R<()> {
+    use std::io::{BufRead as _, Write as _};
+    let arg = |i: usize| -> R<&str> {
+        args.get(i)
+            .map(String::as_str)
+            .ok_or_else(|| format!("phone child: argument {i} missing in {args:?}").into())
+    };
+    let addr: SocketAddr = arg(1)?.parse()?;
+    let fp = arg(2)?.to_string();
+    let me = PhoneIdentity::generate("Bench phone");
+    let (ws, n, run) = match arg(0)? {
+        "desk" => {
+            let code = arg(3)?.to_string();
+            let mut c = PhoneClient::connect(addr, &fp).await?;
+            c.pair(&me, &code, vec![], switchboard::app_info::IFP_RANGE)
+                .await?;
+            (c.into_ws(), arg(4)?.parse::<usize>()?, arg(5)?)
+        }
+        "bare" => (
+            bare_client(addr, &fp).await?,
+            arg(3)?.parse::<usize>()?,
+            arg(4)?,
+        ),
+        other => return Err(format!("phone child: unknown side {other:?}").into()),
+    };
+    let f = frames(&me, n, run, false)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready {}", f.msgs.len())?;
+    out.flush()?;
+    drop(out);
+    // `go` and `end` from the parent, each handed over as it is read.
+    let (line_tx, mut line_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for l in std::io::stdin().lock().lines().take(2) {
+            let Ok(l) = l else { break };
+            if line_tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let go = line_rx.recv().await.unwrap_or_default();
+    if go != "go" {
+        return Err(format!("phone child: expected `go`, got {go:?}").into());
+    }
+    let incoming = Arc::new(Mutex::new(Incoming::default()));
+    send_frames(ws, &f.msgs, None, Arc::clone(&incoming)).await?;
+    println!("sent");
+    let end = line_rx.recv().await.unwrap_or_default();
+    if end != "end" {
+        return Err(format!("phone child: expected `end`, got {end:?}").into());
+    }
+    let (count, first) = {
+        let g = incoming.lock().unwrap_or_else(|p| p.into_inner());
+        (
+            g.errors.len(),
+            g.errors.first().cloned().unwrap_or_default(),
+        )
+    };
+    println!("errors {count} {first}");
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -554,33 +717,32 @@ struct IngestRun {
 
 async fn ingest_desk(n: usize, run: &str) -> R<IngestRun> {
     let d = desk().await?;
-    let me = PhoneIdentity::generate("Bench phone");
-    let ws = d.phone(&me).await?;
-    let f = frames(&me, n, run, false)?;
-    let n = f.msgs.len();
+    let invite = d.link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let _confirmer =
+        confirm::confirm_when_pending(d.link.clone(), std::time::Duration::from_secs(30));
+    let addr = d.link.local_addr().ok_or("link not bound")?;
+    let fp = d.link.identity().cert_fingerprint().to_string();
+    let (mut phone, n) = PhoneChild::start(&[
+        "desk".into(),
+        addr.to_string(),
+        fp,
+        invite.code.clone(),
+        n.to_string(),
+        run.to_string(),
+    ])?;
     let sub = live_view(&d.dials, SubscribeOptions::default()).await?;
     let window = watch(sub, n, None);
-    let incoming = Arc::new(Mutex::new(Incoming::default()));
-    let inc = Arc::clone(&incoming);
-    let msgs = Arc::new(f.msgs);
     let (cpu0, _) = cpu_ns();
     let writer0 = thread_cpu_ns("dial-log-writer");
     let t0 = clock();
-    let h = phone_rt()?.spawn(async move { send_frames(ws, &msgs, None, inc).await });
+    phone.say("go")?;
     let held = window.await??;
     let held_at = held.at;
     d.dials.flush().await?;
     let stored_at = clock();
     let (cpu1, _) = cpu_ns();
     let writer1 = thread_cpu_ns("dial-log-writer");
-    h.await??;
-    let errors = incoming
-        .lock()
-        .map(|g| g.errors.clone())
-        .unwrap_or_default();
-    if !errors.is_empty() {
-        return Err(format!("the desktop refused {} frames: {}", errors.len(), errors[0]).into());
-    }
+    phone.end()?;
     let st = d.dials.status().await?;
     if st.ingested != n as u64 {
         return Err(format!("{} of {n} dials ingested", st.ingested).into());
@@ -600,19 +762,24 @@ async fn ingest_desk(n: usize, run: &str) -> R<IngestRun> {
 
 /// The bare rate (frames/s) and the bare server's CPU time per frame (us).
 async fn ingest_bare(n: usize, run: &str) -> R<(f64, f64)> {
-    let me = PhoneIdentity::generate("Bench phone");
-    let f = frames(&me, n, run, false)?;
-    let n = f.msgs.len();
+    // The phone resolves exactly `n` frames (whole repetitions of the scenario, cut at `n`).
     let (addr, fp, task) = bare_server(n, None).await?;
-    let ws = on_phone(async move { bare_client(addr, &fp).await }).await?;
-    let msgs = Arc::new(f.msgs);
-    let inc = Arc::new(Mutex::new(Incoming::default()));
+    let (mut phone, sent) = PhoneChild::start(&[
+        "bare".into(),
+        addr.to_string(),
+        fp,
+        n.to_string(),
+        run.to_string(),
+    ])?;
+    if sent != n {
+        return Err(format!("the phone child resolved {sent} frames, not {n}").into());
+    }
     let (cpu0, _) = cpu_ns();
     let t0 = clock();
-    let h = phone_rt()?.spawn(async move { send_frames(ws, &msgs, None, inc).await });
+    phone.say("go")?;
     let (done, _) = task.await??;
     let (cpu1, _) = cpu_ns();
-    h.await??;
+    phone.end()?;
     Ok((
         n as f64 / ((done - t0) as f64 / 1e9),
         cpu1.saturating_sub(cpu0) as f64 / 1e3 / n as f64,
@@ -959,6 +1126,10 @@ fn main() -> R<()> {
     let allocator = switchboard::app::allocator::limit_malloc_arenas();
     if std::env::args().any(|a| a == "--memory-child") {
         return memory_child();
+    }
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--phone-child") {
+        return phone_child(&args[i + 1..]);
     }
     eprintln!("{}", allocator.words());
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing we need: skip then.
