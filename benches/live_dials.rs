@@ -476,19 +476,29 @@ async fn desk() -> R<Desk> {
 impl Desk {
     /// A paired phone's live connection (pairing then hello, as `switchboard-phone --code`).
     async fn phone(&self, me: &PhoneIdentity) -> R<ClientWs> {
-        let invite = self.link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST));
-        let _confirmer =
-            confirm::confirm_when_pending(self.link.clone(), std::time::Duration::from_secs(30));
-        let addr = self.link.local_addr().ok_or("link not bound")?;
-        let fp = self.link.identity().cert_fingerprint().to_string();
+        let (addr, fp, code) = self.invite()?;
         let me = me.clone();
         on_phone(async move {
             let mut c = PhoneClient::connect(addr, &fp).await?;
-            c.pair(&me, &invite.code, vec![], switchboard::app_info::IFP_RANGE)
+            c.pair(&me, &code, vec![], switchboard::app_info::IFP_RANGE)
                 .await?;
             Ok(c.into_ws())
         })
         .await
+    }
+
+    /// A pairing a phone may take for the next 30 s, confirmed on the desktop's side as soon
+    /// as it is pending: the address, the certificate fingerprint and the code.
+    fn invite(&self) -> R<(SocketAddr, String, String)> {
+        let invite = self.link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        // The confirmer runs on its own; it ends once it confirmed or its 30 s passed.
+        drop(confirm::confirm_when_pending(
+            self.link.clone(),
+            std::time::Duration::from_secs(30),
+        ));
+        let addr = self.link.local_addr().ok_or("link not bound")?;
+        let fp = self.link.identity().cert_fingerprint().to_string();
+        Ok((addr, fp, invite.code))
     }
 
     async fn stop(mut self) -> R<()> {
@@ -717,16 +727,12 @@ struct IngestRun {
 
 async fn ingest_desk(n: usize, run: &str) -> R<IngestRun> {
     let d = desk().await?;
-    let invite = d.link.open_pairing(IpAddr::V4(Ipv4Addr::LOCALHOST));
-    let _confirmer =
-        confirm::confirm_when_pending(d.link.clone(), std::time::Duration::from_secs(30));
-    let addr = d.link.local_addr().ok_or("link not bound")?;
-    let fp = d.link.identity().cert_fingerprint().to_string();
+    let (addr, fp, code) = d.invite()?;
     let (mut phone, n) = PhoneChild::start(&[
         "desk".into(),
         addr.to_string(),
         fp,
-        invite.code.clone(),
+        code,
         n.to_string(),
         run.to_string(),
     ])?;
