@@ -10,7 +10,7 @@ use switchboard_desktop::cli::{check_display, Cli};
 
 fn main() -> std::process::ExitCode {
     // Before any thread exists: arenas made earlier would stay.
-    let allocator = switchboard::app::allocator::limit_malloc_arenas();
+    let allocator = switchboard::app::allocator::AllocatorSetup::apply();
     // A release build has no console of its own on Windows: what the command line prints goes
     // to the terminal it was started from.
     #[cfg(windows)]
@@ -44,13 +44,26 @@ fn main() -> std::process::ExitCode {
 }
 
 /// Linux: decides how the window draws (`Settings::window_gpu`, off by default: no accelerated
-/// compositing) and sets `WEBKIT_DISABLE_COMPOSITING_MODE` accordingly, here, before any thread
-/// or window exists (WebKitGTK reads it when the web view is made).
+/// compositing) and sets `WEBKIT_DISABLE_COMPOSITING_MODE` and the variables that keep the
+/// GPU's libraries out of the app accordingly (`WindowGraphics::variables`), here, before any
+/// thread or window exists (WebKitGTK reads them when the web view is made).
 #[cfg(target_os = "linux")]
 fn window_graphics() -> Option<switchboard::app::settings::WindowGraphics> {
-    use switchboard::app::{settings::WindowGraphics, AppPaths};
+    use switchboard::app::{
+        settings::{WindowGraphics, DRM_DEVICE_DIR},
+        AppPaths,
+    };
     let g = WindowGraphics::for_app(AppPaths::from_env_or_os().as_ref());
-    if let Some((name, value)) = g.variable() {
+    // No folder (no GPU driver loaded) lists no render node.
+    let nodes: Vec<String> = std::fs::read_dir(DRM_DEVICE_DIR)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let env = |n: &str| std::env::var_os(n).map(|v| v.to_string_lossy().into_owned());
+    for (name, value) in g.variables(env, nodes) {
         std::env::set_var(name, value);
     }
     Some(g)

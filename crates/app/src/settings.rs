@@ -60,6 +60,18 @@ impl SettingsState {
 /// The environment variable with which WebKitGTK draws without accelerated compositing.
 pub const WEBKIT_NO_COMPOSITING: &str = "WEBKIT_DISABLE_COMPOSITING_MODE";
 
+/// The environment variable that turns off WebKitGTK's DMA-BUF renderer (the GPU buffers its
+/// web process hands the window when compositing). Set, WebKitGTK does not open an EGL display
+/// in the app's own process to learn which buffers the GPU can share.
+pub const WEBKIT_NO_DMABUF: &str = "WEBKIT_DISABLE_DMABUF_RENDERER";
+
+/// The environment variable that names the DRM render node WebKitGTK hands its web process.
+/// Set, WebKitGTK does not open an EGL display in the app's own process to ask for one.
+pub const WEBKIT_RENDER_NODE: &str = "WEBKIT_WEB_RENDER_DEVICE_FILE";
+
+/// Where Linux lists the GPUs' device nodes (`renderD128`, `renderD129`, ...).
+pub const DRM_DEVICE_DIR: &str = "/dev/dri";
+
 /// How the window is to draw (Linux, WebKitGTK), decided once before the window exists from
 /// [`Settings::window_gpu`] and the environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +80,8 @@ pub enum WindowGraphics {
     AsTheEnvironmentSays,
     /// The setting asks for the GPU: WebKitGTK's default (accelerated compositing).
     Gpu,
-    /// The default: set `WEBKIT_DISABLE_COMPOSITING_MODE=1` before the window is made.
+    /// The default: set `WEBKIT_DISABLE_COMPOSITING_MODE=1` before the window is made, and
+    /// keep the GPU's libraries out of the app's process ([`WindowGraphics::variables`]).
     NoCompositing,
 }
 
@@ -91,9 +104,46 @@ impl WindowGraphics {
         )
     }
 
-    /// The variable to set in this process's environment before the window is made, if any.
-    pub fn variable(self) -> Option<(&'static str, &'static str)> {
-        (self == Self::NoCompositing).then_some((WEBKIT_NO_COMPOSITING, "1"))
+    /// The variables (name, value) to set in this process's environment before the window is
+    /// made. `env` reads a variable as whoever started the app set it (theirs is left as it
+    /// is); `render_nodes` are the file names in [`DRM_DEVICE_DIR`].
+    ///
+    /// Without compositing the window is drawn by the CPU, yet when WebKitGTK starts the first
+    /// web process it opens an EGL display in the app's own process twice over: to find the
+    /// render node to hand the web process, and to learn which GPU buffers it could share
+    /// with the window. That loads the GPU's user-space driver (Mesa's, with LLVM) into the
+    /// app for the rest of its life: without a GPU (virtual machines, Xvfb) about 50 MB
+    /// resident while a window shows, and LLVM's relocated data (8.3 MB on Debian 12) stays
+    /// after it, in the tray, since nothing can unload it. [`WEBKIT_NO_DMABUF`] answers the
+    /// second question (no GPU buffers: nothing composites), [`WEBKIT_RENDER_NODE`] the first:
+    /// the lowest-numbered `renderD*` node, the one Mesa and WebKitGTK take when nothing
+    /// says otherwise; with none, the name the first would have (the web process matches it
+    /// against the GPUs it finds, and with none finds nothing, as WebKitGTK's own probe
+    /// would have). Both are also set when the environment turned compositing off itself
+    /// (WebKitGTK reads any value but `0` as off); with the GPU setting on, or compositing on
+    /// by the environment, nothing is set.
+    pub fn variables(
+        self,
+        env: impl Fn(&str) -> Option<String>,
+        render_nodes: impl IntoIterator<Item = String>,
+    ) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        match self {
+            Self::Gpu => return out,
+            Self::AsTheEnvironmentSays => {
+                if env(WEBKIT_NO_COMPOSITING).is_some_and(|v| v == "0") {
+                    return out;
+                }
+            }
+            Self::NoCompositing => out.push((WEBKIT_NO_COMPOSITING, "1".to_string())),
+        }
+        if env(WEBKIT_NO_DMABUF).is_none() {
+            out.push((WEBKIT_NO_DMABUF, "1".to_string()));
+        }
+        if env(WEBKIT_RENDER_NODE).is_none() {
+            out.push((WEBKIT_RENDER_NODE, first_render_node(render_nodes)));
+        }
+        out
     }
 
     /// In words, for the log at start.
@@ -104,10 +154,21 @@ impl WindowGraphics {
             }
             Self::Gpu => "window graphics: the GPU (accelerated compositing, Settings)",
             Self::NoCompositing => {
-                "window graphics: without accelerated compositing (the default; Settings can turn the GPU on)"
+                "window graphics: without accelerated compositing, the GPU's libraries kept out of the app (the default; Settings can turn the GPU on)"
             }
         }
     }
+}
+
+/// The path of the lowest-numbered render node among `names` (file names in
+/// [`DRM_DEVICE_DIR`]: `renderD128`, `card0`, ...), `/dev/dri/renderD128` when there is none.
+pub fn first_render_node(names: impl IntoIterator<Item = String>) -> String {
+    let lowest = names
+        .into_iter()
+        .filter_map(|n| n.strip_prefix("renderD")?.parse::<u32>().ok())
+        .min()
+        .unwrap_or(128);
+    format!("{DRM_DEVICE_DIR}/renderD{lowest}")
 }
 
 /// The JavaScriptCore option that turns its JIT compilers on or off. JavaScriptCore reads its
@@ -208,18 +269,80 @@ mod tests {
 
     #[test]
     fn the_window_draws_without_compositing_unless_the_setting_or_the_environment_says_otherwise() {
+        let unset = |_: &str| None;
+        let nodes = || ["card0", "renderD129", "renderD128"].map(String::from);
+        let probes = vec![
+            (WEBKIT_NO_DMABUF, "1".to_string()),
+            (WEBKIT_RENDER_NODE, "/dev/dri/renderD128".to_string()),
+        ];
+        let mut all = vec![(WEBKIT_NO_COMPOSITING, "1".to_string())];
+        all.extend(probes.clone());
         assert_eq!(
-            WindowGraphics::decide(false, false).variable(),
-            Some((WEBKIT_NO_COMPOSITING, "1"))
+            WindowGraphics::decide(false, false).variables(unset, nodes()),
+            all
         );
         assert_eq!(WindowGraphics::decide(true, false), WindowGraphics::Gpu);
-        assert_eq!(WindowGraphics::decide(true, false).variable(), None);
-        // Whoever started the app with the variable (either value) decides.
+        assert!(WindowGraphics::decide(true, false)
+            .variables(unset, nodes())
+            .is_empty());
+        // Whoever started the app with the variable (either value) decides compositing; with
+        // it off there, the GPU probes are still answered.
         assert_eq!(
             WindowGraphics::decide(false, true),
             WindowGraphics::AsTheEnvironmentSays
         );
-        assert_eq!(WindowGraphics::decide(true, true).variable(), None);
+        let off = |n: &str| (n == WEBKIT_NO_COMPOSITING).then(|| "1".to_string());
+        assert_eq!(
+            WindowGraphics::decide(true, true).variables(off, nodes()),
+            probes
+        );
+        let on = |n: &str| (n == WEBKIT_NO_COMPOSITING).then(|| "0".to_string());
+        assert!(WindowGraphics::decide(false, true)
+            .variables(on, nodes())
+            .is_empty());
+    }
+
+    #[test]
+    fn without_compositing_the_gpu_probes_are_answered_unless_the_environment_already_did() {
+        let g = WindowGraphics::NoCompositing;
+        // A render node named by whoever started the app stays theirs; so does the DMA-BUF
+        // switch.
+        let set = |n: &str| (n == WEBKIT_RENDER_NODE).then(|| "/dev/dri/renderD129".to_string());
+        assert_eq!(
+            g.variables(set, ["renderD128".to_string()]),
+            vec![
+                (WEBKIT_NO_COMPOSITING, "1".to_string()),
+                (WEBKIT_NO_DMABUF, "1".to_string()),
+            ]
+        );
+        let set = |n: &str| (n == WEBKIT_NO_DMABUF).then(|| "0".to_string());
+        assert_eq!(
+            g.variables(set, Vec::new()),
+            vec![
+                (WEBKIT_NO_COMPOSITING, "1".to_string()),
+                (WEBKIT_RENDER_NODE, "/dev/dri/renderD128".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_render_node_is_the_lowest_numbered_one_of_the_folder() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            first_render_node(names(&["card1", "renderD130", "renderD129", "by-path"])),
+            "/dev/dri/renderD129"
+        );
+        // Numbers, not text: renderD1000 comes after renderD999.
+        assert_eq!(
+            first_render_node(names(&["renderD1000", "renderD999"])),
+            "/dev/dri/renderD999"
+        );
+        // Names that only look like one are not render nodes.
+        assert_eq!(
+            first_render_node(names(&["renderDx", "renderD", "card0"])),
+            "/dev/dri/renderD128"
+        );
+        assert_eq!(first_render_node(Vec::new()), "/dev/dri/renderD128");
     }
 
     #[test]

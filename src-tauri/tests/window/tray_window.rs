@@ -129,6 +129,24 @@ fn closed_to_the_tray_the_web_view_goes_and_comes_back_on_the_same_place() {
         "a web process under the app while the window shows: {:?}",
         descendants(pid)
     );
+    // Drawn without compositing, the app's own process never opened an EGL display: no EGL
+    // vendor library (Mesa's, NVIDIA's; they bring the GPU driver and, with Mesa, LLVM) is
+    // mapped in it. WebKitGTK opens one there when the first web process starts unless it is
+    // told the render node and that no GPU buffers are shared (`WindowGraphics::variables`).
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let egl_vendors: Vec<&str> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|p| {
+            p.rsplit('/')
+                .next()
+                .is_some_and(|f| f.starts_with("libEGL_"))
+        })
+        .collect();
+    assert!(
+        egl_vendors.is_empty(),
+        "the app's process loaded an EGL driver for a window drawn without compositing: {egl_vendors:?}"
+    );
 
     // The person goes to Settings (Ctrl+6) and scrolls down.
     xdotool(&display, &["windowfocus", "--sync", &win[0]]);
