@@ -1129,7 +1129,7 @@ fn pass(ok: bool) -> &'static str {
 fn main() -> R<()> {
     // The desktop app's allocator set-up (switchboard-desktop's `main` does the same first),
     // so both sides of every figure run as they would in the app.
-    let allocator = switchboard::app::allocator::AllocatorSetup::apply();
+    let allocator = switchboard::app::allocator::limit_malloc_arenas();
     if std::env::args().any(|a| a == "--memory-child") {
         return memory_child();
     }

@@ -49,7 +49,7 @@ pub struct LaunchOptions {
     pub scripts: Option<switchboard::app::settings::WindowScripts>,
     /// What `main` set up of the C allocator before any thread started (logged at start).
     /// `None` when nothing was decided (tests).
-    pub allocator: Option<switchboard::app::allocator::AllocatorSetup>,
+    pub allocator: Option<switchboard::app::allocator::ArenaLimit>,
     /// The app's folders when they are given (`main` reads `SWITCHBOARD_HOME`; a test names
     /// its own temporary home); `None`: the OS's per-user folders for the app.
     pub paths: Option<AppPaths>,

@@ -10,7 +10,7 @@ use switchboard_desktop::cli::{check_display, Cli};
 
 fn main() -> std::process::ExitCode {
     // Before any thread exists: arenas made earlier would stay.
-    let allocator = switchboard::app::allocator::AllocatorSetup::apply();
+    let allocator = switchboard::app::allocator::limit_malloc_arenas();
     // A release build has no console of its own on Windows: what the command line prints goes
     // to the terminal it was started from.
     #[cfg(windows)]
