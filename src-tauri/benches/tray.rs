@@ -421,9 +421,8 @@ fn settled_rss(app: &Running, core: &Running) -> (u64, u64) {
         a.push(tree_rss_kib(app.pid()));
         c.push(tree_rss_kib(core.pid()));
     }
-    a.sort_unstable();
-    c.sort_unstable();
-    (a[a.len() / 2], c[c.len() / 2])
+    let mid = |v: Vec<u64>| median(v.into_iter().map(|k| k as f64).collect()) as u64;
+    (mid(a), mid(c))
 }
 
 #[cfg(target_os = "linux")]

@@ -133,10 +133,8 @@ fn closed_to_the_tray_the_web_view_goes_and_comes_back_on_the_same_place() {
     // vendor library (Mesa's, NVIDIA's; they bring the GPU driver and, with Mesa, LLVM) is
     // mapped in it. WebKitGTK opens one there when the first web process starts unless it is
     // told the render node and that no GPU buffers are shared (`WindowGraphics::variables`).
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
-    let egl_vendors: Vec<&str> = maps
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
+    let egl_vendors: Vec<String> = rss_by_mapping(pid)
+        .into_keys()
         .filter(|p| {
             p.rsplit('/')
                 .next()
