@@ -25,6 +25,8 @@
 //! `LIVE_DIALS_ONLY=desk-ingest` or `bare-ingest` one side of an ingest trial (to profile it).
 //! `LIVE_DIALS_ONLY=parse` times the frame reading alone, no network: the desktop's dial reader
 //! against the bare server's typed parse of the same frames, in one run.
+//! `LIVE_DIALS_DUMP=<path>` writes each desktop latency trial's send and arrival times
+//! ([`dump_latency`]), to find what the slowest dials waited for.
 
 #![allow(missing_docs)]
 
@@ -840,6 +842,35 @@ fn percentiles(sent: &[u64], got: &[u64]) -> R<Lat> {
     })
 }
 
+/// Writes one desktop latency trial for a look next to `perf sched timehist -k
+/// CLOCK_MONOTONIC`: `<path>.<run>` holds each dial's send and arrival times (ns on the
+/// bench's clock) a line, `<path>.<run>.off` what to add to them for `CLOCK_MONOTONIC` ns.
+#[cfg(unix)]
+fn dump_latency(path: &str, run: &str, sent: &[u64], got: &[u64]) -> R<()> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec the call fills.
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    let mono = u64::try_from(ts.tv_sec)? * 1_000_000_000 + u64::try_from(ts.tv_nsec)?;
+    std::fs::write(format!("{path}.{run}.off"), format!("{}", mono - clock()))?;
+    let text: String = sent
+        .iter()
+        .zip(got)
+        .map(|(s, g)| format!("{s} {g}\n"))
+        .collect();
+    std::fs::write(format!("{path}.{run}"), text)?;
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn dump_latency(_path: &str, _run: &str, _sent: &[u64], _got: &[u64]) -> R<()> {
+    Err("LIVE_DIALS_DUMP reads CLOCK_MONOTONIC, a Unix clock".into())
+}
+
 async fn latency_desk(run: &str) -> R<(Lat, Lat)> {
     let d = desk().await?;
     let me = PhoneIdentity::generate("Bench phone");
@@ -866,6 +897,9 @@ async fn latency_desk(run: &str) -> R<(Lat, Lat)> {
     let got_window = window.await??.stamps;
     let sent = h.await??;
     d.stop().await?;
+    if let Ok(path) = std::env::var("LIVE_DIALS_DUMP") {
+        dump_latency(&path, run, &sent, &got)?;
+    }
     Ok((percentiles(&sent, &got)?, percentiles(&sent, &got_window)?))
 }
 

@@ -1110,3 +1110,53 @@ async fn unwritten_dials_stay_within_their_byte_bound_and_none_is_lost() {
     sent.sort();
     assert_eq!(db_ids(dir.path()), sent, "every dial stored exactly once");
 }
+
+/// The scheduling policy (`/proc/<pid>/task/<tid>/stat`, field 41) of every thread of this
+/// process named `name`.
+#[cfg(target_os = "linux")]
+fn thread_policies(name: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.trim() != name {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue; // the thread ended meanwhile
+        };
+        // Fields after the command, which is in parentheses and may hold spaces.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let policy = rest.split(' ').nth(41 - 3).unwrap().parse().unwrap();
+        out.push(policy);
+    }
+    out
+}
+
+/// The writer's SQLite transactions run as background work (`SCHED_BATCH`), so handing it a
+/// batch does not push the tokio worker that did it off its CPU (docs/performance.md, "The
+/// writer as background work"); the worker threads keep the normal policy.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_writer_thread_runs_as_background_work() {
+    const SCHED_OTHER: u32 = 0;
+    const SCHED_BATCH: u32 = 3;
+    let dir = tempfile::tempdir().unwrap();
+    let log = DialLog::spawn(disk_config(dir.path())).unwrap();
+    log.ingest(simple("w1", Retention::Standard, T0))
+        .await
+        .unwrap();
+    log.flush().await.unwrap();
+    let writers = thread_policies("dial-log-writer");
+    assert!(!writers.is_empty(), "no dial-log-writer thread found");
+    assert!(
+        writers.iter().all(|&p| p == SCHED_BATCH),
+        "writer policies: {writers:?}"
+    );
+    let workers = thread_policies("tokio-rt-worker");
+    assert!(!workers.is_empty(), "no tokio worker thread found");
+    assert!(
+        workers.iter().all(|&p| p == SCHED_OTHER),
+        "worker policies: {workers:?}"
+    );
+    log.shutdown().await.unwrap();
+}

@@ -13,11 +13,13 @@
 //! - [`error`]: the one error shape that crosses the IPC boundary (`{ kind, message }`).
 //! - [`app_info`]: the app's name, version and the protocol ranges it speaks.
 //! - [`sync`]: locks whose poisoning is recovered.
+//! - [`background`]: threads doing background work, kept from preempting the link's threads.
 //!
 //! It must not know phone lines, dials, phones, the link, the app or any user interface: it
 //! depends on no other Switchboard crate, and everything above may use it.
 
 pub mod app_info;
+pub mod background;
 pub mod clock;
 pub mod error;
 pub mod fsutil;

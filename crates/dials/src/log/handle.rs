@@ -96,7 +96,7 @@ impl DialLogHandle {
     pub async fn ingest_batch(&self, dials: Vec<Dial>) -> Result<Vec<IngestVerdict>, DialLogError> {
         self.shared.ready().await?;
         self.shared.room_for_ingest().await;
-        let verdicts = {
+        let (verdicts, wake) = {
             let mut guard = self.shared.lock();
             let actor = guard.as_mut().ok_or(DialLogError::Closed)?;
             // One clock reading for the batch: its dials arrived together.
@@ -106,9 +106,11 @@ impl DialLogHandle {
             self.shared
                 .mark
                 .store(actor.stored_mark, std::sync::atomic::Ordering::Release);
-            verdicts
+            (verdicts, actor.deadline_moved_earlier())
         };
-        self.shared.wake.notify_one();
+        if wake {
+            self.shared.wake.notify_one();
+        }
         Ok(verdicts)
     }
 

@@ -146,6 +146,10 @@ pub(super) fn start(
         std::thread::Builder::new()
             .name("dial-log-writer".into())
             .spawn(move || {
+                // The writer's transactions must not push the link's threads off their CPU.
+                if let Err(e) = switchboard_wire::background::mark_background_thread() {
+                    tracing::debug!(target: "switchboard::dials", "the writer runs at normal priority: {e}");
+                }
                 store::writer_loop(write, writer_path, wrx, writer_shared);
                 let _ = done_tx.send(());
             })
@@ -186,7 +190,12 @@ pub(super) fn start(
         let loader = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("dial-log-loader".into())
-            .spawn(move || load(&loader, &path, capacity, max_bytes, per_phone))
+            .spawn(move || {
+                if let Err(e) = switchboard_wire::background::mark_background_thread() {
+                    tracing::debug!(target: "switchboard::dials", "the loader runs at normal priority: {e}");
+                }
+                load(&loader, &path, capacity, max_bytes, per_phone);
+            })
             .map_err(|e| DialLogError::Storage(format!("starting the loader thread: {e}")))?;
     }
     tokio::spawn(run(Arc::clone(&shared), rx));
@@ -348,8 +357,11 @@ async fn run(shared: Arc<Shared>, mut rx: mpsc::Receiver<Command>) {
         t
     });
     loop {
-        let deadline = match shared.lock().as_ref() {
-            Some(a) => a.next_deadline(),
+        let deadline = match shared.lock().as_mut() {
+            Some(a) => {
+                a.armed = a.next_deadline();
+                a.armed
+            }
             None => return,
         };
         tokio::select! {

@@ -49,6 +49,10 @@ pub(in crate::log) struct Actor {
     pub(super) status: DialLogStatus,
     /// The newest connection events, oldest first.
     pub(super) conns: VecDeque<ConnectionEvent>,
+    /// The deadline the log's task sleeps until (`None`: it waits for a command or a wake
+    /// only), as it last read [`Actor::next_deadline`]. Ingest wakes the task only when its
+    /// next deadline comes before this one ([`Actor::deadline_moved_earlier`]).
+    pub(in crate::log) armed: Option<Instant>,
 }
 
 impl Actor {
@@ -68,6 +72,7 @@ impl Actor {
             subs: Vec::new(),
             status,
             conns: VecDeque::new(),
+            armed: None,
             cfg,
         }
     }
@@ -96,6 +101,23 @@ impl Actor {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// Whether the log's task must be woken to sleep until an earlier deadline than the one it
+    /// armed; if so, that deadline is taken as armed. Why: ingest runs on its caller's task,
+    /// and waking the log's task after every batch made a tokio worker wake (on a 2-CPU
+    /// machine, often the other CPU) for a timer that had not moved.
+    pub(in crate::log) fn deadline_moved_earlier(&mut self) -> bool {
+        let next = self.next_deadline();
+        let earlier = match (next, self.armed) {
+            (Some(n), Some(a)) => n < a,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if earlier {
+            self.armed = next;
+        }
+        earlier
     }
 
     /// Hands the waiting batch to the writer now if the writer has room (ingest waiting for
