@@ -7,7 +7,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use foldhash::{HashSet, HashSetExt as _};
+use std::hash::BuildHasher as _;
+
+use hashbrown::HashTable;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -29,6 +31,10 @@ const HELD_CONNECTION_EVENTS: usize = 1000;
 pub(super) struct Entry {
     pub(super) arrival: u64,
     pub(super) dial: Arc<Dial>,
+    /// The id's hash in [`Actor::ids`], kept so evicting the entry does not hash the id again.
+    pub(super) id_hash: u64,
+    /// The id's stored key ([`store::id_key`]), kept for the same reason.
+    pub(super) id_key: i64,
 }
 
 /// The log's state: the ring and its id set, the interner, the SQLite side (`Db`), the
@@ -38,7 +44,10 @@ pub(in crate::log) struct Actor {
     pub(super) ring: VecDeque<Entry>,
     /// What the ring holds, as [`held_bytes`] counts it (at most `cfg.max_bytes`).
     pub(super) ring_bytes: usize,
-    pub(super) ids: HashSet<Arc<str>>,
+    /// The ids of the dials in the ring, hashed with `id_hasher` (the hash is kept in each
+    /// [`Entry`]).
+    pub(super) ids: HashTable<Arc<str>>,
+    pub(super) id_hasher: foldhash::fast::RandomState,
     pub(super) interner: Interner,
     pub(super) next_arrival: u64,
     /// Arrival number of the newest persisting dial handed to the SQLite side (0: none yet, or
@@ -64,7 +73,8 @@ impl Actor {
         Self {
             ring: VecDeque::with_capacity(cfg.capacity.min(1 << 20)),
             ring_bytes: 0,
-            ids: HashSet::with_capacity(cfg.capacity.min(1 << 20)),
+            ids: HashTable::with_capacity(cfg.capacity.min(1 << 20)),
+            id_hasher: foldhash::fast::RandomState::default(),
             interner: Interner::default(),
             next_arrival: 1,
             stored_mark: 0,
@@ -83,7 +93,9 @@ impl Actor {
     pub(super) fn install(&mut self, dials: Vec<Dial>, keys: Vec<(i64, i64)>) {
         for d in dials {
             let arrival = d.seq.0;
-            self.push_ring(d, arrival);
+            let id_hash = self.id_hasher.hash_one(&*d.id);
+            let id_key = store::id_key(&d.id);
+            self.push_ring(d, arrival, id_hash, id_key);
         }
         if let Some(db) = self.db.as_mut() {
             db.outside.prepend_newest_first(keys);
@@ -255,7 +267,12 @@ impl Actor {
         if dial.id.is_empty() {
             return IngestVerdict::Rejected("dial id (the event's dedup key) is empty".into());
         }
-        if self.ids.contains(&*dial.id) || self.db.as_ref().is_some_and(|db| db.seen(&dial.id)) {
+        // Each key of the id is computed once here and kept with the entry.
+        let id_hash = self.id_hasher.hash_one(&*dial.id);
+        let id_key = store::id_key(&dial.id);
+        if self.ids.find(id_hash, |k| **k == *dial.id).is_some()
+            || self.db.as_ref().is_some_and(|db| db.seen(&dial.id, id_key))
+        {
             self.status.duplicates += 1;
             return IngestVerdict::Duplicate;
         }
@@ -273,7 +290,7 @@ impl Actor {
         if dial.arrived.is_unknown() {
             dial.arrived = Arrival(Some(now_ms));
         }
-        let dial = self.push_ring(dial, arrival);
+        let dial = self.push_ring(dial, arrival, id_hash, id_key);
         self.status.ingested += 1;
         if !self.subs.is_empty() {
             for s in &mut self.subs {
@@ -298,7 +315,7 @@ impl Actor {
         IngestVerdict::Held
     }
 
-    fn push_ring(&mut self, dial: Dial, arrival: u64) -> Arc<Dial> {
+    fn push_ring(&mut self, dial: Dial, arrival: u64, id_hash: u64, id_key: i64) -> Arc<Dial> {
         let dial = Arc::new(dial);
         let size = held_bytes(&dial);
         while self.ring.len() >= self.cfg.capacity
@@ -312,11 +329,15 @@ impl Actor {
                 None => break,
             }
         }
-        self.ids.insert(Arc::clone(&dial.id));
+        let hasher = &self.id_hasher;
+        self.ids
+            .insert_unique(id_hash, Arc::clone(&dial.id), |k| hasher.hash_one(&**k));
         self.ring_bytes = self.ring_bytes.saturating_add(size);
         self.ring.push_back(Entry {
             arrival,
             dial: Arc::clone(&dial),
+            id_hash,
+            id_key,
         });
         dial
     }
@@ -325,15 +346,16 @@ impl Actor {
     /// still pending so a replay in that window is still caught.
     fn forget(&mut self, e: Entry) {
         self.ring_bytes = self.ring_bytes.saturating_sub(held_bytes(&e.dial));
-        self.ids.remove(&*e.dial.id);
+        if let Ok(found) = self.ids.find_entry(e.id_hash, |k| **k == *e.dial.id) {
+            found.remove();
+        }
         if let Some(db) = self.db.as_mut() {
             if e.dial.retention.persists() {
                 if e.arrival > db.written_upto() {
                     db.evicted_unwritten
                         .insert(Arc::clone(&e.dial.id), e.arrival);
                 }
-                db.outside
-                    .insert(store::id_key(&e.dial.phone), store::id_key(&e.dial.id));
+                db.outside.insert(store::id_key(&e.dial.phone), e.id_key);
             }
         }
     }

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::recent::RecentKeys;
 use crate::record::Dial;
-use crate::store::{self, WriterMsg, WriterShared};
+use crate::store::{WriterMsg, WriterShared};
 
 /// Batches the writer may have queued before the actor keeps further dials waiting itself.
 const MAX_WRITER_BATCHES_IN_FLIGHT: u64 = 4;
@@ -26,7 +26,7 @@ pub(super) struct Db {
     pub(super) pending_upto: u64,
     /// Persisting dials that left the ring before the writer committed them: id -> arrival.
     pub(super) evicted_unwritten: HashMap<Arc<str>, u64>,
-    /// Keys ([`store::id_key`], 64-bit hashes) of each phone's newest stored ids that are not
+    /// Keys ([`crate::store::id_key`], 64-bit hashes) of each phone's newest stored ids that are not
     /// in the ring: the dedup check for ids in SQLite. Two different ids share a key with
     /// probability about 2^-64 per pair, so treating a known key as a replay wrongly drops
     /// about one dial in 10^13 for a million kept; the file has no id index to keep up instead
@@ -76,8 +76,9 @@ impl Db {
         self.evicted_unwritten.retain(|_, a| *a > upto);
     }
 
-    /// Whether `id` (not in the ring) is stored or on its way to SQLite.
-    pub(super) fn seen(&self, id: &str) -> bool {
-        self.evicted_unwritten.contains_key(id) || self.outside.contains(store::id_key(id))
+    /// Whether `id` (not in the ring; `key` is its [`crate::store::id_key`]) is stored or on its way
+    /// to SQLite.
+    pub(super) fn seen(&self, id: &str, key: i64) -> bool {
+        self.evicted_unwritten.contains_key(id) || self.outside.contains(key)
     }
 }
