@@ -43,21 +43,6 @@ pub fn mark_background_thread() -> std::io::Result<()> {
     Ok(())
 }
 
-/// Whether the calling thread is marked as background work by [`mark_background_thread`]
-/// (Linux: its policy is `SCHED_BATCH`); `None` where the system has no such reading here.
-pub fn is_background_thread() -> Option<bool> {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: no arguments but pid 0, the calling thread.
-        let policy = unsafe { libc::sched_getscheduler(0) };
-        Some(policy == libc::SCHED_BATCH)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -66,16 +51,18 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_marked_thread_runs_as_batch_work_and_others_do_not() {
-        let marked = std::thread::spawn(|| {
+        // SAFETY: no arguments but pid 0, the calling thread.
+        let policy = || unsafe { libc::sched_getscheduler(0) };
+        let marked = std::thread::spawn(move || {
             mark_background_thread().unwrap();
-            is_background_thread()
+            policy()
         })
         .join()
         .unwrap();
-        assert_eq!(marked, Some(true));
+        assert_eq!(marked, libc::SCHED_BATCH);
         // Only the calling thread changes, not the process.
-        let other = std::thread::spawn(is_background_thread).join().unwrap();
-        assert_eq!(other, Some(false));
+        let other = std::thread::spawn(policy).join().unwrap();
+        assert_eq!(other, libc::SCHED_OTHER);
     }
 
     #[cfg(not(target_os = "linux"))]

@@ -147,9 +147,7 @@ pub(super) fn start(
             .name("dial-log-writer".into())
             .spawn(move || {
                 // The writer's transactions must not push the link's threads off their CPU.
-                if let Err(e) = switchboard_wire::background::mark_background_thread() {
-                    tracing::debug!(target: "switchboard::dials", "the writer runs at normal priority: {e}");
-                }
+                mark_background("writer");
                 store::writer_loop(write, writer_path, wrx, writer_shared);
                 let _ = done_tx.send(());
             })
@@ -191,15 +189,21 @@ pub(super) fn start(
         std::thread::Builder::new()
             .name("dial-log-loader".into())
             .spawn(move || {
-                if let Err(e) = switchboard_wire::background::mark_background_thread() {
-                    tracing::debug!(target: "switchboard::dials", "the loader runs at normal priority: {e}");
-                }
+                mark_background("loader");
                 load(&loader, &path, capacity, max_bytes, per_phone);
             })
             .map_err(|e| DialLogError::Storage(format!("starting the loader thread: {e}")))?;
     }
     tokio::spawn(run(Arc::clone(&shared), rx));
     Ok((tx, shared))
+}
+
+/// Marks the calling thread (the log's `what`: writer or loader) as background work; a system
+/// that refuses leaves it at normal priority, which is only slower for the link's threads.
+fn mark_background(what: &str) {
+    if let Err(e) = switchboard_wire::background::mark_background_thread() {
+        tracing::debug!(target: "switchboard::dials", "the {what} runs at normal priority: {e}");
+    }
 }
 
 /// Where the loader ([`load`]) is: the ring and the stored dials' keys are read from SQLite
