@@ -69,6 +69,11 @@ export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
 # No debug info: these builds are checked and run, never debugged, and linking ~50 test
 # programs with it is most of this script's time.
 export CARGO_PROFILE_DEV_DEBUG=0
+# Features resolved once for the whole workspace, whichever packages a step names: the core's
+# test build and the workspace's type-check then share their proc-macros and build scripts
+# (the shell's dependencies turn on more features of proc-macro2 and syn, which otherwise made
+# the type-check build every derive macro again). Unstable in cargo, as -Zbuild-std is.
+export CARGO_UNSTABLE_FEATURE_UNIFICATION=true CARGO_RESOLVER_FEATURE_UNIFICATION=workspace
 # The core: the layered crates under crates/ and the switchboard crate on top (not the shell).
 core=(-p switchboard-wire -p switchboard-domain -p switchboard-dials -p switchboard-link
   -p switchboard-app -p switchboard-control -p switchboard)
