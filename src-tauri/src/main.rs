@@ -69,10 +69,11 @@ fn window_graphics() -> Option<switchboard::app::settings::WindowGraphics> {
     Some(g)
 }
 
-/// Linux: decides how the window's scripts run (`WindowScripts`: JavaScriptCore's interpreter
-/// and an 8 MiB collection step, each unless its variable is already set) and sets
-/// `JSC_useJIT` and `JSC_largeHeapSize` accordingly, here, before any thread or window exists
-/// (the web process inherits the environment).
+/// Linux: decides how the window's scripts run (`WindowScripts`: JavaScriptCore's interpreter,
+/// an 8 MiB collection step and no WebKit memory-pressure monitor, each unless its variable is
+/// already set) and sets `JSC_useJIT`, `JSC_largeHeapSize` and
+/// `WEBKIT_DISABLE_MEMORY_PRESSURE_MONITOR` accordingly, here, before any thread or window
+/// exists (the web process inherits the environment).
 #[cfg(target_os = "linux")]
 fn window_scripts() -> Option<switchboard::app::settings::WindowScripts> {
     let s = switchboard::app::settings::WindowScripts::for_app();

@@ -19,7 +19,8 @@
 //!
 //! [`start`] lowers every real-time thread of this process and of the processes it started
 //! (WebKit's web and network processes, found through `/proc/PID/task/TID/children`) to
-//! `SCHED_OTHER`, once at start and then every [`CHECK_EVERY`], since WebKit promotes threads
+//! `SCHED_OTHER`, once at start and then every [`CHECK_EVERY`] (less often once a window has
+//! been up for [`CHECK_SETTLED_AFTER`], up to [`CHECK_LONGEST`]), since WebKit promotes threads
 //! as it creates them (a new web process after a crash, for one). Lowering a thread of one's
 //! own user needs no privilege. Nothing else of WebKit's behaviour changes.
 //!
@@ -31,6 +32,18 @@ use std::time::Duration;
 /// How often [`start`]'s thread looks for real-time threads again (2 s): WebKit promotes a
 /// thread shortly after creating it, from its main loop.
 pub const CHECK_EVERY: Duration = Duration::from_secs(2);
+
+/// How long after a window is made [`start`]'s thread looks every [`CHECK_EVERY`]: WebKit makes
+/// its web and network processes, and their threads, within seconds of the window.
+pub const CHECK_SETTLED_AFTER: Duration = Duration::from_secs(20);
+
+/// The longest wait between two looks while a window stays open: after
+/// [`CHECK_SETTLED_AFTER`] the wait doubles from [`CHECK_EVERY`] up to this (32 s) while no
+/// thread needed lowering, and goes back to [`CHECK_EVERY`] when one did. Each look reads every
+/// thread of three processes (about 100 files and system calls, 2-4 ms of CPU on this project's
+/// test machine): every 2 s that was a fifth to a third of what the app with an idle window
+/// used. A web process made again after a crash is looked at within this time.
+pub const CHECK_LONGEST: Duration = Duration::from_secs(32);
 
 /// How deep [`process_tree`] follows children (the app, WebKit's processes, and a sandbox's
 /// launcher in between with room to spare).
@@ -147,11 +160,27 @@ static LOWERING: std::sync::OnceLock<std::thread::Thread> = std::sync::OnceLock:
 /// [`CHECK_EVERY`] (an app in the tray should not wake for nothing).
 static NO_WINDOW: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// How many times a window was made: the lowering thread looks every [`CHECK_EVERY`] again
+/// after each.
+static WINDOWS_MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The wait before the next look: [`CHECK_EVERY`] within [`CHECK_SETTLED_AFTER`] of the window
+/// being made or after a look that lowered a thread, else twice the last wait, at most
+/// [`CHECK_LONGEST`].
+pub fn next_check(last: Duration, since_window: Duration, lowered: bool) -> Duration {
+    if lowered || since_window < CHECK_SETTLED_AFTER {
+        CHECK_EVERY
+    } else {
+        (last * 2).clamp(CHECK_EVERY, CHECK_LONGEST)
+    }
+}
+
 /// Says whether a window (and so a web view) exists: the lowering thread looks at once when one
 /// is made, and sleeps while there is none.
 pub fn set_window_open(open: bool) {
     NO_WINDOW.store(!open, std::sync::atomic::Ordering::SeqCst);
     if open {
+        WINDOWS_MADE.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if let Some(t) = LOWERING.get() {
             t.unpark();
         }
@@ -169,11 +198,17 @@ pub fn start() {
         .spawn(|| {
             let me = std::process::id() as i32;
             let mut first = true;
+            let mut wait = CHECK_EVERY;
+            let mut made = (u64::MAX, std::time::Instant::now());
             loop {
                 if NO_WINDOW.load(std::sync::atomic::Ordering::SeqCst) {
                     // Woken by `set_window_open(true)` (a spurious wake-up just looks again).
                     std::thread::park();
                     continue;
+                }
+                let windows = WINDOWS_MADE.load(std::sync::atomic::Ordering::SeqCst);
+                if windows != made.0 {
+                    made = (windows, std::time::Instant::now());
                 }
                 let done = lower_tree(me);
                 for (pid, tid, name) in &done.threads {
@@ -191,7 +226,8 @@ pub fn start() {
                 if !done.threads.is_empty() {
                     first = false;
                 }
-                std::thread::park_timeout(CHECK_EVERY);
+                wait = next_check(wait, made.1.elapsed(), !done.threads.is_empty());
+                std::thread::park_timeout(wait);
             }
         });
     if let Ok(handle) = &spawned {
@@ -229,6 +265,21 @@ mod tests {
     fn tid() -> i32 {
         // SAFETY: gettid has no arguments and cannot fail.
         unsafe { libc::gettid() }
+    }
+
+    /// Every 2 s while a window is new or a thread was just lowered; then less and less often,
+    /// never less often than every 32 s.
+    #[test]
+    fn looks_often_while_the_window_is_new_then_less_often() {
+        let s = Duration::from_secs;
+        assert_eq!(next_check(s(2), s(5), false), CHECK_EVERY);
+        assert_eq!(next_check(s(16), s(19), false), CHECK_EVERY);
+        assert_eq!(next_check(s(2), s(21), false), s(4));
+        assert_eq!(next_check(s(4), s(25), false), s(8));
+        assert_eq!(next_check(s(16), s(45), false), s(32));
+        assert_eq!(next_check(s(32), s(600), false), CHECK_LONGEST);
+        assert_eq!(next_check(s(32), s(600), true), CHECK_EVERY);
+        assert!(CHECK_LONGEST <= Duration::from_secs(60));
     }
 
     #[test]

@@ -43,7 +43,8 @@ mod rows;
 pub use banner::{BannerOrigin, DialBanner};
 pub use batches::{
     DialBatchMsg, RateMeter, WindowPace, PACE_RATE_WINDOW, WINDOW_BATCH_INTERVAL,
-    WINDOW_BATCH_ROWS, WINDOW_BUSY_ROWS_PER_S, WINDOW_QUICK_INTERVAL,
+    WINDOW_BATCH_ROWS, WINDOW_BUSY_ROWS_PER_S, WINDOW_HANDOVER_INTERVAL, WINDOW_QUICK_INTERVAL,
+    WINDOW_QUIET_INTERVAL,
 };
 pub use export::{ExportRequest, ExportSummary};
 pub use floor::DialClearScope;

@@ -69,6 +69,17 @@ pub const WEBKIT_NO_DMABUF: &str = "WEBKIT_DISABLE_DMABUF_RENDERER";
 /// Set, WebKitGTK does not open an EGL display in the app's own process to ask for one.
 pub const WEBKIT_RENDER_NODE: &str = "WEBKIT_WEB_RENDER_DEVICE_FILE";
 
+/// The environment variable with which WebKitGTK starts no memory-pressure monitor: a thread
+/// of the app's own process that, from the first web view on and for the rest of the app's
+/// life (in the tray too, with no web view left), reads the system's memory every 1-5 s to
+/// ask web processes to shed caches or to end them when memory runs out. Switchboard's one web
+/// process is ended whenever the window closes to the tray, so the monitor mostly woke the app
+/// for nothing: 14-18 wake-ups and 80-120 ms of CPU a minute on this project's test machine,
+/// about half of what the app in the tray used. Set to `1` before the window is made unless
+/// whoever started the app set it ([`WindowScripts::variables`]); the kernel's own reclaim
+/// and out-of-memory handling still apply.
+pub const WEBKIT_NO_MEMORY_MONITOR: &str = "WEBKIT_DISABLE_MEMORY_PRESSURE_MONITOR";
+
 /// Where Linux lists the GPUs' device nodes (`renderD128`, `renderD129`, ...).
 pub const DRM_DEVICE_DIR: &str = "/dev/dri";
 
@@ -184,7 +195,8 @@ pub const JSC_LARGE_HEAP_SIZE: &str = "JSC_largeHeapSize";
 pub const WINDOW_HEAP_STEP: &str = "8388608";
 
 /// How the window's scripts run (Linux, WebKitGTK), decided once before the window exists:
-/// two JavaScriptCore options, each set by the app unless whoever started it already set it.
+/// two JavaScriptCore options and WebKit's memory-pressure monitor
+/// ([`WEBKIT_NO_MEMORY_MONITOR`]), each set by the app unless whoever started it already set it.
 ///
 /// - **No JIT** ([`JSC_USE_JIT`] `false`): the scripts run in JavaScriptCore's interpreter. The
 ///   window's own code is small and runs a few percent of the time, but the JIT's compiled code
@@ -206,14 +218,18 @@ pub struct WindowScripts {
     /// `JSC_largeHeapSize` was set by whoever started the app: left as it is (else set to
     /// [`WINDOW_HEAP_STEP`]).
     pub heap_from_environment: bool,
+    /// `WEBKIT_DISABLE_MEMORY_PRESSURE_MONITOR` was set by whoever started the app: left as it
+    /// is (else set to `1`).
+    pub monitor_from_environment: bool,
 }
 
 impl WindowScripts {
     /// Decides from whether each variable is already in the environment.
-    pub fn decide(jit_set: bool, heap_set: bool) -> Self {
+    pub fn decide(jit_set: bool, heap_set: bool, monitor_set: bool) -> Self {
         Self {
             jit_from_environment: jit_set,
             heap_from_environment: heap_set,
+            monitor_from_environment: monitor_set,
         }
     }
 
@@ -222,6 +238,7 @@ impl WindowScripts {
         Self::decide(
             std::env::var_os(JSC_USE_JIT).is_some(),
             std::env::var_os(JSC_LARGE_HEAP_SIZE).is_some(),
+            std::env::var_os(WEBKIT_NO_MEMORY_MONITOR).is_some(),
         )
     }
 
@@ -234,6 +251,9 @@ impl WindowScripts {
         }
         if !self.heap_from_environment {
             out.push((JSC_LARGE_HEAP_SIZE, WINDOW_HEAP_STEP));
+        }
+        if !self.monitor_from_environment {
+            out.push((WEBKIT_NO_MEMORY_MONITOR, "1"));
         }
         out
     }
@@ -250,7 +270,12 @@ impl WindowScripts {
         } else {
             format!("a collection every {WINDOW_HEAP_STEP} bytes allocated at least (JSC_largeHeapSize; the default; the environment's value wins)")
         };
-        format!("window scripts: {jit}; {heap}")
+        let monitor = if self.monitor_from_environment {
+            "WEBKIT_DISABLE_MEMORY_PRESSURE_MONITOR comes from the environment"
+        } else {
+            "no WebKit memory-pressure monitor thread (the default; the environment's value wins)"
+        };
+        format!("window scripts: {jit}; {heap}; {monitor}")
     }
 }
 
@@ -349,24 +374,31 @@ mod tests {
     fn the_window_runs_its_scripts_without_a_jit_and_a_small_heap_step_unless_the_environment_says_otherwise(
     ) {
         assert_eq!(
-            WindowScripts::decide(false, false).variables(),
+            WindowScripts::decide(false, false, false).variables(),
             vec![
                 (JSC_USE_JIT, "false"),
-                (JSC_LARGE_HEAP_SIZE, WINDOW_HEAP_STEP)
+                (JSC_LARGE_HEAP_SIZE, WINDOW_HEAP_STEP),
+                (WEBKIT_NO_MEMORY_MONITOR, "1"),
             ]
         );
         assert_eq!(WINDOW_HEAP_STEP.parse::<u64>().unwrap(), 8 << 20);
         // Whoever started the app with a variable (any value) decides that one.
         assert_eq!(
-            WindowScripts::decide(true, false).variables(),
+            WindowScripts::decide(true, false, true).variables(),
             vec![(JSC_LARGE_HEAP_SIZE, WINDOW_HEAP_STEP)]
         );
         assert_eq!(
-            WindowScripts::decide(false, true).variables(),
-            vec![(JSC_USE_JIT, "false")]
+            WindowScripts::decide(false, true, false).variables(),
+            vec![(JSC_USE_JIT, "false"), (WEBKIT_NO_MEMORY_MONITOR, "1")]
         );
-        assert!(WindowScripts::decide(true, true).variables().is_empty());
-        assert!(WindowScripts::decide(true, true)
+        assert_eq!(
+            WindowScripts::decide(true, true, false).variables(),
+            vec![(WEBKIT_NO_MEMORY_MONITOR, "1")]
+        );
+        assert!(WindowScripts::decide(true, true, true)
+            .variables()
+            .is_empty());
+        assert!(WindowScripts::decide(true, true, true)
             .words()
             .contains("JSC_largeHeapSize comes from the environment"));
     }

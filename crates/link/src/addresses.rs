@@ -9,6 +9,9 @@
 //! When the link would be too long for a QR code ([`MAX_LINK_ADDRESSES`], [`MAX_QR_VERSION`]),
 //! the least likely addresses are left out and the pairing card says which.
 
+mod watch;
+pub use watch::{AddressWatch, SETTLE as ADDRESS_SETTLE};
+
 use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};

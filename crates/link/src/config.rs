@@ -55,9 +55,12 @@ pub struct LinkConfig {
     pub pending_ttl: Duration,
     /// Advertise over mDNS (default true; tests turn it off).
     pub mdns: bool,
-    /// How often the running link looks at the machine's addresses (default 3 s): when they
-    /// changed (an address added or gone, an interface up or down), mDNS advertises the new
-    /// ones, an open pairing window offers them, and [`LinkEvent::AddressesChanged`] says so.
+    /// How often the running link looks at the machine's addresses where the system does not
+    /// say when they change (default 3 s): on Linux the kernel's route socket tells the link of
+    /// every change and no timer runs ([`AddressWatch`](crate::addresses::AddressWatch)); this
+    /// is used only where that socket cannot be opened, and on other systems. When they changed
+    /// (an address added or gone, an interface up or down), mDNS advertises the new ones, an
+    /// open pairing window offers them, and [`LinkEvent::AddressesChanged`] says so.
     ///
     /// [`LinkEvent::AddressesChanged`]: super::LinkEvent::AddressesChanged
     pub address_check: Duration,

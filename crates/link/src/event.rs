@@ -207,7 +207,8 @@ pub enum LinkEvent {
         credit: MessageCredit,
     },
     /// The addresses this desktop offers changed while the link runs (an address added or
-    /// gone, an interface up or down; looked at every [`LinkConfig::address_check`]): mDNS
+    /// gone, an interface up or down; told by the kernel on Linux, else looked at every
+    /// [`LinkConfig::address_check`]): mDNS
     /// advertises them now, and an open pairing window offers them.
     ///
     /// [`LinkConfig::address_check`]: super::LinkConfig::address_check

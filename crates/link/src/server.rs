@@ -227,19 +227,13 @@ impl Link {
         let mut tasks = tokio::task::JoinSet::new();
         let budget = self.shared.budget.clone();
         let overdue_after = self.shared.config.hello_timeout + OVERDUE_GRACE;
-        let every = self
-            .shared
-            .config
-            .address_check
-            .max(Duration::from_millis(10));
-        let mut check = tokio::time::interval_at(Instant::now() + every, every);
-        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut watch = super::addresses::AddressWatch::new(self.shared.config.address_check);
         tokio::pin!(shutdown);
         loop {
             let due = lock(&budget).next_due(overdue_after);
             let accepted = tokio::select! {
                 _ = &mut shutdown => break,
-                _ = check.tick() => {
+                () = watch.changed() => {
                     self.check_addresses(local, &mut offered_now, ad.as_mut());
                     continue;
                 }

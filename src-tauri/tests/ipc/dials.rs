@@ -600,13 +600,15 @@ fn forwarding_newest_sends_the_newest_rows_and_names_the_rest() {
 }
 
 /// Streams `per_tick` new dials into `log` every `every`, `ticks` times, through
-/// [`forward_paced`] with `pace`; returns each message with the moment the sink got it.
+/// [`forward_paced`] with `pace`, then waits `linger` before the log ends; returns each message
+/// with the moment the sink got it, and the moment each tick's dials were ingested.
 fn paced_stream(
     pace: switchboard::app::dials::WindowPace,
     ticks: usize,
     per_tick: usize,
     every: Duration,
-) -> Vec<(Instant, DialBatchMsg)> {
+    linger: Duration,
+) -> (Vec<(Instant, DialBatchMsg)>, Vec<Instant>) {
     use switchboard::app::dials::forward_paced;
     tauri::async_runtime::block_on(async {
         let log = DialLog::spawn(DialLogConfig::default()).unwrap();
@@ -614,12 +616,13 @@ fn paced_stream(
             .subscribe(
                 DialFilter::default(),
                 SubscribeOptions {
-                    interval: Some(pace.quick),
+                    interval: Some(pace.handover),
                     ..SubscribeOptions::default()
                 },
             )
             .await
             .unwrap();
+        let mut ingested = Vec::with_capacity(ticks);
         let got: Arc<Mutex<Vec<(Instant, DialBatchMsg)>>> = Arc::default();
         let sink_got = Arc::clone(&got);
         let task = tauri::async_runtime::spawn(forward_paced(
@@ -647,13 +650,15 @@ fn paced_stream(
                 })
                 .collect();
             log.ingest_batch(batch).await.unwrap();
+            ingested.push(Instant::now());
             tokio::time::sleep(every).await;
         }
+        tokio::time::sleep(linger).await;
         // The log's end sends what the forwarder still holds.
         log.shutdown().await.unwrap();
         assert_eq!(task.await.unwrap(), ForwardEnd::LogClosed);
         let out = got.lock().unwrap().clone();
-        out
+        (out, ingested)
     })
 }
 
@@ -687,7 +692,7 @@ fn paced_forwarding_sends_a_light_stream_at_once() {
         pace.quick * 4 <= pace.busy,
         "the quick pace is the short one: {pace:?}"
     );
-    let msgs = paced_stream(pace, 10, 1, Duration::from_millis(100));
+    let (msgs, _) = paced_stream(pace, 10, 1, Duration::from_millis(100), Duration::ZERO);
     let (ids, named) = paced_rows(&msgs);
     let want: Vec<String> = (0..10).map(|i| format!("d{i:06}")).collect();
     assert_eq!(ids, want, "every dial once, oldest first");
@@ -701,16 +706,20 @@ fn paced_forwarding_sends_a_light_stream_at_once() {
 }
 
 /// The window's pace under load: batches come at most one a `busy` (the forwarder holds and
-/// merges what the log hands it meanwhile); no dial is lost: each is sent or named in
-/// `left_out`.
+/// merges what the log hands it meanwhile) unless the stream paused for `quiet` before one; no
+/// dial is lost: each is sent or named in `left_out`.
 #[test]
 fn paced_forwarding_spaces_a_heavy_stream() {
     use switchboard::app::dials::WindowPace;
     let pace = WindowPace::WINDOW;
-    // 40 dials every 10 ms: about 4 000 a second (at most; fewer on a busy machine, still far
+    // 8 dials every 2 ms: about 4 000 a second (at most; fewer on a busy machine, still far
     // above the pace's threshold) for a second and a half.
     assert!(pace.busy_rows_per_s < 2000, "{pace:?}");
-    let msgs = paced_stream(pace, 150, 40, Duration::from_millis(10));
+    assert!(
+        pace.handover * 2 <= pace.quiet && pace.quiet < pace.quick,
+        "a pause is two missed handovers, shorter than the quick pace: {pace:?}"
+    );
+    let (msgs, ingested) = paced_stream(pace, 750, 8, Duration::from_millis(2), Duration::ZERO);
     let (ids, named) = paced_rows(&msgs);
     assert_eq!(ids.len() + named, 6000, "every dial sent or named");
     assert!(
@@ -718,8 +727,10 @@ fn paced_forwarding_spaces_a_heavy_stream() {
         "rows oldest first, none twice"
     );
     let batches: Vec<Instant> = msgs[1..].iter().map(|(t, _)| *t).collect();
-    // Once the rate is known (after its first 200 ms), two batches are at least `busy` apart;
-    // the last one may come early (the log's end sends what is held).
+    // Once the rate is known (after its first 200 ms), two batches are at least `busy` apart,
+    // but for a batch after the stream paused (no handover for `quiet`, so no dial for
+    // `quiet - handover` at least: the machine stalled the stream); the last one may come
+    // early (the log's end sends what is held).
     let first = batches[0];
     let steady: Vec<Instant> = batches[..batches.len() - 1]
         .iter()
@@ -732,12 +743,65 @@ fn paced_forwarding_spaces_a_heavy_stream() {
         "too few batches under load: {}",
         batches.len()
     );
-    for w in settled {
+    let paused_between = |a: Instant, b: Instant| {
+        ingested
+            .windows(2)
+            .any(|g| g[1] > a && g[0] < b && g[1] - g[0] >= pace.quiet - pace.handover)
+    };
+    let mut spaced = 0;
+    for w in &settled {
         let apart = w[1] - w[0];
-        assert!(
-            apart + Duration::from_millis(5) >= pace.busy,
-            "two batches {apart:?} apart under load (busy pace {:?})",
-            pace.busy
-        );
+        if apart + Duration::from_millis(5) >= pace.busy {
+            spaced += 1;
+        } else {
+            assert!(
+                paused_between(w[0], w[1]),
+                "two batches {apart:?} apart under load with no pause in the stream between them (busy pace {:?})",
+                pace.busy
+            );
+            assert!(
+                apart + Duration::from_millis(2) >= pace.quick,
+                "two batches {apart:?} apart: closer than the quick pace {:?}",
+                pace.quick
+            );
+        }
     }
+    assert!(
+        spaced * 2 >= settled.len(),
+        "under load most batches are a busy pace apart: {spaced} of {}",
+        settled.len()
+    );
+}
+
+/// A heavy stream that stops: its last dials go to the window once the stream is quiet, not a
+/// busy pace after the batch before (the rows the table then shows would be ~200 ms late).
+#[test]
+fn paced_forwarding_sends_a_stopped_streams_last_dials_at_once() {
+    use switchboard::app::dials::WindowPace;
+    let pace = WindowPace::WINDOW;
+    let (msgs, ingested) = paced_stream(
+        pace,
+        400,
+        8,
+        Duration::from_millis(2),
+        Duration::from_millis(600),
+    );
+    let (ids, named) = paced_rows(&msgs);
+    assert_eq!(ids.len() + named, 3200, "every dial sent or named");
+    assert_eq!(ids.last().map(String::as_str), Some("d003199"));
+    let last_in = *ingested.last().unwrap();
+    let (last_out, last_msg) = msgs.last().unwrap();
+    let DialBatchMsg::Batch { rows, .. } = last_msg else {
+        panic!("the last message is a batch: {last_msg:?}")
+    };
+    assert_eq!(rows.last().unwrap().id.to_string(), "d003199");
+    let late = *last_out - last_in;
+    // The stream's end is seen `quiet` after the last handover; the busy pace would be `busy`
+    // after the batch before. Half of `busy` leaves a loaded machine's timers room.
+    assert!(
+        late < pace.busy / 2,
+        "the stream's last dials reached the window {late:?} after they were ingested (quiet {:?}, busy {:?})",
+        pace.quiet,
+        pace.busy
+    );
 }

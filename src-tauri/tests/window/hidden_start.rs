@@ -101,6 +101,25 @@ fn hidden_start_shows_no_window_until_asked() {
     }
     // GTK has not even realised the hidden window: no X window by that name at all.
     assert!(windows(&display, false).is_empty());
+    // In the tray nothing wakes for nothing: the thread pool of the `blocking` crate (zbus's,
+    // for the single-instance and notification buses) ends its threads after half a second
+    // without work. Its 1.7.0 kept one woken every 500 ms for the app's life (a lock-file pin
+    // to 1.6.2 keeps the release that ends them).
+    let pid = app.0.id();
+    let threads: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect();
+    assert!(
+        threads.iter().any(|t| t.starts_with("tokio-rt-worker")),
+        "the app's threads were not read: {threads:?}"
+    );
+    assert!(
+        !threads.iter().any(|t| t.starts_with("blocking-")),
+        "an idle thread of the `blocking` pool is still there 8 s after the start: {threads:?}"
+    );
 
     // Starting it again without --hidden shows the running app's window.
     let mut second = app_cmd(&["--demo"]).stderr(Stdio::null()).spawn().unwrap();

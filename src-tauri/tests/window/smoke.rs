@@ -153,7 +153,23 @@ fn real_window_shows_sidebar_and_phones_view() {
         !web.is_empty(),
         "no WebKitWebProcess with the app's environment ({marker}) was found"
     );
+    // Nor does WebKit's memory-pressure monitor run (`WEBKIT_NO_MEMORY_MONITOR`): its thread,
+    // in the app's own process, would wake the app every few seconds for the rest of its life,
+    // in the tray too.
+    for pid in web_process_pids(&marker) {
+        let app = parent_pid(pid).expect("the web process's parent");
+        let names = thread_names(app);
+        assert!(
+            !names.is_empty() && !names.iter().any(|n| n == "PressureMonitor"),
+            "the app's process {app} runs WebKit's memory-pressure monitor (threads: {names:?})"
+        );
+    }
     for env in &web {
+        assert!(
+            env.iter()
+                .any(|v| v == "WEBKIT_DISABLE_MEMORY_PRESSURE_MONITOR=1"),
+            "the window's web process runs without WEBKIT_DISABLE_MEMORY_PRESSURE_MONITOR=1"
+        );
         assert!(
             env.iter().any(|v| v == "JSC_useJIT=false"),
             "the window's web process runs without JSC_useJIT=false"
@@ -188,4 +204,45 @@ fn web_process_environments() -> Vec<Vec<String>> {
         }
     }
     out
+}
+
+/// The process ids of every `WebKitWebProcess` whose environment holds `marker`.
+fn web_process_pids(marker: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let dir = e.path();
+        let is_web = std::fs::read_to_string(dir.join("comm"))
+            .is_ok_and(|c| c.trim().starts_with("WebKitWebProces"));
+        let ours = std::fs::read(dir.join("environ"))
+            .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()));
+        if is_web && ours {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// The parent of process `pid` (the fourth field of `/proc/PID/stat`, after the name's `)`).
+fn parent_pid(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The names of process `pid`'s threads.
+fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                .map(|n| n.trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
 }

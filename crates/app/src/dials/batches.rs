@@ -122,10 +122,25 @@ pub const WINDOW_BUSY_ROWS_PER_S: u64 = 500;
 /// ones it has not (a count alone would count some twice).
 pub const WINDOW_BATCH_ROWS: usize = 120;
 
+/// How often the log hands a filter line's view its new dials ([`WindowPace::WINDOW`]'s
+/// `handover`): the forwarder sees a heavy stream stop within a few of these. Handed over every
+/// [`WINDOW_QUICK_INTERVAL`], the end of a 1 000 dials/s stream reached the page 150-190 ms
+/// late (the last rows waited for the busy pace); a handover costs the forwarder one wake-up,
+/// at most 200 a second while dials flow and none while none do.
+pub const WINDOW_HANDOVER_INTERVAL: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// How long a heavy stream must bring nothing for the forwarder to send what it holds at once
+/// ([`WindowPace::WINDOW`]'s `quiet`): two handovers missed. At 1 000 dials a second the log
+/// hands dials over every [`WINDOW_HANDOVER_INTERVAL`] while they flow, so a longer gap means
+/// the stream stopped or paused, and its last rows (the ones the table then shows) should not
+/// wait for the busy pace.
+pub const WINDOW_QUIET_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// How the batches of a filter line's view are spaced: at once when the view has had no batch
 /// for [`WindowPace::quick`], then at most one a `quick` while the stream is light, and one a
 /// [`WindowPace::busy`] once the view's dials come at [`WindowPace::busy_rows_per_s`] or more
-/// (counted over the last [`PACE_RATE_WINDOW`]).
+/// (counted over the last [`PACE_RATE_WINDOW`]); under load, what is held goes at once when
+/// the stream has been quiet for [`WindowPace::quiet`] (still at most one batch a `quick`).
 ///
 /// Why two paces: while the table follows the newest row, a light stream shows every dial, so
 /// the spacing is the time a dial waits for its batch; a heavy stream shows only each batch's
@@ -140,6 +155,11 @@ pub struct WindowPace {
     pub busy: std::time::Duration,
     /// Dials a second (the view's matching dials) from which the view is under load.
     pub busy_rows_per_s: u64,
+    /// How often the log hands the view's new dials to the forwarder
+    /// ([`SubscribeOptions::interval`](switchboard_dials::SubscribeOptions)).
+    pub handover: std::time::Duration,
+    /// No handover for this long under load: the stream stopped, send what is held.
+    pub quiet: std::time::Duration,
 }
 
 /// Over how long the rate of a view's dials is counted ([`WindowPace`]).
@@ -151,6 +171,8 @@ impl WindowPace {
         quick: WINDOW_QUICK_INTERVAL,
         busy: WINDOW_BATCH_INTERVAL,
         busy_rows_per_s: WINDOW_BUSY_ROWS_PER_S,
+        handover: WINDOW_HANDOVER_INTERVAL,
+        quiet: WINDOW_QUIET_INTERVAL,
     };
 
     /// The shortest time between two batches when the view's dials come at `rows_per_s`.

@@ -72,10 +72,12 @@ pub async fn forward_newest<E>(
 }
 
 /// As [`forward_newest`], the batches spaced by `pace` ([`WindowPace`]): the log hands its
-/// dials over at most every `pace.quick`, and the forwarder holds them (merged into one batch)
-/// until `pace.spacing` of the view's current rate has passed since the last batch it sent
-/// (under load, until the log's first handover after that, or `pace.quick` later without one).
-/// What it holds when the log ends the subscription is sent before it returns.
+/// dials over at most every `pace.handover` (the subscription's interval), and the forwarder
+/// holds them (merged into one batch) until `pace.spacing` of the view's current rate has passed
+/// since the last batch it sent (under load, until the log's first handover after that), or,
+/// under load, until no handover came for `pace.quiet` (the stream stopped: its last rows go at
+/// once, at least `pace.quick` after the last batch). What it holds when the log ends the
+/// subscription is sent before it returns.
 pub async fn forward_paced<E>(
     id: u64,
     sub: Subscription,
@@ -88,12 +90,14 @@ pub async fn forward_paced<E>(
     };
     let mut held: Option<DialBatch> = None;
     let mut last_sent: Option<tokio::time::Instant> = None;
+    let mut last_handover: Option<tokio::time::Instant> = None;
     let mut meter = RateMeter::default();
     loop {
         let now = tokio::time::Instant::now();
-        // Under load the log hands dials over every `quick`: the batch goes with the first
+        // Under load the log hands dials over every `handover`: the batch goes with the first
         // handover after it is due, so its newest rows (the ones the table shows) are fresh,
-        // not up to `quick` old; the timer is only a fallback for a stream that stopped.
+        // not a timer's wait old; the timer wakes the forwarder when the stream went quiet, so
+        // a stopped stream's last rows do not wait for the busy pace.
         let due = match (&held, last_sent) {
             (None, _) => None,
             (Some(_), None) => Some(now),
@@ -101,7 +105,10 @@ pub async fn forward_paced<E>(
                 let rate = meter.per_s(now);
                 let wake = t + pace.spacing(rate);
                 Some(if rate >= pace.busy_rows_per_s {
-                    wake + pace.quick
+                    let quiet_at = last_handover
+                        .map_or(now, |h| h + pace.quiet)
+                        .max(t + pace.quick);
+                    (wake + pace.quick).min(quiet_at)
                 } else {
                     wake
                 })
@@ -110,7 +117,9 @@ pub async fn forward_paced<E>(
         tokio::select! {
             b = batches.recv() => match b {
                 Some(b) => {
-                    meter.add(tokio::time::Instant::now(), b.dials.len() as u64 + b.skipped);
+                    let got = tokio::time::Instant::now();
+                    last_handover = Some(got);
+                    meter.add(got, b.dials.len() as u64 + b.skipped);
                     held = Some(match held.take() {
                         None => b,
                         Some(mut h) => {
@@ -135,7 +144,14 @@ pub async fn forward_paced<E>(
         let now = tokio::time::Instant::now();
         let ready = match last_sent {
             None => true,
-            Some(t) => now >= t + pace.spacing(meter.per_s(now)),
+            Some(t) => {
+                let quiet = last_handover.is_some_and(|h| now >= h + pace.quiet);
+                now >= t + if quiet {
+                    pace.quick
+                } else {
+                    pace.spacing(meter.per_s(now))
+                }
+            }
         };
         if ready {
             if let Some(h) = held.take() {
@@ -252,7 +268,7 @@ impl DialsState {
                     Some(q) => {
                         let pace = WindowPace::WINDOW;
                         let options = SubscribeOptions {
-                            interval: Some(pace.quick),
+                            interval: Some(pace.handover),
                             ..SubscribeOptions::default()
                         };
                         let sub = self.log.subscribe_line(q, options).await?;

@@ -36,8 +36,8 @@ impl Link {
 
     /// Opens (or reopens) the pairing window offering this machine's addresses
     /// ([`Link::offered_addresses`]) on the interfaces named in `networks` (`None`: every
-    /// network), and keeps offering them as they change while the window is open (checked
-    /// every [`LinkConfig::address_check`]): the code stays, the link, its QR code and the typed
+    /// network), and keeps offering them as they change while the window is open (told by the
+    /// kernel on Linux, else checked every [`LinkConfig::address_check`]): the code stays, the link, its QR code and the typed
     /// lines name the addresses of now. Otherwise as [`Link::open_pairing_offering`] (with no
     /// address on those networks, the link names loopback; callers check first, as
     /// `PhonesState::open_pairing_on` does).
