@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Windows and macOS cross-build check (scripts/test.sh runs it), on a Debian 12 machine:
 #  1. installs what is missing (apt: Debian's rustc-web, cargo-web and rust-web-src — a Rust
-#     whose standard library can be built for another target —, mingw-w64, wine);
+#     whose standard library can be built for another target —, mingw-w64's C compiler for
+#     x86_64, wine);
 #  2. builds the core crates' tests for Windows and runs every one under wine, with the totals
 #     printed (in the background, while 3 and 4 use the cores);
 #  3. type-checks the whole workspace, all targets (tests, benches, examples), for
@@ -48,7 +49,10 @@ need=()
 [ -x /usr/bin/cargo ] && /usr/bin/cargo --version | grep -q . || need+=(cargo-web)
 [ -x /usr/bin/rustc ] || need+=(rustc-web)
 [ -d /usr/lib/rustlib/src/rust/library ] || need+=(rust-web-src)
-command -v x86_64-w64-mingw32-gcc >/dev/null || need+=(mingw-w64)
+# Only the x86_64 C compiler (ring's and SQLite's C, the test programs' link): the mingw-w64
+# package would add the i686 and C++ toolchains too, about 900 MB that a fresh machine unpacks
+# for nothing.
+command -v x86_64-w64-mingw32-gcc >/dev/null || need+=(gcc-mingw-w64-x86-64)
 if [ "$wine_run" = 1 ]; then command -v wine >/dev/null || need+=(wine wine64); fi
 if [ "$mac" = 1 ]; then /usr/bin/python3 -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv); fi
 if [ ${#need[@]} -gt 0 ]; then

@@ -34,7 +34,7 @@ start=$(date +%s)
 current="start"
 stage_start=$start
 stage_names=() stage_secs=() stage_cpus=()
-cross_pid="" driver_pid="" faults_pid=""
+cross_pid="" driver_pid="" faults_pid="" tools_pid=""
 # CPU seconds used so far by this script and every program it waited for (/proc: utime, stime,
 # cutime, cstime): on a machine shared with other work the wall times stretch, these do not much.
 cpu() {
@@ -75,6 +75,8 @@ on_exit() {
   local rc=$?
   [ -z "$driver_pid" ] || kill -TERM "$driver_pid" 2>/dev/null || true
   [ -z "$faults_pid" ] || kill -TERM -- "-$faults_pid" 2>/dev/null || true
+  # An apt-get left half done would hold dpkg's lock: let the tools' install end by itself.
+  [ -z "$tools_pid" ] || wait "$tools_pid" 2>/dev/null || true
   # Never leave the background check running past this script, whatever ended it.
   if [ -n "$cross_pid" ] && kill -0 "$cross_pid" 2>/dev/null; then
     kill -TERM -- "-$cross_pid" 2>/dev/null || kill -TERM "$cross_pid" 2>/dev/null || true
@@ -93,18 +95,27 @@ bash scripts/install-deps.sh
 mkdir -p target
 cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
 export PATH="$cargo_bin:$PATH"
-# tauri-driver compiles (a minute of CPU) while apt downloads the cross-check's tools: neither
-# waits for the other.
+# tauri-driver compiles (a minute of CPU) while apt downloads the cross-check's tools (in the
+# background too, below): neither waits for the other.
 driver_pid=""
 if ! command -v tauri-driver >/dev/null 2>&1; then
   cargo install tauri-driver --locked --version '^2' > target/tauri-driver-install.log 2>&1 &
   driver_pid=$!
 fi
 
-step "Windows and macOS: tools (scripts/cross-check.sh --install-only; tauri-driver compiles beside it)"
-# The apt packages are installed here, in the foreground: apt must not run beside
-# check-package.sh's apt-get (the background run finds them and installs only zig, from PyPI).
-bash scripts/cross-check.sh --mac --install-only
+step "Windows and macOS: tools installing in the background (scripts/cross-check.sh --install-only; output in target/cross-tools.log)"
+# On a fresh machine these apt packages (Debian's Rust with its sources, mingw-w64's x86_64 C
+# compiler, wine: about 1.4 GB unpacked) take minutes of downloading and unpacking that need
+# neither the front end's checks nor the Linux build, which go on meanwhile. The background
+# check waits for them (it starts later, and installs only zig, from PyPI); check-package.sh's
+# apt-get must not run beside them, so this script waits for them before the packages stage.
+rm -f target/cross-tools.rc
+( if bash scripts/cross-check.sh --mac --install-only > target/cross-tools.log 2>&1; then
+    echo 0 > target/cross-tools.rc
+  else
+    echo 1 > target/cross-tools.rc
+  fi ) &
+tools_pid=$!
 
 step "front end: type check"
 (cd ui && npm run check --silent)
@@ -126,7 +137,12 @@ step "Windows and macOS: started in the background (scripts/cross-check.sh --mac
 # orders the check's own programs only): the Linux stages and this check split the two cores
 # while both want them, and either takes both while the other waits (the tests' timeouts, the
 # network namespaces, wine). The timing-sensitive tests passed beside it (docs/performance.md).
-setsid -w nice -n 10 bash scripts/cross-check.sh --mac > target/cross-check.log 2>&1 &
+# It waits for the tools' install above (an hour at most), then runs.
+setsid -w nice -n 10 bash -c 'for _ in $(seq 3600); do [ -s target/cross-tools.rc ] && break; sleep 1; done
+  cat target/cross-tools.log
+  [ "$(cat target/cross-tools.rc 2>/dev/null)" = 0 ] ||
+    { echo "installing the Windows and macOS tools failed or did not end (above)" >&2; exit 1; }
+  exec bash scripts/cross-check.sh --mac' > target/cross-check.log 2>&1 &
 cross_pid=$!
 
 step "WebDriver for the end-to-end journeys (tauri-driver: waiting for its install)"
@@ -189,6 +205,11 @@ fi
 # dependencies, the install, the launch from the desktop entry and the purge, is the same for
 # every profile. People's packages come from `bash scripts/package.sh` (release).
 step "packages: build the .deb and .rpm (dev build), install the .deb, start it from its desktop entry, remove it"
+# apt-get runs below: the background install of the cross-check's tools must have ended.
+if [ -n "$tools_pid" ]; then
+  wait "$tools_pid" || true
+  tools_pid=""
+fi
 pkg_start=$(date +%s)
 mkdir -p target
 bash scripts/package.sh --profile dev --bundles deb,rpm --front-end-built | tee target/package-build.log

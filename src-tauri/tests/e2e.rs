@@ -326,36 +326,61 @@ async fn confirm_codes(j: &mut Journey, phone: usize, shot: bool) -> R<String> {
 
 /// Pairs a phone through the window: opens pairing, reads the code, starts `switchboard-phone`
 /// with the link (and `--confirm-code`) and clicks "Codes match" once both screens show the same
-/// code. With `then`, the phone only pairs (`--pair-only`), the view `then` is opened with its
-/// shortcut, and only then does the phone come back (without a code) to play: so that view is
-/// open before anything of the phone's arrives.
+/// code. With `then` (a view's shortcut, its title, and the text it shows once loaded and
+/// empty, or "" for none), the phone only pairs (`--pair-only`), the view is opened and, when
+/// given, its text waited for, and only then does the phone come back (without a code) to
+/// play: so that view is open and loaded before anything of the phone's arrives (on a loaded
+/// machine a phone that plays at once can beat the view's first read of the history).
 async fn pair_phone(
     j: &mut Journey,
     name: &str,
     label: &str,
     mut extra: Vec<String>,
-    then: Option<(char, &str)>,
+    then: Option<(char, &str, &str)>,
 ) -> R<usize> {
-    let invite = open_pairing(j.ui(), false).await?;
-    let mut args = vec![
-        s("--link"),
-        invite.link(),
-        s("--label"),
-        s(label),
-        s("--confirm-code"),
-    ];
-    let Some((digit, title)) = then else {
+    let Some((digit, title, ready)) = then else {
+        let invite = open_pairing(j.ui(), false).await?;
+        let mut args = vec![
+            s("--link"),
+            invite.link(),
+            s("--label"),
+            s(label),
+            s("--confirm-code"),
+        ];
         args.append(&mut extra);
         let phone = j.phone(name, args)?;
         confirm_codes(j, phone, false).await?;
         return Ok(phone);
     };
-    args.push(s("--pair-only"));
+    pair_then_open(j, name, label, digit, title).await?;
+    if !ready.is_empty() {
+        j.ui().wait_text(ready, WAIT).await?;
+    }
+    j.phone(name, extra)
+}
+
+/// Pairs phone `name` through the window as [`pair_phone`] does (`--pair-only`: it ends once
+/// paired) and opens the view `digit`/`title`; the phone is not started again.
+async fn pair_then_open(
+    j: &mut Journey,
+    name: &str,
+    label: &str,
+    digit: char,
+    title: &str,
+) -> R<()> {
+    let invite = open_pairing(j.ui(), false).await?;
+    let args = vec![
+        s("--link"),
+        invite.link(),
+        s("--label"),
+        s(label),
+        s("--confirm-code"),
+        s("--pair-only"),
+    ];
     let pairing = j.phone(&format!("{name}-pair"), args)?;
     confirm_codes(j, pairing, false).await?;
     j.phones[pairing].finish(Duration::from_secs(30))?;
-    j.ui().view(digit, title).await?;
-    j.phone(name, extra)
+    j.ui().view(digit, title).await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -652,7 +677,7 @@ async fn bridge_journey(j: &mut Journey) -> R<()> {
         "bridge-fail",
         "E2E phone",
         scenario_arg("bridge-fail.jsonl"),
-        Some(('3', "Bridge status")),
+        Some(('3', "Bridge status", "No banners.")),
     )
     .await?;
     let ui = j.ui();
@@ -823,14 +848,8 @@ async fn dials_journey(j: &mut Journey) -> R<()> {
     set_filter_line(j.ui(), "kind:dial").await?;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     j.ui().view('1', "Phones").await?;
-    let phone = pair_phone(
-        j,
-        "dials-stream",
-        "E2E phone",
-        vec![s("--rate"), s("12/s"), s("--count"), s("2")],
-        Some(('4', "Live dials")),
-    )
-    .await?;
+    // Paired, the view open and shown empty (the phone plays only after).
+    pair_then_open(j, "dials-stream", "E2E phone", '4', "Live dials").await?;
     let ui = j.ui();
     ui.wait_text("No dials yet", WAIT).await?;
     ensure!(
@@ -839,6 +858,11 @@ async fn dials_journey(j: &mut Journey) -> R<()> {
     );
     ui.assert_names("Live dials (empty)").await?;
     ui.shot("dials-empty").await?;
+    let phone = j.phone(
+        "dials-stream",
+        vec![s("--rate"), s("12/s"), s("--count"), s("2")],
+    )?;
+    let ui = j.ui();
 
     // Dials stream in: the count grows while the phone plays, then reaches every dial.
     let total = per_play * 2;
@@ -1181,7 +1205,7 @@ async fn confirm_journey(j: &mut Journey) -> R<()> {
         "confirm-propose",
         "E2E phone",
         scenario_arg("confirm-propose.jsonl"),
-        Some(('5', "Confirmations")),
+        Some(('5', "Confirmations", "")),
     )
     .await?;
     let ui = j.ui();
@@ -2148,7 +2172,7 @@ async fn window_figures_journey(j: &mut Journey) -> R<()> {
             s("--count"),
             count.to_string(),
         ],
-        Some(('4', "Live dials")),
+        Some(('4', "Live dials", "")),
     )
     .await?;
     let ui = j.ui();
