@@ -138,6 +138,39 @@ describe("views on live stores", () => {
     expect(host.listening("switchboard://bridge")).toBe(0);
   });
 
+  it("Phones runs its 1 s clock only while something shown reads it", async () => {
+    const phone = (connected: boolean) => ({
+      record: {
+        device_id: "d1", public_key: "", label: "Pixel", capabilities: [], paired_at_ms: 0,
+        last_seen_ms: 0, last_address: null, binding: null,
+      },
+      connected, address: null, protocol_version: 1, key_fingerprint: "", clock_skew_ms: null, clock_skew: null,
+    });
+    const answer = (connected: boolean) => {
+      host.answers.phonesSnapshot = { ...(host.answers.phonesSnapshot as object), phones: [phone(connected)] };
+    };
+    const reload = async () => {
+      host.emit("switchboard://phones");
+      await settle();
+      flushSync();
+    };
+    answer(true);
+    const v = await show(Phones);
+    expect(v.target.textContent).toContain("Connected");
+    // Every phone connected, no pairing open: nothing to count, no timer.
+    expect(vi.getTimerCount()).toBe(0);
+    // A phone not connected shows how long ago it was seen: the clock runs.
+    answer(false);
+    await reload();
+    expect(v.target.textContent).toContain("last seen");
+    expect(vi.getTimerCount()).toBe(1);
+    // Connected again: it stops.
+    answer(true);
+    await reload();
+    expect(vi.getTimerCount()).toBe(0);
+    await v.close();
+  });
+
   it("Phones reads on the phones event and shows what it read", async () => {
     const v = await show(Phones);
     expect(host.reads.phonesSnapshot).toBe(1);
