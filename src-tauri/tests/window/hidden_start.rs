@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use crate::real_window;
 use crate::tray_stand_in;
 use real_window::{app_state, need, spawn_logged, start_desktop, windows};
+use switchboard_desktop::realtime::{tasks, thread_name};
 use tray_stand_in::stand_in_tray;
 
 #[test]
@@ -105,12 +106,10 @@ fn hidden_start_shows_no_window_until_asked() {
     // for the single-instance and notification buses) ends its threads after half a second
     // without work. Its 1.7.0 kept one woken every 500 ms for the app's life (a lock-file pin
     // to 1.6.2 keeps the release that ends them).
-    let pid = app.0.id();
-    let threads: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
-        .map(|n| n.trim().to_string())
+    let pid = app.0.id() as i32;
+    let threads: Vec<String> = tasks(pid)
+        .into_iter()
+        .map(|t| thread_name(pid, t))
         .collect();
     assert!(
         threads.iter().any(|t| t.starts_with("tokio-rt-worker")),

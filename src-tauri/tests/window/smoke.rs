@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::real_window;
 use real_window::{need, start_xvfb, windows};
+use switchboard_desktop::realtime::{tasks, thread_name};
 
 /// The app under `dbus-run-session`, in a process group of its own: dropping it ends the whole
 /// group (SIGTERM, then SIGKILL after 5 s), so the session's `dbus-daemon` and what it started
@@ -145,9 +146,9 @@ fn real_window_shows_sidebar_and_phones_view() {
     // (`WindowScripts`, set by the app before the window exists and inherited by its web
     // process).
     let marker = format!("SWITCHBOARD_HOME={}", home.path().display());
-    let web: Vec<Vec<String>> = web_process_environments()
+    let web: Vec<(i32, Vec<String>)> = web_processes()
         .into_iter()
-        .filter(|env| env.contains(&marker))
+        .filter(|(_, env)| env.contains(&marker))
         .collect();
     assert!(
         !web.is_empty(),
@@ -156,15 +157,18 @@ fn real_window_shows_sidebar_and_phones_view() {
     // Nor does WebKit's memory-pressure monitor run (`WEBKIT_NO_MEMORY_MONITOR`): its thread,
     // in the app's own process, would wake the app every few seconds for the rest of its life,
     // in the tray too.
-    for pid in web_process_pids(&marker) {
-        let app = parent_pid(pid).expect("the web process's parent");
-        let names = thread_names(app);
+    for (pid, _) in &web {
+        let app = parent_pid(*pid).expect("the web process's parent");
+        let names: Vec<String> = tasks(app)
+            .into_iter()
+            .map(|t| thread_name(app, t))
+            .collect();
         assert!(
             !names.is_empty() && !names.iter().any(|n| n == "PressureMonitor"),
             "the app's process {app} runs WebKit's memory-pressure monitor (threads: {names:?})"
         );
     }
-    for env in &web {
+    for (_, env) in &web {
         assert!(
             env.iter()
                 .any(|v| v == "WEBKIT_DISABLE_MEMORY_PRESSURE_MONITOR=1"),
@@ -182,13 +186,16 @@ fn real_window_shows_sidebar_and_phones_view() {
     eprintln!("smoke screenshot: {} ({colours} colours)", shot.display());
 }
 
-/// The environments of every `WebKitWebProcess` on the machine, one list of `NAME=value` each.
-fn web_process_environments() -> Vec<Vec<String>> {
+/// Every `WebKitWebProcess` on the machine: its process id and environment (`NAME=value` each).
+fn web_processes() -> Vec<(i32, Vec<String>)> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return out;
     };
     for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
         let dir = e.path();
         let is_web = std::fs::read_to_string(dir.join("comm"))
             .is_ok_and(|c| c.trim().starts_with("WebKitWebProces"));
@@ -196,53 +203,20 @@ fn web_process_environments() -> Vec<Vec<String>> {
             continue;
         }
         if let Ok(env) = std::fs::read(dir.join("environ")) {
-            out.push(
+            out.push((
+                pid,
                 env.split(|b| *b == 0)
                     .map(|v| String::from_utf8_lossy(v).into_owned())
                     .collect(),
-            );
-        }
-    }
-    out
-}
-
-/// The process ids of every `WebKitWebProcess` whose environment holds `marker`.
-fn web_process_pids(marker: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let dir = e.path();
-        let is_web = std::fs::read_to_string(dir.join("comm"))
-            .is_ok_and(|c| c.trim().starts_with("WebKitWebProces"));
-        let ours = std::fs::read(dir.join("environ"))
-            .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()));
-        if is_web && ours {
-            out.push(pid);
+            ));
         }
     }
     out
 }
 
 /// The parent of process `pid` (the fourth field of `/proc/PID/stat`, after the name's `)`).
-fn parent_pid(pid: u32) -> Option<u32> {
+fn parent_pid(pid: i32) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (_, rest) = stat.rsplit_once(')')?;
     rest.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// The names of process `pid`'s threads.
-fn thread_names(pid: u32) -> Vec<String> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.flatten()
-                .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
-                .map(|n| n.trim().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
 }
