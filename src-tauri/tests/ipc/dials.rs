@@ -706,8 +706,8 @@ fn paced_forwarding_sends_a_light_stream_at_once() {
 }
 
 /// The window's pace under load: batches come at most one a `busy` (the forwarder holds and
-/// merges what the log hands it meanwhile) unless the stream paused for `quiet` before one; no
-/// dial is lost: each is sent or named in `left_out`.
+/// merges what the log hands it meanwhile) unless the stream paused for `quiet` before one, and
+/// never closer than `quick`; no dial is lost: each is sent or named in `left_out`.
 #[test]
 fn paced_forwarding_spaces_a_heavy_stream() {
     use switchboard::app::dials::WindowPace;
@@ -760,15 +760,18 @@ fn paced_forwarding_spaces_a_heavy_stream() {
                 pace.busy
             );
             assert!(
-                apart + Duration::from_millis(2) >= pace.quick,
+                apart >= pace.quick,
                 "two batches {apart:?} apart: closer than the quick pace {:?}",
                 pace.quick
             );
         }
     }
+    // Every early batch followed a pause; a loaded machine pauses the stream often, so how
+    // many are early says nothing, but some a busy pace apart show the pace took hold (a
+    // forwarder that ignored it would send every handover or every quick pace).
     assert!(
-        spaced * 2 >= settled.len(),
-        "under load most batches are a busy pace apart: {spaced} of {}",
+        spaced >= 2,
+        "under load batches are a busy pace apart: {spaced} of {}",
         settled.len()
     );
 }

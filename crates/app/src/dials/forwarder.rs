@@ -114,7 +114,10 @@ pub async fn forward_paced<E>(
                 })
             }
         };
+        // A handover already waiting counts before the timer: a forwarder the machine stalled
+        // past `quiet` wakes with both ready, and the stream was not quiet.
         tokio::select! {
+            biased;
             b = batches.recv() => match b {
                 Some(b) => {
                     let got = tokio::time::Instant::now();
@@ -158,7 +161,9 @@ pub async fn forward_paced<E>(
                 if sink(DialBatchMsg::batch_newest(&h, max_rows)).is_err() {
                     return ForwardEnd::SinkClosed;
                 }
-                last_sent = Some(now);
+                // Spaced from when the batch left: a sink slowed by the machine (its message
+                // built, the page's channel written) does not shorten the gap to the next.
+                last_sent = Some(tokio::time::Instant::now());
             }
         }
     }
