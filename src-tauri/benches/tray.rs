@@ -336,6 +336,15 @@ impl Running {
         let _ = second.wait();
         let text = self.log.text();
         let line = text.lines().rfind(|l| l.contains("first paint")).unwrap();
+        // Where the time went, as the app logged it: the web process and the page's request
+        // (`page_start_ms`), then the page's script, place and paint (ms from its start).
+        let parts: Vec<&str> = line
+            .split_whitespace()
+            .filter(|w| w.contains("_ms="))
+            .collect();
+        if !parts.is_empty() {
+            eprintln!("    {}", parts.join(" "));
+        }
         line.split("first paint ")
             .nth(1)
             .and_then(|r| r.split(' ').next())
